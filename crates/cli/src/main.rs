@@ -1,0 +1,395 @@
+//! `sextant`: the headless command line. Each verb is a thin wrapper over the library
+//! crates; anything more than argument handling and printing belongs in a library.
+
+use std::fs::File;
+use std::io::{BufWriter, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Context, Result};
+use clap::{Parser, Subcommand};
+use sextant_devices::simulator::{demo_project, Simulator};
+use sextant_telemetry::csv::CsvWriter;
+use sextant_telemetry::pipeline::{Pipeline, SourceStats, Timestamp};
+use sextant_telemetry::project::{Connection, Project};
+use sextant_telemetry::Value;
+
+#[derive(Parser)]
+#[command(
+    name = "sextant",
+    version,
+    about = "Telemetry for people who build hardware"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the built-in demo device through the full pipeline and show live values.
+    Demo {
+        /// How long to run, in seconds of device time.
+        #[arg(long, default_value_t = 5.0)]
+        seconds: f64,
+        /// Frames per second the demo device sends.
+        #[arg(long)]
+        rate: Option<f64>,
+        /// Run as fast as possible instead of in real time, and report throughput.
+        #[arg(long)]
+        max: bool,
+        /// Also write every parsed frame to this CSV file.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Print the demo project JSON instead of running it.
+        #[arg(long)]
+        print_project: bool,
+    },
+    /// Run a raw capture through a project's framing, parsing and transforms.
+    Replay {
+        /// A Sextant project, or a Serial Studio project (imported on the fly).
+        #[arg(long)]
+        project: PathBuf,
+        /// Raw bytes: `FILE` for the first source, or `SOURCE_ID=FILE`; repeat per source.
+        #[arg(long, required = true)]
+        input: Vec<String>,
+        /// Write the parsed frames as CSV here (`-` for stdout).
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Feed the capture in chunks of this many bytes, as a device would deliver it.
+        #[arg(long, default_value_t = 4096)]
+        chunk: usize,
+    },
+    /// Convert a Serial Studio project (.ssproj/.json) to a Sextant project.
+    Import {
+        file: PathBuf,
+        /// Write the project here instead of stdout (atomically).
+        #[arg(short, long)]
+        output: Option<PathBuf>,
+    },
+    /// Check a project file and list every problem with its path.
+    Validate { file: PathBuf },
+    /// Print the JSON Schema of the project file.
+    Schema,
+}
+
+fn main() {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    if let Err(e) = run(Cli::parse()) {
+        eprintln!("error: {e:#}");
+        std::process::exit(1);
+    }
+}
+
+fn run(cli: Cli) -> Result<()> {
+    match cli.command {
+        Command::Demo {
+            seconds,
+            rate,
+            max,
+            csv,
+            print_project,
+        } => {
+            if print_project {
+                print!("{}", demo_project().to_json_string());
+                return Ok(());
+            }
+            demo(seconds, rate, max, csv.as_deref())
+        }
+        Command::Replay {
+            project,
+            input,
+            csv,
+            chunk,
+        } => replay(&project, &input, csv.as_deref(), chunk),
+        Command::Import { file, output } => import(&file, output.as_deref()),
+        Command::Validate { file } => {
+            let project = Project::load(&file)
+                .with_context(|| format!("{} is not a valid project", file.display()))?;
+            println!(
+                "{}: valid ({} sources, {} groups, {} datasets)",
+                file.display(),
+                project.sources.len(),
+                project.groups.len(),
+                project.datasets().count()
+            );
+            Ok(())
+        }
+        Command::Schema => {
+            println!("{}", serde_json::to_string_pretty(&Project::json_schema())?);
+            Ok(())
+        }
+    }
+}
+
+/// Loads a Sextant project, or imports a Serial Studio one (report on stderr).
+fn load_project(path: &Path) -> Result<Project> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read {}", path.display()))?;
+    match Project::from_json_str(&text) {
+        Ok(p) => Ok(p),
+        Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
+            let imported = sextant_import::import_serial_studio(&text).with_context(|| {
+                format!(
+                    "{} is neither a Sextant nor a Serial Studio project",
+                    path.display()
+                )
+            })?;
+            if !imported.report.is_empty() {
+                eprintln!(
+                    "imported {} from Serial Studio format; not mapped:\n{}",
+                    path.display(),
+                    imported.report
+                );
+            }
+            Ok(imported.project)
+        }
+        Err(e) => Err(e).with_context(|| format!("could not load {}", path.display())),
+    }
+}
+
+fn import(file: &Path, output: Option<&Path>) -> Result<()> {
+    let text = std::fs::read_to_string(file)
+        .with_context(|| format!("could not read {}", file.display()))?;
+    let imported = sextant_import::import_serial_studio(&text)
+        .with_context(|| format!("could not import {}", file.display()))?;
+    if imported.report.is_empty() {
+        eprintln!("import report: everything was mapped");
+    } else {
+        eprintln!(
+            "import report ({} item(s) not mapped):\n{}",
+            imported.report.items.len(),
+            imported.report
+        );
+    }
+    match output {
+        Some(out) => imported
+            .project
+            .save(out)
+            .with_context(|| format!("could not write {}", out.display()))?,
+        None => print!("{}", imported.project.to_json_string()),
+    }
+    Ok(())
+}
+
+fn open_csv(path: Option<&Path>, pipeline: &Pipeline) -> Result<Option<CsvWriter<Box<dyn Write>>>> {
+    let Some(path) = path else { return Ok(None) };
+    let out: Box<dyn Write> = if path == Path::new("-") {
+        Box::new(BufWriter::new(std::io::stdout().lock()))
+    } else {
+        Box::new(BufWriter::new(File::create(path).with_context(|| {
+            format!("could not create {}", path.display())
+        })?))
+    };
+    let columns: Vec<String> = pipeline.datasets().iter().map(|d| d.column()).collect();
+    Ok(Some(CsvWriter::new(out, &columns)?))
+}
+
+fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usize) -> Result<()> {
+    let project = load_project(project_path)?;
+    let mut pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
+    let mut feeds: Vec<(usize, Vec<u8>)> = Vec::new();
+    for spec in inputs {
+        let (source, file) = match spec.split_once('=') {
+            Some((id, file)) if project.sources.iter().any(|s| s.id == id) => (
+                project.sources.iter().position(|s| s.id == id).unwrap_or(0),
+                file,
+            ),
+            _ => (0, spec.as_str()),
+        };
+        let mut bytes = Vec::new();
+        File::open(file)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .with_context(|| format!("could not read capture {file}"))?;
+        feeds.push((source, bytes));
+    }
+    // Quick-plot projects learn their columns from the data, so the CSV header waits for
+    // the first frame.
+    let mut writer = if pipeline.datasets().is_empty() {
+        None
+    } else {
+        open_csv(csv, &pipeline)?
+    };
+    let mut pending_rows: Vec<(f64, Vec<Value>)> = Vec::new();
+    let started = Instant::now();
+    let mut frames = 0u64;
+    let mut offsets = vec![0usize; feeds.len()];
+    let chunk = chunk.max(1);
+    let mut write_error = None;
+    // Round-robin the sources chunk by chunk, as concurrent devices would interleave.
+    loop {
+        let mut progressed = false;
+        for (k, (source, bytes)) in feeds.iter().enumerate() {
+            let at = offsets[k];
+            if at >= bytes.len() {
+                continue;
+            }
+            let end = (at + chunk).min(bytes.len());
+            offsets[k] = end;
+            progressed = true;
+            let ts = Timestamp {
+                elapsed_ns: frames * 1_000_000,
+                unix_ns: 0,
+            };
+            pipeline.push(*source, ts, &bytes[at..end], &mut |ev| {
+                frames += 1;
+                let elapsed = (frames - 1) as f64 * 0.001;
+                match writer.as_mut() {
+                    Some(w) => {
+                        if let Err(e) = w.write_row(elapsed, ev.values) {
+                            write_error.get_or_insert(e);
+                        }
+                    }
+                    None if csv.is_some() => pending_rows.push((elapsed, ev.values.to_vec())),
+                    None => {}
+                }
+            });
+            if writer.is_none() && csv.is_some() && !pipeline.datasets().is_empty() {
+                writer = open_csv(csv, &pipeline)?;
+                if let Some(w) = writer.as_mut() {
+                    for (t, row) in pending_rows.drain(..) {
+                        w.write_row(t, &row)?;
+                    }
+                }
+            }
+        }
+        if let Some(e) = write_error.take() {
+            return Err(e).context("could not write the CSV");
+        }
+        if !progressed {
+            break;
+        }
+    }
+    if let Some(mut w) = writer {
+        w.flush()?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "replayed {} frames in {:.3} s ({:.0} frames/s)",
+        frames,
+        secs,
+        frames as f64 / secs.max(1e-9)
+    );
+    for (i, s) in project.sources.iter().enumerate() {
+        if let Some(stats) = pipeline.stats(i) {
+            print_stats(&s.id, stats);
+        }
+    }
+    let (terr, tlast) = pipeline.transform_errors();
+    if terr > 0 {
+        eprintln!("transform errors: {terr} (last: {})", tlast.unwrap_or(""));
+    }
+    Ok(())
+}
+
+fn print_stats(source: &str, s: &SourceStats) {
+    eprintln!(
+        "{source}: {} bytes, {} frames, dropped: {} oversize, {} checksum, {} decode, {} parse{}",
+        s.bytes,
+        s.framing.frames,
+        s.framing.oversize_dropped,
+        s.framing.checksum_failed,
+        s.decode_errors,
+        s.parse_errors,
+        s.last_error
+            .as_deref()
+            .map(|e| format!(" (last error: {e})"))
+            .unwrap_or_default()
+    );
+}
+
+fn demo(seconds: f64, rate: Option<f64>, max: bool, csv: Option<&Path>) -> Result<()> {
+    if seconds.is_nan() || seconds <= 0.0 {
+        bail!("--seconds must be positive");
+    }
+    let mut project = demo_project();
+    let Connection::Simulator(settings) = &mut project.sources[0].connection else {
+        unreachable!("the demo project's first source is the simulator")
+    };
+    if let Some(r) = rate {
+        if !(1.0..=10_000_000.0).contains(&r) {
+            bail!("--rate must be between 1 and 10000000 frames per second");
+        }
+        settings.frame_rate_hz = r;
+    }
+    let rate = settings.frame_rate_hz;
+    let mut sim = Simulator::new(settings.clone());
+    let mut pipeline = Pipeline::new(&project).context("the demo project failed to build")?;
+    let mut writer = open_csv(csv, &pipeline)?;
+    let total = (seconds * rate).round() as u64;
+    let started = Instant::now();
+    let mut bytes = Vec::with_capacity(64 * 1024);
+    let mut latest: Vec<Value> = Vec::new();
+    let mut frames = 0u64;
+    let mut next_print = 0.0;
+    // In real time, send the frames due in each 10 ms tick as one chunk, like a UART would.
+    let batch = if max {
+        1024
+    } else {
+        ((rate / 100.0).ceil() as u64).max(1)
+    };
+    let mut sent = 0u64;
+    while sent < total {
+        bytes.clear();
+        let n = batch.min(total - sent);
+        for k in 0..n {
+            sim.frame_at((sent + k) as f64 / rate, &mut bytes);
+        }
+        let t = (sent + n) as f64 / rate;
+        if !max {
+            let due = Duration::from_secs_f64(t);
+            if let Some(wait) = due.checked_sub(started.elapsed()) {
+                std::thread::sleep(wait);
+            }
+        }
+        sent += n;
+        let ts = Timestamp {
+            elapsed_ns: (t * 1e9) as u64,
+            unix_ns: 0,
+        };
+        let mut err = None;
+        pipeline.push(0, ts, &bytes, &mut |ev| {
+            frames += 1;
+            if let Some(w) = writer.as_mut() {
+                if let Err(e) = w.write_row(ev.timestamp.elapsed_s(), ev.values) {
+                    err.get_or_insert(e);
+                }
+            }
+            latest.clear();
+            latest.extend_from_slice(ev.values);
+        });
+        if let Some(e) = err {
+            return Err(e).context("could not write the CSV");
+        }
+        if !max && t >= next_print {
+            next_print += 0.5;
+            let shown: Vec<String> = pipeline
+                .datasets()
+                .iter()
+                .zip(&latest)
+                .take(6)
+                .map(|(d, v)| match v.as_f64() {
+                    Some(x) => format!("{}={x:.2}{}", d.title, d.units),
+                    None => format!("{}=–", d.title),
+                })
+                .collect();
+            println!("t={t:5.1}s  {}", shown.join("  "));
+        }
+    }
+    if let Some(w) = writer.as_mut() {
+        w.flush()?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    println!(
+        "demo: {frames} frames in {secs:.3} s ({:.0} frames/s through framing, parsing and transforms)",
+        frames as f64 / secs.max(1e-9)
+    );
+    print_stats("demo device", pipeline.stats(0).expect("one source"));
+    if frames != total {
+        bail!("the demo device sent {total} frames but the pipeline produced {frames}");
+    }
+    Ok(())
+}

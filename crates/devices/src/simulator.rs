@@ -1,0 +1,295 @@
+//! The simulator: deterministic waveforms, a GPS track and an IMU, emitted as real CSV
+//! bytes so the whole pipeline (framing, parsing, transforms) runs on them.
+//!
+//! The generator is pure: it is given the time of each frame and appends that frame's
+//! bytes. Pacing (1 Hz … ≥ 1 MHz frames) belongs to whoever drives it.
+
+use sextant_telemetry::project::{
+    AlarmBand, Connection, Dataset, DatasetWidget, Group, GroupWidget, ParserConfig, Project, Role,
+    Severity, SimChannel, SimulatorSettings, Source, Transform, TransformLanguage, Waveform,
+};
+
+/// A seeded xorshift generator: fast, reproducible, no dependencies.
+#[derive(Debug, Clone)]
+struct Rng(u64);
+
+impl Rng {
+    fn new(seed: u64) -> Self {
+        Rng(seed.max(1).wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1)
+    }
+
+    /// Uniform in [-0.5, 0.5).
+    fn centered(&mut self) -> f64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64 - 0.5
+    }
+}
+
+/// Generates simulator frames.
+#[derive(Debug, Clone)]
+pub struct Simulator {
+    settings: SimulatorSettings,
+    rng: Rng,
+    walks: Vec<f64>,
+    line: String,
+}
+
+/// Columns the simulator appends for its GPS track.
+pub const GPS_COLUMNS: [&str; 3] = ["Latitude", "Longitude", "Altitude"];
+/// Columns the simulator appends for its IMU.
+pub const IMU_COLUMNS: [&str; 6] = [
+    "Accel X", "Accel Y", "Accel Z", "Gyro X", "Gyro Y", "Gyro Z",
+];
+
+impl Simulator {
+    pub fn new(settings: SimulatorSettings) -> Self {
+        Simulator {
+            rng: Rng::new(settings.seed),
+            walks: vec![0.0; settings.channels.len()],
+            settings,
+            line: String::with_capacity(256),
+        }
+    }
+
+    pub fn settings(&self) -> &SimulatorSettings {
+        &self.settings
+    }
+
+    /// Column names in frame order.
+    pub fn columns(&self) -> Vec<String> {
+        let mut cols: Vec<String> = self
+            .settings
+            .channels
+            .iter()
+            .map(|c| c.name.clone())
+            .collect();
+        if self.settings.gps {
+            cols.extend(GPS_COLUMNS.iter().map(|s| s.to_string()));
+        }
+        if self.settings.imu {
+            cols.extend(IMU_COLUMNS.iter().map(|s| s.to_string()));
+        }
+        cols
+    }
+
+    /// The values of the frame at time `t` seconds.
+    pub fn values_at(&mut self, t: f64, out: &mut Vec<f64>) {
+        use std::f64::consts::TAU;
+        out.clear();
+        for (i, ch) in self.settings.channels.iter().enumerate() {
+            let phase = (t * ch.frequency_hz).fract();
+            let base = match ch.waveform {
+                Waveform::Sine => (TAU * phase).sin(),
+                Waveform::Square => {
+                    if phase < 0.5 {
+                        1.0
+                    } else {
+                        -1.0
+                    }
+                }
+                Waveform::Saw => 2.0 * phase - 1.0,
+                Waveform::Noise => 2.0 * self.rng.centered(),
+                Waveform::RandomWalk => {
+                    let step = self.rng.centered() * 0.1;
+                    // Pull gently back towards zero so the walk stays on screen.
+                    self.walks[i] = (self.walks[i] + step) * 0.999;
+                    self.walks[i]
+                }
+            };
+            let noise = if ch.noise > 0.0 {
+                ch.noise * self.rng.centered()
+            } else {
+                0.0
+            };
+            out.push(ch.offset + ch.amplitude * base + noise);
+        }
+        if self.settings.gps {
+            // A 300 m circle around a fixed point, one lap every two minutes.
+            let a = TAU * t / 120.0;
+            let (lat0, lon0) = (47.3769_f64, 8.5417_f64);
+            let r_deg = 300.0 / 111_320.0;
+            out.push(lat0 + r_deg * a.sin());
+            out.push(lon0 + r_deg * a.cos() / lat0.to_radians().cos());
+            out.push(420.0 + 15.0 * (a * 2.0).sin());
+        }
+        if self.settings.imu {
+            let (roll, pitch) = (0.3 * (TAU * 0.2 * t).sin(), 0.2 * (TAU * 0.13 * t).cos());
+            out.push(9.81 * pitch.sin() + 0.05 * self.rng.centered());
+            out.push(-9.81 * roll.sin() * pitch.cos() + 0.05 * self.rng.centered());
+            out.push(9.81 * roll.cos() * pitch.cos() + 0.05 * self.rng.centered());
+            out.push(0.3 * TAU * 0.2 * (TAU * 0.2 * t).cos() * 57.3);
+            out.push(-0.2 * TAU * 0.13 * (TAU * 0.13 * t).sin() * 57.3);
+            out.push(10.0 * (TAU * 0.05 * t).sin());
+        }
+    }
+
+    /// Appends the bytes of the frame at time `t` seconds: a CSV line ending in `\n`.
+    pub fn frame_at(&mut self, t: f64, out: &mut Vec<u8>) {
+        use std::fmt::Write as _;
+        let mut values = Vec::with_capacity(16);
+        self.values_at(t, &mut values);
+        self.line.clear();
+        for (i, v) in values.iter().enumerate() {
+            if i > 0 {
+                self.line.push(',');
+            }
+            let _ = write!(self.line, "{v:.6}");
+        }
+        self.line.push('\n');
+        out.extend_from_slice(self.line.as_bytes());
+    }
+}
+
+/// The demo device's settings: five waveforms, a GPS track and an IMU at 100 Hz.
+pub fn demo_settings() -> SimulatorSettings {
+    let ch = |name: &str, waveform, frequency_hz, amplitude, offset, noise| SimChannel {
+        name: name.into(),
+        waveform,
+        frequency_hz,
+        amplitude,
+        offset,
+        noise,
+    };
+    SimulatorSettings {
+        frame_rate_hz: 100.0,
+        channels: vec![
+            ch("Temperature", Waveform::Sine, 0.05, 4.0, 24.0, 0.1),
+            ch("Voltage", Waveform::Sine, 0.5, 0.4, 3.7, 0.02),
+            ch("Current", Waveform::Square, 0.25, 0.3, 0.5, 0.01),
+            ch("Pressure", Waveform::RandomWalk, 0.0, 1.0, 1013.0, 0.0),
+            ch("Vibration", Waveform::Noise, 0.0, 1.0, 0.0, 0.0),
+        ],
+        gps: true,
+        imu: true,
+        seed: 7,
+    }
+}
+
+/// The sample project that goes with [`demo_settings`]: gauges, plots, a GPS map, an IMU,
+/// an alarm band, an expression transform and a scripted virtual dataset.
+pub fn demo_project() -> Project {
+    let settings = demo_settings();
+    let mut next = 0;
+    let mut ds = |title: &str, units: &str, index: u32| {
+        next += 1;
+        Dataset {
+            id: format!("ds-{next}"),
+            title: title.into(),
+            units: units.into(),
+            index,
+            ..Dataset::default()
+        }
+    };
+    let temperature = Dataset {
+        widget: DatasetWidget::Gauge,
+        min: Some(0.0),
+        max: Some(50.0),
+        alarms: vec![AlarmBand {
+            min: 27.0,
+            max: 50.0,
+            severity: Severity::Warning,
+            label: "Warm".into(),
+        }],
+        ..ds("Temperature", "°C", 1)
+    };
+    let voltage = Dataset {
+        widget: DatasetWidget::Bar,
+        min: Some(3.0),
+        max: Some(4.2),
+        ..ds("Voltage", "V", 2)
+    };
+    let current = Dataset {
+        min: Some(0.0),
+        max: Some(1.0),
+        ..ds("Current", "A", 3)
+    };
+    let pressure = Dataset {
+        widget: DatasetWidget::Meter,
+        // The device reports hPa; show kPa.
+        transform: Some(Transform {
+            language: TransformLanguage::Expression,
+            code: "value / 10".into(),
+        }),
+        ..ds("Pressure", "kPa", 4)
+    };
+    let vibration = Dataset {
+        fft: true,
+        ..ds("Vibration", "g", 5)
+    };
+    let power = Dataset {
+        is_virtual: true,
+        index: 0,
+        transform: Some(Transform {
+            language: TransformLanguage::Lua,
+            code: "function transform(value)\n  \
+                   local v = datasetGetFinal(\"ds-2\")\n  \
+                   local i = datasetGetFinal(\"ds-3\")\n  \
+                   if v == nil or i == nil then return nil end\n  \
+                   return v * i\nend\n"
+                .into(),
+        }),
+        ..ds("Power", "W", 0)
+    };
+    let role = |d: Dataset, role| Dataset {
+        role: Some(role),
+        ..d
+    };
+    let lat = role(ds("Latitude", "°", 6), Role::Lat);
+    let lon = role(ds("Longitude", "°", 7), Role::Lon);
+    let alt = role(ds("Altitude", "m", 8), Role::Alt);
+    let ax = role(ds("Accel X", "m/s²", 9), Role::X);
+    let ay = role(ds("Accel Y", "m/s²", 10), Role::Y);
+    let az = role(ds("Accel Z", "m/s²", 11), Role::Z);
+    let gx = role(ds("Gyro X", "°/s", 12), Role::Roll);
+    let gy = role(ds("Gyro Y", "°/s", 13), Role::Pitch);
+    let gz = role(ds("Gyro Z", "°/s", 14), Role::Yaw);
+    let group = |id: &str, title: &str, widget, datasets| Group {
+        id: id.into(),
+        title: title.into(),
+        widget,
+        datasets,
+        ..Group::default()
+    };
+    Project {
+        title: "Demo device".into(),
+        sources: vec![Source {
+            id: "src-1".into(),
+            title: "Simulator".into(),
+            connection: Connection::Simulator(settings),
+            parser: ParserConfig::Delimited {
+                separator: ",".into(),
+            },
+            ..Source::default()
+        }],
+        groups: vec![
+            group(
+                "grp-1",
+                "Environment",
+                GroupWidget::DataGrid,
+                vec![temperature, pressure, vibration],
+            ),
+            group(
+                "grp-2",
+                "Power",
+                GroupWidget::MultiPlot,
+                vec![voltage, current, power],
+            ),
+            group("grp-3", "GPS", GroupWidget::Gps, vec![lat, lon, alt]),
+            group(
+                "grp-4",
+                "Accelerometer",
+                GroupWidget::Accelerometer,
+                vec![ax, ay, az],
+            ),
+            group(
+                "grp-5",
+                "Gyroscope",
+                GroupWidget::Gyroscope,
+                vec![gx, gy, gz],
+            ),
+        ],
+        ..Project::default()
+    }
+}

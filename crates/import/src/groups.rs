@@ -1,0 +1,906 @@
+//! Groups and datasets: widgets, role tags, ranges, alarms, transforms, virtual datasets
+//! and X axes.
+//!
+//! Serial Studio gives a dataset one widget string that is either a widget (`gauge`) or a
+//! role inside its group's widget (`lat` in a GPS group, `x` in an accelerometer), three
+//! ranges (plot, widget, FFT) where Sextant has one, and alarms either as bands or as the
+//! older `alarmEnabled/alarmLow/alarmHigh` thresholds. Datasets refer to each other (X axis)
+//! by Serial Studio's numeric unique id, or by parser index in files that predate unique ids;
+//! those references are resolved after every dataset has its Sextant id.
+
+use std::collections::HashMap;
+
+use serde_json::{json, Value};
+use sextant_telemetry::project::{
+    AlarmBand, Dataset, DatasetWidget, Group, GroupWidget, Role, Severity, Transform,
+    TransformLanguage, XAxis,
+};
+
+use crate::json::{index, show, Obj};
+use crate::report::ImportReport;
+use crate::text::simplified;
+use crate::Ids;
+
+/// What the group import needs to know about the sources.
+pub(crate) struct SourceLookup {
+    /// Serial Studio `sourceId` → (Sextant id, default transform language), in file order.
+    pub sources: Vec<(i64, String, TransformLanguage)>,
+}
+
+impl SourceLookup {
+    fn find(&self, ss_id: i64) -> Option<&(i64, String, TransformLanguage)> {
+        self.sources.iter().find(|(id, _, _)| *id == ss_id)
+    }
+
+    fn first(&self) -> Option<&(i64, String, TransformLanguage)> {
+        self.sources.first()
+    }
+
+    fn multi(&self) -> bool {
+        self.sources.len() > 1
+    }
+}
+
+/// A dataset whose reference to another dataset is resolved once all ids exist.
+struct Pending {
+    group: usize,
+    dataset: usize,
+    path: String,
+    x_axis: i64,
+    ss_source: i64,
+}
+
+/// A non-virtual dataset without a usable parser slot.
+struct Unfed {
+    group: usize,
+    dataset: usize,
+    source: String,
+}
+
+#[derive(Default)]
+pub(crate) struct GroupImport {
+    pub groups: Vec<Group>,
+    /// Serial Studio unique id → Sextant dataset id.
+    by_uid: HashMap<i64, String>,
+    /// (Serial Studio source id, parser index) → Sextant dataset id, for legacy X axes.
+    by_index: HashMap<(i64, i64), String>,
+    pending: Vec<Pending>,
+    unfed: Vec<Unfed>,
+}
+
+pub(crate) fn import_groups(
+    items: &[Value],
+    path: &str,
+    sources: &SourceLookup,
+    legacy_ids: bool,
+    ids: &mut Ids,
+    r: &mut ImportReport,
+) -> Vec<Group> {
+    let mut out = GroupImport::default();
+    for (g, item) in items.iter().enumerate() {
+        let gpath = index(path, g);
+        let Some(map) = item.as_object() else {
+            r.push(
+                gpath,
+                format!("expected a group object, found {}; skipped", show(item)),
+            );
+            continue;
+        };
+        let mut obj = Obj::new(map, gpath.clone());
+        import_group(&mut obj, g, sources, ids, &mut out, r);
+        obj.finish(r);
+    }
+    resolve(&mut out, sources, legacy_ids, r);
+    out.groups
+}
+
+/// Group widget strings of Serial Studio that leave datasets meaningful without data
+/// (they draw something else), so an empty group is still worth keeping.
+fn needs_no_datasets(widget: &str) -> bool {
+    matches!(widget, "image" | "painter" | "webview")
+}
+
+fn import_group(
+    obj: &mut Obj,
+    g: usize,
+    sources: &SourceLookup,
+    ids: &mut Ids,
+    out: &mut GroupImport,
+    r: &mut ImportReport,
+) {
+    let gpath = obj.path().to_string();
+    let title = simplified(&obj.string("title", r).unwrap_or_default());
+    let widget_path = obj.at("widget");
+    let widget_text = simplified(&obj.string("widget", r).unwrap_or_default()).to_ascii_lowercase();
+    let group_type = obj.i64("groupType", r).unwrap_or(0);
+    obj.skip(&["uniqueId", "groupId"]);
+
+    if group_type == 1 {
+        r.push(
+            gpath,
+            "output group (buttons, sliders, toggles that send to the device) is not supported \
+             by Sextant; skipped",
+        );
+        mark_all(obj);
+        return;
+    }
+    if title.is_empty() {
+        r.push(
+            gpath,
+            "Serial Studio ignores a group without a title; skipped",
+        );
+        mark_all(obj);
+        return;
+    }
+
+    let source_path = obj.at("sourceId");
+    let ss_source = obj.i64("sourceId", r).unwrap_or(0);
+    let (ss_source, source_id, transform_language) = match sources.find(ss_source) {
+        Some((s, id, lang)) => (*s, id.clone(), *lang),
+        None => {
+            let Some((s, id, lang)) = sources.first() else {
+                mark_all(obj);
+                return;
+            };
+            r.push(
+                source_path,
+                format!("no source has sourceId {ss_source}; the group reads the first source"),
+            );
+            (*s, id.clone(), *lang)
+        }
+    };
+
+    let widget = group_widget(obj, &widget_text, &widget_path, r);
+
+    let dpath = obj.at("datasets");
+    let datasets = obj.array("datasets", r).map(Vec::as_slice).unwrap_or(&[]);
+    if datasets.is_empty() && !needs_no_datasets(&widget_text) {
+        r.push(
+            gpath,
+            "Serial Studio ignores a group without datasets; skipped",
+        );
+        mark_all(obj);
+        return;
+    }
+
+    obj.unmapped("hideOnDashboard", &[], "Sextant shows every group", r);
+    obj.unmapped(
+        "disabled",
+        &[],
+        "Sextant has no disabled groups; imported enabled",
+        r,
+    );
+    obj.unmapped(
+        "outputColumns",
+        &[json!(2)],
+        "only used by output groups",
+        r,
+    );
+    obj.unmapped(
+        "outputWidgets",
+        &[],
+        "output widgets are not supported by Sextant",
+        r,
+    );
+
+    let group_index = out.groups.len();
+    let mut group = Group {
+        id: ids.next("grp"),
+        title,
+        widget,
+        datasets: Vec::new(),
+        extra: Default::default(),
+    };
+
+    for (d, item) in datasets.iter().enumerate() {
+        let path = index(&dpath, d);
+        let Some(map) = item.as_object().filter(|m| !m.is_empty()) else {
+            r.push(
+                path,
+                format!("expected a dataset object, found {}; skipped", show(item)),
+            );
+            continue;
+        };
+        let mut dobj = Obj::new(map, path.clone());
+        let ctx = DatasetCtx {
+            group_widget: widget,
+            source_id: &source_id,
+            multi_source: sources.multi(),
+            transform_language,
+        };
+        let imported = import_dataset(&mut dobj, &ctx, ids, r);
+        dobj.finish(r);
+
+        let dataset_index = group.datasets.len();
+        // Serial Studio's derived unique id when the file has none.
+        let uid = imported.unique_id.unwrap_or_else(|| {
+            ss_source
+                .saturating_mul(1_000_000)
+                .saturating_add((g as i64).saturating_mul(10_000))
+                .saturating_add(d as i64)
+        });
+        out.by_uid
+            .entry(uid)
+            .or_insert_with(|| imported.dataset.id.clone());
+        if !imported.dataset.is_virtual && !imported.unfed {
+            out.by_index
+                .entry((ss_source, imported.dataset.index as i64))
+                .or_insert_with(|| imported.dataset.id.clone());
+        }
+        if let Some(x) = imported.x_axis {
+            out.pending.push(Pending {
+                group: group_index,
+                dataset: dataset_index,
+                path: crate::json::join(&path, "xAxis"),
+                x_axis: x,
+                ss_source,
+            });
+        }
+        if imported.unfed {
+            out.unfed.push(Unfed {
+                group: group_index,
+                dataset: dataset_index,
+                source: source_id.clone(),
+            });
+        }
+        group.datasets.push(imported.dataset);
+    }
+    out.groups.push(group);
+}
+
+/// Marks every key of a skipped object as handled, so the skip is reported once.
+fn mark_all(obj: &mut Obj) {
+    for key in obj.keys() {
+        let _ = obj.raw(&key);
+    }
+}
+
+fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -> GroupWidget {
+    match widget {
+        "" => GroupWidget::None,
+        "datagrid" => GroupWidget::DataGrid,
+        "multiplot" => GroupWidget::MultiPlot,
+        "accelerometer" => GroupWidget::Accelerometer,
+        "gyro" | "gyroscope" => GroupWidget::Gyroscope,
+        "map" | "gps" => GroupWidget::Gps,
+        "plot3d" => GroupWidget::Plot3d,
+        "barpanel" => {
+            obj.unmapped(
+                "barPanelStyle",
+                &[json!(0)],
+                "Sextant's bar panel has one style",
+                r,
+            );
+            GroupWidget::BarPanel
+        }
+        "ledpanel" | "led-panel" => GroupWidget::LedPanel,
+        "terminal" => GroupWidget::Terminal,
+        "painter" => {
+            let has_code = obj
+                .raw("painterCode")
+                .is_some_and(|c| !crate::json::is_blank(c));
+            r.push(
+                path.to_string(),
+                if has_code {
+                    "painter widget: Sextant cannot run Serial Studio painter scripts; the \
+                     group is kept with its datasets, the painter code is not imported"
+                } else {
+                    "painter widget: Sextant cannot run Serial Studio painter scripts; the \
+                     group is kept with its datasets"
+                },
+            );
+            GroupWidget::Painter
+        }
+        "image" => {
+            r.push(
+                path.to_string(),
+                "image widget: the image stream settings are not imported; the group is kept",
+            );
+            for key in ["imgDetectionMode", "imgStartSequence", "imgEndSequence"] {
+                let _ = obj.raw(key);
+            }
+            GroupWidget::Image
+        }
+        "webview" => {
+            let url = obj.string("webViewUrl", r).unwrap_or_default();
+            r.push(
+                path.to_string(),
+                if url.trim().is_empty() {
+                    "web view widget: not supported by Sextant; the group is kept without it"
+                        .to_string()
+                } else {
+                    format!(
+                        "web view widget showing {}: not supported by Sextant; the group is kept \
+                         without it",
+                        show(&Value::String(url))
+                    )
+                },
+            );
+            GroupWidget::WebView
+        }
+        other => {
+            r.push(
+                path.to_string(),
+                format!(
+                    "group widget {:?} has no Sextant equivalent; the group has no widget",
+                    other
+                ),
+            );
+            GroupWidget::None
+        }
+    }
+}
+
+struct DatasetCtx<'a> {
+    group_widget: GroupWidget,
+    source_id: &'a str,
+    multi_source: bool,
+    transform_language: TransformLanguage,
+}
+
+struct ImportedDataset {
+    dataset: Dataset,
+    unique_id: Option<i64>,
+    x_axis: Option<i64>,
+    /// Non-virtual without a valid parser slot; gets an unused slot later.
+    unfed: bool,
+}
+
+/// A dataset widget string: a widget of its own, or a role inside the group's widget.
+fn dataset_widget(text: &str, group: GroupWidget) -> Option<(DatasetWidget, Option<Role>)> {
+    let gyro = group == GroupWidget::Gyroscope;
+    Some(match text {
+        "" => (DatasetWidget::None, None),
+        "bar" => (DatasetWidget::Bar, None),
+        "gauge" => (DatasetWidget::Gauge, None),
+        "compass" => (DatasetWidget::Compass, None),
+        "meter" => (DatasetWidget::Meter, None),
+        "clock" => (DatasetWidget::Clock, None),
+        "lat" => (DatasetWidget::None, Some(Role::Lat)),
+        "lon" | "lng" => (DatasetWidget::None, Some(Role::Lon)),
+        "alt" => (DatasetWidget::None, Some(Role::Alt)),
+        // Serial Studio's gyroscope reads x as pitch, y as roll and z as yaw.
+        "x" if gyro => (DatasetWidget::None, Some(Role::Pitch)),
+        "y" if gyro => (DatasetWidget::None, Some(Role::Roll)),
+        "z" if gyro => (DatasetWidget::None, Some(Role::Yaw)),
+        "x" => (DatasetWidget::None, Some(Role::X)),
+        "y" => (DatasetWidget::None, Some(Role::Y)),
+        "z" => (DatasetWidget::None, Some(Role::Z)),
+        "yaw" => (DatasetWidget::None, Some(Role::Yaw)),
+        "pitch" => (DatasetWidget::None, Some(Role::Pitch)),
+        "roll" => (DatasetWidget::None, Some(Role::Roll)),
+        _ => return None,
+    })
+}
+
+/// A `[min, max]` pair that says something (Serial Studio writes `0, 0` for "automatic").
+fn range(lo: Option<f64>, hi: Option<f64>) -> Option<(f64, f64)> {
+    match (lo, hi) {
+        (Some(a), Some(b)) if a != 0.0 || b != 0.0 => Some((a.min(b), a.max(b))),
+        _ => None,
+    }
+}
+
+fn import_dataset(
+    obj: &mut Obj,
+    ctx: &DatasetCtx,
+    ids: &mut Ids,
+    r: &mut ImportReport,
+) -> ImportedDataset {
+    let mut d = Dataset {
+        id: ids.next("ds"),
+        title: simplified(&obj.string("title", r).unwrap_or_default()),
+        units: simplified(&obj.string("units", r).unwrap_or_default()),
+        source: ctx.multi_source.then(|| ctx.source_id.to_string()),
+        // Serial Studio plots nothing unless asked.
+        graph: obj.bool("graph", r).unwrap_or(false),
+        fft: obj.bool("fft", r).unwrap_or(false),
+        led: obj.bool("led", r).unwrap_or(false),
+        log: obj.bool("log", r).unwrap_or(false),
+        ..Dataset::default()
+    };
+    let unique_id = obj.i64("uniqueId", r).filter(|u| *u >= 0);
+    obj.skip(&[
+        "value",
+        "numericValue",
+        "datasetId",
+        "groupId",
+        "datasetSourceId",
+    ]);
+
+    // Widget or role.
+    let widget_path = obj.at("widget");
+    let widget_text = simplified(&obj.string("widget", r).unwrap_or_default()).to_ascii_lowercase();
+    match dataset_widget(&widget_text, ctx.group_widget) {
+        Some((widget, role)) => {
+            d.widget = widget;
+            d.role = role;
+        }
+        None => r.push(
+            widget_path,
+            format!("dataset widget {widget_text:?} has no Sextant equivalent; no widget"),
+        ),
+    }
+
+    // FFT and LED.
+    let fft_path = obj.at("fftSamples");
+    match obj.i64("fftSamples", r) {
+        Some(n) if n >= 1 => d.fft_samples = u32::try_from(n).unwrap_or(u32::MAX),
+        Some(n) => {
+            if d.fft {
+                r.push(fft_path, format!("FFT window {n} is not valid; using 256"));
+            }
+            d.fft_samples = 256;
+        }
+        // Serial Studio's default window.
+        None => d.fft_samples = 256,
+    }
+    if d.fft {
+        obj.unmapped(
+            "fftSamplingRate",
+            &[],
+            "Sextant derives the FFT frequency axis from the receive timestamps",
+            r,
+        );
+    } else {
+        obj.skip(&["fftSamplingRate"]);
+    }
+    d.led_threshold = obj.f64("ledHigh", r);
+
+    // Ranges: Serial Studio keeps separate plot, widget and FFT ranges; Sextant has one.
+    let legacy = range(obj.f64("min", r), obj.f64("max", r));
+    let widget_range = range(obj.f64("widgetMin", r), obj.f64("widgetMax", r));
+    let plot_range = range(obj.f64("plotMin", r), obj.f64("plotMax", r));
+    let fft_range = range(obj.f64("fftMin", r), obj.f64("fftMax", r));
+    let chosen = legacy.or(widget_range).or(plot_range).or(fft_range);
+    if let Some((lo, hi)) = chosen {
+        d.min = Some(lo);
+        d.max = Some(hi);
+        for (name, other) in [
+            ("widgetMin", widget_range),
+            ("plotMin", plot_range),
+            ("fftMin", fft_range),
+        ] {
+            if let Some(o) = other.filter(|o| *o != (lo, hi)) {
+                r.push(
+                    obj.at(name),
+                    format!(
+                        "range {}…{} differs from the range used ({}…{}); Sextant has one \
+                         range per dataset",
+                        o.0, o.1, lo, hi
+                    ),
+                );
+            }
+        }
+    }
+
+    // Alarms.
+    let alarm_range = widget_range.or(legacy).or(chosen);
+    d.alarms = alarms(obj, alarm_range, r);
+
+    // Transform and virtual datasets.
+    let code_path = obj.at("transformCode");
+    let code = obj.string("transformCode", r).unwrap_or_default();
+    let lang_path = obj.at("transformLanguage");
+    let lang = obj.i64("transformLanguage", r);
+    if !code.trim().is_empty() {
+        let language = match lang {
+            None | Some(-1) => Some(ctx.transform_language),
+            Some(0) => Some(TransformLanguage::JavaScript),
+            Some(1) => Some(TransformLanguage::Lua),
+            Some(other) => {
+                r.push(
+                    lang_path,
+                    format!(
+                        "transform language {other} is not supported by Sextant; the transform \
+                         is not imported"
+                    ),
+                );
+                None
+            }
+        };
+        if let Some(language) = language {
+            d.transform = Some(Transform {
+                language,
+                code: code.clone(),
+            });
+        }
+    }
+    let explicit_virtual = obj.bool("virtual", r).unwrap_or(false);
+    // Serial Studio treats a transform that never reads `value` as computed from elsewhere.
+    let implied_virtual = d
+        .transform
+        .as_ref()
+        .is_some_and(|t| !references_value(&t.code, t.language));
+    d.is_virtual = explicit_virtual || implied_virtual;
+    if d.is_virtual && d.transform.is_none() {
+        r.push(
+            code_path,
+            "virtual dataset without a usable transform; imported as a regular dataset",
+        );
+        d.is_virtual = false;
+    }
+
+    // Parser slot.
+    let index_path = obj.at("index");
+    let slot = obj.i64("index", r);
+    let mut unfed = false;
+    match slot.and_then(|i| u32::try_from(i).ok()).filter(|i| *i >= 1) {
+        Some(i) => d.index = i,
+        None if d.is_virtual => d.index = 1,
+        None => {
+            r.push(
+                index_path,
+                format!(
+                    "{} is not a parser slot (they start at 1), so Serial Studio never fills \
+                     this dataset; it reads an unused slot",
+                    slot.map_or("no index".to_string(), |i| format!("index {i}"))
+                ),
+            );
+            unfed = true;
+        }
+    }
+
+    // X axis: -2 time, -1 samples (Serial Studio shows it as time too), else a dataset.
+    let x_axis = match obj.i64("xAxis", r) {
+        Some(x) if x > 0 => Some(x),
+        _ => None,
+    };
+
+    // Display-only settings Sextant does not have.
+    obj.unmapped("alias", &[], "Sextant looks datasets up by id only", r);
+    obj.unmapped("color", &[], "Sextant picks dataset colours itself", r);
+    obj.unmapped(
+        "waterfall",
+        &[],
+        "Sextant has no waterfall (spectrogram) widget",
+        r,
+    );
+    obj.unmapped("waterfallYAxis", &[], "Sextant has no waterfall widget", r);
+    obj.unmapped(
+        "overviewDisplay",
+        &[],
+        "Sextant builds its overview itself",
+        r,
+    );
+    obj.unmapped("hideOnDashboard", &[], "Sextant shows every dataset", r);
+    obj.unmapped(
+        "disabled",
+        &[],
+        "Sextant has no disabled datasets; imported enabled",
+        r,
+    );
+    obj.unmapped(
+        "displayFormat",
+        &[json!("0d")],
+        "Sextant formats widget labels itself",
+        r,
+    );
+    obj.unmapped(
+        "displayTickCount",
+        &[json!(5)],
+        "Sextant picks widget tick counts itself",
+        r,
+    );
+    obj.unmapped("decimalPoints", &[], "Sextant formats values itself", r);
+    for key in [
+        "fftWindow",
+        "fftMarkers",
+        "fftLogX",
+        "fftBallistics",
+        "fftBallisticsRelease",
+        "plotLogX",
+        "plotLogY",
+        "extremeHold",
+    ] {
+        obj.unmapped(key, &[], "plot display option not supported by Sextant", r);
+    }
+
+    ImportedDataset {
+        dataset: d,
+        unique_id,
+        x_axis,
+        unfed,
+    }
+}
+
+/// Alarm bands from `alarmBands`, or from the older `alarmEnabled/alarmLow/alarmHigh` (and
+/// the even older single `alarm` threshold) relative to the dataset's range.
+fn alarms(obj: &mut Obj, range: Option<(f64, f64)>, r: &mut ImportReport) -> Vec<AlarmBand> {
+    let mut bands = Vec::new();
+    let bands_path = obj.at("alarmBands");
+    if let Some(items) = obj.array("alarmBands", r) {
+        for (i, item) in items.iter().enumerate() {
+            let path = index(&bands_path, i);
+            let Some(map) = item.as_object() else {
+                r.push(
+                    path,
+                    format!("expected an alarm band, found {}; skipped", show(item)),
+                );
+                continue;
+            };
+            let mut b = Obj::new(map, path.clone());
+            let lo = b.f64("min", r).unwrap_or(0.0);
+            let hi = b.f64("max", r).unwrap_or(0.0);
+            let sev_path = b.at("severity");
+            let severity = match b.i64("severity", r).unwrap_or(2) {
+                i64::MIN..=0 => Severity::Info,
+                1 => {
+                    r.push(
+                        sev_path,
+                        "severity \"ok\" (a healthy range) has no Sextant equivalent; imported \
+                         as info",
+                    );
+                    Severity::Info
+                }
+                2 => Severity::Warning,
+                _ => Severity::Critical,
+            };
+            let label = simplified(&b.string("label", r).unwrap_or_default());
+            b.unmapped("blink", &[], "Sextant alarms do not blink", r);
+            b.unmapped("color", &[], "Sextant colours alarms by severity", r);
+            b.finish(r);
+            if lo == hi {
+                r.push(
+                    path,
+                    "empty alarm band (min equals max); Serial Studio ignores it too",
+                );
+                continue;
+            }
+            bands.push(AlarmBand {
+                min: lo.min(hi),
+                max: lo.max(hi),
+                severity,
+                label,
+            });
+        }
+        obj.skip(&["alarmEnabled", "alarmLow", "alarmHigh", "alarm"]);
+        return bands;
+    }
+
+    let enabled_path = obj.at("alarmEnabled");
+    let enabled = obj.bool("alarmEnabled", r);
+    let low = obj.f64("alarmLow", r);
+    let high = obj.f64("alarmHigh", r);
+    let alarm_path = obj.at("alarm");
+    let single = obj.f64("alarm", r);
+    // Without a range, a threshold still means "below" or "above"; the band runs to the
+    // largest finite number, which saves and loads exactly.
+    let (rmin, rmax) = range.unwrap_or((-f64::MAX, f64::MAX));
+    match enabled {
+        Some(true) => {
+            let high = high.or(single);
+            if let Some(lo) = low {
+                if lo > rmin && lo < rmax {
+                    bands.push(AlarmBand {
+                        min: rmin,
+                        max: lo,
+                        severity: Severity::Warning,
+                        label: "Low".into(),
+                    });
+                } else {
+                    r.push(
+                        obj.at("alarmLow"),
+                        format!("low alarm {lo} is outside the range {rmin}…{rmax}; not imported"),
+                    );
+                }
+            }
+            if let Some(hi) = high {
+                if hi > rmin && hi < rmax {
+                    bands.push(AlarmBand {
+                        min: hi,
+                        max: rmax,
+                        severity: Severity::Warning,
+                        label: "High".into(),
+                    });
+                } else {
+                    r.push(
+                        obj.at("alarmHigh"),
+                        format!("high alarm {hi} is outside the range {rmin}…{rmax}; not imported"),
+                    );
+                }
+            }
+        }
+        Some(false) => {
+            if low.is_some() || high.is_some() {
+                r.push(
+                    enabled_path,
+                    "alarm thresholds are set but disabled; not imported",
+                );
+            }
+        }
+        None => {
+            if let Some(hi) = single.filter(|a| *a != 0.0) {
+                // Files older than alarm bands had one threshold that raised the alarm above it.
+                r.push(
+                    alarm_path,
+                    format!("legacy alarm threshold {hi} imported as a warning band above it"),
+                );
+                bands.push(AlarmBand {
+                    min: hi,
+                    max: rmax.max(hi),
+                    severity: Severity::Warning,
+                    label: "High".into(),
+                });
+            } else if low.is_some() || high.is_some() {
+                r.push(
+                    enabled_path,
+                    "alarm thresholds without alarmEnabled; Serial Studio ignores them, not imported",
+                );
+            }
+        }
+    }
+    bands
+}
+
+/// Whether transform code reads `value` as a free identifier outside strings and comments,
+/// as Serial Studio checks to decide that a dataset is computed (virtual).
+fn references_value(code: &str, language: TransformLanguage) -> bool {
+    let lua = language == TransformLanguage::Lua;
+    let chars: Vec<char> = code.chars().collect();
+    let n = chars.len();
+    let at = |i: usize| chars.get(i).copied().unwrap_or('\0');
+    let mut i = 0;
+    while i < n {
+        let c = at(i);
+        let next = at(i + 1);
+        // Comments.
+        if lua && c == '-' && next == '-' {
+            if at(i + 2) == '[' && at(i + 3) == '[' {
+                i += 4;
+                while i < n && !(at(i) == ']' && at(i + 1) == ']') {
+                    i += 1;
+                }
+                i += 2;
+            } else {
+                while i < n && at(i) != '\n' {
+                    i += 1;
+                }
+            }
+            continue;
+        }
+        if !lua && c == '/' && next == '/' {
+            while i < n && at(i) != '\n' {
+                i += 1;
+            }
+            continue;
+        }
+        if !lua && c == '/' && next == '*' {
+            i += 2;
+            while i < n && !(at(i) == '*' && at(i + 1) == '/') {
+                i += 1;
+            }
+            i += 2;
+            continue;
+        }
+        // Strings.
+        if c == '"' || c == '\'' || (!lua && c == '`') {
+            i += 1;
+            while i < n && at(i) != c {
+                if at(i) == '\\' {
+                    i += 1;
+                }
+                i += 1;
+            }
+            i += 1;
+            continue;
+        }
+        if c.is_alphabetic() || c == '_' {
+            let start = i;
+            while i < n && (at(i).is_alphanumeric() || at(i) == '_') {
+                i += 1;
+            }
+            let word: String = chars
+                .get(start..i)
+                .map(|s| s.iter().collect())
+                .unwrap_or_default();
+            let prev = if start > 0 { at(start - 1) } else { '\0' };
+            if word == "value" && prev != '.' && prev != ':' {
+                return true;
+            }
+            continue;
+        }
+        i += 1;
+    }
+    false
+}
+
+/// Second pass: X axes that name other datasets, and slots for datasets Serial Studio
+/// would never fill.
+fn resolve(out: &mut GroupImport, sources: &SourceLookup, legacy_ids: bool, r: &mut ImportReport) {
+    for p in std::mem::take(&mut out.pending) {
+        let target = if legacy_ids {
+            out.by_index.get(&(p.ss_source, p.x_axis))
+        } else {
+            out.by_uid.get(&p.x_axis)
+        };
+        let Some(target) = target.cloned() else {
+            r.push(
+                p.path,
+                format!(
+                    "no dataset has {} {}; the X axis is time",
+                    if legacy_ids { "index" } else { "unique id" },
+                    p.x_axis
+                ),
+            );
+            continue;
+        };
+        if let Some(d) = out
+            .groups
+            .get_mut(p.group)
+            .and_then(|g| g.datasets.get_mut(p.dataset))
+        {
+            if d.id != target {
+                d.x_axis = XAxis::Dataset { id: target };
+            }
+        }
+    }
+
+    let mut highest: HashMap<String, u32> = HashMap::new();
+    let first = sources.first().map(|s| s.1.clone()).unwrap_or_default();
+    for d in out.groups.iter().flat_map(|g| g.datasets.iter()) {
+        let src = d.source.clone().unwrap_or_else(|| first.clone());
+        let e = highest.entry(src).or_insert(0);
+        *e = (*e).max(d.index);
+    }
+    for u in std::mem::take(&mut out.unfed) {
+        let e = highest.entry(u.source).or_insert(0);
+        *e = e.saturating_add(1);
+        let slot = *e;
+        if let Some(d) = out
+            .groups
+            .get_mut(u.group)
+            .and_then(|g| g.datasets.get_mut(u.dataset))
+        {
+            d.index = slot;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn value_references_are_found_like_serial_studio() {
+        let js = TransformLanguage::JavaScript;
+        let lua = TransformLanguage::Lua;
+        assert!(references_value(
+            "function transform(value) { return value * 2; }",
+            js
+        ));
+        assert!(!references_value(
+            "function transform(v) { return tableGet('a', 'b'); }",
+            js
+        ));
+        assert!(!references_value(
+            "function transform(v) { return x.value; } // value",
+            js
+        ));
+        assert!(!references_value(
+            "function transform(v) return \"value\" end -- value",
+            lua
+        ));
+        assert!(references_value(
+            "function transform(value) return value end",
+            lua
+        ));
+    }
+
+    #[test]
+    fn widgets_and_roles() {
+        assert_eq!(
+            dataset_widget("x", GroupWidget::Gyroscope),
+            Some((DatasetWidget::None, Some(Role::Pitch)))
+        );
+        assert_eq!(
+            dataset_widget("x", GroupWidget::Accelerometer),
+            Some((DatasetWidget::None, Some(Role::X)))
+        );
+        assert_eq!(
+            dataset_widget("gauge", GroupWidget::None),
+            Some((DatasetWidget::Gauge, None))
+        );
+        assert_eq!(dataset_widget("sparkline", GroupWidget::None), None);
+    }
+}

@@ -1,0 +1,424 @@
+//! The Lua 5.4 engine: sandboxed state construction, the `bit`/`unpack` compatibility
+//! layer, host globals, the instruction-count watchdog and value conversion.
+
+use std::sync::Arc;
+
+use mlua::state::{GcGenParams, GcMode};
+use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
+
+use crate::rows::{Budget, Cell, PREALLOCATE};
+use crate::{
+    as_integer, line_after, number_key, Entry, FrameInput, Host, Language, Limits, ScriptError,
+    ScriptErrorKind, ScriptValue, Watchdog,
+};
+
+/// Chunk name of user scripts; Lua prefixes positions with it (`script:3: ...`).
+const CHUNK_NAME: &str = "=script";
+const LINE_MARKER: &str = "script:";
+
+/// Instructions between two watchdog clock reads. Small enough to stop a runaway loop within
+/// a fraction of a millisecond, large enough that reading the clock costs nothing measurable.
+const HOOK_INTERVAL: u32 = 4096;
+
+/// Base-library functions that reach the file system, load code or control the collector.
+const REMOVED_GLOBALS: &[&str] = &["dofile", "loadfile", "load", "require", "collectgarbage"];
+
+/// Runs before the user script, with the Rust helpers as chunk arguments so they never
+/// appear as globals.
+const PRELUDE: &str = r#"
+local log, tripped = ...
+local select, tostring, type, error, rawget = select, tostring, type, error, rawget
+local concat, unpack_ = table.concat, table.unpack
+local tonumber, tointeger, floor, huge = tonumber, math.tointeger, math.floor, math.huge
+local format = string.format
+
+-- print goes to the host's log, not stdout.
+print = function(...)
+  local n = select('#', ...)
+  local parts = { ... }
+  for i = 1, n do parts[i] = tostring(parts[i]) end
+  log(concat(parts, '\t', 1, n))
+end
+
+-- The watchdog raises an ordinary Lua error; without this a script could swallow it in a
+-- pcall loop and run forever. Once the call is over budget every catch rethrows.
+do
+  local raw_pcall, raw_xpcall = pcall, xpcall
+  local function pass(ok, ...)
+    if not ok and tripped() then error((...), 0) end
+    return ok, ...
+  end
+  pcall = function(f, ...) return pass(raw_pcall(f, ...)) end
+  xpcall = function(f, handler, ...) return pass(raw_xpcall(f, handler, ...)) end
+end
+
+-- Finalizers run with debug hooks disabled, so a __gc loop would escape the watchdog.
+do
+  local raw_setmetatable = setmetatable
+  setmetatable = function(t, mt)
+    if type(mt) == 'table' and rawget(mt, '__gc') ~= nil then
+      error('__gc metamethods are not available to scripts', 2)
+    end
+    return raw_setmetatable(t, mt)
+  end
+end
+
+unpack = unpack_
+
+-- LuaJIT's `bit` library: operands are reduced to signed 32-bit integers (doubles rounded
+-- to nearest, ties to even, then wrapped modulo 2^32) and results are signed 32-bit.
+do
+  local function sign(x)
+    return ((x & 0xFFFFFFFF) ~ 0x80000000) - 0x80000000
+  end
+
+  local function tobit(x)
+    local i = tointeger(x)
+    if i then return sign(i) end
+    if type(x) ~= 'number' then
+      local n = tonumber(x)
+      if n == nil then error("bad argument to bit operation (number expected, got " .. type(x) .. ")", 3) end
+      x = n
+      i = tointeger(x)
+      if i then return sign(i) end
+    end
+    if x ~= x or x == huge or x == -huge then return 0 end
+    local r = x % 4294967296.0
+    local f = floor(r)
+    local d = r - f
+    if d > 0.5 or (d == 0.5 and f % 2 == 1) then f = f + 1 end
+    return sign(tointeger(f) or 0)
+  end
+
+  local function fold(op)
+    local function go(acc, n, ...)
+      if n == 0 then return acc end
+      return go(op(acc, tobit((...))), n - 1, select(2, ...))
+    end
+    return function(x, ...)
+      return sign(go(tobit(x), select('#', ...), ...))
+    end
+  end
+
+  local bit = {}
+  bit.tobit = tobit
+  bit.band = fold(function(a, b) return a & b end)
+  bit.bor = fold(function(a, b) return a | b end)
+  bit.bxor = fold(function(a, b) return a ~ b end)
+  bit.bnot = function(x) return sign(~tobit(x)) end
+  bit.lshift = function(x, n) return sign(tobit(x) << (tobit(n) & 31)) end
+  bit.rshift = function(x, n) return sign((tobit(x) & 0xFFFFFFFF) >> (tobit(n) & 31)) end
+  bit.arshift = function(x, n) return tobit(x) // (1 << (tobit(n) & 31)) end
+  bit.rol = function(x, n)
+    local u, s = tobit(x) & 0xFFFFFFFF, tobit(n) & 31
+    return sign((u << s) | (u >> (32 - s)))
+  end
+  bit.ror = function(x, n)
+    local u, s = tobit(x) & 0xFFFFFFFF, tobit(n) & 31
+    return sign((u >> s) | (u << (32 - s)))
+  end
+  bit.bswap = function(x)
+    local u = tobit(x) & 0xFFFFFFFF
+    return sign(((u >> 24) & 0xFF) | ((u >> 8) & 0xFF00) | ((u << 8) & 0xFF0000) | ((u << 24) & 0xFF000000))
+  end
+  bit.tohex = function(x, n)
+    n = n == nil and 8 or tobit(n)
+    local conv = 'x'
+    if n < 0 then n = -n; conv = 'X' end
+    if n > 8 then n = 8 end
+    if n == 0 then return '' end
+    return format('%0' .. n .. conv, tobit(x) & ((1 << (4 * n)) - 1))
+  end
+  _G.bit = bit
+end
+"#;
+
+pub(crate) struct LuaEngine {
+    // `entry` refers into `lua`; declared first so it is released before the state closes.
+    entry: Function,
+    lua: Lua,
+    watchdog: Arc<Watchdog>,
+    limits: Limits,
+    name: &'static str,
+}
+
+impl LuaEngine {
+    pub(crate) fn new(
+        source: &str,
+        limits: Limits,
+        host: Arc<dyn Host>,
+        entry: Entry,
+    ) -> Result<Self, ScriptError> {
+        let watchdog = Watchdog::new();
+        let compile_error =
+            |e: mlua::Error| classify(e, &watchdog, limits, ScriptErrorKind::Compile);
+
+        let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH | StdLib::UTF8;
+        let lua = Lua::new_with(libs, LuaOptions::default()).map_err(compile_error)?;
+        lua.set_memory_limit(limits.memory_bytes)
+            .map_err(compile_error)?;
+        // Parsers make short-lived garbage every frame (substrings, result tables), the case
+        // the generational collector is built for.
+        lua.gc_set_mode(GcMode::Generational(GcGenParams::default()));
+
+        let hook_watchdog = Arc::clone(&watchdog);
+        lua.set_global_hook(
+            HookTriggers::new().every_nth_instruction(HOOK_INTERVAL),
+            move |_, _| {
+                if hook_watchdog.expired() {
+                    Err(mlua::Error::runtime("script exceeded its time limit"))
+                } else {
+                    Ok(VmState::Continue)
+                }
+            },
+        )
+        .map_err(compile_error)?;
+
+        watchdog.arm(limits.timeout);
+        let setup = install_globals(&lua, &watchdog, host).and_then(|()| {
+            lua.load(source).set_name(CHUNK_NAME).exec()?;
+            lua.globals().get::<Value>(entry.name())
+        });
+        watchdog.disarm();
+        let entry_fn = match setup.map_err(compile_error)? {
+            Value::Function(f) => f,
+            other => {
+                let found = match other {
+                    Value::Nil => "it is not defined".to_owned(),
+                    other => format!("it is a {}", other.type_name()),
+                };
+                return Err(ScriptError::new(
+                    ScriptErrorKind::Compile,
+                    Language::Lua,
+                    None,
+                    format!(
+                        "the script must define a global function {}, but {found}",
+                        entry.signature()
+                    ),
+                ));
+            }
+        };
+
+        Ok(LuaEngine {
+            entry: entry_fn,
+            lua,
+            watchdog,
+            limits,
+            name: entry.name(),
+        })
+    }
+
+    pub(crate) fn call_parse(&mut self, input: FrameInput<'_>) -> Result<Vec<Cell>, ScriptError> {
+        // Armed around the whole exchange, conversions included, so one budget covers every
+        // step a script can influence.
+        self.watchdog.arm(self.limits.timeout);
+        let result = self.call_parse_armed(input);
+        self.watchdog.disarm();
+        result.map_err(|e| self.fail(e))
+    }
+
+    fn call_parse_armed(&self, input: FrameInput<'_>) -> mlua::Result<Vec<Cell>> {
+        let arg = match input {
+            FrameInput::Text(text) => Value::String(self.lua.create_string(text)?),
+            FrameInput::Bytes(bytes) => Value::Table(
+                self.lua
+                    .create_sequence_from(bytes.iter().map(|&b| i64::from(b)))?,
+            ),
+        };
+        match self.entry.call::<Value>(arg)? {
+            Value::Nil => Ok(Vec::new()),
+            Value::Table(table) => cells(&table),
+            other => Err(mlua::Error::runtime(format!(
+                "{}() must return an array (table) or nil, not a {}",
+                self.name,
+                other.type_name()
+            ))),
+        }
+    }
+
+    pub(crate) fn call_transform(
+        &mut self,
+        value: &ScriptValue,
+    ) -> Result<ScriptValue, ScriptError> {
+        self.watchdog.arm(self.limits.timeout);
+        let result = to_lua(&self.lua, value)
+            .and_then(|arg| self.entry.call::<Value>(arg))
+            .map(scalar);
+        self.watchdog.disarm();
+        result.map_err(|e| self.fail(e))
+    }
+
+    fn fail(&self, error: mlua::Error) -> ScriptError {
+        let error = classify(error, &self.watchdog, self.limits, ScriptErrorKind::Runtime);
+        if error.kind == ScriptErrorKind::OutOfMemory {
+            // Whatever the failed call built is garbage now; reclaim it before the next call.
+            // A failure here only means memory stays tight; the next call will say so.
+            let _ = self.lua.gc_collect();
+        }
+        error
+    }
+}
+
+fn install_globals(lua: &Lua, watchdog: &Arc<Watchdog>, host: Arc<dyn Host>) -> mlua::Result<()> {
+    let globals = lua.globals();
+    for name in REMOVED_GLOBALS {
+        globals.raw_set(*name, Value::Nil)?;
+    }
+
+    let log = lua.create_function(|_, line: mlua::LuaString| {
+        tracing::debug!(target: "sextant_scripting::lua", "{}", line.to_string_lossy());
+        Ok(())
+    })?;
+    let tripped_watchdog = Arc::clone(watchdog);
+    let tripped = lua.create_function(move |_, ()| Ok(tripped_watchdog.tripped()))?;
+    lua.load(PRELUDE)
+        .set_name("=prelude")
+        .call::<()>((log, tripped))?;
+
+    let h = Arc::clone(&host);
+    globals.set(
+        "tableGet",
+        lua.create_function(move |lua, (table, name): (Value, Value)| {
+            to_lua(lua, &h.table_get(&key(&table)?, &key(&name)?))
+        })?,
+    )?;
+    let h = Arc::clone(&host);
+    globals.set(
+        "tableSet",
+        lua.create_function(move |_, (table, name, value): (Value, Value, Value)| {
+            h.table_set(&key(&table)?, &key(&name)?, scalar(value));
+            Ok(())
+        })?,
+    )?;
+    let h = Arc::clone(&host);
+    globals.set(
+        "datasetGetRaw",
+        lua.create_function(move |lua, id: Value| to_lua(lua, &h.dataset_raw(&key(&id)?)))?,
+    )?;
+    let h = Arc::clone(&host);
+    globals.set(
+        "datasetGetFinal",
+        lua.create_function(move |lua, id: Value| to_lua(lua, &h.dataset_final(&key(&id)?)))?,
+    )?;
+    globals.set(
+        "clearPlots",
+        lua.create_function(move |_, _: Variadic<Value>| {
+            host.clear_plots();
+            Ok(())
+        })?,
+    )?;
+    Ok(())
+}
+
+/// A table name, register name or dataset id: strings as given, numbers in integer form.
+fn key(value: &Value) -> mlua::Result<String> {
+    match value {
+        Value::String(s) => Ok(s.to_string_lossy()),
+        Value::Integer(i) => Ok(i.to_string()),
+        Value::Number(n) => Ok(number_key(*n)),
+        other => Err(mlua::Error::runtime(format!(
+            "expected a string or number, got {}",
+            other.type_name()
+        ))),
+    }
+}
+
+fn to_lua(lua: &Lua, value: &ScriptValue) -> mlua::Result<Value> {
+    Ok(match value {
+        ScriptValue::Number(n) => match as_integer(*n) {
+            Some(i) => Value::Integer(i),
+            None => Value::Number(*n),
+        },
+        ScriptValue::Text(s) => Value::String(lua.create_string(s)?),
+        ScriptValue::Null => Value::Nil,
+    })
+}
+
+fn scalar(value: Value) -> ScriptValue {
+    match value {
+        Value::Integer(i) => ScriptValue::Number(i as f64),
+        Value::Number(n) => ScriptValue::Number(n),
+        Value::Boolean(b) => ScriptValue::Number(if b { 1.0 } else { 0.0 }),
+        Value::String(s) => ScriptValue::Text(s.to_string_lossy()),
+        _ => ScriptValue::Null,
+    }
+}
+
+// `sequence_values` holds the state lock across the whole walk instead of taking it per
+// element, which is most of the conversion cost on the hot path.
+fn cells(table: &Table) -> mlua::Result<Vec<Cell>> {
+    let mut budget = Budget::default();
+    let mut cells = Vec::with_capacity(table.raw_len().min(PREALLOCATE));
+    for value in table.sequence_values::<Value>() {
+        budget.take().map_err(mlua::Error::runtime)?;
+        cells.push(match value? {
+            Value::Table(inner) => Cell::List(list(&inner, &mut budget)?),
+            other => Cell::Scalar(scalar(other)),
+        });
+    }
+    Ok(cells)
+}
+
+fn list(table: &Table, budget: &mut Budget) -> mlua::Result<Vec<ScriptValue>> {
+    let mut values = Vec::with_capacity(table.raw_len().min(PREALLOCATE));
+    for value in table.sequence_values::<Value>() {
+        budget.take().map_err(mlua::Error::runtime)?;
+        values.push(scalar(value?));
+    }
+    Ok(values)
+}
+
+/// Maps an mlua error to the crate's error, using the watchdog (not the message, which a
+/// script could forge) to recognise timeouts.
+fn classify(
+    error: mlua::Error,
+    watchdog: &Watchdog,
+    limits: Limits,
+    otherwise: ScriptErrorKind,
+) -> ScriptError {
+    if watchdog.tripped() {
+        return ScriptError::new(
+            ScriptErrorKind::Timeout,
+            Language::Lua,
+            None,
+            format!("call exceeded {} ms", limits.timeout.as_millis()),
+        );
+    }
+    let text = error.to_string();
+    let line = line_after(&text, LINE_MARKER);
+    let kind = match root(&error) {
+        mlua::Error::MemoryError(_) => ScriptErrorKind::OutOfMemory,
+        mlua::Error::SyntaxError { .. } => ScriptErrorKind::Compile,
+        // A memory error rethrown by a script's own pcall arrives as a plain runtime error.
+        _ if text.contains("not enough memory") => ScriptErrorKind::OutOfMemory,
+        _ => otherwise,
+    };
+    ScriptError::new(kind, Language::Lua, line, clean_message(&text))
+}
+
+/// The error a callback or context wrapper ultimately carries.
+fn root(error: &mlua::Error) -> &mlua::Error {
+    match error {
+        mlua::Error::CallbackError { cause, .. } => root(cause),
+        mlua::Error::WithContext { cause, .. } => root(cause),
+        other => other,
+    }
+}
+
+/// The message without mlua's traceback and without the position prefix the line number
+/// already carries.
+fn clean_message(text: &str) -> String {
+    let text = text
+        .split("\nstack traceback:")
+        .next()
+        .unwrap_or(text)
+        .trim();
+    let text = text.strip_prefix("runtime error: ").unwrap_or(text);
+    let text = text.strip_prefix("syntax error: ").unwrap_or(text);
+    let text = text.strip_prefix("memory error: ").unwrap_or(text);
+    let without_position = text.strip_prefix(LINE_MARKER).and_then(|rest| {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        rest[digits..].strip_prefix(": ").filter(|_| digits > 0)
+    });
+    without_position.unwrap_or(text).to_owned()
+}

@@ -1,0 +1,239 @@
+//! The watchdog, the disable-after-repeated-timeouts rule and the memory cap, in both
+//! languages.
+
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::*;
+use sextant_scripting::{FrameInput, Language, ScriptErrorKind};
+
+const LUA_LOOP: &str = r#"
+function parse(f)
+  if f == "loop" then while true do end end
+  return {1}
+end
+"#;
+
+const JS_LOOP: &str = r#"
+function parse(f) {
+  if (f === "loop") { while (true) {} }
+  return [1];
+}
+"#;
+
+fn assert_times_out(language: Language, source: &str) {
+    let mut p = parser(language, source);
+    let started = Instant::now();
+    let err = p.parse(FrameInput::Text("loop")).unwrap_err();
+    let elapsed = started.elapsed();
+    assert_eq!(err.kind, ScriptErrorKind::Timeout, "{language:?}: {err}");
+    assert!(
+        elapsed >= Duration::from_millis(50),
+        "{language:?} stopped early: {elapsed:?}"
+    );
+    assert!(
+        elapsed < Duration::from_secs(2),
+        "{language:?} stopped late: {elapsed:?}"
+    );
+    // The engine survives the interruption.
+    assert_eq!(parse_text(&mut p, "ok"), vec![nums(&[1.0])]);
+}
+
+#[test]
+fn infinite_loop_is_interrupted() {
+    assert_times_out(Language::Lua, LUA_LOOP);
+    assert_times_out(Language::JavaScript, JS_LOOP);
+}
+
+#[test]
+fn caught_interruption_still_times_out() {
+    assert_times_out(
+        Language::Lua,
+        r#"
+        function parse(f)
+          if f == "loop" then
+            while true do
+              pcall(function() while true do end end)
+              xpcall(function() while true do end end, function(e) while true do end end)
+            end
+          end
+          return {1}
+        end
+        "#,
+    );
+    assert_times_out(
+        Language::JavaScript,
+        r#"
+        function parse(f) {
+          if (f === "loop") { while (true) { try { while (true) {} } catch (e) {} } }
+          return [1];
+        }
+        "#,
+    );
+}
+
+#[test]
+fn top_level_loop_times_out_at_compile() {
+    for (language, source) in [
+        (Language::Lua, "while true do end function parse(f) end"),
+        (Language::JavaScript, "while (true) {} function parse(f) {}"),
+    ] {
+        let err = compile_error(language, source);
+        assert_eq!(err.kind, ScriptErrorKind::Timeout, "{language:?}: {err}");
+    }
+}
+
+fn assert_disabled_after_three(language: Language, source: &str) {
+    let mut p = parser(language, source);
+    let kind = |p: &mut sextant_scripting::ScriptParser, frame: &str| {
+        p.parse(FrameInput::Text(frame)).map_err(|e| e.kind)
+    };
+    // A success in between resets the count.
+    assert_eq!(kind(&mut p, "loop"), Err(ScriptErrorKind::Timeout));
+    assert_eq!(kind(&mut p, "loop"), Err(ScriptErrorKind::Timeout));
+    assert!(kind(&mut p, "ok").is_ok());
+    assert!(!p.is_disabled());
+    for _ in 0..3 {
+        assert_eq!(kind(&mut p, "loop"), Err(ScriptErrorKind::Timeout));
+    }
+    assert!(p.is_disabled());
+    assert_eq!(kind(&mut p, "ok"), Err(ScriptErrorKind::Disabled));
+    assert_eq!(kind(&mut p, "loop"), Err(ScriptErrorKind::Disabled));
+}
+
+#[test]
+fn three_consecutive_timeouts_disable_the_script() {
+    assert_disabled_after_three(Language::Lua, LUA_LOOP);
+    assert_disabled_after_three(Language::JavaScript, JS_LOOP);
+}
+
+#[test]
+fn transform_is_disabled_too() {
+    let mut tr = transform(
+        Language::Lua,
+        "function transform(v) if v < 0 then while true do end end return v end",
+    );
+    for _ in 0..3 {
+        assert_eq!(
+            tr.transform(n(-1.0)).unwrap_err().kind,
+            ScriptErrorKind::Timeout
+        );
+    }
+    assert_eq!(
+        tr.transform(n(1.0)).unwrap_err().kind,
+        ScriptErrorKind::Disabled
+    );
+}
+
+fn assert_memory_capped(language: Language, source: &str) {
+    let mut p = parser(language, source);
+    for _ in 0..2 {
+        let err = p.parse(FrameInput::Text("bomb")).unwrap_err();
+        assert_eq!(
+            err.kind,
+            ScriptErrorKind::OutOfMemory,
+            "{language:?}: {err}"
+        );
+        assert_eq!(parse_text(&mut p, "ok"), vec![nums(&[1.0])], "{language:?}");
+    }
+}
+
+#[test]
+fn memory_bomb_hits_the_cap_and_engine_recovers() {
+    assert_memory_capped(
+        Language::Lua,
+        r#"
+        function parse(f)
+          if f == "bomb" then
+            local t = {}
+            while true do t[#t + 1] = string.rep('x', 1e6) .. #t end
+          end
+          return {1}
+        end
+        "#,
+    );
+    assert_memory_capped(
+        Language::JavaScript,
+        r#"
+        function parse(f) {
+          if (f === "bomb") { let a = []; while (true) { a.push('x'.repeat(1e6) + a.length); } }
+          return [1];
+        }
+        "#,
+    );
+}
+
+#[test]
+fn memory_bomb_at_top_level_fails_compile_cleanly() {
+    for (language, source) in [
+        (
+            Language::Lua,
+            "local t = {} while true do t[#t + 1] = string.rep('x', 1e6) .. #t end",
+        ),
+        (
+            Language::JavaScript,
+            "let a = []; while (true) { a.push('x'.repeat(1e6) + a.length); }",
+        ),
+    ] {
+        let err = compile_error(language, source);
+        assert_eq!(
+            err.kind,
+            ScriptErrorKind::OutOfMemory,
+            "{language:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn oversized_results_are_refused_not_materialised() {
+    for (language, source) in [
+        (Language::JavaScript, "function parse(f) { return new Array(2e9); }"),
+        (Language::JavaScript, "function parse(f) { const a = [1]; a[1e9] = 2; return [a]; }"),
+        (
+            Language::Lua,
+            r#"function parse(f)
+                 local long, out = {}, {}
+                 for i = 1, 20000 do long[i] = i end
+                 for i = 1, 100 do out[i] = i end
+                 out[#out + 1] = long
+                 return out
+               end"#,
+        ),
+        (
+            Language::JavaScript,
+            "function parse(f) { const r = Array(100).fill(1); r.push(Array(20000).fill(2)); return r; }",
+        ),
+    ] {
+        let mut p = parser(language, source);
+        let started = Instant::now();
+        let err = p.parse(FrameInput::Text("x")).unwrap_err();
+        assert_eq!(err.kind, ScriptErrorKind::Runtime, "{language:?}: {err}");
+        assert!(err.message.contains("values"), "{language:?}: {err}");
+        assert!(started.elapsed() < Duration::from_secs(5));
+    }
+}
+
+#[test]
+fn catastrophic_regex_is_interrupted() {
+    let mut p = parser(
+        Language::JavaScript,
+        "function parse(f) { return [/^(a+)+$/.test('a'.repeat(40) + 'b')]; }",
+    );
+    assert_eq!(
+        p.parse(FrameInput::Text("x")).unwrap_err().kind,
+        ScriptErrorKind::Timeout
+    );
+}
+
+#[test]
+fn looping_promise_job_counts_as_timeout() {
+    let mut p = parser(
+        Language::JavaScript,
+        "function parse(f) { Promise.resolve().then(() => { while (true) {} }); return [1]; }",
+    );
+    assert_eq!(
+        p.parse(FrameInput::Text("x")).unwrap_err().kind,
+        ScriptErrorKind::Timeout
+    );
+}

@@ -1,0 +1,868 @@
+//! The project model: what a `.sextant.json` file holds.
+//!
+//! Every struct tolerates missing fields (`#[serde(default)]`) and keeps keys it does not
+//! know in `extra`, so a file written by a newer minor version, or edited by hand, loads and
+//! saves without losing anything. Ids (`src-1`, `grp-1`, `ds-1`) are assigned once and never
+//! reused or renumbered: widgets, workspaces, transforms and the assistant refer to datasets
+//! by id, not by position.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::Value as Json;
+
+/// The schema version this build reads and writes.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// Keys this build does not know, kept verbatim.
+pub type Extra = BTreeMap<String, Json>;
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Project {
+    /// Version of this file format; see `SCHEMA_VERSION`.
+    pub schema_version: u32,
+    pub title: String,
+    /// Every device the project reads; they run at once.
+    pub sources: Vec<Source>,
+    pub groups: Vec<Group>,
+    pub actions: Vec<Action>,
+    pub workspaces: Vec<Workspace>,
+    /// Shared constant tables readable from scripts with `tableGet`.
+    pub tables: Vec<ConstTable>,
+    pub mqtt_publisher: Option<MqttPublisher>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Default for Project {
+    fn default() -> Self {
+        Project {
+            schema_version: SCHEMA_VERSION,
+            title: "Untitled".into(),
+            sources: Vec::new(),
+            groups: Vec::new(),
+            actions: Vec::new(),
+            workspaces: Vec::new(),
+            tables: Vec::new(),
+            mqtt_publisher: None,
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// One device and how its bytes become values.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Source {
+    pub id: String,
+    pub title: String,
+    pub connection: Connection,
+    pub framing: Framing,
+    pub decoder: Decoder,
+    pub parser: ParserConfig,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Default for Source {
+    fn default() -> Self {
+        Source {
+            id: "src-1".into(),
+            title: "Device".into(),
+            connection: Connection::default(),
+            framing: Framing::default(),
+            decoder: Decoder::PlainText,
+            parser: ParserConfig::QuickPlot,
+            extra: Extra::new(),
+        }
+    }
+}
+
+/// Where the bytes come from. Secrets (passwords, keys) are never stored here: they live
+/// in the OS keyring, looked up by source id.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum Connection {
+    Serial(SerialSettings),
+    Tcp {
+        host: String,
+        port: u16,
+    },
+    Udp {
+        #[serde(default)]
+        local_port: u16,
+        #[serde(default)]
+        remote_host: Option<String>,
+        #[serde(default)]
+        remote_port: Option<u16>,
+        #[serde(default)]
+        multicast_group: Option<String>,
+    },
+    Mqtt(MqttSettings),
+    Can(CanSettings),
+    Modbus(ModbusSettings),
+    Ble(BleSettings),
+    Process {
+        program: String,
+        #[serde(default)]
+        args: Vec<String>,
+        #[serde(default)]
+        working_dir: Option<String>,
+    },
+    NamedPipe {
+        path: String,
+    },
+    Simulator(SimulatorSettings),
+    Replay {
+        path: String,
+        #[serde(default = "one")]
+        speed: f64,
+    },
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+impl Default for Connection {
+    fn default() -> Self {
+        Connection::Simulator(SimulatorSettings::default())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Parity {
+    None,
+    Even,
+    Odd,
+    Mark,
+    Space,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum StopBits {
+    One,
+    OnePointFive,
+    Two,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum FlowControl {
+    None,
+    RtsCts,
+    XonXoff,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SerialSettings {
+    pub port: String,
+    /// Any rate up to 15 Mbaud; a rate the port cannot do fails the open, never falls back.
+    pub baud: u32,
+    pub data_bits: u8,
+    pub parity: Parity,
+    pub stop_bits: StopBits,
+    pub flow_control: FlowControl,
+    pub dtr: bool,
+    pub rts: bool,
+    pub auto_reconnect: bool,
+}
+
+impl Default for SerialSettings {
+    fn default() -> Self {
+        SerialSettings {
+            port: String::new(),
+            baud: 115_200,
+            data_bits: 8,
+            parity: Parity::None,
+            stop_bits: StopBits::One,
+            flow_control: FlowControl::None,
+            dtr: true,
+            rts: true,
+            auto_reconnect: true,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum MqttVersion {
+    #[serde(rename = "3.1.1")]
+    V311,
+    #[serde(rename = "5")]
+    V5,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MqttSettings {
+    pub host: String,
+    pub port: u16,
+    pub client_id: String,
+    /// User name only; the password is a secret kept outside the project.
+    pub username: Option<String>,
+    pub topic: String,
+    pub version: MqttVersion,
+    pub keep_alive_s: u16,
+    pub clean_session: bool,
+    pub tls: bool,
+}
+
+impl Default for MqttSettings {
+    fn default() -> Self {
+        MqttSettings {
+            host: "127.0.0.1".into(),
+            port: 1883,
+            client_id: String::new(),
+            username: None,
+            topic: "#".into(),
+            version: MqttVersion::V311,
+            keep_alive_s: 30,
+            clean_session: true,
+            tls: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct CanSettings {
+    /// SocketCAN interface (`can0`, `vcan0`) or a serial port for an SLCAN adapter.
+    pub interface: String,
+    pub slcan: bool,
+    pub bitrate: u32,
+    pub fd: bool,
+    pub data_bitrate: Option<u32>,
+    pub listen_only: bool,
+}
+
+impl Default for CanSettings {
+    fn default() -> Self {
+        CanSettings {
+            interface: "can0".into(),
+            slcan: false,
+            bitrate: 500_000,
+            fd: false,
+            data_bitrate: None,
+            listen_only: false,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum RegisterKind {
+    Coil,
+    Discrete,
+    Holding,
+    Input,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct RegisterGroup {
+    pub kind: RegisterKind,
+    pub start: u16,
+    pub count: u16,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ModbusSettings {
+    /// `tcp` uses host/port; `rtu` uses the serial settings.
+    pub rtu: bool,
+    pub host: String,
+    pub port: u16,
+    pub serial: Option<SerialSettings>,
+    pub slave_id: u8,
+    pub poll_interval_ms: u32,
+    pub groups: Vec<RegisterGroup>,
+}
+
+impl Default for ModbusSettings {
+    fn default() -> Self {
+        ModbusSettings {
+            rtu: false,
+            host: "127.0.0.1".into(),
+            port: 502,
+            serial: None,
+            slave_id: 1,
+            poll_interval_ms: 100,
+            groups: Vec::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct BleSettings {
+    /// Device name or address to connect to.
+    pub device: String,
+    pub service: String,
+    pub notify_characteristic: String,
+    pub write_characteristic: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Waveform {
+    Sine,
+    Square,
+    Saw,
+    Noise,
+    RandomWalk,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SimChannel {
+    pub name: String,
+    pub waveform: Waveform,
+    pub frequency_hz: f64,
+    pub amplitude: f64,
+    pub offset: f64,
+    /// Peak-to-peak amplitude of added uniform noise.
+    pub noise: f64,
+}
+
+impl Default for SimChannel {
+    fn default() -> Self {
+        SimChannel {
+            name: "ch".into(),
+            waveform: Waveform::Sine,
+            frequency_hz: 1.0,
+            amplitude: 1.0,
+            offset: 0.0,
+            noise: 0.0,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct SimulatorSettings {
+    pub frame_rate_hz: f64,
+    pub channels: Vec<SimChannel>,
+    /// Append a GPS track (lat, lon, alt) to every frame.
+    pub gps: bool,
+    /// Append an IMU (ax, ay, az, gx, gy, gz) to every frame.
+    pub imu: bool,
+    pub seed: u64,
+}
+
+impl Default for SimulatorSettings {
+    fn default() -> Self {
+        SimulatorSettings {
+            frame_rate_hz: 100.0,
+            channels: Vec::new(),
+            gps: false,
+            imu: false,
+            seed: 1,
+        }
+    }
+}
+
+/// How frames are cut out of the byte stream.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum FrameMode {
+    /// A frame ends at an end delimiter.
+    EndOnly,
+    /// A frame is the bytes between a start and an end delimiter.
+    StartEnd,
+    /// A frame begins at a start delimiter and ends where the next one begins.
+    StartOnly,
+    /// Every chunk the source delivers is one frame (message buses).
+    None,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DelimiterFormat {
+    /// Text with `\n`, `\r`, `\t`, `\\` and `\xHH` escapes.
+    Text,
+    /// Hex bytes, e.g. `AA 55` or `0xAA,0x55`.
+    Hex,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum ChecksumKind {
+    #[serde(rename = "none")]
+    None,
+    #[serde(rename = "xor8")]
+    Xor8,
+    #[serde(rename = "mod256")]
+    Mod256,
+    #[serde(rename = "crc8")]
+    Crc8,
+    #[serde(rename = "crc16")]
+    Crc16,
+    #[serde(rename = "crc16-modbus")]
+    Crc16Modbus,
+    #[serde(rename = "crc16-ccitt")]
+    Crc16Ccitt,
+    #[serde(rename = "fletcher16")]
+    Fletcher16,
+    #[serde(rename = "crc32")]
+    Crc32,
+    #[serde(rename = "adler32")]
+    Adler32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Framing {
+    pub mode: FrameMode,
+    pub delimiter_format: DelimiterFormat,
+    pub start: String,
+    /// Up to 8 alternative end patterns; the earliest match in the stream wins.
+    pub end: Vec<String>,
+    /// Checksum bytes that follow the end delimiter and cover the payload.
+    pub checksum: ChecksumKind,
+    /// Longest frame kept; longer ones are discarded and counted.
+    pub max_frame_bytes: usize,
+}
+
+impl Default for Framing {
+    fn default() -> Self {
+        Framing {
+            mode: FrameMode::EndOnly,
+            delimiter_format: DelimiterFormat::Text,
+            start: String::new(),
+            end: vec!["\\n".into()],
+            checksum: ChecksumKind::None,
+            max_frame_bytes: 64 * 1024,
+        }
+    }
+}
+
+/// How a frame's payload is handed to the parser.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Decoder {
+    /// UTF-8, invalid sequences replaced.
+    PlainText,
+    /// The parser gets the payload bytes spelled as a lowercase hex string.
+    Hex,
+    /// The parser gets the payload bytes spelled as a base64 string.
+    Base64,
+    /// The parser gets the payload bytes unchanged.
+    Binary,
+    /// The payload is COBS-encoded (frame it with a `00` end delimiter).
+    Cobs,
+    /// The payload is SLIP-encoded (frame it with a `C0` end delimiter).
+    Slip,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ScriptLanguage {
+    Lua,
+    #[serde(rename = "javascript")]
+    JavaScript,
+}
+
+/// Turns a decoded frame into values for parser slots 1, 2, 3…
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(
+    tag = "kind",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ParserConfig {
+    /// Zero-config CSV lines; a first all-text row names the channels.
+    QuickPlot,
+    Delimited {
+        #[serde(default = "comma")]
+        separator: String,
+    },
+    FixedWidth {
+        widths: Vec<usize>,
+    },
+    KeyValue {
+        /// Key at position `i` feeds slot `i + 1`.
+        keys: Vec<String>,
+        #[serde(default = "comma")]
+        pair_separator: String,
+        #[serde(default = "equals")]
+        value_separator: String,
+    },
+    Json {
+        /// Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`.
+        paths: Vec<String>,
+    },
+    /// NMEA-0183 GGA/RMC; slots are listed in `parse::nmea::SLOTS`.
+    Nmea,
+    Binary {
+        fields: Vec<BinaryField>,
+    },
+    Script {
+        language: ScriptLanguage,
+        code: String,
+    },
+}
+
+fn comma() -> String {
+    ",".into()
+}
+fn equals() -> String {
+    "=".into()
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum BinaryType {
+    U8,
+    I8,
+    U16,
+    I16,
+    U32,
+    I32,
+    U64,
+    I64,
+    F32,
+    F64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Endian {
+    Little,
+    Big,
+}
+
+/// One field of a binary layout. Without `offset` a field starts where the previous ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct BinaryField {
+    #[serde(rename = "type")]
+    pub ty: BinaryType,
+    #[serde(default = "little")]
+    pub endian: Endian,
+    #[serde(default)]
+    pub offset: Option<usize>,
+    /// Multiplier applied to the raw integer (1 when absent).
+    #[serde(default)]
+    pub scale: Option<f64>,
+}
+
+fn little() -> Endian {
+    Endian::Little
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Group {
+    pub id: String,
+    pub title: String,
+    pub widget: GroupWidget,
+    pub datasets: Vec<Dataset>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum GroupWidget {
+    #[default]
+    None,
+    DataGrid,
+    MultiPlot,
+    Accelerometer,
+    Gyroscope,
+    Gps,
+    Plot3d,
+    BarPanel,
+    LedPanel,
+    Terminal,
+    Painter,
+    Image,
+    WebView,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum DatasetWidget {
+    #[default]
+    None,
+    Bar,
+    Gauge,
+    Compass,
+    Meter,
+    Clock,
+}
+
+/// What a dataset means to a group widget (GPS, accelerometer, gyroscope, 3-D plot).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Role {
+    Lat,
+    Lon,
+    Alt,
+    X,
+    Y,
+    Z,
+    Yaw,
+    Pitch,
+    Roll,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Severity {
+    Info,
+    Warning,
+    Critical,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct AlarmBand {
+    pub min: f64,
+    pub max: f64,
+    pub severity: Severity,
+    #[serde(default)]
+    pub label: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TransformLanguage {
+    /// One-line arithmetic on `value` (or `x`), e.g. `value * 0.1 - 40`.
+    Expression,
+    Lua,
+    #[serde(rename = "javascript")]
+    JavaScript,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Transform {
+    pub language: TransformLanguage,
+    pub code: String,
+}
+
+/// What a plot puts on its X axis.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(tag = "mode", rename_all = "camelCase")]
+pub enum XAxis {
+    /// Receive time of the frame.
+    #[default]
+    Time,
+    /// Sample number.
+    Samples,
+    /// Another dataset's value (XY plot).
+    Dataset { id: String },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Dataset {
+    /// Stable unique id; never reused within a project.
+    pub id: String,
+    pub title: String,
+    pub units: String,
+    /// 1-based parser slot this dataset reads; ignored for virtual datasets.
+    pub index: u32,
+    /// The source whose parser feeds this dataset; the first source when absent.
+    pub source: Option<String>,
+    /// Computed by its transform from other datasets and tables, not read from a slot.
+    #[serde(rename = "virtual")]
+    pub is_virtual: bool,
+    pub widget: DatasetWidget,
+    pub role: Option<Role>,
+    pub graph: bool,
+    pub fft: bool,
+    pub fft_samples: u32,
+    pub led: bool,
+    pub led_threshold: Option<f64>,
+    pub log: bool,
+    pub min: Option<f64>,
+    pub max: Option<f64>,
+    pub alarms: Vec<AlarmBand>,
+    pub transform: Option<Transform>,
+    pub x_axis: XAxis,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Default for Dataset {
+    fn default() -> Self {
+        Dataset {
+            id: String::new(),
+            title: String::new(),
+            units: String::new(),
+            index: 1,
+            source: None,
+            is_virtual: false,
+            widget: DatasetWidget::None,
+            role: None,
+            graph: true,
+            fft: false,
+            fft_samples: 1024,
+            led: false,
+            led_threshold: None,
+            log: false,
+            min: None,
+            max: None,
+            alarms: Vec::new(),
+            transform: None,
+            x_axis: XAxis::Time,
+            extra: Extra::new(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum LineEnding {
+    #[default]
+    None,
+    Lf,
+    Cr,
+    CrLf,
+}
+
+/// A button that sends fixed bytes to a source.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Action {
+    pub id: String,
+    pub title: String,
+    pub source: Option<String>,
+    pub payload: String,
+    /// `payload` is hex bytes rather than text.
+    pub hex: bool,
+    pub line_ending: LineEnding,
+    /// Repeat every N ms while connected.
+    pub timer_ms: Option<u64>,
+    pub on_connect: bool,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Workspace {
+    pub id: String,
+    pub title: String,
+    pub tiles: Vec<Tile>,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// A widget placed on a workspace grid; it shows a group or a single dataset.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Tile {
+    pub group: Option<String>,
+    pub dataset: Option<String>,
+    pub x: u32,
+    pub y: u32,
+    pub w: u32,
+    pub h: u32,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum TableValue {
+    Number(f64),
+    Text(String),
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct TableEntry {
+    pub name: String,
+    pub value: TableValue,
+}
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ConstTable {
+    pub name: String,
+    pub entries: Vec<TableEntry>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum PublishFormat {
+    Json,
+    Csv,
+    Raw,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct MqttPublisher {
+    pub enabled: bool,
+    pub host: String,
+    pub port: u16,
+    pub topic: String,
+    pub format: PublishFormat,
+    pub rate_hz: u32,
+    pub tls: bool,
+    pub client_id: String,
+    pub username: Option<String>,
+}
+
+impl Default for MqttPublisher {
+    fn default() -> Self {
+        MqttPublisher {
+            enabled: false,
+            host: "127.0.0.1".into(),
+            port: 1883,
+            topic: "sextant/frames".into(),
+            format: PublishFormat::Json,
+            rate_hz: 10,
+            tls: false,
+            client_id: String::new(),
+            username: None,
+        }
+    }
+}
+
+impl Project {
+    /// Every dataset in group order, with the index of its group.
+    pub fn datasets(&self) -> impl Iterator<Item = &Dataset> {
+        self.groups.iter().flat_map(|g| g.datasets.iter())
+    }
+
+    /// The id of the source feeding `dataset` (its own, else the first source's).
+    pub fn source_of<'a>(&'a self, dataset: &'a Dataset) -> Option<&'a str> {
+        dataset
+            .source
+            .as_deref()
+            .or_else(|| self.sources.first().map(|s| s.id.as_str()))
+    }
+
+    /// A fresh id `prefix-N` not used by any source, group, dataset, action or workspace.
+    pub fn next_id(&self, prefix: &str) -> String {
+        let used = self
+            .sources
+            .iter()
+            .map(|s| s.id.as_str())
+            .chain(self.groups.iter().map(|g| g.id.as_str()))
+            .chain(self.datasets().map(|d| d.id.as_str()))
+            .chain(self.actions.iter().map(|a| a.id.as_str()))
+            .chain(self.workspaces.iter().map(|w| w.id.as_str()));
+        let highest = used
+            .filter_map(|id| {
+                id.strip_prefix(prefix)?
+                    .strip_prefix('-')?
+                    .parse::<u64>()
+                    .ok()
+            })
+            .max()
+            .unwrap_or(0);
+        format!("{prefix}-{}", highest + 1)
+    }
+}

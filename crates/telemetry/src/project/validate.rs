@@ -1,0 +1,237 @@
+//! Semantic checks of a project, each reported with the JSON path of the offending value.
+
+use std::collections::HashSet;
+use std::fmt;
+
+use super::model::*;
+use crate::framing::parse_delimiter;
+
+/// One problem found by [`Project::validate`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ValidationIssue {
+    /// Path in the file, e.g. `groups[0].datasets[2].index`.
+    pub path: String,
+    pub message: String,
+}
+
+impl fmt::Display for ValidationIssue {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.path, self.message)
+    }
+}
+
+/// Collects issues and the ids seen so far (ids are unique across the whole project).
+#[derive(Default)]
+struct Report<'p> {
+    issues: Vec<ValidationIssue>,
+    ids: HashSet<&'p str>,
+}
+
+impl<'p> Report<'p> {
+    fn push(&mut self, path: String, message: String) {
+        self.issues.push(ValidationIssue { path, message });
+    }
+
+    fn id(&mut self, path: String, id: &'p str) {
+        if id.is_empty() {
+            self.push(path, "id must not be empty".into());
+        } else if !self.ids.insert(id) {
+            self.push(path, format!("id `{id}` is used more than once"));
+        }
+    }
+}
+
+/// The most alternative end patterns a source may have.
+pub const MAX_END_DELIMITERS: usize = 8;
+
+impl Project {
+    /// Every semantic problem in the project; empty when it is valid.
+    pub fn validate(&self) -> Vec<ValidationIssue> {
+        let mut r = Report::default();
+
+        let source_ids: HashSet<&str> = self.sources.iter().map(|s| s.id.as_str()).collect();
+        for (i, source) in self.sources.iter().enumerate() {
+            let at = format!("sources[{i}]");
+            r.id(format!("{at}.id"), &source.id);
+            validate_framing(&source.framing, &format!("{at}.framing"), &mut r);
+            validate_parser(&source.parser, &format!("{at}.parser"), &mut r);
+        }
+
+        let mut dataset_ids: HashSet<&str> = HashSet::new();
+        for d in self.datasets() {
+            dataset_ids.insert(d.id.as_str());
+        }
+        for (g, group) in self.groups.iter().enumerate() {
+            let at = format!("groups[{g}]");
+            r.id(format!("{at}.id"), &group.id);
+            for (k, d) in group.datasets.iter().enumerate() {
+                let at = format!("{at}.datasets[{k}]");
+                r.id(format!("{at}.id"), &d.id);
+                if !d.is_virtual && d.index == 0 {
+                    r.push(
+                        format!("{at}.index"),
+                        "parser slots start at 1; mark the dataset `virtual` if it is computed"
+                            .into(),
+                    );
+                }
+                if d.is_virtual && d.transform.is_none() {
+                    r.push(
+                        format!("{at}.transform"),
+                        "a virtual dataset needs a transform to compute its value".into(),
+                    );
+                }
+                if let Some(src) = &d.source {
+                    if !source_ids.contains(src.as_str()) {
+                        r.push(format!("{at}.source"), format!("no source has id `{src}`"));
+                    }
+                }
+                if !d.is_virtual && self.sources.is_empty() {
+                    r.push(
+                        format!("{at}.source"),
+                        "the project has no source to feed this dataset".into(),
+                    );
+                }
+                if let (Some(min), Some(max)) = (d.min, d.max) {
+                    if min > max {
+                        r.push(
+                            format!("{at}.min"),
+                            format!("min {min} is greater than max {max}"),
+                        );
+                    }
+                }
+                for (a, band) in d.alarms.iter().enumerate() {
+                    if band.min > band.max {
+                        r.push(
+                            format!("{at}.alarms[{a}]"),
+                            format!("band min {} is greater than its max {}", band.min, band.max),
+                        );
+                    }
+                }
+                if let XAxis::Dataset { id } = &d.x_axis {
+                    if !dataset_ids.contains(id.as_str()) {
+                        r.push(
+                            format!("{at}.xAxis.id"),
+                            format!("no dataset has id `{id}`"),
+                        );
+                    }
+                }
+                if let Some(t) = &d.transform {
+                    if t.code.trim().is_empty() {
+                        r.push(
+                            format!("{at}.transform.code"),
+                            "transform code is empty".into(),
+                        );
+                    }
+                }
+            }
+        }
+        for (a, action) in self.actions.iter().enumerate() {
+            let at = format!("actions[{a}]");
+            r.id(format!("{at}.id"), &action.id);
+            if let Some(src) = &action.source {
+                if !source_ids.contains(src.as_str()) {
+                    r.push(format!("{at}.source"), format!("no source has id `{src}`"));
+                }
+            }
+            if action.hex && crate::framing::parse_hex_bytes(&action.payload).is_err() {
+                r.push(
+                    format!("{at}.payload"),
+                    "payload is marked hex but is not hex bytes".into(),
+                );
+            }
+        }
+        let group_ids: HashSet<&str> = self.groups.iter().map(|g| g.id.as_str()).collect();
+        for (w, ws) in self.workspaces.iter().enumerate() {
+            let at = format!("workspaces[{w}]");
+            r.id(format!("{at}.id"), &ws.id);
+            for (t, tile) in ws.tiles.iter().enumerate() {
+                if let Some(g) = &tile.group {
+                    if !group_ids.contains(g.as_str()) {
+                        r.push(
+                            format!("{at}.tiles[{t}].group"),
+                            format!("no group has id `{g}`"),
+                        );
+                    }
+                }
+                if let Some(d) = &tile.dataset {
+                    if !dataset_ids.contains(d.as_str()) {
+                        r.push(
+                            format!("{at}.tiles[{t}].dataset"),
+                            format!("no dataset has id `{d}`"),
+                        );
+                    }
+                }
+            }
+        }
+        r.issues
+    }
+}
+
+fn validate_framing(f: &Framing, at: &str, r: &mut Report) {
+    if f.end.len() > MAX_END_DELIMITERS {
+        r.push(
+            format!("{at}.end"),
+            format!(
+                "at most {MAX_END_DELIMITERS} end patterns are allowed, found {}",
+                f.end.len()
+            ),
+        );
+    }
+    let needs_end = matches!(f.mode, FrameMode::EndOnly | FrameMode::StartEnd);
+    let needs_start = matches!(f.mode, FrameMode::StartEnd | FrameMode::StartOnly);
+    if needs_end && f.end.iter().all(|e| e.is_empty()) {
+        r.push(
+            format!("{at}.end"),
+            "this frame mode needs an end delimiter".into(),
+        );
+    }
+    if needs_start && f.start.is_empty() {
+        r.push(
+            format!("{at}.start"),
+            "this frame mode needs a start delimiter".into(),
+        );
+    }
+    if needs_start {
+        if let Err(e) = parse_delimiter(&f.start, f.delimiter_format) {
+            r.push(format!("{at}.start"), e.to_string());
+        }
+    }
+    if needs_end {
+        for (i, end) in f.end.iter().enumerate() {
+            if let Err(e) = parse_delimiter(end, f.delimiter_format) {
+                r.push(format!("{at}.end[{i}]"), e.to_string());
+            }
+        }
+    }
+    if f.max_frame_bytes == 0 {
+        r.push(format!("{at}.maxFrameBytes"), "must be at least 1".into());
+    }
+}
+
+fn validate_parser(p: &ParserConfig, at: &str, r: &mut Report) {
+    match p {
+        ParserConfig::Delimited { separator } if separator.is_empty() => r.push(
+            format!("{at}.separator"),
+            "separator must not be empty".into(),
+        ),
+        ParserConfig::FixedWidth { widths } if widths.is_empty() || widths.contains(&0) => r.push(
+            format!("{at}.widths"),
+            "widths must be a non-empty list of positive numbers".into(),
+        ),
+        ParserConfig::KeyValue {
+            pair_separator,
+            value_separator,
+            ..
+        } if pair_separator.is_empty() || value_separator.is_empty() => {
+            r.push(at.to_string(), "separators must not be empty".into())
+        }
+        ParserConfig::Binary { fields } if fields.is_empty() => r.push(
+            format!("{at}.fields"),
+            "a binary layout needs at least one field".into(),
+        ),
+        ParserConfig::Script { code, .. } if code.trim().is_empty() => {
+            r.push(format!("{at}.code"), "the parser script is empty".into())
+        }
+        _ => {}
+    }
+}
