@@ -113,6 +113,10 @@ fn describe(value: &Value) -> &'static str {
 
 /// Sextant files have string ids and typed connections; Serial Studio files never do.
 fn looks_like_sextant(root: &Map<String, Value>) -> bool {
+    if root.get("format").and_then(Value::as_str) == Some(sextant_telemetry::project::FORMAT_MARKER)
+    {
+        return true;
+    }
     let typed_connection = root
         .get("sources")
         .and_then(Value::as_array)

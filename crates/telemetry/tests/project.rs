@@ -8,6 +8,7 @@ use sextant_telemetry::project::{LoadError, Project, SCHEMA_VERSION};
 
 fn full_project() -> serde_json::Value {
     json!({
+        "format": "sextant-project",
         "schemaVersion": 1,
         "title": "Rover",
         "futureTopLevelKey": {"kept": true},
@@ -107,8 +108,15 @@ fn version_and_syntax_errors_say_what_to_do() {
     assert!(matches!(e, LoadError::Syntax { line: 2, .. }), "{e:?}");
     let e = Project::from_json_str(r#"{"title": "x", "groups": []}"#).unwrap_err();
     assert!(e.to_string().contains("sextant import"), "{e}");
-    let e = Project::from_json_str(&format!(r#"{{"schemaVersion": {}}}"#, SCHEMA_VERSION + 1))
-        .unwrap_err();
+    // A Serial Studio file has a schemaVersion too; it must not pass for a Sextant one.
+    let e =
+        Project::from_json_str(r#"{"schemaVersion": 3, "title": "x", "groups": []}"#).unwrap_err();
+    assert!(matches!(e, LoadError::NotASextantProject), "{e}");
+    let e = Project::from_json_str(&format!(
+        r#"{{"format": "sextant-project", "schemaVersion": {}}}"#,
+        SCHEMA_VERSION + 1
+    ))
+    .unwrap_err();
     assert!(e.to_string().contains("newer Sextant"), "{e}");
     let e = Project::load(std::path::Path::new("/nonexistent/dir/p.json")).unwrap_err();
     assert!(e.to_string().contains("/nonexistent/dir/p.json"), "{e}");

@@ -34,8 +34,8 @@ pub enum LoadError {
     #[error("invalid value at `{path}`: {message}")]
     Shape { path: String, message: String },
     #[error(
-        "this file has no `schemaVersion`; if it is a Serial Studio project, \
-         convert it with `sextant import`"
+        "this is not a Sextant project (it lacks `\"format\": \"{FORMAT_MARKER}\"`); \
+         if it is a Serial Studio project, convert it with `sextant import`"
     )]
     NotASextantProject,
     #[error("this file is schemaVersion {found}, written by a newer Sextant (this one reads up to {SCHEMA_VERSION}); update Sextant to open it")]
@@ -60,12 +60,13 @@ impl Project {
             column: e.column(),
             message: e.to_string(),
         })?;
-        match raw.get("schemaVersion").map(|v| v.as_u64()) {
-            None => return Err(LoadError::NotASextantProject),
-            Some(Some(v)) if v > SCHEMA_VERSION as u64 => {
+        if raw.get("format").and_then(|f| f.as_str()) != Some(FORMAT_MARKER) {
+            return Err(LoadError::NotASextantProject);
+        }
+        if let Some(v) = raw.get("schemaVersion").and_then(|v| v.as_u64()) {
+            if v > SCHEMA_VERSION as u64 {
                 return Err(LoadError::TooNew { found: v });
             }
-            _ => {}
         }
         let project: Project = serde_path_to_error::deserialize(raw).map_err(|e| {
             let path = e.path().to_string();

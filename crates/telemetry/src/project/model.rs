@@ -15,12 +15,26 @@ use serde_json::Value as Json;
 /// The schema version this build reads and writes.
 pub const SCHEMA_VERSION: u32 = 1;
 
+/// The value of a project file's `format` key. Serial Studio files also carry a
+/// `schemaVersion` (3 today), so the version alone cannot tell the two apart.
+pub const FORMAT_MARKER: &str = "sextant-project";
+
+/// The `format` key's only value; see [`FORMAT_MARKER`].
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+pub enum FileFormat {
+    #[default]
+    #[serde(rename = "sextant-project")]
+    SextantProject,
+}
+
 /// Keys this build does not know, kept verbatim.
 pub type Extra = BTreeMap<String, Json>;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Project {
+    /// Always `"sextant-project"`: marks the file as Sextant's.
+    pub format: FileFormat,
     /// Version of this file format; see `SCHEMA_VERSION`.
     pub schema_version: u32,
     pub title: String,
@@ -39,6 +53,7 @@ pub struct Project {
 impl Default for Project {
     fn default() -> Self {
         Project {
+            format: FileFormat::SextantProject,
             schema_version: SCHEMA_VERSION,
             title: "Untitled".into(),
             sources: Vec::new(),

@@ -1,0 +1,331 @@
+//! The `sextant` binary end to end: import Serial Studio fixtures, replay their captures to
+//! CSV, and check the values; plus the failure modes a user will hit first.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value as Json;
+
+fn sextant(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(args)
+        .output()
+        .expect("the sextant binary runs")
+}
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/serial-studio")
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// Parses CSV written by `sextant replay` (no quoted fields in these fixtures).
+fn read_csv(path: &Path) -> (Vec<String>, Vec<Vec<String>>) {
+    let body = std::fs::read_to_string(path).unwrap();
+    let mut lines = body.lines();
+    let header = lines
+        .next()
+        .unwrap()
+        .split(',')
+        .map(str::to_string)
+        .collect();
+    let rows = lines
+        .map(|l| l.split(',').map(str::to_string).collect())
+        .collect();
+    (header, rows)
+}
+
+fn column(header: &[String], title: &str) -> usize {
+    header
+        .iter()
+        .position(|h| h == title || h.ends_with(&format!("/{title}")))
+        .unwrap_or_else(|| panic!("no column for {title} in {header:?}"))
+}
+
+fn check_rows(name: &str, csv: &Path, titles: &[String], want: &[Json]) {
+    let (header, rows) = read_csv(csv);
+    assert_eq!(header[0], "elapsed_s");
+    assert_eq!(rows.len(), want.len(), "{name}: row count");
+    let cols: Vec<usize> = titles.iter().map(|t| column(&header, t)).collect();
+    for (r, (got, want)) in rows.iter().zip(want).enumerate() {
+        for (k, &c) in cols.iter().enumerate() {
+            let w = &want[k];
+            let g = &got[c];
+            if let Some(w) = w.as_f64() {
+                let g: f64 = g
+                    .parse()
+                    .unwrap_or_else(|_| panic!("{name} row {r} {}: `{g}`", titles[k]));
+                assert!(
+                    (g - w).abs() <= 1e-6 * w.abs().max(1.0),
+                    "{name} row {r} {}: {g} != {w}",
+                    titles[k]
+                );
+            } else if let Some(w) = w.as_str() {
+                assert_eq!(g, w, "{name} row {r} {}", titles[k]);
+            }
+        }
+    }
+}
+
+#[test]
+fn import_then_replay_every_serial_studio_fixture() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut checked = 0;
+    for entry in std::fs::read_dir(fixtures()).unwrap() {
+        let path = entry.unwrap().path();
+        let file = path.file_name().unwrap().to_str().unwrap().to_string();
+        let Some(stem) = file.strip_suffix(".ssproj").or_else(|| {
+            file.strip_suffix(".json")
+                .filter(|s| !s.ends_with(".expected"))
+        }) else {
+            continue;
+        };
+        let project = dir.path().join(format!("{stem}.sextant.json"));
+        let out = sextant(&[
+            "import",
+            path.to_str().unwrap(),
+            "-o",
+            project.to_str().unwrap(),
+        ]);
+        assert!(out.status.success(), "import {file}: {}", text(&out.stderr));
+        assert!(
+            text(&out.stderr).contains("import report"),
+            "{file}: report on stderr"
+        );
+        let out = sextant(&["validate", project.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "validate {stem}: {}",
+            text(&out.stderr)
+        );
+
+        let expected: Json = serde_json::from_str(
+            &std::fs::read_to_string(fixtures().join(format!("{stem}.expected.json"))).unwrap(),
+        )
+        .unwrap();
+        let titles: Vec<String> = expected["datasets"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|t| t.as_str().unwrap().to_string())
+            .collect();
+        let csv = dir.path().join(format!("{stem}.csv"));
+        if let Some(by_source) = expected.get("rows_by_source").and_then(|v| v.as_object()) {
+            // Each source replayed alone; its rows hold its own datasets, in title order.
+            let mut offset = 0;
+            for (source, rows) in by_source {
+                let rows = rows.as_array().unwrap();
+                let width = rows[0].as_array().unwrap().len();
+                let capture = fixtures().join(format!("{stem}.{source}.capture"));
+                let input = format!("{source}={}", capture.display());
+                let out = sextant(&[
+                    "replay",
+                    "--project",
+                    project.to_str().unwrap(),
+                    "--input",
+                    &input,
+                    "--csv",
+                    csv.to_str().unwrap(),
+                    "--chunk",
+                    "7",
+                ]);
+                assert!(
+                    out.status.success(),
+                    "replay {stem}/{source}: {}",
+                    text(&out.stderr)
+                );
+                let want: Vec<Json> = rows.to_vec();
+                check_rows(
+                    &format!("{stem}/{source}"),
+                    &csv,
+                    &titles[offset..offset + width],
+                    &want,
+                );
+                offset += width;
+            }
+        } else {
+            let capture = fixtures().join(format!("{stem}.capture"));
+            // Replay the original Serial Studio file directly: it is imported on the fly.
+            let out = sextant(&[
+                "replay",
+                "--project",
+                path.to_str().unwrap(),
+                "--input",
+                capture.to_str().unwrap(),
+                "--csv",
+                csv.to_str().unwrap(),
+                "--chunk",
+                "5",
+            ]);
+            assert!(out.status.success(), "replay {stem}: {}", text(&out.stderr));
+            assert!(
+                text(&out.stderr).contains("frames/s"),
+                "{stem}: throughput printed"
+            );
+            check_rows(stem, &csv, &titles, expected["rows"].as_array().unwrap());
+        }
+        checked += 1;
+    }
+    assert!(checked >= 5, "all fixtures walked, got {checked}");
+}
+
+#[test]
+fn the_binary_crc_fixture_reports_its_dropped_frame() {
+    let project = fixtures().join("binary-crc.ssproj");
+    let capture = fixtures().join("binary-crc.capture");
+    let out = sextant(&[
+        "replay",
+        "--project",
+        project.to_str().unwrap(),
+        "--input",
+        capture.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("1 checksum"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn unreadable_and_invalid_inputs_fail_with_a_clear_message() {
+    let out = sextant(&["import", "/no/such/file.ssproj"]);
+    assert!(!out.status.success());
+    let err = text(&out.stderr);
+    assert!(err.contains("could not read /no/such/file.ssproj"), "{err}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let junk = dir.path().join("junk.ssproj");
+    std::fs::write(&junk, b"\x00\x01 not json at all").unwrap();
+    let out = sextant(&["import", junk.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("could not import"),
+        "{}",
+        text(&out.stderr)
+    );
+
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, br#"{"format": "sextant-project", "schemaVersion": 1, "groups": [{"id": "g", "datasets": [{"id": "d", "index": "one"}]}]}"#)
+        .unwrap();
+    let out = sextant(&["validate", bad.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("groups[0].datasets[0].index"),
+        "{}",
+        text(&out.stderr)
+    );
+}
+
+#[test]
+fn replay_survives_garbage_and_counts_what_it_dropped() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("p.json");
+    std::fs::write(
+        &project,
+        serde_json::json!({
+            "format": "sextant-project",
+            "schemaVersion": 1,
+            "sources": [{"id": "s", "parser": {"kind": "delimited"},
+                         "framing": {"mode": "endOnly", "end": ["\\n"], "maxFrameBytes": 64}}],
+            "groups": [{"id": "g", "title": "G", "datasets": [{"id": "d", "title": "V", "index": 1}]}]
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let mut capture = b"1\n2\n".to_vec();
+    capture.extend((0..100_000u32).map(|i| (i.wrapping_mul(2654435761) >> 13) as u8 | 0x80));
+    capture.extend_from_slice(b"\n3\n");
+    let cap = dir.path().join("c.bin");
+    std::fs::write(&cap, &capture).unwrap();
+    let csv = dir.path().join("out.csv");
+    let out = sextant(&[
+        "replay",
+        "--project",
+        project.to_str().unwrap(),
+        "--input",
+        cap.to_str().unwrap(),
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let err = text(&out.stderr);
+    assert!(err.contains("1 oversize"), "{err}");
+    let (_, rows) = read_csv(&csv);
+    let values: Vec<&str> = rows.iter().map(|r| r[1].as_str()).collect();
+    assert_eq!(values, ["1", "2", "3"]);
+}
+
+#[test]
+fn quick_plot_replay_names_columns_from_the_header() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("p.json");
+    std::fs::write(
+        &project,
+        r#"{"format": "sextant-project", "schemaVersion": 1, "sources": [{"id": "s"}]}"#,
+    )
+    .unwrap();
+    let cap = dir.path().join("c.txt");
+    std::fs::write(&cap, "time,temp\n0,20.5\n1,21\n").unwrap();
+    let out = sextant(&[
+        "replay",
+        "--project",
+        project.to_str().unwrap(),
+        "--input",
+        cap.to_str().unwrap(),
+        "--csv",
+        "-",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stdout = text(&out.stdout);
+    let mut lines = stdout.lines();
+    assert_eq!(
+        lines.next(),
+        Some("elapsed_s,Quick Plot/time,Quick Plot/temp")
+    );
+    assert!(lines.next().unwrap().ends_with(",0,20.5"));
+}
+
+#[test]
+fn demo_runs_the_whole_pipeline_and_writes_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("demo.csv");
+    let out = sextant(&[
+        "demo",
+        "--seconds",
+        "2",
+        "--rate",
+        "500",
+        "--max",
+        "--csv",
+        csv.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("demo: 1000 frames"),
+        "{}",
+        text(&out.stdout)
+    );
+    let (header, rows) = read_csv(&csv);
+    assert_eq!(rows.len(), 1000);
+    let power = column(&header, "Power");
+    let voltage = column(&header, "Voltage");
+    let current = column(&header, "Current");
+    for row in &rows {
+        let (p, v, i): (f64, f64, f64) = (
+            row[power].parse().unwrap(),
+            row[voltage].parse().unwrap(),
+            row[current].parse().unwrap(),
+        );
+        assert!(
+            (p - v * i).abs() < 1e-9,
+            "the scripted virtual dataset is V·I: {row:?}"
+        );
+    }
+    let project = text(&sextant(&["demo", "--print-project"]).stdout);
+    let parsed: Json = serde_json::from_str(&project).unwrap();
+    assert_eq!(parsed["schemaVersion"], 1);
+}
