@@ -432,32 +432,41 @@ impl Core {
         sink: &mut dyn FnMut(&FrameEvent<'_>),
     ) {
         let mut any_transform = false;
-        {
-            let mut values = self.values();
-            for &(slot, ds) in feeds {
-                match row.get(slot) {
-                    Some(Value::Null) | None => {}
-                    Some(v) => {
-                        values.raw[ds] = v.clone();
-                        if self.transforms[ds].is_none() {
-                            values.fin[ds] = v.clone();
-                        } else {
-                            any_transform = true;
-                        }
+        let mut values = self.values();
+        for &(slot, ds) in feeds {
+            match row.get(slot) {
+                Some(Value::Null) | None => {}
+                Some(v) => {
+                    if self.transforms[ds].is_none() {
+                        values.fin[ds].clone_from(v);
+                    } else {
+                        any_transform = true;
                     }
+                    values.raw[ds].clone_from(v);
                 }
             }
         }
-        // Transforms may call back into the host, so they run without holding the lock.
-        if any_transform {
-            for &(slot, ds) in feeds {
-                if row.get(slot).is_none_or(Value::is_null) || self.transforms[ds].is_none() {
-                    continue;
-                }
-                let raw = self.values().raw[ds].clone();
-                let out = self.transform(ds, &raw);
-                self.values().fin[ds] = out;
+        if any_transform || !self.virtuals.is_empty() {
+            // Transforms may call back into the host, so they run without holding the lock.
+            drop(values);
+            self.run_transforms(feeds, row);
+            values = self.values();
+        }
+        sink(&FrameEvent {
+            source,
+            timestamp,
+            values: &values.fin,
+        });
+    }
+
+    fn run_transforms(&mut self, feeds: &[(usize, usize)], row: &[Value]) {
+        for &(slot, ds) in feeds {
+            if row.get(slot).is_none_or(Value::is_null) || self.transforms[ds].is_none() {
+                continue;
             }
+            let raw = self.values().raw[ds].clone();
+            let out = self.transform(ds, &raw);
+            self.values().fin[ds] = out;
         }
         for i in 0..self.virtuals.len() {
             let ds = self.virtuals[i];
@@ -468,12 +477,6 @@ impl Core {
                 v.fin[ds] = out;
             }
         }
-        let values = self.values();
-        sink(&FrameEvent {
-            source,
-            timestamp,
-            values: &values.fin,
-        });
     }
 
     fn transform(&mut self, ds: usize, raw: &Value) -> Value {

@@ -46,7 +46,10 @@ impl Ring {
     pub fn push(&mut self, t: f64, v: f64) {
         self.t[self.head] = t;
         self.v[self.head] = v;
-        self.head = (self.head + 1) % self.t.len();
+        self.head += 1;
+        if self.head == self.t.len() {
+            self.head = 0;
+        }
         self.len = (self.len + 1).min(self.t.len());
     }
 
