@@ -1,8 +1,26 @@
-//! Device sources. Today this holds the built-in simulator's signal generator, the demo
-//! device every first run opens; the async `Source` drivers (serial, network, MQTT, CAN,
-//! Modbus, BLE, process, replay) join it here behind one abstraction.
+//! Device sources: every way bytes enter Sextant, behind one [`source::Source`]
+//! abstraction (timestamped chunks, status, counters, writes, reconnection).
 //!
-//! Architecture invariant: devices produce timestamped byte chunks and accept writes; they
-//! never parse frames (that is `sextant-telemetry`'s job) and never touch the UI.
+//! Drivers: [`serial`], [`net`] (TCP client, UDP/multicast), [`mqtt`], [`process`]
+//! (programs and named pipes), [`sim_source`] (the demo device) and [`replay`] (captures
+//! written by [`capture`]). [`wiring`] connects running sources to a telemetry pipeline
+//! on its own thread.
+//!
+//! Architecture invariant: devices produce byte chunks and accept writes; they never
+//! parse frames (that is `sextant-telemetry`'s job) and never touch the UI. A slow
+//! consumer never stalls a device: full queues drop chunks and count them.
 
+pub mod capture;
+pub mod mqtt;
+pub mod net;
+pub mod process;
+pub mod replay;
+pub mod serial;
+pub mod sim_source;
 pub mod simulator;
+pub mod source;
+pub mod wiring;
+
+pub use source::{
+    Chunk, Clock, DeviceError, Driver, Link, Reconnect, RunOptions, Source, SourceHandle, Status,
+};

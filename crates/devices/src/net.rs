@@ -1,0 +1,176 @@
+//! TCP client and UDP (unicast or multicast) sources.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+
+use bytes::{Bytes, BytesMut};
+use sextant_telemetry::Timestamp;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{lookup_host, TcpStream, UdpSocket};
+
+use crate::source::{DeviceError, Driver, Link};
+
+const READ_BUFFER: usize = 64 * 1024;
+
+/// Connects to `host:port` and reads the stream.
+pub struct TcpDriver {
+    pub host: String,
+    pub port: u16,
+}
+
+impl Driver for TcpDriver {
+    type Link = TcpLink;
+
+    fn describe(&self) -> String {
+        format!("tcp {}:{}", self.host, self.port)
+    }
+
+    async fn open(&mut self) -> Result<TcpLink, DeviceError> {
+        let addr = format!("{}:{}", self.host, self.port);
+        let stream = TcpStream::connect(&addr)
+            .await
+            .map_err(|e| match e.kind() {
+                std::io::ErrorKind::ConnectionRefused => DeviceError::transient(format!(
+                    "{addr} refused the connection (is the device listening?)"
+                )),
+                _ => DeviceError::transient(format!("could not connect to {addr}: {e}")),
+            })?;
+        let _ = stream.set_nodelay(true);
+        Ok(TcpLink {
+            stream,
+            buf: BytesMut::with_capacity(READ_BUFFER),
+        })
+    }
+}
+
+pub struct TcpLink {
+    stream: TcpStream,
+    buf: BytesMut,
+}
+
+impl Link for TcpLink {
+    async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
+        self.buf.reserve(READ_BUFFER);
+        // `read_buf` on a socket is cancel-safe: nothing is consumed unless it completes.
+        match self.stream.read_buf(&mut self.buf).await {
+            Ok(0) => Ok(None),
+            Ok(_) => Ok(Some((self.buf.split().freeze(), None))),
+            Err(e) => Err(DeviceError::transient(format!("connection lost: {e}"))),
+        }
+    }
+
+    async fn write(&mut self, data: Bytes) -> Result<(), DeviceError> {
+        self.stream
+            .write_all(&data)
+            .await
+            .map_err(|e| DeviceError::transient(format!("send failed: {e}")))
+    }
+}
+
+/// Receives datagrams; one datagram is one chunk.
+pub struct UdpDriver {
+    pub local_port: u16,
+    pub remote_host: Option<String>,
+    pub remote_port: Option<u16>,
+    pub multicast_group: Option<String>,
+}
+
+impl Driver for UdpDriver {
+    type Link = UdpLink;
+
+    fn describe(&self) -> String {
+        match &self.multicast_group {
+            Some(g) => format!("udp multicast {g}:{}", self.local_port),
+            None => format!("udp :{}", self.local_port),
+        }
+    }
+
+    async fn open(&mut self) -> Result<UdpLink, DeviceError> {
+        let group: Option<Ipv4Addr> = match &self.multicast_group {
+            Some(g) => Some(g.parse().map_err(|_| {
+                DeviceError::fatal(format!(
+                    "`{g}` is not an IPv4 multicast address (224.0.0.0/4)"
+                ))
+            })?),
+            None => None,
+        };
+        if let Some(g) = group {
+            if !g.is_multicast() {
+                return Err(DeviceError::fatal(format!(
+                    "{g} is not a multicast address (224.0.0.0/4)"
+                )));
+            }
+        }
+        let bind = SocketAddr::new(IpAddr::V4(Ipv4Addr::UNSPECIFIED), self.local_port);
+        let socket = UdpSocket::bind(bind).await.map_err(|e| match e.kind() {
+            std::io::ErrorKind::AddrInUse => {
+                DeviceError::fatal(format!("UDP port {} is already in use", self.local_port))
+            }
+            _ => {
+                DeviceError::transient(format!("could not bind UDP port {}: {e}", self.local_port))
+            }
+        })?;
+        if let Some(g) = group {
+            socket
+                .join_multicast_v4(g, Ipv4Addr::UNSPECIFIED)
+                .map_err(|e| {
+                    DeviceError::fatal(format!("could not join multicast group {g}: {e}"))
+                })?;
+        }
+        let remote = match (&self.remote_host, self.remote_port) {
+            (Some(h), Some(p)) => lookup_host((h.as_str(), p))
+                .await
+                .map_err(|e| DeviceError::transient(format!("could not resolve {h}: {e}")))?
+                .next(),
+            _ => None,
+        };
+        Ok(UdpLink {
+            socket,
+            remote,
+            buf: vec![0u8; 65_536],
+        })
+    }
+}
+
+pub struct UdpLink {
+    socket: UdpSocket,
+    remote: Option<SocketAddr>,
+    buf: Vec<u8>,
+}
+
+impl UdpLink {
+    /// The local address actually bound (useful with local port 0).
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        self.socket.local_addr().ok()
+    }
+}
+
+impl Link for UdpLink {
+    async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
+        loop {
+            match self.socket.recv_from(&mut self.buf).await {
+                Ok((n, from)) => {
+                    // Replies go to whoever spoke last when no remote is configured.
+                    if self.remote.is_none() {
+                        self.remote = Some(from);
+                    }
+                    return Ok(Some((Bytes::copy_from_slice(&self.buf[..n]), None)));
+                }
+                // An ICMP "port unreachable" from an earlier send surfaces here on Linux;
+                // it says nothing about incoming data.
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionRefused => continue,
+                Err(e) => return Err(DeviceError::transient(format!("UDP receive failed: {e}"))),
+            }
+        }
+    }
+
+    async fn write(&mut self, data: Bytes) -> Result<(), DeviceError> {
+        let remote = self.remote.ok_or_else(|| {
+            DeviceError::fatal("no remote host/port is set and nothing has been received yet")
+        })?;
+        self.socket
+            .send_to(&data, remote)
+            .await
+            .map(|_| ())
+            .map_err(|e| DeviceError::transient(format!("UDP send to {remote} failed: {e}")))
+    }
+}

@@ -1,0 +1,280 @@
+//! Replay: a capture (or a CSV export) played back through the same pipeline, at 1×, N×
+//! or maximum speed, with pause, single-step and seek.
+//!
+//! The capture is indexed once on open (time and file offset of every record), so seeking
+//! is a file seek, and memory stays small whatever the capture's size. Chunks keep their
+//! recorded timestamps, so a replayed session exports the same CSV as the live one.
+
+use std::fs::File;
+use std::io::{BufReader, Read, Seek, SeekFrom};
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use sextant_telemetry::Timestamp;
+use tokio::sync::Notify;
+
+use crate::capture::{CaptureError, CaptureReader, Record, MAGIC};
+use crate::source::{DeviceError, Driver, Link};
+
+/// Live controls of a replay, shared between the UI side and the replay link.
+#[derive(Debug, Default)]
+pub struct ReplayControl {
+    state: Mutex<ControlState>,
+    notify: Notify,
+}
+
+#[derive(Debug, Clone, Copy)]
+struct ControlState {
+    paused: bool,
+    /// Playback speed; 0 means as fast as possible.
+    speed: f64,
+    /// Records to release while paused.
+    steps: u32,
+    /// Jump to this capture time (ns from the first record).
+    seek_ns: Option<u64>,
+    /// Bumped on every change so the link re-anchors its pacing.
+    generation: u64,
+}
+
+impl Default for ControlState {
+    fn default() -> Self {
+        ControlState {
+            paused: false,
+            speed: 1.0,
+            steps: 0,
+            seek_ns: None,
+            generation: 0,
+        }
+    }
+}
+
+impl ReplayControl {
+    pub fn new(speed: f64) -> Arc<Self> {
+        let c = ReplayControl::default();
+        c.state.lock().expect("fresh").speed = speed.max(0.0);
+        Arc::new(c)
+    }
+
+    fn update(&self, f: impl FnOnce(&mut ControlState)) {
+        {
+            let mut s = self.state.lock().unwrap_or_else(|p| p.into_inner());
+            f(&mut s);
+            s.generation += 1;
+        }
+        self.notify.notify_one();
+    }
+
+    pub fn pause(&self) {
+        self.update(|s| s.paused = true);
+    }
+    pub fn resume(&self) {
+        self.update(|s| s.paused = false);
+    }
+    /// Releases one record while paused.
+    pub fn step(&self) {
+        self.update(|s| s.steps += 1);
+    }
+    /// 1.0 = real time, 10.0 = ten times faster, 0 = as fast as possible.
+    pub fn set_speed(&self, speed: f64) {
+        self.update(|s| {
+            s.speed = if speed.is_finite() {
+                speed.max(0.0)
+            } else {
+                0.0
+            }
+        });
+    }
+    /// Continues from the first record at or after `offset` into the capture.
+    pub fn seek(&self, offset: Duration) {
+        self.update(|s| s.seek_ns = Some(offset.as_nanos() as u64));
+    }
+    pub fn is_paused(&self) -> bool {
+        self.state.lock().map(|s| s.paused).unwrap_or(false)
+    }
+}
+
+/// Plays a capture file; only records of `source` when set (multi-source captures).
+pub struct ReplayDriver {
+    pub path: PathBuf,
+    pub source: Option<u16>,
+    pub control: Arc<ReplayControl>,
+}
+
+impl Driver for ReplayDriver {
+    type Link = ReplayLink;
+
+    fn describe(&self) -> String {
+        format!("replay {}", self.path.display())
+    }
+
+    async fn open(&mut self) -> Result<ReplayLink, DeviceError> {
+        let path = self.path.clone();
+        let source = self.source;
+        let index = tokio::task::spawn_blocking(move || build_index(&path, source))
+            .await
+            .map_err(|e| DeviceError::fatal(format!("indexing failed: {e}")))??;
+        let file = File::open(&self.path).map_err(|e| {
+            DeviceError::fatal(format!("could not open {}: {e}", self.path.display()))
+        })?;
+        Ok(ReplayLink {
+            file: BufReader::with_capacity(256 * 1024, file),
+            index,
+            next: 0,
+            pending: None,
+            anchor: None,
+            generation: u64::MAX,
+            control: self.control.clone(),
+        })
+    }
+}
+
+struct Entry {
+    elapsed_ns: u64,
+    offset: u64,
+}
+
+fn build_index(path: &std::path::Path, source: Option<u16>) -> Result<Vec<Entry>, DeviceError> {
+    let file = File::open(path)
+        .map_err(|e| DeviceError::fatal(format!("could not open {}: {e}", path.display())))?;
+    let mut reader = CaptureReader::new(CountingReader {
+        inner: BufReader::new(file),
+        pos: 0,
+    })
+    .map_err(|e| DeviceError::fatal(format!("{}: {e}", path.display())))?;
+    let mut index = Vec::new();
+    loop {
+        let offset = reader_pos(&reader);
+        match reader.next_record() {
+            Ok(Some(r)) => {
+                if source.is_none_or(|s| s == r.source) {
+                    index.push(Entry {
+                        elapsed_ns: r.timestamp.elapsed_ns,
+                        offset,
+                    });
+                }
+            }
+            Ok(None) => break,
+            Err(e) => return Err(DeviceError::fatal(format!("{}: {e}", path.display()))),
+        }
+    }
+    if reader.truncated {
+        tracing::warn!(path = %path.display(), "capture ends inside a record; replaying what is complete");
+    }
+    Ok(index)
+}
+
+struct CountingReader<R> {
+    inner: R,
+    pos: u64,
+}
+
+impl<R: Read> Read for CountingReader<R> {
+    fn read(&mut self, buf: &mut [u8]) -> std::io::Result<usize> {
+        let n = self.inner.read(buf)?;
+        self.pos += n as u64;
+        Ok(n)
+    }
+}
+
+fn reader_pos<R: Read>(r: &CaptureReader<CountingReader<R>>) -> u64 {
+    r.input_ref().pos
+}
+
+pub struct ReplayLink {
+    file: BufReader<File>,
+    index: Vec<Entry>,
+    next: usize,
+    /// A record read but not yet released (kept across a cancelled read).
+    pending: Option<Record>,
+    /// Pacing anchor: (wall time, capture time) of the last re-anchoring.
+    anchor: Option<(Instant, u64)>,
+    generation: u64,
+    control: Arc<ReplayControl>,
+}
+
+impl ReplayLink {
+    /// Records this replay will play.
+    pub fn len(&self) -> usize {
+        self.index.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.index.is_empty()
+    }
+
+    fn load(&mut self, i: usize) -> Result<Record, DeviceError> {
+        let entry = &self.index[i];
+        self.file
+            .seek(SeekFrom::Start(entry.offset))
+            .map_err(|e| DeviceError::fatal(format!("capture seek failed: {e}")))?;
+        let mut header_and_body = CaptureReader::without_magic(&mut self.file);
+        match header_and_body.next_record() {
+            Ok(Some(r)) => Ok(r),
+            Ok(None) => Err(DeviceError::fatal("the capture changed while replaying")),
+            Err(CaptureError::Io(e)) => {
+                Err(DeviceError::fatal(format!("capture read failed: {e}")))
+            }
+            Err(e) => Err(DeviceError::fatal(e.to_string())),
+        }
+    }
+}
+
+impl Link for ReplayLink {
+    async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
+        loop {
+            let state = *self.control.state.lock().unwrap_or_else(|p| p.into_inner());
+            if state.generation != self.generation {
+                self.generation = state.generation;
+                self.anchor = None;
+                if let Some(target) = state.seek_ns {
+                    let base = self.index.first().map_or(0, |e| e.elapsed_ns);
+                    self.next = self.index.partition_point(|e| e.elapsed_ns - base < target);
+                    self.pending = None;
+                    let mut s = self.control.state.lock().unwrap_or_else(|p| p.into_inner());
+                    s.seek_ns = None;
+                }
+            }
+            if state.paused && state.steps == 0 {
+                self.control.notify.notified().await;
+                continue;
+            }
+            if self.pending.is_none() {
+                if self.next >= self.index.len() {
+                    return Err(DeviceError::Finished);
+                }
+                self.pending = Some(self.load(self.next)?);
+                self.next += 1;
+            }
+            let record = self.pending.as_ref().expect("just loaded");
+            let t = record.timestamp.elapsed_ns;
+            if !state.paused && state.speed > 0.0 {
+                let (wall, cap) = *self.anchor.get_or_insert((Instant::now(), t));
+                let due = wall
+                    + Duration::from_secs_f64(t.saturating_sub(cap) as f64 / 1e9 / state.speed);
+                if due > Instant::now() {
+                    tokio::select! {
+                        _ = tokio::time::sleep_until(due.into()) => {}
+                        _ = self.control.notify.notified() => continue,
+                    }
+                }
+            }
+            if state.paused {
+                let mut s = self.control.state.lock().unwrap_or_else(|p| p.into_inner());
+                s.steps = s.steps.saturating_sub(1);
+            }
+            let record = self.pending.take().expect("pending record");
+            return Ok(Some((record.data, Some(record.timestamp))));
+        }
+    }
+}
+
+/// Whether a file starts like a capture (otherwise it is raw bytes).
+pub fn is_capture(path: &std::path::Path) -> bool {
+    let mut magic = [0u8; 8];
+    File::open(path)
+        .and_then(|mut f| f.read_exact(&mut magic))
+        .map(|_| &magic == MAGIC)
+        .unwrap_or(false)
+}

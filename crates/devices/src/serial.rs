@@ -1,0 +1,252 @@
+//! UART / serial ports through the `serialport` crate, read on a dedicated thread.
+//!
+//! A blocking reader thread (not tokio-serial) keeps the hot path off the async runtime
+//! and gives the lowest latency the OS allows; it hands chunks to the runner through a
+//! channel, which keeps [`Link::read`] cancel-safe. Writes go through a cloned handle.
+
+use std::io::{Read, Write};
+use std::thread;
+use std::time::Duration;
+
+use bytes::Bytes;
+use serialport::{
+    DataBits, FlowControl as SpFlow, Parity as SpParity, SerialPort, StopBits as SpStop,
+};
+use sextant_telemetry::project::{FlowControl, Parity, SerialSettings, StopBits};
+use sextant_telemetry::Timestamp;
+use tokio::sync::mpsc;
+
+use crate::source::{DeviceError, Driver, Link};
+
+/// Highest rate we accept; the spec's ceiling for USB-UART bridges.
+pub const MAX_BAUD: u32 = 15_000_000;
+
+/// One port found on the system.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PortInfo {
+    pub path: String,
+    /// USB vendor/product and description when the OS knows them.
+    pub description: String,
+}
+
+/// Ports present right now (call again to refresh after a hot-plug).
+pub fn list_ports() -> Vec<PortInfo> {
+    let mut ports: Vec<PortInfo> = serialport::available_ports()
+        .unwrap_or_default()
+        .into_iter()
+        .map(|p| {
+            let description = match p.port_type {
+                serialport::SerialPortType::UsbPort(u) => format!(
+                    "USB {:04x}:{:04x} {} {}",
+                    u.vid,
+                    u.pid,
+                    u.manufacturer.unwrap_or_default(),
+                    u.product.unwrap_or_default()
+                )
+                .trim()
+                .to_string(),
+                serialport::SerialPortType::BluetoothPort => "Bluetooth".into(),
+                serialport::SerialPortType::PciPort => "PCI".into(),
+                serialport::SerialPortType::Unknown => String::new(),
+            };
+            PortInfo {
+                path: p.port_name,
+                description,
+            }
+        })
+        .collect();
+    ports.sort_by(|a, b| a.path.cmp(&b.path));
+    ports
+}
+
+/// Opens serial ports with the project's settings.
+pub struct SerialDriver {
+    settings: SerialSettings,
+}
+
+impl SerialDriver {
+    pub fn new(settings: SerialSettings) -> Result<Self, DeviceError> {
+        if settings.port.is_empty() {
+            return Err(DeviceError::fatal("no serial port is selected"));
+        }
+        if settings.baud == 0 || settings.baud > MAX_BAUD {
+            return Err(DeviceError::fatal(format!(
+                "baud rate {} is out of range (1 to {MAX_BAUD})",
+                settings.baud
+            )));
+        }
+        if !(5..=8).contains(&settings.data_bits) {
+            return Err(DeviceError::fatal(format!(
+                "{} data bits is not possible; use 5, 6, 7 or 8",
+                settings.data_bits
+            )));
+        }
+        Ok(SerialDriver { settings })
+    }
+}
+
+fn open_error(port: &str, e: &serialport::Error) -> DeviceError {
+    use serialport::ErrorKind;
+    let detail = e.to_string();
+    match e.kind() {
+        ErrorKind::NoDevice => DeviceError::transient(format!("{port} is not present (unplugged?)")),
+        ErrorKind::Io(std::io::ErrorKind::NotFound) => {
+            DeviceError::transient(format!("{port} does not exist (unplugged?)"))
+        }
+        ErrorKind::Io(std::io::ErrorKind::PermissionDenied) => DeviceError::fatal(format!(
+            "permission denied opening {port}: add your user to the `dialout` group (then log in again)"
+        )),
+        _ if detail.contains("busy") || detail.contains("Device or resource busy") => {
+            DeviceError::transient(format!("{port} is busy: another program has it open"))
+        }
+        ErrorKind::InvalidInput => DeviceError::fatal(format!("{port}: {detail}")),
+        _ => DeviceError::transient(format!("could not open {port}: {detail}")),
+    }
+}
+
+impl Driver for SerialDriver {
+    type Link = SerialLink;
+
+    fn describe(&self) -> String {
+        format!("serial {} @ {}", self.settings.port, self.settings.baud)
+    }
+
+    async fn open(&mut self) -> Result<SerialLink, DeviceError> {
+        let s = self.settings.clone();
+        tokio::task::spawn_blocking(move || open_port(&s))
+            .await
+            .map_err(|e| DeviceError::transient(format!("serial open task failed: {e}")))?
+    }
+}
+
+fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
+    let builder = serialport::new(&s.port, s.baud)
+        .data_bits(match s.data_bits {
+            5 => DataBits::Five,
+            6 => DataBits::Six,
+            7 => DataBits::Seven,
+            _ => DataBits::Eight,
+        })
+        .parity(match s.parity {
+            Parity::None => SpParity::None,
+            Parity::Even => SpParity::Even,
+            Parity::Odd => SpParity::Odd,
+            Parity::Mark | Parity::Space => {
+                return Err(DeviceError::fatal(
+                    "mark and space parity are not supported by this platform's serial driver",
+                ))
+            }
+        })
+        .stop_bits(match s.stop_bits {
+            StopBits::One => SpStop::One,
+            StopBits::Two => SpStop::Two,
+            StopBits::OnePointFive => {
+                return Err(DeviceError::fatal(
+                    "1.5 stop bits is not supported by this platform's serial driver",
+                ))
+            }
+        })
+        .flow_control(match s.flow_control {
+            FlowControl::None => SpFlow::None,
+            FlowControl::RtsCts => SpFlow::Hardware,
+            FlowControl::XonXoff => SpFlow::Software,
+        })
+        .timeout(Duration::from_millis(50));
+    let mut port = builder.open().map_err(|e| open_error(&s.port, &e))?;
+    // Never run at a rate the user did not ask for: read the rate back and refuse a mismatch.
+    match port.baud_rate() {
+        Ok(actual) if actual != s.baud => return Err(DeviceError::fatal(format!(
+            "{} cannot run at {} baud (the driver set {actual}); pick a rate the adapter supports",
+            s.port, s.baud
+        ))),
+        Err(e) => return Err(open_error(&s.port, &e)),
+        Ok(_) => {}
+    }
+    // DTR/RTS are meaningless (and refused) under hardware flow control.
+    if s.flow_control != FlowControl::RtsCts {
+        let _ = port.write_data_terminal_ready(s.dtr);
+        let _ = port.write_request_to_send(s.rts);
+    }
+    let writer = port
+        .try_clone()
+        .map_err(|e| DeviceError::transient(format!("could not share {}: {e}", s.port)))?;
+    let (tx, rx) = mpsc::channel(256);
+    let name = s.port.clone();
+    thread::Builder::new()
+        .name(format!("serial {name}"))
+        .spawn(move || read_loop(port, tx))
+        .map_err(|e| DeviceError::transient(format!("could not start the reader thread: {e}")))?;
+    Ok(SerialLink {
+        rx,
+        writer: Some(writer),
+        name,
+    })
+}
+
+/// Reads until the port fails or the link is dropped.
+fn read_loop(mut port: Box<dyn SerialPort>, tx: mpsc::Sender<Result<Bytes, String>>) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match port.read(&mut buf) {
+            Ok(0) => {
+                let _ = tx.blocking_send(Err("the port reported end of file".into()));
+                return;
+            }
+            Ok(n) => {
+                if tx
+                    .blocking_send(Ok(Bytes::copy_from_slice(&buf[..n])))
+                    .is_err()
+                {
+                    return; // link dropped: the source closed or reconnects
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::TimedOut => {
+                if tx.is_closed() {
+                    return;
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(e) => {
+                let _ = tx.blocking_send(Err(format!(
+                    "read failed ({e}); the device was unplugged or reset"
+                )));
+                return;
+            }
+        }
+    }
+}
+
+pub struct SerialLink {
+    rx: mpsc::Receiver<Result<Bytes, String>>,
+    writer: Option<Box<dyn SerialPort>>,
+    name: String,
+}
+
+impl Link for SerialLink {
+    async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
+        match self.rx.recv().await {
+            Some(Ok(data)) => Ok(Some((data, None))),
+            Some(Err(e)) => Err(DeviceError::transient(format!("{}: {e}", self.name))),
+            None => Err(DeviceError::transient(format!(
+                "{}: reader stopped",
+                self.name
+            ))),
+        }
+    }
+
+    async fn write(&mut self, data: Bytes) -> Result<(), DeviceError> {
+        let mut writer = self
+            .writer
+            .take()
+            .ok_or_else(|| DeviceError::transient("port is closing"))?;
+        let name = self.name.clone();
+        let (writer, result) = tokio::task::spawn_blocking(move || {
+            let r = writer.write_all(&data).and_then(|_| writer.flush());
+            (writer, r)
+        })
+        .await
+        .map_err(|e| DeviceError::transient(format!("serial write task failed: {e}")))?;
+        self.writer = Some(writer);
+        result.map_err(|e| DeviceError::transient(format!("write to {name} failed: {e}")))
+    }
+}

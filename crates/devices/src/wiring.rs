@@ -1,0 +1,276 @@
+//! Wiring running sources to a telemetry pipeline on a thread of its own.
+//!
+//! ```text
+//! source 0 ─┐ forwarder (tokio)                       ┌─> sinks (series, CSV queue, …)
+//! source 1 ─┼──────────────> bounded queue ──> pipeline thread ─┤
+//! source N ─┘   (drops counted when full)                └─> capture writer thread
+//! ```
+//!
+//! The pipeline thread owns the `Pipeline` and runs it flat out; nothing it calls may
+//! block on a consumer. Sinks run on that thread, so they must be quick: the CSV sink only
+//! queues rows for its own writer thread (and counts what it had to drop).
+
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+
+use bytes::Bytes;
+use sextant_telemetry::pipeline::{DatasetInfo, Pipeline, SourceStats as ParseStats};
+use sextant_telemetry::{FrameEvent, Timestamp, Value};
+use tokio::sync::mpsc;
+
+use crate::capture::CaptureWriter;
+use crate::source::Chunk;
+
+/// Something that consumes frames on the pipeline thread.
+pub trait FrameSink: Send + 'static {
+    fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]);
+    /// Called once when every source has ended.
+    fn finish(&mut self) {}
+}
+
+/// Counters of the wiring itself.
+#[derive(Debug, Default)]
+pub struct WiringStats {
+    /// Chunks dropped because the pipeline fell behind.
+    pub dropped_chunks: AtomicU64,
+    pub frames: AtomicU64,
+    /// Chunks the capture writer could not keep up with.
+    pub capture_dropped: AtomicU64,
+    pub capture_errors: AtomicU64,
+}
+
+/// What the pipeline thread publishes after every chunk: the latest values and counters.
+#[derive(Debug, Clone, Default)]
+pub struct Snapshot {
+    pub datasets: Vec<DatasetInfo>,
+    pub values: Vec<Value>,
+    pub last_timestamp: Timestamp,
+    pub sources: Vec<ParseStats>,
+}
+
+/// A running pipeline.
+pub struct Wiring {
+    thread: Option<JoinHandle<Pipeline>>,
+    pub stats: Arc<WiringStats>,
+    snapshot: Arc<Mutex<Snapshot>>,
+}
+
+/// Options for [`Wiring::start`].
+pub struct WiringOptions {
+    /// Chunks buffered between the sources and the pipeline thread.
+    pub queue_chunks: usize,
+    /// Record every raw chunk here (source index = position in `inputs`).
+    pub capture: Option<CaptureWriter<std::io::BufWriter<std::fs::File>>>,
+}
+
+impl Default for WiringOptions {
+    fn default() -> Self {
+        WiringOptions {
+            queue_chunks: 8192,
+            capture: None,
+        }
+    }
+}
+
+impl Wiring {
+    /// Starts forwarding `inputs` (source index, chunk stream) into `pipeline`. Must be
+    /// called inside a tokio runtime (the forwarders are tasks).
+    pub fn start(
+        mut pipeline: Pipeline,
+        inputs: Vec<(usize, mpsc::Receiver<Chunk>)>,
+        mut sinks: Vec<Box<dyn FrameSink>>,
+        options: WiringOptions,
+    ) -> Wiring {
+        let stats = Arc::new(WiringStats::default());
+        let snapshot = Arc::new(Mutex::new(Snapshot::default()));
+        let (tx, mut rx) = mpsc::channel::<(usize, Chunk)>(options.queue_chunks.max(1));
+
+        let capture_tx = options
+            .capture
+            .map(|writer| spawn_capture(writer, stats.clone()));
+        for (source, mut chunks) in inputs {
+            let tx = tx.clone();
+            let stats = stats.clone();
+            let capture_tx = capture_tx.clone();
+            tokio::spawn(async move {
+                while let Some(chunk) = chunks.recv().await {
+                    if let Some(cap) = &capture_tx {
+                        // Bytes clones share the buffer: recording costs no copy here.
+                        if cap
+                            .try_send((source as u16, chunk.timestamp, chunk.data.clone()))
+                            .is_err()
+                        {
+                            stats.capture_dropped.fetch_add(1, Ordering::Relaxed);
+                        }
+                    }
+                    match tx.try_send((source, chunk)) {
+                        Ok(()) => {}
+                        Err(mpsc::error::TrySendError::Full(_)) => {
+                            stats.dropped_chunks.fetch_add(1, Ordering::Relaxed);
+                        }
+                        Err(mpsc::error::TrySendError::Closed(_)) => return,
+                    }
+                }
+            });
+        }
+        drop(tx);
+        drop(capture_tx);
+
+        let thread_stats = stats.clone();
+        let thread_snapshot = snapshot.clone();
+        let thread = thread::Builder::new()
+            .name("pipeline".into())
+            .spawn(move || {
+                while let Some((source, chunk)) = rx.blocking_recv() {
+                    let datasets_before = pipeline.datasets().len();
+                    let mut frames = 0u64;
+                    let mut last: Option<(Timestamp, Vec<Value>)> = None;
+                    {
+                        let datasets = pipeline.datasets().to_vec();
+                        pipeline.push(source, chunk.timestamp, &chunk.data, &mut |ev| {
+                            frames += 1;
+                            for sink in sinks.iter_mut() {
+                                sink.frame(ev, &datasets);
+                            }
+                            match &mut last {
+                                Some((t, v)) => {
+                                    *t = ev.timestamp;
+                                    v.clone_from_slice(ev.values);
+                                }
+                                None => last = Some((ev.timestamp, ev.values.to_vec())),
+                            }
+                        });
+                    }
+                    thread_stats.frames.fetch_add(frames, Ordering::Relaxed);
+                    let mut snap = thread_snapshot.lock().unwrap_or_else(|p| p.into_inner());
+                    if snap.datasets.len() != pipeline.datasets().len() || datasets_before == 0 {
+                        snap.datasets = pipeline.datasets().to_vec();
+                    }
+                    if let Some((t, v)) = last {
+                        snap.last_timestamp = t;
+                        snap.values = v;
+                    }
+                    snap.sources = (0..pipeline.source_count())
+                        .filter_map(|i| pipeline.stats(i).cloned())
+                        .collect();
+                }
+                for sink in sinks.iter_mut() {
+                    sink.finish();
+                }
+                pipeline
+            })
+            .expect("spawning the pipeline thread");
+        Wiring {
+            thread: Some(thread),
+            stats,
+            snapshot,
+        }
+    }
+
+    /// The latest values and counters.
+    pub fn snapshot(&self) -> Snapshot {
+        self.snapshot
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Waits until every input stream has ended (sources closed or finished) and returns
+    /// the pipeline, with its final counters.
+    pub fn join(mut self) -> Pipeline {
+        self.thread
+            .take()
+            .expect("joined once")
+            .join()
+            .unwrap_or_else(|p| std::panic::resume_unwind(p))
+    }
+}
+
+fn spawn_capture(
+    mut writer: CaptureWriter<std::io::BufWriter<std::fs::File>>,
+    stats: Arc<WiringStats>,
+) -> mpsc::Sender<(u16, Timestamp, Bytes)> {
+    let (tx, mut rx) = mpsc::channel::<(u16, Timestamp, Bytes)>(65_536);
+    thread::Builder::new()
+        .name("capture".into())
+        .spawn(move || {
+            while let Some((source, ts, data)) = rx.blocking_recv() {
+                if writer.write(source, ts, &data).is_err() {
+                    stats.capture_errors.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+            if writer.flush().is_err() {
+                stats.capture_errors.fetch_add(1, Ordering::Relaxed);
+            }
+        })
+        .expect("spawning the capture thread");
+    tx
+}
+
+/// Writes frames as CSV on a writer thread of its own; the pipeline thread only queues.
+pub struct CsvSink {
+    tx: Option<std::sync::mpsc::SyncSender<(f64, Vec<Value>)>>,
+    header: Option<Vec<String>>,
+    path: std::path::PathBuf,
+    writer: Option<JoinHandle<std::io::Result<u64>>>,
+    pub dropped: Arc<AtomicU64>,
+}
+
+impl CsvSink {
+    pub fn new(path: impl Into<std::path::PathBuf>) -> CsvSink {
+        CsvSink {
+            tx: None,
+            header: None,
+            path: path.into(),
+            writer: None,
+            dropped: Arc::new(AtomicU64::new(0)),
+        }
+    }
+
+    fn start(&mut self, columns: Vec<String>) {
+        let (tx, rx) = std::sync::mpsc::sync_channel::<(f64, Vec<Value>)>(65_536);
+        let path = self.path.clone();
+        self.writer = Some(thread::spawn(move || {
+            let file = std::fs::File::create(&path)?;
+            let mut csv =
+                sextant_telemetry::csv::CsvWriter::new(std::io::BufWriter::new(file), &columns)?;
+            for (t, row) in rx {
+                csv.write_row(t, &row)?;
+            }
+            csv.flush()?;
+            Ok(csv.rows())
+        }));
+        self.header = Some(Vec::new());
+        self.tx = Some(tx);
+    }
+}
+
+impl FrameSink for CsvSink {
+    fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]) {
+        if self.tx.is_none() {
+            self.start(datasets.iter().map(|d| d.column()).collect());
+        }
+        if let Some(tx) = &self.tx {
+            if tx
+                .try_send((event.timestamp.elapsed_s(), event.values.to_vec()))
+                .is_err()
+            {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+
+    fn finish(&mut self) {
+        self.tx = None;
+        if let Some(w) = self.writer.take() {
+            match w.join() {
+                Ok(Ok(_)) => {}
+                Ok(Err(e)) => {
+                    tracing::error!(path = %self.path.display(), "CSV export failed: {e}")
+                }
+                Err(_) => tracing::error!("CSV writer thread panicked"),
+            }
+        }
+    }
+}

@@ -1,0 +1,156 @@
+//! Real components for device tests: pseudo-terminal pairs (socat) and a mosquitto broker.
+//!
+//! A missing component fails the test under CI (`CI` set) and prints a loud skip line
+//! naming it otherwise, so nothing is ever skipped silently.
+#![allow(dead_code)]
+
+use std::net::TcpListener;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Whether `program` can run here; panics in CI when it cannot.
+pub fn require(program: &str, package: &str) -> bool {
+    let found = Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {program}"))
+        .stdout(Stdio::null())
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    if found {
+        return true;
+    }
+    if std::env::var_os("CI").is_some() {
+        panic!("required test component `{program}` is missing: install the `{package}` package");
+    }
+    eprintln!(
+        "\n*** SKIPPED: `{program}` is not installed (apt-get install {package}); this test did not run ***\n"
+    );
+    false
+}
+
+/// Polls `cond` every 10 ms until it holds or `timeout` passes.
+pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
+    let end = Instant::now() + timeout;
+    while Instant::now() < end {
+        if cond() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    cond()
+}
+
+/// A socat pseudo-terminal pair: `a` is the device side Sextant opens, `b` the peer.
+pub struct PtyPair {
+    pub a: PathBuf,
+    pub b: PathBuf,
+    child: Child,
+}
+
+impl PtyPair {
+    pub fn start(dir: &Path) -> PtyPair {
+        let a = dir.join("ttyA");
+        let b = dir.join("ttyB");
+        let _ = std::fs::remove_file(&a);
+        let _ = std::fs::remove_file(&b);
+        let child = Command::new("socat")
+            .arg(format!("pty,raw,echo=0,link={}", a.display()))
+            .arg(format!("pty,raw,echo=0,link={}", b.display()))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("socat starts");
+        assert!(
+            wait_until(Duration::from_secs(5), || a.exists() && b.exists()),
+            "socat did not create the pty links"
+        );
+        PtyPair { a, b, child }
+    }
+
+    /// Simulates unplugging the device: both ends vanish.
+    pub fn unplug(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = wait_until(Duration::from_secs(2), || !self.a.exists());
+    }
+}
+
+impl Drop for PtyPair {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A private mosquitto broker on 127.0.0.1, stopped on drop.
+pub struct Broker {
+    pub port: u16,
+    config: PathBuf,
+    child: Option<Child>,
+}
+
+impl Broker {
+    pub fn start(dir: &Path) -> Broker {
+        let port = free_port();
+        let config = dir.join("mosquitto.conf");
+        std::fs::write(
+            &config,
+            format!(
+                "listener {port} 127.0.0.1\nallow_anonymous true\npersistence false\n\
+                 max_queued_messages 200000\nmax_inflight_messages 1000\n"
+            ),
+        )
+        .unwrap();
+        let mut broker = Broker {
+            port,
+            config,
+            child: None,
+        };
+        broker.restart();
+        broker
+    }
+
+    pub fn stop(&mut self) {
+        if let Some(mut c) = self.child.take() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+
+    pub fn restart(&mut self) {
+        self.stop();
+        let child = Command::new("mosquitto")
+            .arg("-c")
+            .arg(&self.config)
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("mosquitto starts");
+        self.child = Some(child);
+        let port = self.port;
+        assert!(
+            wait_until(Duration::from_secs(5), || std::net::TcpStream::connect((
+                "127.0.0.1",
+                port
+            ))
+            .is_ok()),
+            "mosquitto did not start listening"
+        );
+    }
+}
+
+impl Drop for Broker {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}

@@ -1,0 +1,210 @@
+//! MQTT sources against a real mosquitto broker on 127.0.0.1.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{require, Broker};
+use rumqttc::{AsyncClient, MqttOptions, QoS};
+use sextant_devices::mqtt::MqttDriver;
+use sextant_devices::{Reconnect, RunOptions, Source, Status};
+use sextant_telemetry::project::{MqttSettings, MqttVersion};
+
+fn settings(port: u16, topic: &str, version: MqttVersion) -> MqttSettings {
+    MqttSettings {
+        host: "127.0.0.1".into(),
+        port,
+        client_id: format!("sextant-test-{}", rand_suffix()),
+        topic: topic.into(),
+        version,
+        ..MqttSettings::default()
+    }
+}
+
+fn rand_suffix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .subsec_nanos() as u64
+}
+
+/// A publisher client whose event loop runs in the background.
+async fn publisher(port: u16) -> (AsyncClient, tokio::task::JoinHandle<()>) {
+    let mut opts = MqttOptions::new(format!("pub-{}", rand_suffix()), "127.0.0.1", port);
+    opts.set_inflight(1000);
+    opts.set_request_channel_capacity(10_000);
+    let (client, mut events) = AsyncClient::new(opts, 10_000);
+    let task = tokio::spawn(async move { while events.poll().await.is_ok() {} });
+    (client, task)
+}
+
+async fn connected(source: &Source) {
+    let h = source.handle();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        h.wait_for(|s| *s == Status::Connected),
+    )
+    .await
+    .unwrap_or_else(|_| panic!("not connected: {}", h.status()));
+}
+
+async fn receive(source: &mut Source, want: u64, quiet: Duration) -> Vec<bytes::Bytes> {
+    let mut got = Vec::new();
+    while (got.len() as u64) < want {
+        match tokio::time::timeout(quiet, source.chunks.recv()).await {
+            Ok(Some(c)) => got.push(c.data),
+            _ => break,
+        }
+    }
+    got
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wildcard_subscription_gets_only_matching_topics() {
+    if !require("mosquitto", "mosquitto") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path());
+    for version in [MqttVersion::V311, MqttVersion::V5] {
+        let mut source = Source::spawn(
+            MqttDriver::new(settings(broker.port, "plant/+/temp", version), None).unwrap(),
+            RunOptions::default(),
+        );
+        connected(&source).await;
+        let (client, _task) = publisher(broker.port).await;
+        for (topic, payload) in [
+            ("plant/a/temp", "21.5"),
+            ("plant/b/humidity", "40"),
+            ("plant/b/temp", "22.5"),
+            ("other/a/temp", "0"),
+        ] {
+            client
+                .publish(topic, QoS::AtLeastOnce, false, payload)
+                .await
+                .unwrap();
+        }
+        let got = receive(&mut source, 2, Duration::from_secs(5)).await;
+        assert_eq!(
+            got,
+            vec![bytes::Bytes::from("21.5"), bytes::Bytes::from("22.5")],
+            "{version:?}"
+        );
+        // Nothing else trickles in.
+        assert!(receive(&mut source, 1, Duration::from_millis(300))
+            .await
+            .is_empty());
+        source.handle().close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hundred_thousand_messages_reconcile_at_qos_0_and_1() {
+    if !require("mosquitto", "mosquitto") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path());
+    const N: u64 = 100_000;
+    for (qos, sub_qos) in [(QoS::AtMostOnce, 0u8), (QoS::AtLeastOnce, 1u8)] {
+        let mut driver =
+            MqttDriver::new(settings(broker.port, "load/#", MqttVersion::V311), None).unwrap();
+        driver.qos = sub_qos;
+        let mut source = Source::spawn(
+            driver,
+            RunOptions {
+                queue_chunks: 200_000,
+                ..RunOptions::default()
+            },
+        );
+        connected(&source).await;
+        let h = source.handle();
+        let (client, _task) = publisher(broker.port).await;
+        let sender = tokio::spawn(async move {
+            for i in 0..N {
+                client
+                    .publish("load/x", qos, false, i.to_string())
+                    .await
+                    .unwrap();
+            }
+            client
+        });
+        let got = receive(&mut source, N, Duration::from_secs(10)).await;
+        let _client = sender.await.unwrap();
+        let stats = h.stats();
+        // Every message is accounted for: received by us, or dropped and counted by us.
+        let received = got.len() as u64;
+        assert_eq!(received + stats.dropped_chunks, stats.chunks, "{stats:?}");
+        if sub_qos == 1 {
+            assert_eq!(received, N, "QoS 1 must deliver everything: {stats:?}");
+            // In order, each exactly once.
+            for (i, m) in got.iter().enumerate() {
+                assert_eq!(m.as_ref(), i.to_string().as_bytes());
+            }
+        } else {
+            assert!(
+                received >= N * 9 / 10,
+                "QoS 0 on loopback should lose little: {received}/{N}"
+            );
+        }
+        eprintln!(
+            "QoS {sub_qos}: {received}/{N} received, {} dropped",
+            stats.dropped_chunks
+        );
+        h.close().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broker_restart_restores_the_subscription() {
+    if !require("mosquitto", "mosquitto") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let mut broker = Broker::start(dir.path());
+    let mut source = Source::spawn(
+        MqttDriver::new(settings(broker.port, "dev/#", MqttVersion::V311), None).unwrap(),
+        RunOptions {
+            reconnect: Reconnect {
+                enabled: true,
+                initial: Duration::from_millis(100),
+                max: Duration::from_millis(500),
+            },
+            ..RunOptions::default()
+        },
+    );
+    connected(&source).await;
+    let h = source.handle();
+    broker.stop();
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        h.wait_for(|s| matches!(s, Status::Reconnecting { .. })),
+    )
+    .await
+    .expect("a lost broker must show reconnecting");
+    broker.restart();
+    connected(&source).await;
+    let (client, _task) = publisher(broker.port).await;
+    client
+        .publish("dev/1", QoS::AtLeastOnce, false, "back")
+        .await
+        .unwrap();
+    let got = receive(&mut source, 1, Duration::from_secs(5)).await;
+    assert_eq!(
+        got,
+        vec![bytes::Bytes::from("back")],
+        "subscription restored after restart"
+    );
+    assert!(h.stats().connects >= 2);
+    h.close().await;
+}
+
+#[tokio::test]
+async fn bad_filters_are_refused_up_front() {
+    for bad in ["a/#/b", "a+"] {
+        let e = MqttDriver::new(settings(1883, bad, MqttVersion::V311), None)
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("topic filter"), "{e}");
+    }
+}
