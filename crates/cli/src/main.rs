@@ -45,12 +45,28 @@ enum Command {
         #[arg(long)]
         print_project: bool,
     },
-    /// Run a raw capture through a project's framing, parsing and transforms.
+    /// Connect a project's sources for real and show live values (headless).
+    Run {
+        /// A Sextant project, or a Serial Studio project (imported on the fly).
+        #[arg(long)]
+        project: PathBuf,
+        /// Stop after this many seconds (default: run until interrupted).
+        #[arg(long)]
+        seconds: Option<f64>,
+        /// Export every parsed frame to this CSV file.
+        #[arg(long)]
+        csv: Option<PathBuf>,
+        /// Record every raw chunk, with timestamps, to this capture file.
+        #[arg(long)]
+        record: Option<PathBuf>,
+    },
+    /// Run a capture (or raw bytes) through a project's framing, parsing and transforms.
     Replay {
         /// A Sextant project, or a Serial Studio project (imported on the fly).
         #[arg(long)]
         project: PathBuf,
-        /// Raw bytes: `FILE` for the first source, or `SOURCE_ID=FILE`; repeat per source.
+        /// A capture recorded by `sextant run --record` (all its sources), or raw bytes:
+        /// `FILE` for the first source or `SOURCE_ID=FILE`; repeat per source.
         #[arg(long, required = true)]
         input: Vec<String>,
         /// Write the parsed frames as CSV here (`-` for stdout).
@@ -106,6 +122,12 @@ fn run(cli: Cli) -> Result<()> {
             chunk,
         } => replay(&project, &input, csv.as_deref(), chunk),
         Command::Import { file, output } => import(&file, output.as_deref()),
+        Command::Run {
+            project,
+            seconds,
+            csv,
+            record,
+        } => run_live(&project, seconds, csv, record),
         Command::Validate { file } => {
             let project = Project::load(&file)
                 .with_context(|| format!("{} is not a valid project", file.display()))?;
@@ -191,6 +213,11 @@ fn open_csv(path: Option<&Path>, pipeline: &Pipeline) -> Result<Option<CsvWriter
 fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usize) -> Result<()> {
     let project = load_project(project_path)?;
     let mut pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
+    if let [only] = inputs {
+        if sextant_devices::replay::is_capture(Path::new(only)) {
+            return replay_capture(&project, pipeline, Path::new(only), csv);
+        }
+    }
     let mut feeds: Vec<(usize, Vec<u8>)> = Vec::new();
     for spec in inputs {
         let (source, file) = match spec.split_once('=') {
@@ -283,6 +310,168 @@ fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usi
         eprintln!("transform errors: {terr} (last: {})", tlast.unwrap_or(""));
     }
     Ok(())
+}
+
+/// Replays a capture with its recorded timestamps, every record to its own source.
+fn replay_capture(
+    project: &Project,
+    mut pipeline: Pipeline,
+    path: &Path,
+    csv: Option<&Path>,
+) -> Result<()> {
+    let reader = sextant_devices::capture::CaptureReader::open(path)?;
+    let mut writer = if pipeline.datasets().is_empty() {
+        None
+    } else {
+        open_csv(csv, &pipeline)?
+    };
+    let started = Instant::now();
+    let mut frames = 0u64;
+    let mut write_error = None;
+    for record in reader {
+        let record = record?;
+        let source = record.source as usize;
+        if source >= pipeline.source_count() {
+            bail!(
+                "the capture has data for source {} but the project has only {} source(s)",
+                source + 1,
+                pipeline.source_count()
+            );
+        }
+        pipeline.push(source, record.timestamp, &record.data, &mut |ev| {
+            frames += 1;
+            if let Some(w) = writer.as_mut() {
+                // Session time, as the live export writes it, so the two files compare equal.
+                if let Err(e) = w.write_row(ev.timestamp.elapsed_s(), ev.values) {
+                    write_error.get_or_insert(e);
+                }
+            }
+        });
+        if writer.is_none() && csv.is_some() && !pipeline.datasets().is_empty() {
+            writer = open_csv(csv, &pipeline)?;
+        }
+        if let Some(e) = write_error.take() {
+            return Err(e).context("could not write the CSV");
+        }
+    }
+    if let Some(mut w) = writer {
+        w.flush()?;
+    }
+    let secs = started.elapsed().as_secs_f64();
+    eprintln!(
+        "replayed {frames} frames in {secs:.3} s ({:.0} frames/s)",
+        frames as f64 / secs.max(1e-9)
+    );
+    for (i, s) in project.sources.iter().enumerate() {
+        if let Some(stats) = pipeline.stats(i) {
+            print_stats(&s.id, stats);
+        }
+    }
+    Ok(())
+}
+
+/// Connects every source of the project and prints live values until time is up.
+fn run_live(
+    project_path: &Path,
+    seconds: Option<f64>,
+    csv: Option<PathBuf>,
+    record: Option<PathBuf>,
+) -> Result<()> {
+    use sextant_devices::connect::{start, NoSecrets};
+    use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
+    use sextant_devices::{Clock, RunOptions};
+
+    let project = load_project(project_path)?;
+    let pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
+    let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
+    runtime.block_on(async move {
+        let clock = Clock::start();
+        let mut inputs = Vec::new();
+        let mut handles = Vec::new();
+        for (i, config) in project.sources.iter().enumerate() {
+            let options = RunOptions {
+                clock,
+                ..RunOptions::default()
+            };
+            let (source, _extras) = start(config, i, options, &NoSecrets)
+                .with_context(|| format!("could not start source `{}`", config.id))?;
+            let (chunks, handle) = source.into_parts();
+            inputs.push((i, chunks));
+            handles.push(handle);
+        }
+        let mut sinks: Vec<Box<dyn FrameSink>> = Vec::new();
+        if let Some(path) = csv {
+            sinks.push(Box::new(CsvSink::new(path)));
+        }
+        let capture = match record {
+            Some(path) => Some(sextant_devices::capture::CaptureWriter::create(&path)?),
+            None => None,
+        };
+        let wiring = Wiring::start(
+            pipeline,
+            inputs,
+            sinks,
+            WiringOptions {
+                capture,
+                ..WiringOptions::default()
+            },
+        );
+        let deadline = seconds.map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
+        let mut last_status: Vec<String> = vec![String::new(); handles.len()];
+        loop {
+            for (h, last) in handles.iter().zip(last_status.iter_mut()) {
+                let now = h.status().to_string();
+                if now != *last {
+                    println!("{}: {now}", h.name());
+                    *last = now;
+                }
+            }
+            let snap = wiring.snapshot();
+            let shown: Vec<String> = snap
+                .datasets
+                .iter()
+                .zip(&snap.values)
+                .take(8)
+                .map(|(d, v)| match v.as_f64() {
+                    Some(x) => format!("{}={x:.3}{}", d.title, d.units),
+                    None => format!("{}={v}", d.title),
+                })
+                .collect();
+            if !shown.is_empty() {
+                println!(
+                    "t={:6.1}s  {}",
+                    snap.last_timestamp.elapsed_s(),
+                    shown.join("  ")
+                );
+            }
+            if deadline.is_some_and(|d| Instant::now() >= d) {
+                break;
+            }
+            tokio::select! {
+                _ = tokio::time::sleep(Duration::from_millis(500)) => {}
+                _ = tokio::signal::ctrl_c() => break,
+            }
+        }
+        for h in &handles {
+            h.close().await;
+        }
+        let pipeline = tokio::task::spawn_blocking(move || wiring.join()).await?;
+        for (i, (s, h)) in project.sources.iter().zip(&handles).enumerate() {
+            let d = h.stats();
+            eprintln!(
+                "{}: {} bytes in {} chunks, {} chunks dropped, {} connects",
+                h.name(),
+                d.bytes,
+                d.chunks,
+                d.dropped_chunks,
+                d.connects
+            );
+            if let Some(stats) = pipeline.stats(i) {
+                print_stats(&s.id, stats);
+            }
+        }
+        Ok::<(), anyhow::Error>(())
+    })
 }
 
 fn print_stats(source: &str, s: &SourceStats) {

@@ -329,3 +329,46 @@ fn demo_runs_the_whole_pipeline_and_writes_csv() {
     let parsed: Json = serde_json::from_str(&project).unwrap();
     assert_eq!(parsed["schemaVersion"], 1);
 }
+
+#[test]
+fn run_records_live_and_replay_of_the_recording_exports_the_same_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("demo.json");
+    std::fs::write(&project, sextant(&["demo", "--print-project"]).stdout).unwrap();
+    let live = dir.path().join("live.csv");
+    let capture = dir.path().join("live.sxcap");
+    let out = sextant(&[
+        "run",
+        "--project",
+        project.to_str().unwrap(),
+        "--seconds",
+        "1",
+        "--csv",
+        live.to_str().unwrap(),
+        "--record",
+        capture.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stdout).contains("connected"),
+        "{}",
+        text(&out.stdout)
+    );
+    let replayed = dir.path().join("replay.csv");
+    let out = sextant(&[
+        "replay",
+        "--project",
+        project.to_str().unwrap(),
+        "--input",
+        capture.to_str().unwrap(),
+        "--csv",
+        replayed.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let live = std::fs::read_to_string(&live).unwrap();
+    assert!(
+        live.lines().count() > 50,
+        "a second of the 100 Hz demo device"
+    );
+    assert_eq!(live, std::fs::read_to_string(&replayed).unwrap());
+}

@@ -3,14 +3,15 @@
 //!
 //! Drivers: [`serial`], [`net`] (TCP client, UDP/multicast), [`mqtt`], [`process`]
 //! (programs and named pipes), [`sim_source`] (the demo device) and [`replay`] (captures
-//! written by [`capture`]). [`wiring`] connects running sources to a telemetry pipeline
-//! on its own thread.
+//! written by [`capture`]). [`connect`] starts the right driver for a project source, and
+//! [`wiring`] connects running sources to a telemetry pipeline on its own thread.
 //!
 //! Architecture invariant: devices produce byte chunks and accept writes; they never
 //! parse frames (that is `sextant-telemetry`'s job) and never touch the UI. A slow
 //! consumer never stalls a device: full queues drop chunks and count them.
 
 pub mod capture;
+pub mod connect;
 pub mod mqtt;
 pub mod net;
 pub mod process;

@@ -155,10 +155,12 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
     let mut port = builder.open().map_err(|e| open_error(&s.port, &e))?;
     // Never run at a rate the user did not ask for: read the rate back and refuse a mismatch.
     match port.baud_rate() {
-        Ok(actual) if actual != s.baud => return Err(DeviceError::fatal(format!(
+        Ok(actual) if actual != s.baud => {
+            return Err(DeviceError::fatal(format!(
             "{} cannot run at {} baud (the driver set {actual}); pick a rate the adapter supports",
             s.port, s.baud
-        ))),
+        )))
+        }
         Err(e) => return Err(open_error(&s.port, &e)),
         Ok(_) => {}
     }
@@ -249,4 +251,42 @@ impl Link for SerialLink {
         self.writer = Some(writer);
         result.map_err(|e| DeviceError::transient(format!("write to {name} failed: {e}")))
     }
+}
+
+/// A change in the set of serial ports.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PortEvent {
+    Added(PortInfo),
+    Removed(PortInfo),
+}
+
+/// Watches for ports appearing and disappearing (USB hot-plug) by polling the OS list.
+///
+/// Polling every second is what desktop serial tools do on every OS; it needs no
+/// platform-specific notification API and costs one directory scan.
+pub fn watch_ports(interval: Duration) -> mpsc::Receiver<PortEvent> {
+    let (tx, rx) = mpsc::channel(64);
+    tokio::spawn(async move {
+        let mut known = tokio::task::spawn_blocking(list_ports)
+            .await
+            .unwrap_or_default();
+        loop {
+            tokio::time::sleep(interval).await;
+            let now = tokio::task::spawn_blocking(list_ports)
+                .await
+                .unwrap_or_default();
+            for p in now.iter().filter(|p| !known.contains(p)) {
+                if tx.send(PortEvent::Added(p.clone())).await.is_err() {
+                    return;
+                }
+            }
+            for p in known.iter().filter(|p| !now.contains(p)) {
+                if tx.send(PortEvent::Removed(p.clone())).await.is_err() {
+                    return;
+                }
+            }
+            known = now;
+        }
+    });
+    rx
 }

@@ -41,7 +41,13 @@ async fn next_bytes(source: &mut Source) -> Vec<u8> {
 async fn tcp_client_reads_writes_and_reconnects_when_the_server_returns() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let mut source = Source::spawn(TcpDriver { host: "127.0.0.1".into(), port }, quick());
+    let mut source = Source::spawn(
+        TcpDriver {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        quick(),
+    );
     let h = source.handle();
     let (mut conn, _) = listener.accept().await.unwrap();
     conn.write_all(b"1,2,3\n").await.unwrap();
@@ -51,9 +57,14 @@ async fn tcp_client_reads_writes_and_reconnects_when_the_server_returns() {
     conn.read_exact(&mut buf).await.unwrap();
     assert_eq!(&buf, b"cmd\n");
     drop(conn);
-    let st = h.wait_for(|s| matches!(s, Status::Reconnecting { .. })).await;
+    let st = h
+        .wait_for(|s| matches!(s, Status::Reconnecting { .. }))
+        .await;
     assert!(st.to_string().contains("closed the connection"), "{st}");
-    let (mut conn, _) = tokio::time::timeout(Duration::from_secs(5), listener.accept()).await.unwrap().unwrap();
+    let (mut conn, _) = tokio::time::timeout(Duration::from_secs(5), listener.accept())
+        .await
+        .unwrap()
+        .unwrap();
     h.wait_for(|s| *s == Status::Connected).await;
     conn.write_all(b"again\n").await.unwrap();
     assert_eq!(next_bytes(&mut source).await, b"again\n");
@@ -63,8 +74,17 @@ async fn tcp_client_reads_writes_and_reconnects_when_the_server_returns() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_refused_says_so() {
     let port = common::free_port();
-    let source = Source::spawn(TcpDriver { host: "127.0.0.1".into(), port }, quick());
-    let st = source.handle().wait_for(|s| matches!(s, Status::Reconnecting { .. })).await;
+    let source = Source::spawn(
+        TcpDriver {
+            host: "127.0.0.1".into(),
+            port,
+        },
+        quick(),
+    );
+    let st = source
+        .handle()
+        .wait_for(|s| matches!(s, Status::Reconnecting { .. }))
+        .await;
     assert!(st.to_string().contains("refused"), "{st}");
     source.handle().close().await;
 }
@@ -94,7 +114,10 @@ async fn udp_datagrams_are_chunks_and_replies_go_back() {
     assert_eq!(next_bytes(&mut source).await, b"b=2");
     h.write(&b"ack"[..]).await.unwrap();
     let mut buf = [0u8; 16];
-    let (n, _) = tokio::time::timeout(Duration::from_secs(5), peer.recv_from(&mut buf)).await.unwrap().unwrap();
+    let (n, _) = tokio::time::timeout(Duration::from_secs(5), peer.recv_from(&mut buf))
+        .await
+        .unwrap()
+        .unwrap();
     assert_eq!(&buf[..n], b"ack");
     h.close().await;
 
@@ -107,7 +130,10 @@ async fn udp_datagrams_are_chunks_and_replies_go_back() {
         },
         quick(),
     );
-    let st = bad.handle().wait_for(|s| matches!(s, Status::Error(_))).await;
+    let st = bad
+        .handle()
+        .wait_for(|s| matches!(s, Status::Error(_)))
+        .await;
     assert!(st.to_string().contains("not a multicast address"), "{st}");
 }
 
@@ -116,7 +142,10 @@ async fn process_output_is_read_and_its_exit_reported() {
     let mut source = Source::spawn(
         ProcessDriver {
             program: "sh".into(),
-            args: vec!["-c".into(), "printf '1,2\\n'; read line; printf 'got %s\\n' \"$line\"; exit 3".into()],
+            args: vec![
+                "-c".into(),
+                "printf '1,2\\n'; read line; printf 'got %s\\n' \"$line\"; exit 3".into(),
+            ],
             working_dir: None,
             include_stderr: false,
         },
@@ -141,7 +170,10 @@ async fn process_output_is_read_and_its_exit_reported() {
         },
         quick(),
     );
-    let st = missing.handle().wait_for(|s| matches!(s, Status::Error(_))).await;
+    let st = missing
+        .handle()
+        .wait_for(|s| matches!(s, Status::Error(_)))
+        .await;
     assert!(st.to_string().contains("was not found"), "{st}");
 }
 
@@ -149,9 +181,17 @@ async fn process_output_is_read_and_its_exit_reported() {
 async fn named_pipe_is_read_and_reopened() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("feed");
-    let ok = std::process::Command::new("mkfifo").arg(&fifo).status().unwrap();
+    let ok = std::process::Command::new("mkfifo")
+        .arg(&fifo)
+        .status()
+        .unwrap();
     assert!(ok.success());
-    let mut source = Source::spawn(NamedPipeDriver { path: fifo.display().to_string() }, quick());
+    let mut source = Source::spawn(
+        NamedPipeDriver {
+            path: fifo.display().to_string(),
+        },
+        quick(),
+    );
     let h = source.handle();
     for round in 0..2 {
         let path = fifo.clone();
@@ -159,7 +199,10 @@ async fn named_pipe_is_read_and_reopened() {
             let mut f = std::fs::OpenOptions::new().write(true).open(path).unwrap();
             f.write_all(format!("round {round}\n").as_bytes()).unwrap();
         });
-        assert_eq!(next_bytes(&mut source).await, format!("round {round}\n").as_bytes());
+        assert_eq!(
+            next_bytes(&mut source).await,
+            format!("round {round}\n").as_bytes()
+        );
         writer.join().unwrap();
     }
     h.close().await;
@@ -169,7 +212,11 @@ async fn named_pipe_is_read_and_reopened() {
 struct Count(std::sync::Arc<std::sync::atomic::AtomicU64>);
 
 impl FrameSink for Count {
-    fn frame(&mut self, _: &sextant_telemetry::FrameEvent<'_>, _: &[sextant_telemetry::pipeline::DatasetInfo]) {
+    fn frame(
+        &mut self,
+        _: &sextant_telemetry::FrameEvent<'_>,
+        _: &[sextant_telemetry::pipeline::DatasetInfo],
+    ) {
         self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     }
 }
@@ -191,7 +238,10 @@ async fn recorded_simulator_session_replays_to_the_same_csv() {
     let wiring = Wiring::start(
         Pipeline::new(&project).unwrap(),
         vec![(0, chunks)],
-        vec![Box::new(CsvSink::new(&live_csv)), Box::new(Count(frames.clone()))],
+        vec![
+            Box::new(CsvSink::new(&live_csv)),
+            Box::new(Count(frames.clone())),
+        ],
         WiringOptions {
             capture: Some(CaptureWriter::create(&capture).unwrap()),
             ..WiringOptions::default()
@@ -201,7 +251,10 @@ async fn recorded_simulator_session_replays_to_the_same_csv() {
     h.close().await;
     let live_pipeline = wiring.join();
     let live_frames = frames.load(std::sync::atomic::Ordering::Relaxed);
-    assert!(live_frames > 200, "the simulator produced {live_frames} frames");
+    assert!(
+        live_frames > 200,
+        "the simulator produced {live_frames} frames"
+    );
     assert_eq!(live_pipeline.stats(0).unwrap().parse_errors, 0);
     // The capture file is complete once the capture thread has drained: poll for it.
     assert!(common::wait_until(Duration::from_secs(5), || {
@@ -237,7 +290,10 @@ async fn recorded_simulator_session_replays_to_the_same_csv() {
     let live = std::fs::read_to_string(&live_csv).unwrap();
     let replayed = std::fs::read_to_string(&replay_csv).unwrap();
     assert_eq!(live.lines().count() as u64, live_frames + 1);
-    assert!(live == replayed, "replayed CSV differs from the live export");
+    assert!(
+        live == replayed,
+        "replayed CSV differs from the live export"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -268,21 +324,44 @@ async fn replay_paces_pauses_steps_and_seeks() {
         },
     );
     // Paused: nothing arrives until a step releases exactly one record.
-    assert!(tokio::time::timeout(Duration::from_millis(300), source.chunks.recv()).await.is_err());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), source.chunks.recv())
+            .await
+            .is_err()
+    );
     control.step();
     assert_eq!(next_bytes(&mut source).await, b"0\n");
-    assert!(tokio::time::timeout(Duration::from_millis(200), source.chunks.recv()).await.is_err());
+    assert!(
+        tokio::time::timeout(Duration::from_millis(200), source.chunks.recv())
+            .await
+            .is_err()
+    );
     // Seek to 0.5 s of capture time, then play at 10x: records 10..19 with their own stamps.
     control.seek(Duration::from_millis(500));
     control.set_speed(10.0);
     control.resume();
     let mut seen = Vec::new();
-    while let Ok(Some(c)) = tokio::time::timeout(Duration::from_secs(5), source.chunks.recv()).await {
-        seen.push((String::from_utf8(c.data.to_vec()).unwrap(), c.timestamp.elapsed_ns));
+    while let Ok(Some(c)) = tokio::time::timeout(Duration::from_secs(5), source.chunks.recv()).await
+    {
+        seen.push((
+            String::from_utf8(c.data.to_vec()).unwrap(),
+            c.timestamp.elapsed_ns,
+        ));
     }
     let texts: Vec<&str> = seen.iter().map(|(t, _)| t.trim()).collect();
-    assert_eq!(texts, (10..20).map(|i| i.to_string()).collect::<Vec<_>>().iter().map(String::as_str).collect::<Vec<_>>());
-    assert_eq!(seen[0].1, 500_000_000, "replayed chunks keep their recorded timestamps");
+    assert_eq!(
+        texts,
+        (10..20)
+            .map(|i| i.to_string())
+            .collect::<Vec<_>>()
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>()
+    );
+    assert_eq!(
+        seen[0].1, 500_000_000,
+        "replayed chunks keep their recorded timestamps"
+    );
     assert_eq!(source.handle().status(), Status::Finished);
 }
 
@@ -293,10 +372,17 @@ async fn simulator_at_a_million_frames_per_second_feeds_the_pipeline() {
     settings.gps = false;
     settings.imu = false;
     let mut project = demo_project();
-    project.groups.retain(|g| g.title == "Environment" || g.title == "Power");
+    project
+        .groups
+        .retain(|g| g.title == "Environment" || g.title == "Power");
     let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
     let (chunks, h) = source.into_parts();
-    let wiring = Wiring::start(Pipeline::new(&project).unwrap(), vec![(0, chunks)], vec![], WiringOptions::default());
+    let wiring = Wiring::start(
+        Pipeline::new(&project).unwrap(),
+        vec![(0, chunks)],
+        vec![],
+        WiringOptions::default(),
+    );
     tokio::time::sleep(Duration::from_millis(500)).await;
     h.close().await;
     let pipeline = wiring.join();
@@ -304,4 +390,65 @@ async fn simulator_at_a_million_frames_per_second_feeds_the_pipeline() {
     assert!(stats.rows > 10_000, "{stats:?}");
     assert_eq!(stats.parse_errors, 0);
     assert_eq!(stats.framing.oversize_dropped, 0);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_devices_of_one_project_run_at_once_into_one_pipeline() {
+    use sextant_devices::connect::{start, NoSecrets};
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let tcp_port = listener.local_addr().unwrap().port();
+    let udp_port = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().port()
+    };
+    let project: sextant_telemetry::Project = serde_json::from_value(serde_json::json!({
+        "format": "sextant-project", "schemaVersion": 1,
+        "sources": [
+            {"id": "engine", "connection": {"type": "tcp", "host": "127.0.0.1", "port": tcp_port},
+             "parser": {"kind": "delimited"}},
+            {"id": "battery", "connection": {"type": "udp", "localPort": udp_port},
+             "framing": {"mode": "none"}, "parser": {"kind": "keyValue", "keys": ["v"]}}
+        ],
+        "groups": [{"id": "g", "title": "G", "datasets": [
+            {"id": "rpm", "title": "RPM", "index": 1, "source": "engine"},
+            {"id": "volts", "title": "Volts", "index": 1, "source": "battery"}
+        ]}]
+    }))
+    .unwrap();
+    let mut inputs = Vec::new();
+    let mut handles = Vec::new();
+    for (i, s) in project.sources.iter().enumerate() {
+        let (source, _) = start(s, i, quick(), &NoSecrets).unwrap();
+        let (chunks, h) = source.into_parts();
+        inputs.push((i, chunks));
+        handles.push(h);
+    }
+    let wiring = Wiring::start(
+        Pipeline::new(&project).unwrap(),
+        inputs,
+        vec![],
+        WiringOptions::default(),
+    );
+    let (mut conn, _) = listener.accept().await.unwrap();
+    handles[1].wait_for(|s| *s == Status::Connected).await;
+    conn.write_all(b"3200\n").await.unwrap();
+    let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    udp.send_to(b"v=12.6", ("127.0.0.1", udp_port))
+        .await
+        .unwrap();
+    let both = common::wait_until(Duration::from_secs(5), || {
+        let snap = wiring.snapshot();
+        snap.values
+            == vec![
+                sextant_telemetry::Value::Number(3200.0),
+                sextant_telemetry::Value::Number(12.6),
+            ]
+    });
+    assert!(both, "{:?}", wiring.snapshot().values);
+    for h in &handles {
+        h.close().await;
+    }
+    tokio::task::spawn_blocking(move || wiring.join())
+        .await
+        .unwrap();
 }

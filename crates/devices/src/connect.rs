@@ -1,0 +1,133 @@
+//! Starting the right driver for a project source's `connection`.
+//!
+//! Secrets never live in the project: a source that needs one (an MQTT password) gets it
+//! from the [`Secrets`] the caller supplies, looked up by source id.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use sextant_telemetry::project::{Connection, Source as SourceConfig};
+
+use crate::mqtt::MqttDriver;
+use crate::net::{TcpDriver, UdpDriver};
+use crate::process::{NamedPipeDriver, ProcessDriver};
+use crate::replay::{ReplayControl, ReplayDriver};
+use crate::serial::SerialDriver;
+use crate::sim_source::SimulatorDriver;
+use crate::source::{DeviceError, Reconnect, RunOptions, Source};
+
+/// Where passwords and keys come from (the OS keyring in the app, a map in tests).
+pub trait Secrets: Send + Sync {
+    /// The secret named `name` (e.g. `password`) of the source `source_id`.
+    fn get(&self, source_id: &str, name: &str) -> Option<String>;
+}
+
+/// No secrets at all.
+pub struct NoSecrets;
+
+impl Secrets for NoSecrets {
+    fn get(&self, _: &str, _: &str) -> Option<String> {
+        None
+    }
+}
+
+/// Extra handles some sources expose while they run.
+#[derive(Default)]
+pub struct Extras {
+    /// Pause/step/seek/speed of a replay source.
+    pub replay: Option<Arc<ReplayControl>>,
+}
+
+/// Starts the driver `config.connection` describes, on the current tokio runtime.
+///
+/// `source_index` selects which recorded source a replay plays from a multi-source capture.
+pub fn start(
+    config: &SourceConfig,
+    source_index: usize,
+    options: RunOptions,
+    secrets: &dyn Secrets,
+) -> Result<(Source, Extras), DeviceError> {
+    let mut extras = Extras::default();
+    let source = match &config.connection {
+        Connection::Serial(s) => {
+            let options = RunOptions {
+                reconnect: if s.auto_reconnect {
+                    options.reconnect
+                } else {
+                    Reconnect::off()
+                },
+                ..options
+            };
+            Source::spawn(SerialDriver::new(s.clone())?, options)
+        }
+        Connection::Tcp { host, port } => Source::spawn(
+            TcpDriver {
+                host: host.clone(),
+                port: *port,
+            },
+            options,
+        ),
+        Connection::Udp {
+            local_port,
+            remote_host,
+            remote_port,
+            multicast_group,
+        } => Source::spawn(
+            UdpDriver {
+                local_port: *local_port,
+                remote_host: remote_host.clone(),
+                remote_port: *remote_port,
+                multicast_group: multicast_group.clone(),
+            },
+            options,
+        ),
+        Connection::Mqtt(m) => {
+            let password = secrets.get(&config.id, "password");
+            Source::spawn(MqttDriver::new(m.clone(), password)?, options)
+        }
+        Connection::Process {
+            program,
+            args,
+            working_dir,
+        } => Source::spawn(
+            ProcessDriver {
+                program: program.clone(),
+                args: args.clone(),
+                working_dir: working_dir.clone(),
+                include_stderr: false,
+            },
+            options,
+        ),
+        Connection::NamedPipe { path } => {
+            Source::spawn(NamedPipeDriver { path: path.clone() }, options)
+        }
+        Connection::Simulator(s) => Source::spawn(
+            SimulatorDriver {
+                settings: s.clone(),
+            },
+            options,
+        ),
+        Connection::Replay { path, speed } => {
+            let control = ReplayControl::new(*speed);
+            extras.replay = Some(control.clone());
+            Source::spawn(
+                ReplayDriver {
+                    path: PathBuf::from(path),
+                    source: Some(u16::try_from(source_index).unwrap_or(u16::MAX)),
+                    control,
+                },
+                RunOptions {
+                    reconnect: Reconnect::off(),
+                    ..options
+                },
+            )
+        }
+        Connection::Can(_) | Connection::Modbus(_) | Connection::Ble(_) => {
+            return Err(DeviceError::fatal(format!(
+                "source `{}`: this connection type is not available in this build yet",
+                config.id
+            )))
+        }
+    };
+    Ok((source, extras))
+}
