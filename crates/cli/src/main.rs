@@ -83,6 +83,24 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// List every command with its tier and dry-run partner (`--json`: full schemas).
+    Commands {
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run one command headless and print its JSON result.
+    Call {
+        /// Command name, e.g. `project.dataset.add`.
+        command: String,
+        /// Parameters as JSON (default `{}`).
+        params: Option<String>,
+        /// Project to load first; saved back after a successful edit.
+        #[arg(long)]
+        project: Option<PathBuf>,
+        /// Allow DeviceGated commands (sending to devices).
+        #[arg(long)]
+        allow_device_control: bool,
+    },
     /// Check a project file and list every problem with its path.
     Validate { file: PathBuf },
     /// Print the JSON Schema of the project file.
@@ -128,6 +146,18 @@ fn run(cli: Cli) -> Result<()> {
             csv,
             record,
         } => run_live(&project, seconds, csv, record),
+        Command::Commands { json } => list_commands(json),
+        Command::Call {
+            command,
+            params,
+            project,
+            allow_device_control,
+        } => call_command(
+            &command,
+            params.as_deref(),
+            project.as_deref(),
+            allow_device_control,
+        ),
         Command::Validate { file } => {
             let project = Project::load(&file)
                 .with_context(|| format!("{} is not a valid project", file.display()))?;
@@ -143,6 +173,79 @@ fn run(cli: Cli) -> Result<()> {
         Command::Schema => {
             println!("{}", serde_json::to_string_pretty(&Project::json_schema())?);
             Ok(())
+        }
+    }
+}
+
+fn list_commands(json: bool) -> Result<()> {
+    let rt = sextant_runtime::Runtime::new(sextant_runtime::Workspace::new(Project::default()));
+    if json {
+        let specs: Vec<_> = rt.specs().collect();
+        println!("{}", serde_json::to_string_pretty(&specs)?);
+    } else {
+        for s in rt.specs() {
+            let dry = s
+                .dry_run
+                .as_deref()
+                .map(|d| format!("  (dry run: {d})"))
+                .unwrap_or_default();
+            println!(
+                "{:<34} {:<13} {}{dry}",
+                s.name,
+                s.tier.as_str(),
+                s.description.lines().next().unwrap_or("")
+            );
+        }
+    }
+    Ok(())
+}
+
+/// Runs one command the way a script would: Safe and Confirm commands run (a person typed
+/// the command line, which is the confirmation); DeviceGated needs the flag; AlwaysConfirm
+/// and Blocked never run headless.
+fn call_command(
+    command: &str,
+    params: Option<&str>,
+    project: Option<&Path>,
+    allow_device_control: bool,
+) -> Result<()> {
+    use sextant_commands::Policy;
+    use sextant_runtime::{Caller, Runtime, Workspace};
+
+    let params: serde_json::Value = match params {
+        Some(text) => serde_json::from_str(text).context("PARAMS_JSON is not valid JSON")?,
+        None => serde_json::json!({}),
+    };
+    let mut ws = Workspace::new(Project::default());
+    if let Some(path) = project {
+        let loaded = load_project(path)?;
+        ws = Workspace::new(loaded);
+        // Remember the file so an edit can be saved back to it.
+        ws.save(Some(path.to_path_buf()))
+            .map_err(|e| anyhow::anyhow!("{e}"))?;
+    }
+    let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
+    let _guard = runtime.enter();
+    let mut rt = Runtime::new(ws);
+    let policy = Policy {
+        auto_approve_edits: true,
+        allow_device_control,
+        non_interactive: true,
+    };
+    let result = rt.execute(Caller::Cli, command, params, policy, false);
+    match result {
+        Ok(value) => {
+            if project.is_some() && rt.workspace.has_unsaved_edits() {
+                rt.workspace
+                    .save(None)
+                    .map_err(|e| anyhow::anyhow!("{e}"))?;
+            }
+            println!("{}", serde_json::to_string_pretty(&value)?);
+            Ok(())
+        }
+        Err(e) => {
+            println!("{}", serde_json::to_string_pretty(&e)?);
+            bail!("{command} failed: {e}")
         }
     }
 }

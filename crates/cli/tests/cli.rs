@@ -372,3 +372,113 @@ fn run_records_live_and_replay_of_the_recording_exports_the_same_csv() {
     );
     assert_eq!(live, std::fs::read_to_string(&replayed).unwrap());
 }
+
+#[test]
+fn call_runs_commands_headless_with_tiers_applied() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("p.json");
+    std::fs::write(&project, sextant(&["demo", "--print-project"]).stdout).unwrap();
+    let p = project.to_str().unwrap();
+    let out = sextant(&[
+        "call",
+        "project.group.add",
+        r#"{"title": "From the CLI"}"#,
+        "--project",
+        p,
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let result: Json = serde_json::from_slice(&out.stdout).unwrap();
+    let id = result["id"].as_str().unwrap().to_string();
+    let saved = std::fs::read_to_string(&project).unwrap();
+    assert!(saved.contains("From the CLI"), "the edit is saved back");
+
+    let out = sextant(&[
+        "call",
+        "project.dataset.add",
+        r#"{"group": "nope", "dataset": {"title": "x"}}"#,
+        "--project",
+        p,
+    ]);
+    assert!(!out.status.success());
+    let err: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(err["code"], "not_found");
+
+    let out = sextant(&["call", "console.send", r#"{"data": "x"}"#, "--project", p]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("allow device control"),
+        "{}",
+        text(&out.stderr)
+    );
+    let out = sextant(&["call", "assistant.restore", r#"{"id": 1}"#, "--project", p]);
+    assert!(!out.status.success(), "AlwaysConfirm never runs headless");
+
+    let out = sextant(&["call", "project.dataset.get", r#"{"id": 5}"#]);
+    let err: Json = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        (err["code"].as_str(), err["path"].as_str()),
+        (Some("invalid_params"), Some("id"))
+    );
+    let listed = text(&sextant(&["commands"]).stdout);
+    assert!(listed.contains("project.frameParser.dryCompile") && listed.contains("DeviceGated"));
+    assert!(!id.is_empty());
+}
+
+#[test]
+fn kill_nine_during_saves_never_leaves_a_corrupt_project() {
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("big.json");
+    // A large project (several MB) so a save takes long enough to be interrupted.
+    let mut demo: Json =
+        serde_json::from_slice(&sextant(&["demo", "--print-project"]).stdout).unwrap();
+    let filler: Vec<Json> = (0..20_000)
+        .map(|i| serde_json::json!({"id": format!("fill-{i}"), "title": format!("Filler {i}"), "index": 1, "units": "x".repeat(40)}))
+        .collect();
+    demo["groups"][0]["datasets"]
+        .as_array_mut()
+        .unwrap()
+        .extend(filler);
+    std::fs::write(&project, serde_json::to_vec_pretty(&demo).unwrap()).unwrap();
+    let p = project.to_str().unwrap().to_string();
+    let mut killed_mid_run = 0;
+    for round in 0..30u64 {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .args([
+                "call",
+                "project.group.add",
+                &format!(r#"{{"title": "round {round}"}}"#),
+                "--project",
+                &p,
+            ])
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        // Spread the kills over the child's life: load, edit, write, rename.
+        std::thread::sleep(std::time::Duration::from_millis(20 + (round * 37) % 400));
+        if child.try_wait().unwrap().is_none() {
+            killed_mid_run += 1;
+        }
+        let _ = child.kill(); // SIGKILL
+        let _ = child.wait();
+        let text = std::fs::read_to_string(&project).unwrap();
+        let parsed = sextant_telemetry::Project::from_json_str(&text);
+        assert!(
+            parsed.is_ok(),
+            "round {round}: the project file is corrupt: {:?}",
+            parsed.err()
+        );
+    }
+    assert!(
+        killed_mid_run >= 10,
+        "most kills should land while the child runs ({killed_mid_run}/30)"
+    );
+    // Temp files of killed writers may remain, but never under the project's own name.
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let name = entry.unwrap().file_name().into_string().unwrap();
+        assert!(
+            name == "big.json" || name.ends_with(".tmp"),
+            "unexpected file {name}"
+        );
+    }
+}

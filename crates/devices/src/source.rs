@@ -408,12 +408,16 @@ async fn run<D: Driver>(
             break None;
         }
     };
-    // End the chunk stream so the consumer sees the source is done.
-    drop(chunks);
+    // Publish the final status first, then end the chunk stream: a consumer that sees the
+    // stream end can rely on the status saying why.
     if let Some(final_status) = last {
         status.send_replace(final_status);
+        drop(chunks);
         // Stay alive so writes fail with a reason and an explicit close is acknowledged.
         wait_for_close(&mut control).await;
+    } else {
+        status.send_replace(Status::Closed);
+        drop(chunks);
     }
     status.send_replace(Status::Closed);
 }

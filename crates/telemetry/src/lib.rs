@@ -15,6 +15,7 @@
 pub mod checksum;
 pub mod csv;
 pub mod decode;
+pub mod dryrun;
 pub mod expr;
 pub mod framing;
 pub mod parse;

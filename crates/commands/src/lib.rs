@@ -1,0 +1,116 @@
+//! The command registry: every action in Sextant is a typed command, and the UI, the API
+//! server, MCP clients, the CLI and the assistant all call the same registry.
+//!
+//! A command has a dotted name (`project.dataset.add`), a description, JSON Schemas for its
+//! parameters and result (generated with `schemars` from the very types the handler takes
+//! and returns, so schema and behaviour cannot drift), a safety [`Tier`], an optional
+//! read-only dry-run partner, and examples. Parameters are checked before the handler
+//! runs: a bad value fails with the JSON path of the value and what was expected.
+//!
+//! The registry is generic over the context `C` its handlers act on; it knows nothing of
+//! projects or devices. Who may call what is decided by [`Policy`], which the doors (API
+//! server, MCP, assistant) apply with the caller's settings.
+
+mod policy;
+mod reference;
+mod registry;
+
+pub use policy::{Decision, Policy};
+pub use reference::markdown_reference;
+pub use registry::{CommandBuilder, CommandSpec, Example, Registry};
+
+use serde::{Deserialize, Serialize};
+
+/// How much care a command needs before it runs.
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    schemars::JsonSchema,
+)]
+pub enum Tier {
+    /// Read-only; runs freely.
+    Safe,
+    /// Changes the project; asks first unless the user auto-approves edits.
+    Confirm,
+    /// Touches a device or the outside world (send bytes, publish); needs "allow device
+    /// control" and a confirmation every time.
+    DeviceGated,
+    /// Destructive (restore a checkpoint, delete); always asks, never auto-approved.
+    AlwaysConfirm,
+    /// Never runs from an automated caller.
+    Blocked,
+}
+
+impl Tier {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Tier::Safe => "Safe",
+            Tier::Confirm => "Confirm",
+            Tier::DeviceGated => "DeviceGated",
+            Tier::AlwaysConfirm => "AlwaysConfirm",
+            Tier::Blocked => "Blocked",
+        }
+    }
+}
+
+/// Machine-readable error codes, stable across versions (API clients match on them).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ErrorCode {
+    UnknownCommand,
+    InvalidParams,
+    /// The caller's settings or tier policy do not allow this command.
+    NotAllowed,
+    /// The user declined.
+    Denied,
+    /// The command ran and failed (a file could not be written, a port could not open…).
+    Failed,
+    /// The object the command names does not exist.
+    NotFound,
+    /// The request itself was malformed (API framing, oversize, bad JSON).
+    BadRequest,
+}
+
+/// A failed command: a code, a human message, and for invalid parameters the JSON path.
+#[derive(
+    Debug, Clone, PartialEq, thiserror::Error, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[error("{message}")]
+pub struct CommandError {
+    pub code: ErrorCode,
+    pub message: String,
+    /// Path of the offending parameter, e.g. `dataset.alarms[0].min`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub path: Option<String>,
+}
+
+impl CommandError {
+    pub fn new(code: ErrorCode, message: impl Into<String>) -> Self {
+        CommandError {
+            code,
+            message: message.into(),
+            path: None,
+        }
+    }
+    pub fn failed(message: impl Into<String>) -> Self {
+        CommandError::new(ErrorCode::Failed, message)
+    }
+    pub fn not_found(message: impl Into<String>) -> Self {
+        CommandError::new(ErrorCode::NotFound, message)
+    }
+    pub fn invalid(path: impl Into<String>, message: impl Into<String>) -> Self {
+        CommandError {
+            code: ErrorCode::InvalidParams,
+            message: message.into(),
+            path: Some(path.into()),
+        }
+    }
+}

@@ -1,0 +1,86 @@
+//! Every command Sextant offers, registered on one [`Registry`] over the [`Workspace`].
+//!
+//! Namespaces follow Serial Studio's API where it has an equivalent (`project.*`,
+//! `project.dataset.*`, `project.frameParser.*`, `io.*`, `console.*`), so users of its API
+//! feel at home; `assistant.*` holds checkpoints, `meta.*` the self-description.
+
+mod io;
+mod meta;
+mod parser;
+mod project;
+mod structure;
+
+use std::sync::{Arc, OnceLock};
+
+use serde::de::DeserializeOwned;
+use serde_json::{Map, Value as Json};
+use sextant_commands::{CommandError, CommandSpec, Registry};
+
+use crate::Workspace;
+
+/// The registry with every command.
+pub fn registry() -> Registry<Workspace> {
+    let mut r = Registry::new();
+    let specs: Arc<OnceLock<Vec<CommandSpec>>> = Arc::new(OnceLock::new());
+    project::register(&mut r);
+    structure::register(&mut r);
+    parser::register(&mut r);
+    io::register(&mut r);
+    meta::register(&mut r, specs.clone());
+    let _ = specs.set(r.specs().cloned().collect());
+    debug_assert!(r.check_consistency().is_ok(), "{:?}", r.check_consistency());
+    r
+}
+
+/// Applies a JSON merge patch (RFC 7396) of `changes` to `target`, re-checking the result
+/// against its type so a bad field fails with its path.
+pub(crate) fn merge_patch<T>(
+    target: &T,
+    changes: &Map<String, Json>,
+    what: &str,
+) -> Result<T, CommandError>
+where
+    T: serde::Serialize + DeserializeOwned,
+{
+    let mut value =
+        serde_json::to_value(target).map_err(|e| CommandError::failed(e.to_string()))?;
+    for (k, v) in changes {
+        if k == "id" {
+            return Err(CommandError::invalid(
+                "changes.id",
+                format!("a {what}'s id never changes"),
+            ));
+        }
+        merge(&mut value, k, v);
+    }
+    serde_path_to_error::deserialize(value).map_err(|e| {
+        let path = format!("changes.{}", e.path());
+        CommandError::invalid(
+            path.clone(),
+            format!("invalid {what} field `{path}`: {}", e.into_inner()),
+        )
+    })
+}
+
+fn merge(target: &mut Json, key: &str, patch: &Json) {
+    let Json::Object(obj) = target else { return };
+    match patch {
+        Json::Null => {
+            obj.remove(key);
+        }
+        Json::Object(p) => {
+            let entry = obj
+                .entry(key.to_string())
+                .or_insert_with(|| Json::Object(Map::new()));
+            if !entry.is_object() {
+                *entry = Json::Object(Map::new());
+            }
+            for (k, v) in p {
+                merge(entry, k, v);
+            }
+        }
+        other => {
+            obj.insert(key.to_string(), other.clone());
+        }
+    }
+}

@@ -1,0 +1,280 @@
+//! `project.*` file and history commands, and `assistant.*` checkpoints.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sextant_commands::{CommandError, Registry, Tier};
+use sextant_telemetry::project::Project;
+
+use crate::Workspace;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct NoParams {}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct NewParams {
+    /// Title of the new, empty project.
+    #[serde(default)]
+    title: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PathParams {
+    /// File path.
+    path: PathBuf,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct SaveParams {
+    /// Where to save; the project's current file when absent.
+    #[serde(default)]
+    path: Option<PathBuf>,
+}
+
+#[derive(Serialize, JsonSchema)]
+pub struct Done {
+    pub ok: bool,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Done {
+    pub fn ok() -> Done {
+        Done {
+            ok: true,
+            detail: None,
+        }
+    }
+    pub fn detail(d: impl Into<String>) -> Done {
+        Done {
+            ok: true,
+            detail: Some(d.into()),
+        }
+    }
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Validation {
+    valid: bool,
+    issues: Vec<Issue>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Issue {
+    path: String,
+    message: String,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Imported {
+    /// Everything the importer could not map.
+    report: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct History {
+    undo: Vec<String>,
+    redo: Vec<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CheckpointParams {
+    #[serde(default)]
+    label: Option<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RestoreParams {
+    /// Checkpoint id from `assistant.listCheckpoints`.
+    id: u64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct CheckpointInfo {
+    id: u64,
+    label: String,
+    /// Seconds since the Unix epoch.
+    taken: u64,
+}
+
+pub fn register(r: &mut Registry<Workspace>) {
+    r.register(
+        "project.get",
+        Tier::Safe,
+        "The whole project as JSON.",
+        |ws: &mut Workspace, _: NoParams| Ok(ws.project().clone()),
+    );
+    r.register(
+        "project.new",
+        Tier::Confirm,
+        "Starts a new, empty project (undoable).",
+        |ws: &mut Workspace, p: NewParams| {
+            let project = Project {
+                title: p.title.unwrap_or_else(|| "Untitled".into()),
+                ..Project::default()
+            };
+            ws.replace("new project", project, None)?;
+            Ok(Done::ok())
+        },
+    );
+    r.register(
+        "project.open",
+        Tier::Confirm,
+        "Opens a Sextant project file, or imports a Serial Studio one.",
+        |ws: &mut Workspace, p: PathParams| {
+            let text = std::fs::read_to_string(&p.path).map_err(|e| {
+                CommandError::failed(format!("could not read {}: {e}", p.path.display()))
+            })?;
+            match Project::from_json_str(&text) {
+                Ok(project) => {
+                    ws.replace(&format!("open {}", p.path.display()), project, Some(p.path))?;
+                    Ok(Done::ok())
+                }
+                Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
+                    let imported = sextant_import::import_serial_studio(&text).map_err(|e| {
+                        CommandError::failed(format!("could not open {}: {e}", p.path.display()))
+                    })?;
+                    // An imported file is not ours to overwrite: it gets no path until saved.
+                    ws.replace(
+                        &format!("import {}", p.path.display()),
+                        imported.project,
+                        None,
+                    )?;
+                    Ok(Done::detail(format!(
+                        "imported from Serial Studio format; not mapped:\n{}",
+                        imported.report
+                    )))
+                }
+                Err(e) => Err(CommandError::failed(format!(
+                    "could not open {}: {e}",
+                    p.path.display()
+                ))),
+            }
+        },
+    )
+    .example("open a project", json!({"path": "rover.sextant.json"}));
+    r.register(
+        "project.import",
+        Tier::Confirm,
+        "Imports a Serial Studio project (.ssproj/.json); returns what could not be mapped.",
+        |ws: &mut Workspace, p: PathParams| {
+            let text = std::fs::read_to_string(&p.path).map_err(|e| {
+                CommandError::failed(format!("could not read {}: {e}", p.path.display()))
+            })?;
+            let imported = sextant_import::import_serial_studio(&text).map_err(|e| {
+                CommandError::failed(format!("could not import {}: {e}", p.path.display()))
+            })?;
+            ws.replace(
+                &format!("import {}", p.path.display()),
+                imported.project,
+                None,
+            )?;
+            Ok(Imported {
+                report: imported
+                    .report
+                    .items
+                    .iter()
+                    .map(|i| format!("{}: {}", i.path, i.message))
+                    .collect(),
+            })
+        },
+    );
+    r.register(
+        "project.save",
+        Tier::Confirm,
+        "Saves the project atomically (to `path`, or its current file).",
+        |ws: &mut Workspace, p: SaveParams| {
+            let path = ws.save(p.path)?;
+            Ok(Done::detail(path.display().to_string()))
+        },
+    );
+    r.register(
+        "project.validate",
+        Tier::Safe,
+        "Checks the project and lists every problem with its path.",
+        |ws: &mut Workspace, _: NoParams| {
+            let issues = ws.project().validate();
+            Ok(Validation {
+                valid: issues.is_empty(),
+                issues: issues
+                    .into_iter()
+                    .map(|i| Issue {
+                        path: i.path,
+                        message: i.message,
+                    })
+                    .collect(),
+            })
+        },
+    );
+    r.register(
+        "project.undo",
+        Tier::Confirm,
+        "Undoes the last project edit.",
+        |ws: &mut Workspace, _: NoParams| {
+            ws.undo()
+                .map(Done::detail)
+                .ok_or_else(|| CommandError::failed("nothing to undo"))
+        },
+    );
+    r.register(
+        "project.redo",
+        Tier::Confirm,
+        "Redoes the last undone edit.",
+        |ws: &mut Workspace, _: NoParams| {
+            ws.redo()
+                .map(Done::detail)
+                .ok_or_else(|| CommandError::failed("nothing to redo"))
+        },
+    );
+    r.register(
+        "project.history",
+        Tier::Safe,
+        "Labels of the undo and redo stacks, oldest first.",
+        |ws: &mut Workspace, _: NoParams| {
+            let (undo, redo) = ws.undo_labels();
+            Ok(History { undo, redo })
+        },
+    );
+    r.register(
+        "assistant.checkpoint",
+        Tier::Safe,
+        "Takes a named checkpoint of the project (the last 50 are kept).",
+        |ws: &mut Workspace, p: CheckpointParams| {
+            let id = ws.checkpoint(p.label.as_deref().unwrap_or("manual checkpoint"));
+            Ok(json!({ "id": id }))
+        },
+    );
+    r.register(
+        "assistant.listCheckpoints",
+        Tier::Safe,
+        "Checkpoints, oldest first.",
+        |ws: &mut Workspace, _: NoParams| {
+            Ok(ws
+                .checkpoints()
+                .map(|c| CheckpointInfo {
+                    id: c.id,
+                    label: c.label.clone(),
+                    taken: c
+                        .taken
+                        .duration_since(std::time::UNIX_EPOCH)
+                        .map(|d| d.as_secs())
+                        .unwrap_or(0),
+                })
+                .collect::<Vec<_>>())
+        },
+    );
+    r.register(
+        "assistant.restore",
+        Tier::AlwaysConfirm,
+        "Restores the project to a checkpoint (undoable).",
+        |ws: &mut Workspace, p: RestoreParams| ws.restore(p.id).map(Done::detail),
+    );
+}

@@ -1,0 +1,19 @@
+//! The workspace owner: the single writer of the project, the running sources and
+//! pipeline, and the checkpoints; and the commands that act on them.
+//!
+//! [`Workspace`] is plain state with methods that keep its invariants (every edit is
+//! validated, undoable and announced). [`commands::registry`] registers every command on
+//! it. [`Runtime`] owns a workspace on one task and executes commands one at a time, in
+//! order, for every door (UI, API server, MCP, CLI, assistant), applying the caller's tier
+//! policy, taking a checkpoint before every Confirm-tier edit, and saving debounced.
+//!
+//! Architecture invariant: nothing outside the owner task mutates the workspace; doors
+//! send commands and receive results and events.
+
+pub mod commands;
+mod convert;
+mod runtime;
+mod workspace;
+
+pub use runtime::{Caller, Runtime, RuntimeHandle};
+pub use workspace::{Checkpoint, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};

@@ -1,0 +1,219 @@
+//! The owner of the workspace: executes commands one at a time for every door.
+//!
+//! [`Runtime`] is the synchronous core (tier policy, checkpoints, events) and is what tests
+//! and the CLI drive directly. [`Runtime::spawn`] moves it onto a task of its own and hands
+//! out [`RuntimeHandle`]s: cheap, cloneable, usable from any task or thread. Auto-save
+//! runs on that task, debounced: a save happens once edits have been quiet for the delay.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+use sextant_commands::{CommandError, CommandSpec, Decision, ErrorCode, Policy, Registry, Tier};
+use tokio::sync::{broadcast, mpsc, oneshot};
+
+use crate::commands::registry;
+use crate::workspace::{Event, Workspace};
+
+/// Who is calling, for logs and for door-specific rules.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Caller {
+    Ui,
+    Api,
+    Mcp,
+    Cli,
+    Assistant,
+}
+
+pub struct Runtime {
+    pub workspace: Workspace,
+    registry: Registry<Workspace>,
+}
+
+impl Runtime {
+    pub fn new(workspace: Workspace) -> Runtime {
+        Runtime {
+            workspace,
+            registry: registry(),
+        }
+    }
+
+    pub fn specs(&self) -> impl Iterator<Item = &CommandSpec> {
+        self.registry.specs()
+    }
+
+    pub fn spec(&self, name: &str) -> Option<&CommandSpec> {
+        self.registry.get(name)
+    }
+
+    /// Runs a command under `policy`. `approved` means a person already said yes to this
+    /// exact call (the door asked); it never unlocks a denied tier.
+    pub fn execute(
+        &mut self,
+        caller: Caller,
+        name: &str,
+        params: Value,
+        policy: Policy,
+        approved: bool,
+    ) -> Result<Value, CommandError> {
+        let Some(tier) = self.registry.get(name).map(|s| s.tier) else {
+            // The registry's own error names close matches.
+            return self.registry.call(&mut self.workspace, name, params);
+        };
+        match policy.decide(tier) {
+            Decision::Run => {}
+            Decision::Ask if approved => {}
+            Decision::Ask => {
+                return Err(CommandError::new(
+                    ErrorCode::NotAllowed,
+                    format!("`{name}` ({}) needs a person's approval", tier.as_str()),
+                ))
+            }
+            Decision::Deny => {
+                return Err(CommandError::new(
+                    ErrorCode::NotAllowed,
+                    policy.denial_reason(tier),
+                ))
+            }
+        }
+        tracing::debug!(?caller, command = name, "execute");
+        // A restore point before every edit, so any change can be rolled back.
+        let checkpoint =
+            (tier == Tier::Confirm).then(|| self.workspace.checkpoint(&format!("before {name}")));
+        let result = self.registry.call(&mut self.workspace, name, params);
+        if let Some(id) = checkpoint {
+            self.workspace.discard_checkpoint_if_unchanged(id);
+        }
+        result
+    }
+
+    /// Moves the runtime onto its own task. `autosave`: save this long after the last edit
+    /// (when the project has a file).
+    pub fn spawn(self, autosave: Option<Duration>) -> RuntimeHandle {
+        let (tx, rx) = mpsc::channel(256);
+        let (events, _) = broadcast::channel(1024);
+        let specs: Arc<Vec<CommandSpec>> = Arc::new(self.registry.specs().cloned().collect());
+        tokio::spawn(owner(self, rx, events.clone(), autosave));
+        RuntimeHandle { tx, events, specs }
+    }
+}
+
+struct Request {
+    caller: Caller,
+    command: String,
+    params: Value,
+    policy: Policy,
+    approved: bool,
+    reply: oneshot::Sender<Result<Value, CommandError>>,
+}
+
+/// A door's connection to the runtime.
+#[derive(Clone)]
+pub struct RuntimeHandle {
+    tx: mpsc::Sender<Request>,
+    events: broadcast::Sender<Event>,
+    specs: Arc<Vec<CommandSpec>>,
+}
+
+impl RuntimeHandle {
+    pub async fn call(
+        &self,
+        caller: Caller,
+        command: &str,
+        params: Value,
+        policy: Policy,
+    ) -> Result<Value, CommandError> {
+        self.send(caller, command, params, policy, false).await
+    }
+
+    /// A call a person has approved (after the door asked).
+    pub async fn call_approved(
+        &self,
+        caller: Caller,
+        command: &str,
+        params: Value,
+        policy: Policy,
+    ) -> Result<Value, CommandError> {
+        self.send(caller, command, params, policy, true).await
+    }
+
+    async fn send(
+        &self,
+        caller: Caller,
+        command: &str,
+        params: Value,
+        policy: Policy,
+        approved: bool,
+    ) -> Result<Value, CommandError> {
+        let (reply, rx) = oneshot::channel();
+        let request = Request {
+            caller,
+            command: command.to_string(),
+            params,
+            policy,
+            approved,
+            reply,
+        };
+        let gone = || CommandError::failed("the workspace has shut down");
+        self.tx.send(request).await.map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    pub fn subscribe(&self) -> broadcast::Receiver<Event> {
+        self.events.subscribe()
+    }
+
+    pub fn specs(&self) -> &[CommandSpec] {
+        &self.specs
+    }
+}
+
+async fn owner(
+    mut rt: Runtime,
+    mut rx: mpsc::Receiver<Request>,
+    events: broadcast::Sender<Event>,
+    autosave: Option<Duration>,
+) {
+    let mut seen_revision = rt.workspace.revision();
+    let mut due: Option<tokio::time::Instant> = None;
+    loop {
+        let sleep = async {
+            match due {
+                Some(at) => tokio::time::sleep_until(at).await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            req = rx.recv() => {
+                let Some(req) = req else { break };
+                let result = rt.execute(req.caller, &req.command, req.params, req.policy, req.approved);
+                let _ = req.reply.send(result);
+            }
+            _ = sleep => {
+                due = None;
+                if rt.workspace.path().is_some() && rt.workspace.has_unsaved_edits() {
+                    if let Err(e) = rt.workspace.save(None) {
+                        tracing::error!("auto-save failed: {e}");
+                    }
+                }
+            }
+        }
+        if let Some(delay) = autosave {
+            // Debounce: every edit (not every call: status polls must not starve the save)
+            // pushes the save back.
+            if rt.workspace.revision() != seen_revision && rt.workspace.path().is_some() {
+                due = Some(tokio::time::Instant::now() + delay);
+            }
+        }
+        seen_revision = rt.workspace.revision();
+        for e in rt.workspace.take_events() {
+            let _ = events.send(e);
+        }
+    }
+    // Last chance: unsaved edits of a project with a file are written on shutdown.
+    if autosave.is_some() && rt.workspace.path().is_some() && rt.workspace.has_unsaved_edits() {
+        if let Err(e) = rt.workspace.save(None) {
+            tracing::error!("final save failed: {e}");
+        }
+    }
+}

@@ -1,0 +1,281 @@
+//! The workspace: the project and everything that changes with it.
+//!
+//! Every project edit goes through [`Workspace::edit`]: it runs on a copy's worth of undo
+//! history, is rejected whole if the result does not validate (the project is left exactly
+//! as it was), and queues an [`Event`] for the doors. Checkpoints are named snapshots kept
+//! in a rolling window of [`CHECKPOINT_LIMIT`].
+
+use std::collections::VecDeque;
+use std::path::PathBuf;
+use std::time::SystemTime;
+
+use serde::Serialize;
+use sextant_commands::{CommandError, ErrorCode};
+use sextant_devices::wiring::Wiring;
+use sextant_devices::SourceHandle;
+use sextant_telemetry::project::{save_atomic, Project};
+
+/// Undo steps kept.
+pub const UNDO_LIMIT: usize = 200;
+/// Checkpoints kept (oldest dropped first).
+pub const CHECKPOINT_LIMIT: usize = 50;
+
+/// Something the doors should know about.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "event", rename_all = "camelCase")]
+pub enum Event {
+    ProjectChanged { label: String },
+    ProjectSaved { path: String },
+    CheckpointTaken { id: u64, label: String },
+    Connected,
+    Disconnected,
+}
+
+/// A named snapshot of the project.
+#[derive(Debug, Clone)]
+pub struct Checkpoint {
+    pub id: u64,
+    pub label: String,
+    pub taken: SystemTime,
+    pub project: Project,
+}
+
+/// Running sources and their pipeline.
+pub struct Live {
+    pub handles: Vec<SourceHandle>,
+    pub wiring: Option<Wiring>,
+}
+
+pub struct Workspace {
+    project: Project,
+    path: Option<PathBuf>,
+    dirty: bool,
+    /// Bumped on every change; auto-save compares it with `saved_revision`.
+    revision: u64,
+    saved_revision: u64,
+    undo: Vec<(String, Project)>,
+    redo: Vec<(String, Project)>,
+    checkpoints: VecDeque<Checkpoint>,
+    next_checkpoint: u64,
+    events: Vec<Event>,
+    pub(crate) live: Option<Live>,
+}
+
+fn invalid(issues: Vec<sextant_telemetry::project::ValidationIssue>) -> CommandError {
+    let first = issues.first().map(|i| i.path.clone());
+    CommandError {
+        code: ErrorCode::InvalidParams,
+        message: format!(
+            "the change would make the project invalid: {}",
+            issues
+                .iter()
+                .map(|i| i.to_string())
+                .collect::<Vec<_>>()
+                .join("; ")
+        ),
+        path: first,
+    }
+}
+
+impl Workspace {
+    pub fn new(project: Project) -> Workspace {
+        Workspace {
+            project,
+            path: None,
+            dirty: false,
+            revision: 0,
+            saved_revision: 0,
+            undo: Vec::new(),
+            redo: Vec::new(),
+            checkpoints: VecDeque::new(),
+            next_checkpoint: 1,
+            events: Vec::new(),
+            live: None,
+        }
+    }
+
+    pub fn project(&self) -> &Project {
+        &self.project
+    }
+
+    pub fn path(&self) -> Option<&std::path::Path> {
+        self.path.as_deref()
+    }
+
+    pub fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+
+    pub fn revision(&self) -> u64 {
+        self.revision
+    }
+
+    /// Whether there are edits since the last save (or load).
+    pub fn has_unsaved_edits(&self) -> bool {
+        self.revision != self.saved_revision
+    }
+
+    /// Events since the last call.
+    pub fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
+    /// Applies `f` to the project as one undoable step. On error, or if the result does not
+    /// validate, the project is left untouched.
+    pub fn edit<R>(
+        &mut self,
+        label: &str,
+        f: impl FnOnce(&mut Project) -> Result<R, CommandError>,
+    ) -> Result<R, CommandError> {
+        let before = self.project.clone();
+        let result = match f(&mut self.project) {
+            Ok(r) => r,
+            Err(e) => {
+                self.project = before;
+                return Err(e);
+            }
+        };
+        let issues = self.project.validate();
+        if !issues.is_empty() {
+            self.project = before;
+            return Err(invalid(issues));
+        }
+        if self.project != before {
+            self.undo.push((label.to_string(), before));
+            if self.undo.len() > UNDO_LIMIT {
+                self.undo.remove(0);
+            }
+            self.redo.clear();
+            self.changed(label);
+        }
+        Ok(result)
+    }
+
+    fn changed(&mut self, label: &str) {
+        self.dirty = true;
+        self.revision += 1;
+        self.events.push(Event::ProjectChanged {
+            label: label.to_string(),
+        });
+    }
+
+    /// Replaces the whole project (new/open/import): undoable like any edit.
+    pub fn replace(
+        &mut self,
+        label: &str,
+        project: Project,
+        path: Option<PathBuf>,
+    ) -> Result<(), CommandError> {
+        let issues = project.validate();
+        if !issues.is_empty() {
+            return Err(invalid(issues));
+        }
+        let before = std::mem::replace(&mut self.project, project);
+        self.undo.push((label.to_string(), before));
+        self.redo.clear();
+        self.path = path;
+        self.changed(label);
+        Ok(())
+    }
+
+    pub fn undo(&mut self) -> Option<String> {
+        let (label, previous) = self.undo.pop()?;
+        let current = std::mem::replace(&mut self.project, previous);
+        self.redo.push((label.clone(), current));
+        self.changed(&format!("undo {label}"));
+        Some(label)
+    }
+
+    pub fn redo(&mut self) -> Option<String> {
+        let (label, next) = self.redo.pop()?;
+        let current = std::mem::replace(&mut self.project, next);
+        self.undo.push((label.clone(), current));
+        self.changed(&format!("redo {label}"));
+        Some(label)
+    }
+
+    pub fn undo_labels(&self) -> (Vec<String>, Vec<String>) {
+        (
+            self.undo.iter().map(|(l, _)| l.clone()).collect(),
+            self.redo.iter().map(|(l, _)| l.clone()).collect(),
+        )
+    }
+
+    /// Saves atomically to `path` (or the current path) and remembers it.
+    pub fn save(&mut self, path: Option<PathBuf>) -> Result<PathBuf, CommandError> {
+        let path = path.or_else(|| self.path.clone()).ok_or_else(|| {
+            CommandError::failed("the project has no file yet; give a path to save it")
+        })?;
+        save_atomic(&path, self.project.to_json_string().as_bytes())
+            .map_err(|e| CommandError::failed(e.to_string()))?;
+        self.path = Some(path.clone());
+        self.dirty = false;
+        self.saved_revision = self.revision;
+        self.events.push(Event::ProjectSaved {
+            path: path.display().to_string(),
+        });
+        Ok(path)
+    }
+
+    pub fn checkpoint(&mut self, label: &str) -> u64 {
+        let id = self.next_checkpoint;
+        self.next_checkpoint += 1;
+        self.checkpoints.push_back(Checkpoint {
+            id,
+            label: label.to_string(),
+            taken: SystemTime::now(),
+            project: self.project.clone(),
+        });
+        while self.checkpoints.len() > CHECKPOINT_LIMIT {
+            self.checkpoints.pop_front();
+        }
+        self.events.push(Event::CheckpointTaken {
+            id,
+            label: label.to_string(),
+        });
+        id
+    }
+
+    /// Drops the newest checkpoint if it equals the current project (an edit that changed
+    /// nothing needs no restore point).
+    pub(crate) fn discard_checkpoint_if_unchanged(&mut self, id: u64) {
+        if self
+            .checkpoints
+            .back()
+            .is_some_and(|c| c.id == id && c.project == self.project)
+        {
+            self.checkpoints.pop_back();
+            self.events
+                .retain(|e| !matches!(e, Event::CheckpointTaken { id: i, .. } if *i == id));
+        }
+    }
+
+    pub fn checkpoints(&self) -> impl Iterator<Item = &Checkpoint> {
+        self.checkpoints.iter()
+    }
+
+    /// Restores a checkpoint as an undoable edit.
+    pub fn restore(&mut self, id: u64) -> Result<String, CommandError> {
+        let cp = self
+            .checkpoints
+            .iter()
+            .find(|c| c.id == id)
+            .cloned()
+            .ok_or_else(|| {
+                CommandError::not_found(format!(
+                    "no checkpoint {id}; `assistant.listCheckpoints` lists them"
+                ))
+            })?;
+        let path = self.path.clone();
+        self.replace(
+            &format!("restore checkpoint {id} ({})", cp.label),
+            cp.project,
+            path,
+        )?;
+        Ok(cp.label)
+    }
+
+    pub(crate) fn push_event(&mut self, e: Event) {
+        self.events.push(e);
+    }
+}

@@ -1,0 +1,405 @@
+//! The command surface end to end: a dashboard built purely through commands, dry runs
+//! proven read-only, checkpoints, undo/redo, tier policy, auto-save.
+
+use serde_json::{json, Value};
+use sextant_commands::{ErrorCode, Policy};
+use sextant_runtime::{Caller, Runtime, Workspace};
+use sextant_telemetry::project::Project;
+
+/// The policy of a user who approved everything they were asked.
+fn edits() -> Policy {
+    Policy {
+        auto_approve_edits: true,
+        ..Policy::default()
+    }
+}
+
+fn call(rt: &mut Runtime, name: &str, params: Value) -> Value {
+    rt.execute(Caller::Assistant, name, params.clone(), edits(), false)
+        .unwrap_or_else(|e| panic!("{name} {params}: {e:?}"))
+}
+
+fn project_bytes(rt: &Runtime) -> String {
+    rt.workspace.project().to_json_string()
+}
+
+/// Builds the dashboard the assistant would: a serial source with CSV, a group, a gauge
+/// with a transform, a virtual dataset.
+fn build(rt: &mut Runtime) {
+    let src = call(
+        rt,
+        "project.source.add",
+        json!({"source": {"title": "Rover", "connection": {"type": "serial", "port": "/dev/ttyUSB0", "baud": 115200},
+                          "parser": {"kind": "delimited", "separator": ","}}}),
+    );
+    assert_eq!(src["id"], "src-1");
+    let grp = call(
+        rt,
+        "project.group.add",
+        json!({"title": "Battery", "widget": "multiPlot"}),
+    );
+    let grp = grp["id"].as_str().unwrap().to_string();
+    let v = call(
+        rt,
+        "project.dataset.add",
+        json!({"group": grp, "dataset": {"title": "Voltage", "units": "V", "index": 1, "widget": "gauge", "min": 0, "max": 5}}),
+    );
+    let v = v["id"].as_str().unwrap().to_string();
+    let i = call(
+        rt,
+        "project.dataset.add",
+        json!({"group": grp, "dataset": {"title": "Current", "units": "A", "index": 2}}),
+    );
+    let i = i["id"].as_str().unwrap().to_string();
+    call(
+        rt,
+        "project.transform.set",
+        json!({"dataset": i, "transform": {"language": "expression", "code": "value / 1000"}}),
+    );
+    call(
+        rt,
+        "project.dataset.add",
+        json!({"group": grp, "dataset": {"title": "Power", "units": "W", "virtual": true, "index": 0,
+               "transform": {"language": "javascript",
+                             "code": format!("function transform(x) {{ return datasetGetFinal('{v}') * datasetGetFinal('{i}'); }}")}}}),
+    );
+    call(
+        rt,
+        "project.dataset.update",
+        json!({"id": v, "changes": {"alarms": [{"min": 4.5, "max": 5, "severity": "critical"}]}}),
+    );
+}
+
+#[test]
+fn a_dashboard_built_through_commands_saves_reloads_and_parses() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("rover.sextant.json");
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    build(&mut rt);
+    call(&mut rt, "project.save", json!({"path": path}));
+    assert!(!rt.workspace.is_dirty());
+
+    let mut fresh = Runtime::new(Workspace::new(Project::default()));
+    call(&mut fresh, "project.open", json!({"path": path}));
+    assert_eq!(fresh.workspace.project(), rt.workspace.project());
+    let out = call(
+        &mut fresh,
+        "project.dryRun.endToEnd",
+        json!({"data": "4.2,1500\n3.9,500\n"}),
+    );
+    assert_eq!(
+        out["columns"],
+        json!(["Battery/Voltage", "Battery/Current", "Battery/Power"])
+    );
+    assert_eq!(
+        out["rows"],
+        json!([[4.2, 1.5, 6.300000000000001], [3.9, 0.5, 1.95]])
+    );
+    assert_eq!(out["frames"], 2);
+}
+
+#[test]
+fn every_safe_command_leaves_the_project_byte_identical() {
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    build(&mut rt);
+    let before = project_bytes(&rt);
+    let calls: Vec<(&str, Value)> = vec![
+        ("project.get", json!({})),
+        ("project.validate", json!({})),
+        ("project.history", json!({})),
+        ("project.source.list", json!({})),
+        ("project.dataset.get", json!({"id": "ds-1"})),
+        ("project.workspace.list", json!({})),
+        ("project.frameParser.get", json!({})),
+        (
+            "project.frameParser.dryCompile",
+            json!({"code": "function parse(f) { return [1]; }"}),
+        ),
+        ("project.frameParser.dryCompile", json!({})),
+        (
+            "project.frameParser.dryRun",
+            json!({"frames": ["1,2", "garbage"]}),
+        ),
+        (
+            "project.frameParser.dryRun",
+            json!({"frames": ["1,2"], "code": "function parse(f) { return f.split(','); }"}),
+        ),
+        (
+            "project.transform.dryRun",
+            json!({"dataset": "ds-2", "values": [1000, "x"]}),
+        ),
+        (
+            "project.transform.dryRun",
+            json!({"transform": {"language": "lua", "code": "function transform(v) return v * 2 end"}, "values": [2]}),
+        ),
+        ("project.dryRun.endToEnd", json!({"data": "1,2\n"})),
+        (
+            "project.dryRun.endToEnd",
+            json!({"data": "31 2C 32 0A", "hex": true}),
+        ),
+        ("assistant.listCheckpoints", json!({})),
+        ("io.status", json!({})),
+        ("dashboard.latestFrame", json!({})),
+        ("meta.listCommands", json!({"prefix": "project.dataset"})),
+        (
+            "meta.describeCommand",
+            json!({"name": "project.dataset.add"}),
+        ),
+    ];
+    let mut covered = std::collections::HashSet::new();
+    for (name, params) in calls {
+        let result = call(&mut rt, name, params);
+        assert_eq!(project_bytes(&rt), before, "{name} changed the project");
+        assert!(
+            !result.is_null() || name == "project.get",
+            "{name} returned nothing"
+        );
+        covered.insert(name);
+    }
+    // Every Safe command except checkpoint-taking is covered above (a new one must be added).
+    for spec in rt.specs() {
+        if spec.tier == sextant_commands::Tier::Safe && spec.name != "assistant.checkpoint" {
+            assert!(
+                covered.contains(spec.name.as_str()),
+                "Safe command {} is not proven read-only",
+                spec.name
+            );
+        }
+    }
+    assert!(!rt.workspace.is_dirty() || rt.workspace.revision() > 0);
+}
+
+#[test]
+fn a_broken_parser_is_caught_by_dry_compile_and_the_checkpoint_restores_it() {
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    build(&mut rt);
+    let good = "function parse(frame) {\n  return frame.split(',');\n}\n";
+    call(
+        &mut rt,
+        "project.frameParser.setCode",
+        json!({"code": good, "language": "javascript"}),
+    );
+    let broken = "function parse(frame) {\n  let x = ;\n  return [x];\n}\n";
+    call(
+        &mut rt,
+        "project.frameParser.setCode",
+        json!({"code": broken}),
+    );
+    let check = call(&mut rt, "project.frameParser.dryCompile", json!({}));
+    assert_eq!(check["ok"], false);
+    assert_eq!(check["line"], 2, "{check}");
+    let checkpoints = call(&mut rt, "assistant.listCheckpoints", json!({}));
+    let last = checkpoints.as_array().unwrap().last().unwrap();
+    assert_eq!(last["label"], "before project.frameParser.setCode");
+    // Restoring is AlwaysConfirm: refused without a person's approval, even with auto-approve.
+    let refused = rt
+        .execute(
+            Caller::Assistant,
+            "assistant.restore",
+            json!({"id": last["id"]}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::NotAllowed);
+    rt.execute(
+        Caller::Ui,
+        "assistant.restore",
+        json!({"id": last["id"]}),
+        edits(),
+        true,
+    )
+    .unwrap();
+    let parser = call(&mut rt, "project.frameParser.get", json!({}));
+    assert_eq!(parser["parser"]["code"], good);
+    assert_eq!(
+        call(&mut rt, "project.frameParser.dryCompile", json!({}))["ok"],
+        true
+    );
+}
+
+#[test]
+fn tiers_gate_every_call() {
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    build(&mut rt);
+    let headless = Policy {
+        non_interactive: true,
+        ..Policy::default()
+    };
+    let e = rt
+        .execute(
+            Caller::Cli,
+            "project.group.add",
+            json!({"title": "x"}),
+            headless,
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::NotAllowed);
+    let ask = rt
+        .execute(
+            Caller::Assistant,
+            "project.group.add",
+            json!({"title": "x"}),
+            Policy::default(),
+            false,
+        )
+        .unwrap_err();
+    assert!(ask.message.contains("approval"), "{ask:?}");
+    rt.execute(
+        Caller::Ui,
+        "project.group.add",
+        json!({"title": "x"}),
+        Policy::default(),
+        true,
+    )
+    .unwrap();
+    let device = rt
+        .execute(
+            Caller::Api,
+            "console.send",
+            json!({"data": "x"}),
+            edits(),
+            true,
+        )
+        .unwrap_err();
+    assert!(
+        device.message.contains("allow device control"),
+        "{device:?}"
+    );
+    let allowed = Policy {
+        allow_device_control: true,
+        ..edits()
+    };
+    let not_connected = rt
+        .execute(
+            Caller::Api,
+            "console.send",
+            json!({"data": "x"}),
+            allowed,
+            true,
+        )
+        .unwrap_err();
+    assert!(
+        not_connected.message.contains("not connected"),
+        "{not_connected:?}"
+    );
+}
+
+#[test]
+fn edits_are_undoable_validated_and_precise_about_bad_input() {
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    build(&mut rt);
+    let before = project_bytes(&rt);
+    let e = rt
+        .execute(
+            Caller::Ui,
+            "project.dataset.update",
+            json!({"id": "ds-1", "changes": {"min": "low"}}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(e.path.as_deref(), Some("changes.min"), "{e:?}");
+    let e = rt
+        .execute(
+            Caller::Ui,
+            "project.dataset.update",
+            json!({"id": "ds-1", "changes": {"min": 9, "max": 1}}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert!(
+        e.message.contains("greater than max"),
+        "validation rejects the edit whole: {e:?}"
+    );
+    let e = rt
+        .execute(
+            Caller::Ui,
+            "project.source.remove",
+            json!({"id": "src-1"}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert!(e.message.contains("still used"), "{e:?}");
+    assert_eq!(project_bytes(&rt), before, "failed edits change nothing");
+
+    call(
+        &mut rt,
+        "project.dataset.update",
+        json!({"id": "ds-1", "changes": {"title": "Pack voltage"}}),
+    );
+    call(&mut rt, "project.dataset.remove", json!({"id": "ds-3"}));
+    call(&mut rt, "project.undo", json!({}));
+    call(&mut rt, "project.undo", json!({}));
+    assert_eq!(project_bytes(&rt), before);
+    call(&mut rt, "project.redo", json!({}));
+    assert_eq!(
+        rt.workspace.project().groups[0].datasets[0].title,
+        "Pack voltage"
+    );
+}
+
+#[tokio::test]
+async fn auto_save_is_debounced_and_not_starved_by_reads() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sextant.json");
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    call(&mut rt, "project.save", json!({"path": path}));
+    let handle = rt.spawn(Some(std::time::Duration::from_millis(300)));
+    let mut events = handle.subscribe();
+    handle
+        .call(
+            Caller::Ui,
+            "project.group.add",
+            json!({"title": "Saved later"}),
+            edits(),
+        )
+        .await
+        .unwrap();
+    // Reads keep coming; the save must still happen ~300 ms after the edit.
+    for _ in 0..10 {
+        handle
+            .call(Caller::Ui, "io.status", json!({}), edits())
+            .await
+            .unwrap();
+        tokio::time::sleep(std::time::Duration::from_millis(60)).await;
+    }
+    let saved = std::fs::read_to_string(&path).unwrap();
+    assert!(saved.contains("Saved later"), "auto-save did not run");
+    let mut kinds = Vec::new();
+    while let Ok(e) = events.try_recv() {
+        kinds.push(
+            serde_json::to_value(&e).unwrap()["event"]
+                .as_str()
+                .unwrap()
+                .to_string(),
+        );
+    }
+    assert!(
+        kinds.contains(&"projectChanged".to_string())
+            && kinds.contains(&"projectSaved".to_string()),
+        "{kinds:?}"
+    );
+}
+
+#[test]
+fn the_command_reference_is_current() {
+    let rt = Runtime::new(Workspace::new(Project::default()));
+    let generated = sextant_commands::markdown_reference(rt.specs());
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/commands.md");
+    if std::env::var_os("SEXTANT_BLESS").is_some() {
+        std::fs::write(&path, &generated).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == generated,
+        "docs/commands.md is stale; regenerate it with `SEXTANT_BLESS=1 cargo test -p sextant-runtime --test commands`"
+    );
+    assert!(
+        rt.specs().count() >= 35,
+        "the reference lists every command"
+    );
+}
