@@ -83,6 +83,35 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
+    /// Serve the command registry to scripts: newline-delimited JSON over TCP.
+    Serve {
+        /// Enable the API server (the only service `serve` offers so far).
+        #[arg(long)]
+        api: bool,
+        /// Address to listen on; anything but loopback needs --token.
+        #[arg(long, default_value = "127.0.0.1")]
+        bind: std::net::IpAddr,
+        #[arg(long, default_value_t = 7777)]
+        port: u16,
+        /// Token clients must send first (`{"type":"auth","token":…}`).
+        #[arg(long, env = "SEXTANT_API_TOKEN", hide_env_values = true)]
+        token: Option<String>,
+        /// Consent for API clients to run DeviceGated commands (sending to devices).
+        #[arg(long)]
+        allow_device_control: bool,
+        /// Project to open; edits are auto-saved to it.
+        #[arg(long)]
+        project: Option<PathBuf>,
+    },
+    /// Serve the command registry to an agent over MCP (JSON-RPC on stdin/stdout).
+    Mcp {
+        /// Project to open; edits are auto-saved to it.
+        #[arg(long)]
+        project: Option<PathBuf>,
+        /// Consent for MCP clients to run DeviceGated commands (sending to devices).
+        #[arg(long)]
+        allow_device_control: bool,
+    },
     /// List every command with its tier and dry-run partner (`--json`: full schemas).
     Commands {
         #[arg(long)]
@@ -146,7 +175,25 @@ fn run(cli: Cli) -> Result<()> {
             csv,
             record,
         } => run_live(&project, seconds, csv, record),
+        Command::Mcp {
+            project,
+            allow_device_control,
+        } => mcp(project, allow_device_control),
         Command::Commands { json } => list_commands(json),
+        Command::Serve {
+            api,
+            bind,
+            port,
+            token,
+            allow_device_control,
+            project,
+        } => serve(
+            api,
+            std::net::SocketAddr::new(bind, port),
+            token,
+            allow_device_control,
+            project,
+        ),
         Command::Call {
             command,
             params,
@@ -175,6 +222,82 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
     }
+}
+
+fn serve(
+    api: bool,
+    addr: std::net::SocketAddr,
+    token: Option<String>,
+    allow_device_control: bool,
+    project: Option<PathBuf>,
+) -> Result<()> {
+    if !api {
+        bail!("nothing to serve: pass --api (the web UI server arrives with the desktop app)");
+    }
+    let ws = open_workspace(project.as_deref())?;
+    let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
+    runtime.block_on(async move {
+        let handle = sextant_runtime::Runtime::new(ws).spawn(Some(Duration::from_secs(1)));
+        let options = sextant_api::ApiOptions {
+            token,
+            allow_device_control,
+            ..Default::default()
+        };
+        let server = sextant_api::ApiServer::bind(addr, handle, options).await?;
+        eprintln!(
+            "API server listening on {} (newline-delimited JSON; Ctrl-C stops)",
+            server.local_addr()
+        );
+        tokio::signal::ctrl_c()
+            .await
+            .context("waiting for Ctrl-C")?;
+        Ok(())
+    })
+}
+
+/// Serves MCP on stdin/stdout until the client hangs up or Ctrl-C. Stdout carries protocol
+/// messages only; anything meant for a person goes to stderr.
+fn mcp(project: Option<PathBuf>, allow_device_control: bool) -> Result<()> {
+    use sextant_runtime::Caller;
+
+    let ws = open_workspace(project.as_deref())?;
+    let saves_back = ws.path().is_some();
+    let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
+    let result = runtime.block_on(async move {
+        let handle = sextant_runtime::Runtime::new(ws).spawn(Some(Duration::from_secs(1)));
+        let options = sextant_mcp::McpOptions {
+            allow_device_control,
+            ..Default::default()
+        };
+        eprintln!(
+            "MCP server on stdin/stdout (device control {}; Ctrl-C stops)",
+            if allow_device_control {
+                "allowed"
+            } else {
+                "off"
+            }
+        );
+        tokio::select! {
+            served = sextant_mcp::serve_stdio(handle.clone(), options) => served?,
+            _ = tokio::signal::ctrl_c() => {}
+        }
+        // The debounced auto-save may not have fired yet when the client leaves.
+        if saves_back {
+            let policy = sextant_commands::Policy {
+                auto_approve_edits: true,
+                non_interactive: true,
+                ..Default::default()
+            };
+            handle
+                .call(Caller::Cli, "project.save", serde_json::json!({}), policy)
+                .await
+                .map_err(|e| anyhow::anyhow!("could not save the project: {e}"))?;
+        }
+        Ok::<(), anyhow::Error>(())
+    });
+    // Stdin is read on a blocking thread that only input or EOF would end; don't wait for it.
+    runtime.shutdown_background();
+    result
 }
 
 fn list_commands(json: bool) -> Result<()> {
@@ -210,20 +333,13 @@ fn call_command(
     allow_device_control: bool,
 ) -> Result<()> {
     use sextant_commands::Policy;
-    use sextant_runtime::{Caller, Runtime, Workspace};
+    use sextant_runtime::{Caller, Runtime};
 
     let params: serde_json::Value = match params {
         Some(text) => serde_json::from_str(text).context("PARAMS_JSON is not valid JSON")?,
         None => serde_json::json!({}),
     };
-    let mut ws = Workspace::new(Project::default());
-    if let Some(path) = project {
-        let loaded = load_project(path)?;
-        ws = Workspace::new(loaded);
-        // Remember the file so an edit can be saved back to it.
-        ws.save(Some(path.to_path_buf()))
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
-    }
+    let ws = open_workspace(project)?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     let _guard = runtime.enter();
     let mut rt = Runtime::new(ws);
@@ -235,7 +351,7 @@ fn call_command(
     let result = rt.execute(Caller::Cli, command, params, policy, false);
     match result {
         Ok(value) => {
-            if project.is_some() && rt.workspace.has_unsaved_edits() {
+            if rt.workspace.path().is_some() && rt.workspace.has_unsaved_edits() {
                 rt.workspace
                     .save(None)
                     .map_err(|e| anyhow::anyhow!("{e}"))?;
@@ -247,6 +363,30 @@ fn call_command(
             println!("{}", serde_json::to_string_pretty(&e)?);
             bail!("{command} failed: {e}")
         }
+    }
+}
+
+/// A workspace on `path`: a Sextant project is edited in place (saved back on change); a
+/// Serial Studio file is imported into memory and never overwritten.
+fn open_workspace(path: Option<&Path>) -> Result<sextant_runtime::Workspace> {
+    use sextant_runtime::Workspace;
+    let Some(path) = path else {
+        return Ok(Workspace::new(Project::default()));
+    };
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("could not read {}", path.display()))?;
+    match Project::from_json_str(&text) {
+        Ok(project) => Ok(Workspace::opened(project, path.to_path_buf())),
+        Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
+            let project = load_project(path)?;
+            eprintln!(
+                "note: {} is a Serial Studio project; edits stay in memory (save them to a new file \
+                 with project.save {{\"path\": …}})",
+                path.display()
+            );
+            Ok(Workspace::new(project))
+        }
+        Err(e) => Err(e).with_context(|| format!("could not load {}", path.display())),
     }
 }
 

@@ -482,3 +482,30 @@ fn kill_nine_during_saves_never_leaves_a_corrupt_project() {
         );
     }
 }
+
+#[test]
+fn a_serial_studio_file_given_as_project_is_never_overwritten() {
+    let dir = tempfile::tempdir().unwrap();
+    let original = fixtures().join("js-csv.ssproj");
+    let copy = dir.path().join("js-csv.ssproj");
+    std::fs::copy(&original, &copy).unwrap();
+    let before = std::fs::read(&copy).unwrap();
+    let out = sextant(&[
+        "call",
+        "project.group.add",
+        r#"{"title": "x"}"#,
+        "--project",
+        copy.to_str().unwrap(),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Serial Studio project"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert_eq!(
+        std::fs::read(&copy).unwrap(),
+        before,
+        "the Serial Studio file is untouched"
+    );
+}

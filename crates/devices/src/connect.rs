@@ -8,12 +8,17 @@ use std::sync::Arc;
 
 use sextant_telemetry::project::{Connection, Source as SourceConfig};
 
+use crate::ble::BleDriver;
+use crate::modbus::ModbusDriver;
 use crate::mqtt::MqttDriver;
 use crate::net::{TcpDriver, UdpDriver};
 use crate::process::{NamedPipeDriver, ProcessDriver};
 use crate::replay::{ReplayControl, ReplayDriver};
 use crate::serial::SerialDriver;
 use crate::sim_source::SimulatorDriver;
+use crate::slcan::SlcanDriver;
+#[cfg(target_os = "linux")]
+use crate::socketcan::SocketCanDriver;
 use crate::source::{DeviceError, Reconnect, RunOptions, Source};
 
 /// Where passwords and keys come from (the OS keyring in the app, a map in tests).
@@ -122,9 +127,17 @@ pub fn start(
                 },
             )
         }
-        Connection::Can(_) | Connection::Modbus(_) | Connection::Ble(_) => {
+        Connection::Ble(b) => Source::spawn(BleDriver::new(b.clone())?, options),
+        Connection::Modbus(m) => Source::spawn(ModbusDriver::new(m.clone())?, options),
+        // An SLCAN adapter is a serial port speaking the Lawicel protocol; it works on
+        // every OS. SocketCAN is Linux's kernel CAN stack.
+        Connection::Can(c) if c.slcan => Source::spawn(SlcanDriver::new(c.clone())?, options),
+        #[cfg(target_os = "linux")]
+        Connection::Can(c) => Source::spawn(SocketCanDriver::new(c.clone())?, options),
+        #[cfg(not(target_os = "linux"))]
+        Connection::Can(_) => {
             return Err(DeviceError::fatal(format!(
-                "source `{}`: this connection type is not available in this build yet",
+                "source `{}`: SocketCAN exists only on Linux; use an SLCAN adapter (set `slcan`)",
                 config.id
             )))
         }

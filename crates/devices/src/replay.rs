@@ -4,6 +4,8 @@
 //! The capture is indexed once on open (time and file offset of every record), so seeking
 //! is a file seek, and memory stays small whatever the capture's size. Chunks keep their
 //! recorded timestamps, so a replayed session exports the same CSV as the live one.
+//! [`ReplayLink`] paces any [`ReplayRecords`], so other record stores (recorded sessions)
+//! replay with the same [`ReplayControl`] semantics.
 
 use std::fs::File;
 use std::io::{BufReader, Read, Seek, SeekFrom};
@@ -15,7 +17,7 @@ use bytes::Bytes;
 use sextant_telemetry::Timestamp;
 use tokio::sync::Notify;
 
-use crate::capture::{CaptureError, CaptureReader, Record, MAGIC};
+use crate::capture::{CaptureError, CaptureReader, MAGIC};
 use crate::source::{DeviceError, Driver, Link};
 
 /// Live controls of a replay, shared between the UI side and the replay link.
@@ -112,30 +114,66 @@ impl Driver for ReplayDriver {
     async fn open(&mut self) -> Result<ReplayLink, DeviceError> {
         let path = self.path.clone();
         let source = self.source;
-        let index = tokio::task::spawn_blocking(move || build_index(&path, source))
+        let (times, offsets) = tokio::task::spawn_blocking(move || build_index(&path, source))
             .await
             .map_err(|e| DeviceError::fatal(format!("indexing failed: {e}")))??;
         let file = File::open(&self.path).map_err(|e| {
             DeviceError::fatal(format!("could not open {}: {e}", self.path.display()))
         })?;
-        Ok(ReplayLink {
-            file: BufReader::with_capacity(256 * 1024, file),
-            index,
-            next: 0,
-            pending: None,
-            anchor: None,
-            generation: u64::MAX,
-            control: self.control.clone(),
-        })
+        Ok(ReplayLink::new(
+            CaptureRecords {
+                file: BufReader::with_capacity(256 * 1024, file),
+                times,
+                offsets,
+            },
+            self.control.clone(),
+        ))
     }
 }
 
-struct Entry {
-    elapsed_ns: u64,
-    offset: u64,
+/// Where a replay's records come from. Their capture times are known up front, so seeking
+/// is a binary search and pacing needs no lookahead; a record's bytes are loaded only when
+/// it is due. A capture file is one; a recorded session in a database is another.
+pub trait ReplayRecords: Send + 'static {
+    /// Capture time (ns since the session started) of every record, in play order.
+    fn times(&self) -> &[u64];
+    /// The bytes and timestamps of record `i` (`i < times().len()`).
+    fn load(&mut self, i: usize) -> Result<(Bytes, Timestamp), DeviceError>;
 }
 
-fn build_index(path: &std::path::Path, source: Option<u16>) -> Result<Vec<Entry>, DeviceError> {
+/// The records of a capture file, indexed by file offset.
+pub struct CaptureRecords {
+    file: BufReader<File>,
+    times: Vec<u64>,
+    offsets: Vec<u64>,
+}
+
+impl ReplayRecords for CaptureRecords {
+    fn times(&self) -> &[u64] {
+        &self.times
+    }
+
+    fn load(&mut self, i: usize) -> Result<(Bytes, Timestamp), DeviceError> {
+        self.file
+            .seek(SeekFrom::Start(self.offsets[i]))
+            .map_err(|e| DeviceError::fatal(format!("capture seek failed: {e}")))?;
+        let mut header_and_body = CaptureReader::without_magic(&mut self.file);
+        match header_and_body.next_record() {
+            Ok(Some(r)) => Ok((r.data, r.timestamp)),
+            Ok(None) => Err(DeviceError::fatal("the capture changed while replaying")),
+            Err(CaptureError::Io(e)) => {
+                Err(DeviceError::fatal(format!("capture read failed: {e}")))
+            }
+            Err(e) => Err(DeviceError::fatal(e.to_string())),
+        }
+    }
+}
+
+/// Capture times and file offsets of the records to play.
+fn build_index(
+    path: &std::path::Path,
+    source: Option<u16>,
+) -> Result<(Vec<u64>, Vec<u64>), DeviceError> {
     let file = File::open(path)
         .map_err(|e| DeviceError::fatal(format!("could not open {}: {e}", path.display())))?;
     let mut reader = CaptureReader::new(CountingReader {
@@ -143,16 +181,15 @@ fn build_index(path: &std::path::Path, source: Option<u16>) -> Result<Vec<Entry>
         pos: 0,
     })
     .map_err(|e| DeviceError::fatal(format!("{}: {e}", path.display())))?;
-    let mut index = Vec::new();
+    let mut times = Vec::new();
+    let mut offsets = Vec::new();
     loop {
         let offset = reader_pos(&reader);
         match reader.next_record() {
             Ok(Some(r)) => {
                 if source.is_none_or(|s| s == r.source) {
-                    index.push(Entry {
-                        elapsed_ns: r.timestamp.elapsed_ns,
-                        offset,
-                    });
+                    times.push(r.timestamp.elapsed_ns);
+                    offsets.push(offset);
                 }
             }
             Ok(None) => break,
@@ -162,7 +199,7 @@ fn build_index(path: &std::path::Path, source: Option<u16>) -> Result<Vec<Entry>
     if reader.truncated {
         tracing::warn!(path = %path.display(), "capture ends inside a record; replaying what is complete");
     }
-    Ok(index)
+    Ok((times, offsets))
 }
 
 struct CountingReader<R> {
@@ -182,46 +219,43 @@ fn reader_pos<R: Read>(r: &CaptureReader<CountingReader<R>>) -> u64 {
     r.input_ref().pos
 }
 
-pub struct ReplayLink {
-    file: BufReader<File>,
-    index: Vec<Entry>,
+/// Plays [`ReplayRecords`] with their recorded timestamps, paced by a [`ReplayControl`].
+pub struct ReplayLink<R: ReplayRecords = CaptureRecords> {
+    records: R,
     next: usize,
-    /// A record read but not yet released (kept across a cancelled read).
-    pending: Option<Record>,
+    /// A record loaded but not yet released (kept across a cancelled read).
+    pending: Option<(Bytes, Timestamp)>,
     /// Pacing anchor: (wall time, capture time) of the last re-anchoring.
     anchor: Option<(Instant, u64)>,
     generation: u64,
     control: Arc<ReplayControl>,
 }
 
-impl ReplayLink {
+impl<R: ReplayRecords> ReplayLink<R> {
+    /// A link that plays `records` from the first, under `control` (one control per link:
+    /// a seek or a step is consumed by the link that sees it).
+    pub fn new(records: R, control: Arc<ReplayControl>) -> Self {
+        ReplayLink {
+            records,
+            next: 0,
+            pending: None,
+            anchor: None,
+            generation: u64::MAX,
+            control,
+        }
+    }
+
     /// Records this replay will play.
     pub fn len(&self) -> usize {
-        self.index.len()
+        self.records.times().len()
     }
 
     pub fn is_empty(&self) -> bool {
-        self.index.is_empty()
-    }
-
-    fn load(&mut self, i: usize) -> Result<Record, DeviceError> {
-        let entry = &self.index[i];
-        self.file
-            .seek(SeekFrom::Start(entry.offset))
-            .map_err(|e| DeviceError::fatal(format!("capture seek failed: {e}")))?;
-        let mut header_and_body = CaptureReader::without_magic(&mut self.file);
-        match header_and_body.next_record() {
-            Ok(Some(r)) => Ok(r),
-            Ok(None) => Err(DeviceError::fatal("the capture changed while replaying")),
-            Err(CaptureError::Io(e)) => {
-                Err(DeviceError::fatal(format!("capture read failed: {e}")))
-            }
-            Err(e) => Err(DeviceError::fatal(e.to_string())),
-        }
+        self.records.times().is_empty()
     }
 }
 
-impl Link for ReplayLink {
+impl<R: ReplayRecords> Link for ReplayLink<R> {
     async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
         loop {
             let state = *self.control.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -229,8 +263,9 @@ impl Link for ReplayLink {
                 self.generation = state.generation;
                 self.anchor = None;
                 if let Some(target) = state.seek_ns {
-                    let base = self.index.first().map_or(0, |e| e.elapsed_ns);
-                    self.next = self.index.partition_point(|e| e.elapsed_ns - base < target);
+                    let times = self.records.times();
+                    let base = times.first().copied().unwrap_or(0);
+                    self.next = times.partition_point(|t| t.saturating_sub(base) < target);
                     self.pending = None;
                     let mut s = self.control.state.lock().unwrap_or_else(|p| p.into_inner());
                     s.seek_ns = None;
@@ -241,14 +276,13 @@ impl Link for ReplayLink {
                 continue;
             }
             if self.pending.is_none() {
-                if self.next >= self.index.len() {
+                if self.next >= self.records.times().len() {
                     return Err(DeviceError::Finished);
                 }
-                self.pending = Some(self.load(self.next)?);
+                self.pending = Some(self.records.load(self.next)?);
                 self.next += 1;
             }
-            let record = self.pending.as_ref().expect("just loaded");
-            let t = record.timestamp.elapsed_ns;
+            let t = self.pending.as_ref().expect("just loaded").1.elapsed_ns;
             if !state.paused && state.speed > 0.0 {
                 let (wall, cap) = *self.anchor.get_or_insert((Instant::now(), t));
                 let due = wall
@@ -264,8 +298,8 @@ impl Link for ReplayLink {
                 let mut s = self.control.state.lock().unwrap_or_else(|p| p.into_inner());
                 s.steps = s.steps.saturating_sub(1);
             }
-            let record = self.pending.take().expect("pending record");
-            return Ok(Some((record.data, Some(record.timestamp))));
+            let (data, timestamp) = self.pending.take().expect("pending record");
+            return Ok(Some((data, Some(timestamp))));
         }
     }
 }

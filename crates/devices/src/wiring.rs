@@ -27,6 +27,10 @@ pub trait FrameSink: Send + 'static {
     fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]);
     /// Called once when every source has ended.
     fn finish(&mut self) {}
+    /// Called with every raw chunk just before the pipeline parses it, on the pipeline
+    /// thread, so a session recorder keeps raw bytes and the frames cut from them in step
+    /// (a chunk the wiring queue dropped is neither parsed nor seen here). Must not block.
+    fn chunk(&mut self, _source: usize, _chunk: &Chunk) {}
 }
 
 /// Counters of the wiring itself.
@@ -126,6 +130,9 @@ impl Wiring {
                     let datasets_before = pipeline.datasets().len();
                     let mut frames = 0u64;
                     let mut last: Option<(Timestamp, Vec<Value>)> = None;
+                    for sink in sinks.iter_mut() {
+                        sink.chunk(source, &chunk);
+                    }
                     {
                         let datasets = pipeline.datasets().to_vec();
                         pipeline.push(source, chunk.timestamp, &chunk.data, &mut |ev| {

@@ -208,3 +208,80 @@ async fn bad_filters_are_refused_up_front() {
         assert!(e.to_string().contains("topic filter"), "{e}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn publisher_sends_the_latest_frames_at_its_rate() {
+    use sextant_devices::publisher::MqttPublisherSink;
+    use sextant_devices::sim_source::SimulatorDriver;
+    use sextant_devices::simulator::{demo_project, demo_settings};
+    use sextant_devices::wiring::{Wiring, WiringOptions};
+    use sextant_telemetry::project::{MqttPublisher, PublishFormat};
+
+    if !require("mosquitto", "mosquitto") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path());
+    // A subscriber (our own MQTT source) listening to what the publisher sends.
+    let mut listener = Source::spawn(
+        MqttDriver::new(
+            settings(broker.port, "fleet/+/frames", MqttVersion::V311),
+            None,
+        )
+        .unwrap(),
+        RunOptions::default(),
+    );
+    connected(&listener).await;
+    for format in [PublishFormat::Json, PublishFormat::Csv] {
+        let config = MqttPublisher {
+            enabled: true,
+            port: broker.port,
+            topic: "fleet/rover-1/frames".into(),
+            format,
+            rate_hz: 10,
+            ..MqttPublisher::default()
+        };
+        let publisher = MqttPublisherSink::start(&config, None).unwrap();
+        let stats = publisher.stats.clone();
+        let mut sim = demo_settings();
+        sim.frame_rate_hz = 1000.0;
+        let source = Source::spawn(SimulatorDriver { settings: sim }, RunOptions::default());
+        let (chunks, h) = source.into_parts();
+        let wiring = Wiring::start(
+            sextant_telemetry::Pipeline::new(&demo_project()).unwrap(),
+            vec![(0, chunks)],
+            vec![Box::new(publisher)],
+            WiringOptions::default(),
+        );
+        let got = receive(&mut listener, 5, Duration::from_secs(5)).await;
+        h.close().await;
+        tokio::task::spawn_blocking(move || wiring.join())
+            .await
+            .unwrap();
+        assert_eq!(got.len(), 5, "{format:?}: five publishes in time");
+        let first = String::from_utf8(got[0].to_vec()).unwrap();
+        match format {
+            PublishFormat::Json => {
+                let v: serde_json::Value = serde_json::from_str(&first).unwrap();
+                let volts = v["values"]["Power/Voltage"].as_f64().unwrap();
+                assert!((3.0..4.5).contains(&volts), "{first}");
+            }
+            _ => assert_eq!(
+                first.split(',').count(),
+                16,
+                "elapsed + 15 datasets: {first}"
+            ),
+        }
+        // 1000 frames/s published at 10 Hz: most frames are superseded, none block.
+        let s = stats.superseded.load(std::sync::atomic::Ordering::Relaxed);
+        assert!(s > 50, "superseded {s}");
+    }
+    let bad = MqttPublisherSink::start(
+        &MqttPublisher {
+            rate_hz: 100,
+            ..MqttPublisher::default()
+        },
+        None,
+    );
+    assert!(bad.err().unwrap().to_string().contains("out of range"));
+}

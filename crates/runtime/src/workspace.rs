@@ -13,6 +13,7 @@ use serde::Serialize;
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_devices::wiring::Wiring;
 use sextant_devices::SourceHandle;
+use sextant_sessions::Recorder;
 use sextant_telemetry::project::{save_atomic, Project};
 
 /// Undo steps kept.
@@ -44,6 +45,8 @@ pub struct Checkpoint {
 pub struct Live {
     pub handles: Vec<SourceHandle>,
     pub wiring: Option<Wiring>,
+    /// Records the run into a session on `sessions.startRecording`.
+    pub recorder: Recorder,
 }
 
 pub struct Workspace {
@@ -59,6 +62,10 @@ pub struct Workspace {
     next_checkpoint: u64,
     events: Vec<Event>,
     pub(crate) live: Option<Live>,
+    /// The sessions database (a setting, not project data); recording is off without one.
+    pub(crate) sessions_db: Option<PathBuf>,
+    /// Export parsed frames to this CSV file while connected (a setting, not project data).
+    pub(crate) csv_export: Option<PathBuf>,
 }
 
 fn invalid(issues: Vec<sextant_telemetry::project::ValidationIssue>) -> CommandError {
@@ -91,11 +98,30 @@ impl Workspace {
             next_checkpoint: 1,
             events: Vec::new(),
             live: None,
+            sessions_db: None,
+            csv_export: None,
+        }
+    }
+
+    /// A workspace for a project loaded from `path`; edits are saved back there.
+    pub fn opened(project: Project, path: PathBuf) -> Workspace {
+        Workspace {
+            path: Some(path),
+            ..Workspace::new(project)
         }
     }
 
     pub fn project(&self) -> &Project {
         &self.project
+    }
+
+    /// Where `sessions.*` keep recorded sessions (the file is created when first used).
+    pub fn set_sessions_db(&mut self, path: Option<PathBuf>) {
+        self.sessions_db = path;
+    }
+
+    pub fn sessions_db(&self) -> Option<&std::path::Path> {
+        self.sessions_db.as_deref()
     }
 
     pub fn path(&self) -> Option<&std::path::Path> {

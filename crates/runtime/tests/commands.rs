@@ -102,6 +102,23 @@ fn a_dashboard_built_through_commands_saves_reloads_and_parses() {
 fn every_safe_command_leaves_the_project_byte_identical() {
     let mut rt = Runtime::new(Workspace::new(Project::default()));
     build(&mut rt);
+    // A sessions database holding one session, for sessions.list and sessions.get to read.
+    let sessions_dir = tempfile::tempdir().unwrap();
+    let db = sessions_dir.path().join("sessions.db");
+    let session = sextant_sessions::SessionWriter::start(
+        &db,
+        sextant_sessions::NewSession {
+            title: "bench".into(),
+            project: rt.workspace.project().clone(),
+            tags: vec!["bench".into()],
+        },
+        Default::default(),
+    )
+    .unwrap()
+    .close()
+    .unwrap()
+    .id;
+    rt.workspace.set_sessions_db(Some(db));
     let before = project_bytes(&rt);
     let calls: Vec<(&str, Value)> = vec![
         ("project.get", json!({})),
@@ -139,7 +156,11 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ),
         ("assistant.listCheckpoints", json!({})),
         ("io.status", json!({})),
+        ("csvExport.status", json!({})),
         ("dashboard.latestFrame", json!({})),
+        ("sessions.list", json!({})),
+        ("sessions.list", json!({"tag": "bench"})),
+        ("sessions.get", json!({"id": session})),
         ("meta.listCommands", json!({"prefix": "project.dataset"})),
         (
             "meta.describeCommand",
@@ -402,4 +423,196 @@ fn the_command_reference_is_current() {
         rt.specs().count() >= 35,
         "the reference lists every command"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn connect_shows_live_values_and_exports_csv_in_the_background() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("live.csv");
+    let project: Project = serde_json::from_value(json!({
+        "format": "sextant-project", "schemaVersion": 1,
+        "sources": [{"id": "sim", "connection": {"type": "simulator", "frameRateHz": 200,
+                     "channels": [{"name": "a", "waveform": "saw", "frequencyHz": 1, "amplitude": 1}]},
+                     "parser": {"kind": "delimited"}}],
+        "groups": [{"id": "g", "title": "G", "datasets": [{"id": "a", "title": "A", "index": 1}]}]
+    }))
+    .unwrap();
+    let handle = Runtime::new(Workspace::new(project)).spawn(None);
+    let run = |name: &'static str, params: Value| {
+        let h = handle.clone();
+        async move { h.call(Caller::Ui, name, params, edits()).await.unwrap() }
+    };
+    run("csvExport.enable", json!({"path": csv})).await;
+    run("io.connect", json!({})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let status = run("io.status", json!({})).await;
+    assert_eq!(status["sources"][0]["status"], "connected", "{status}");
+    assert!(
+        status["sources"][0]["frames"].as_u64().unwrap() > 50,
+        "{status}"
+    );
+    let frame = run("dashboard.latestFrame", json!({})).await;
+    let a = frame["values"]["a"].as_f64().unwrap();
+    assert!((-1.0..=1.0).contains(&a), "{frame}");
+    run("io.disconnect", json!({})).await;
+    let written = (0..50).any(|_| {
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        std::fs::read_to_string(&csv)
+            .map(|t| t.lines().count() > 50)
+            .unwrap_or(false)
+    });
+    assert!(written, "the CSV export was not written");
+    assert!(std::fs::read_to_string(&csv)
+        .unwrap()
+        .starts_with("elapsed_s,G/A\n"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let project: Project = serde_json::from_value(json!({
+        "format": "sextant-project", "schemaVersion": 1,
+        "sources": [{"id": "sim", "connection": {"type": "simulator", "frameRateHz": 500,
+                     "channels": [{"name": "a", "waveform": "saw", "frequencyHz": 1, "amplitude": 1}]},
+                     "parser": {"kind": "delimited"}}],
+        "groups": [{"id": "g", "title": "G", "datasets": [{"id": "a", "title": "A", "index": 1}]}]
+    }))
+    .unwrap();
+    let mut rt = Runtime::new(Workspace::new(project));
+    let fails = |rt: &mut Runtime, name: &str, params: Value| {
+        rt.execute(Caller::Ui, name, params, edits(), true)
+            .unwrap_err()
+    };
+
+    // Without a database: an empty list, and recording says what to do.
+    let empty = call(&mut rt, "sessions.list", json!({}));
+    assert_eq!(empty, json!({"sessions": []}));
+    let e = fails(&mut rt, "sessions.startRecording", json!({}));
+    assert!(e.message.contains("sessions.setDatabase"), "{e:?}");
+    call(&mut rt, "sessions.setDatabase", json!({"path": db}));
+    let e = fails(&mut rt, "sessions.startRecording", json!({}));
+    assert!(e.message.contains("io.connect"), "{e:?}");
+
+    call(&mut rt, "io.connect", json!({}));
+    let id = call(
+        &mut rt,
+        "sessions.startRecording",
+        json!({"title": "bench", "tags": ["todo"]}),
+    )["id"]
+        .as_i64()
+        .unwrap();
+    let e = fails(&mut rt, "sessions.startRecording", json!({}));
+    assert!(e.message.contains("already recording"), "{e:?}");
+    tokio::time::sleep(std::time::Duration::from_millis(600)).await;
+    let listing = call(&mut rt, "sessions.list", json!({}));
+    assert_eq!(listing["recording"]["id"], id, "{listing}");
+    let stopped = call(&mut rt, "sessions.stopRecording", json!({}));
+    assert_eq!(stopped["stopped"], true);
+    let frames = stopped["session"]["frames"].as_u64().unwrap();
+    assert!(frames > 50, "{stopped}");
+    assert_eq!(stopped["session"]["droppedFrames"], 0);
+
+    // A second recording is closed by io.disconnect (when the pipeline ends).
+    let second = call(&mut rt, "sessions.startRecording", json!({}))["id"]
+        .as_i64()
+        .unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    call(&mut rt, "io.disconnect", json!({}));
+    let mut closed = false;
+    for _ in 0..100 {
+        let listing = call(&mut rt, "sessions.list", json!({}));
+        let s = &listing["sessions"][1];
+        assert_eq!(s["id"], second);
+        if s.get("endedUnixMs").is_some() {
+            assert_eq!(s["title"], format!("Session {second}"));
+            closed = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    assert!(closed, "disconnecting did not close the recording");
+
+    let tags = call(
+        &mut rt,
+        "sessions.tag",
+        json!({"id": id, "add": ["bench", "field"], "remove": ["todo"]}),
+    );
+    assert_eq!(tags["tags"], json!(["bench", "field"]));
+    let e = fails(&mut rt, "sessions.tag", json!({"id": id, "add": [""]}));
+    assert_eq!(e.path.as_deref(), Some("add[0]"), "{e:?}");
+    call(
+        &mut rt,
+        "sessions.rename",
+        json!({"id": id, "title": "Bench run"}),
+    );
+    let tagged = call(&mut rt, "sessions.list", json!({"tag": "field"}));
+    assert_eq!(tagged["sessions"].as_array().unwrap().len(), 1);
+    assert_eq!(tagged["sessions"][0]["title"], "Bench run");
+    let detail = call(&mut rt, "sessions.get", json!({"id": id}));
+    assert_eq!(detail["columns"], json!(["G/A"]));
+    assert_eq!(detail["frames"], frames);
+    assert_eq!(detail["project"]["sources"][0]["id"], "sim");
+
+    let csv = dir.path().join("bench.csv");
+    let exported = call(
+        &mut rt,
+        "sessions.exportCsv",
+        json!({"id": id, "path": csv}),
+    );
+    assert_eq!(exported["rows"], frames);
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("elapsed_s,G/A\n"), "{}", &text[..40]);
+    assert_eq!(text.lines().count() as u64, frames + 1);
+
+    // Replay at full speed: the last frame on the dashboard is the session's last row.
+    let before = project_bytes(&rt);
+    let replay = call(&mut rt, "sessions.replay", json!({"id": id, "speed": 0}));
+    assert_eq!(replay["projectReplaced"], false);
+    assert_eq!(project_bytes(&rt), before);
+    let e = fails(&mut rt, "sessions.replay", json!({"id": id}));
+    assert!(e.message.contains("io.disconnect"), "{e:?}");
+    let mut finished = false;
+    for _ in 0..200 {
+        let status = call(&mut rt, "io.status", json!({}));
+        if status["sources"][0]["status"] == "finished" {
+            finished = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
+    }
+    assert!(finished, "the replay did not finish");
+    let last_row = text.lines().last().unwrap();
+    let (elapsed, value) = last_row.split_once(',').unwrap();
+    let frame = call(&mut rt, "dashboard.latestFrame", json!({}));
+    assert_eq!(
+        format!("{:.6}", frame["elapsedS"].as_f64().unwrap()),
+        elapsed
+    );
+    assert_eq!(frame["values"]["a"].as_f64().unwrap().to_string(), value);
+    call(&mut rt, "io.disconnect", json!({}));
+
+    // Deleting always asks, even with edits auto-approved.
+    let refused = rt
+        .execute(
+            Caller::Assistant,
+            "sessions.delete",
+            json!({"id": id}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(refused.code, ErrorCode::NotAllowed);
+    rt.execute(
+        Caller::Ui,
+        "sessions.delete",
+        json!({"id": id, "vacuum": true}),
+        edits(),
+        true,
+    )
+    .unwrap();
+    let gone = fails(&mut rt, "sessions.get", json!({"id": id}));
+    assert_eq!(gone.code, ErrorCode::NotFound);
+    let left = call(&mut rt, "sessions.list", json!({}));
+    assert_eq!(left["sessions"].as_array().unwrap().len(), 1);
 }

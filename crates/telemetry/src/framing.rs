@@ -52,6 +52,9 @@ pub fn unescape(text: &str) -> Result<Vec<u8>, DelimiterError> {
             b'\\' => b'\\',
             b'x' | b'X' => {
                 let hex = text.get(i..i + 2).ok_or_else(bad)?;
+                if !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+                    return Err(bad()); // `from_str_radix` would take `\x+1`
+                }
                 i += 2;
                 u8::from_str_radix(hex, 16).map_err(|_| bad())?
             }
@@ -70,6 +73,11 @@ pub fn parse_hex_bytes(text: &str) -> Result<Vec<u8>, DelimiterError> {
             .strip_prefix("0x")
             .or_else(|| token.strip_prefix("0X"))
             .unwrap_or(token);
+        // Only hex digits: `from_str_radix` would also take a sign, and slicing other text
+        // two bytes at a time could split a character.
+        if !token.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Err(bad());
+        }
         if token.len() % 2 == 1 {
             // A lone nibble like `A` in `A 55` means 0x0A.
             digits.push('0');
@@ -94,7 +102,8 @@ pub struct FramingStats {
     pub oversize_dropped: u64,
     /// Frames discarded because their checksum did not match.
     pub checksum_failed: u64,
-    /// Bytes thrown away outside frames (noise before a start delimiter, oversize bodies).
+    /// Bytes thrown away: noise outside frames, and every byte (delimiters and checksum
+    /// included) of an over-long frame.
     pub bytes_discarded: u64,
 }
 
@@ -155,6 +164,15 @@ struct Patterns {
     longest: usize,
 }
 
+/// Why a match found in the bytes so far may not be the one the whole stream gives.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Undecided {
+    /// A longer pattern may still complete at the same position (`\r` now, `\r\n` later).
+    Longer,
+    /// A pattern may still complete at an earlier position.
+    Earlier,
+}
+
 impl Patterns {
     fn new(patterns: &[Vec<u8>]) -> Self {
         let mut sorted: Vec<Vec<u8>> = patterns.iter().filter(|p| !p.is_empty()).cloned().collect();
@@ -175,6 +193,10 @@ impl Patterns {
         }
     }
 
+    fn needles(&self) -> impl Iterator<Item = &[u8]> {
+        self.finders.iter().map(|f| f.needle())
+    }
+
     /// Earliest match in `hay` as (position, length).
     fn find(&self, hay: &[u8]) -> Option<(usize, usize)> {
         if let Some(b) = self.single_byte {
@@ -191,9 +213,41 @@ impl Patterns {
         }
         best
     }
+
+    /// Whether bytes after the end of `hay` could still replace the match `(at, len)` that
+    /// [`find`](Self::find) gave: only a pattern that `hay` ends partway through can.
+    fn undecided(&self, hay: &[u8], at: usize, len: usize) -> Option<Undecided> {
+        // A pattern cut off by the end of `hay` starts within its last `longest - 1` bytes.
+        let from = (hay.len() + 1).saturating_sub(self.longest);
+        let mut longer = false;
+        for q in from..=at {
+            let tail = &hay[q..];
+            for needle in self.needles() {
+                if needle.len() > tail.len() && needle.starts_with(tail) {
+                    if q < at {
+                        return Some(Undecided::Earlier);
+                    }
+                    longer |= needle.len() > len;
+                }
+            }
+        }
+        longer.then_some(Undecided::Longer)
+    }
+}
+
+/// An end delimiter that closed a frame but that a longer end delimiter could still extend
+/// (`\r` of `\r\n`): the bytes that follow decide how many of them belong to it.
+#[derive(Debug, Clone)]
+struct OpenEnd {
+    matched: Vec<u8>,
+    /// The frame it closed was discarded, so the rest of its delimiter is discarded too.
+    discarded: bool,
 }
 
 /// Cuts one source's byte stream into checksum-verified frame payloads.
+///
+/// With delimiters, the frames and counters never depend on how the stream was split into
+/// chunks: a delimiter match that later bytes could still change waits for them.
 #[derive(Debug, Clone)]
 pub struct Framer {
     mode: FrameMode,
@@ -202,8 +256,9 @@ pub struct Framer {
     checksum: ChecksumKind,
     max_frame: usize,
     buf: Vec<u8>,
-    /// Inside an over-long frame: drop bytes until the next delimiter.
+    /// Inside an over-long frame: drop bytes until its end delimiter.
     skipping: bool,
+    open_end: Option<OpenEnd>,
     stats: FramingStats,
 }
 
@@ -217,6 +272,7 @@ impl Framer {
             max_frame: config.max_frame_bytes,
             buf: Vec::new(),
             skipping: false,
+            open_end: None,
             stats: FramingStats::default(),
         }
     }
@@ -234,6 +290,7 @@ impl Framer {
     pub fn reset(&mut self) {
         self.buf.clear();
         self.skipping = false;
+        self.open_end = None;
     }
 
     /// Feeds one chunk; calls `emit` with each complete, verified payload in order.
@@ -258,28 +315,37 @@ impl Framer {
     }
 
     /// Keeps the pending buffer within the frame limit, discarding an over-long frame.
+    ///
+    /// The limit is the most a frame within `max_frame_bytes` can leave pending, so only a
+    /// frame that is certain to be too long is cut; what is kept is what could still be its
+    /// end delimiter and checksum (or, start-only, the beginning of the next start delimiter).
     fn bound_buffer(&mut self) {
-        let overhead = self.start.longest + self.ends.longest + self.checksum.len();
-        if self.buf.len() <= self.max_frame + overhead {
+        let n = self.checksum.len();
+        let (slen, elen) = (self.start.longest, self.ends.longest);
+        let (limit, keep) = match self.mode {
+            FrameMode::EndOnly => (self.max_frame + elen + n, elen + n),
+            FrameMode::StartEnd => (self.max_frame + slen + elen + n, elen + n),
+            FrameMode::StartOnly => {
+                let partial_start = slen.saturating_sub(1);
+                (self.max_frame + slen + n + partial_start, partial_start)
+            }
+            FrameMode::None => return,
+        };
+        if self.skipping {
+            // Still inside the over-long frame: drop its bytes as they come, so what is
+            // pending (and counted) does not depend on how reads fell.
+        } else if self.buf.len() > limit {
+            self.stats.oversize_dropped += 1;
+            // The rest of an end-delimited frame is garbage until its end delimiter; a
+            // start-only frame ends where the next start delimiter begins, which scanning
+            // finds by itself.
+            self.skipping = self.mode != FrameMode::StartOnly;
+        } else {
             return;
         }
-        if !self.skipping {
-            self.stats.oversize_dropped += 1;
-        }
-        // Keep a tail that could hold the beginning of the next delimiter.
-        let keep = match self.mode {
-            FrameMode::EndOnly => self.ends.longest.saturating_sub(1),
-            _ => self.start.longest.saturating_sub(1),
-        };
-        let cut = self.buf.len() - keep;
+        let cut = self.buf.len().saturating_sub(keep);
         self.stats.bytes_discarded += cut as u64;
         self.buf.drain(..cut);
-        match self.mode {
-            // The rest of this frame is garbage until the next end delimiter.
-            FrameMode::EndOnly => self.skipping = true,
-            // Framed modes resynchronise on the next start delimiter by themselves.
-            _ => self.skipping = false,
-        }
     }
 
     fn whole_chunk(&mut self, chunk: &[u8], emit: &mut dyn FnMut(&[u8])) {
@@ -288,29 +354,45 @@ impl Framer {
             self.stats.bytes_discarded += chunk.len() as u64;
             return;
         }
-        self.deliver_trailing_checksum(chunk, emit);
+        self.deliver_trailing_checksum(chunk, chunk.len(), emit);
     }
 
-    /// Frames whose checksum is their last bytes (start-only and whole-chunk modes).
-    fn deliver_trailing_checksum(&mut self, frame: &[u8], emit: &mut dyn FnMut(&[u8])) {
+    /// Frames whose checksum is their last bytes (start-only and whole-chunk modes);
+    /// `wire` is the frame's length in the stream, delimiters included.
+    fn deliver_trailing_checksum(
+        &mut self,
+        frame: &[u8],
+        wire: usize,
+        emit: &mut dyn FnMut(&[u8]),
+    ) {
         let n = self.checksum.len();
         if frame.len() < n {
             self.stats.checksum_failed += 1;
             return;
         }
         let (payload, trailer) = frame.split_at(frame.len() - n);
-        self.deliver(payload, trailer, emit);
+        self.deliver(payload, trailer, wire, emit);
     }
 
-    fn deliver(&mut self, payload: &[u8], trailer: &[u8], emit: &mut dyn FnMut(&[u8])) {
+    /// Emits a payload that fits and passes its checksum; returns whether it did.
+    fn deliver(
+        &mut self,
+        payload: &[u8],
+        trailer: &[u8],
+        wire: usize,
+        emit: &mut dyn FnMut(&[u8]),
+    ) -> bool {
         if payload.len() > self.max_frame {
             self.stats.oversize_dropped += 1;
-            self.stats.bytes_discarded += payload.len() as u64;
+            self.stats.bytes_discarded += wire as u64;
+            false
         } else if self.checksum.verify(payload, trailer) {
             self.stats.frames += 1;
             emit(payload);
+            true
         } else {
             self.stats.checksum_failed += 1;
+            false
         }
     }
 
@@ -324,49 +406,123 @@ impl Framer {
         }
     }
 
-    fn scan_end_only(&mut self, data: &[u8], emit: &mut dyn FnMut(&[u8])) -> usize {
+    /// Settles an open end delimiter with the bytes that followed it: consumes those that
+    /// complete the longest delimiter it begins, or returns `None` while that is unknown.
+    fn close_open_end(&mut self, data: &[u8]) -> Option<usize> {
+        let Some(open) = &self.open_end else {
+            return Some(0);
+        };
+        let (mut extra, mut waiting) = (0, 0);
+        for needle in self.ends.needles() {
+            let Some(rest) = needle.strip_prefix(open.matched.as_slice()) else {
+                continue;
+            };
+            if data.starts_with(rest) {
+                extra = extra.max(rest.len());
+            } else if rest.starts_with(data) {
+                waiting = waiting.max(rest.len());
+            }
+        }
+        if waiting > extra {
+            return None;
+        }
+        if open.discarded {
+            self.stats.bytes_discarded += extra as u64;
+        }
+        self.open_end = None;
+        Some(extra)
+    }
+
+    /// The end of the frame whose payload begins at `body`: (payload end, where the next
+    /// frame begins, whether a longer end delimiter could still extend the match), or
+    /// `None` until the bytes that decide it have arrived.
+    fn find_end(&self, data: &[u8], body: usize) -> Option<(usize, usize, bool)> {
         let n = self.checksum.len();
-        let mut pos = 0;
-        while let Some((at, len)) = self.ends.find(&data[pos..]) {
-            let frame_end = pos + at;
-            let next = frame_end + len + n;
-            if next > data.len() {
-                break; // the checksum has not arrived yet
-            }
-            if self.skipping {
-                self.skipping = false;
-                self.stats.bytes_discarded += (next - pos) as u64;
-            } else {
-                self.deliver(&data[pos..frame_end], &data[frame_end + len..next], emit);
-            }
+        let (at, len) = self.ends.find(&data[body..])?;
+        let end = body + at;
+        let next = end + len + n;
+        if next > data.len() {
+            return None; // the checksum has not arrived yet
+        }
+        match self.ends.undecided(&data[body..], at, len) {
+            None => Some((end, next, false)),
+            // The payload is settled; only where the next frame begins is not. With a
+            // checksum, though, its position depends on which delimiter it was.
+            Some(Undecided::Longer) if n == 0 => Some((end, next, true)),
+            Some(_) => None,
+        }
+    }
+
+    /// Delivers (or, inside an over-long frame, discards) the frame from `start` to `next`.
+    #[allow(clippy::too_many_arguments)]
+    fn end_frame(
+        &mut self,
+        data: &[u8],
+        start: usize,
+        body: usize,
+        end: usize,
+        next: usize,
+        open: bool,
+        emit: &mut dyn FnMut(&[u8]),
+    ) {
+        let n = self.checksum.len();
+        let discarded = if std::mem::take(&mut self.skipping) {
+            self.stats.bytes_discarded += (next - start) as u64;
+            true
+        } else {
+            !self.deliver(&data[body..end], &data[next - n..next], next - start, emit)
+        };
+        if open {
+            self.open_end = Some(OpenEnd {
+                matched: data[end..next - n].to_vec(),
+                discarded,
+            });
+        }
+    }
+
+    fn scan_end_only(&mut self, data: &[u8], emit: &mut dyn FnMut(&[u8])) -> usize {
+        let Some(mut pos) = self.close_open_end(data) else {
+            return 0;
+        };
+        while let Some((end, next, open)) = self.find_end(data, pos) {
+            self.end_frame(data, pos, pos, end, next, open, emit);
             pos = next;
+            if open {
+                break;
+            }
         }
         pos
     }
 
     fn scan_start_end(&mut self, data: &[u8], emit: &mut dyn FnMut(&[u8])) -> usize {
-        let n = self.checksum.len();
         let slen = self.start.longest;
-        let mut pos = 0;
+        let Some(mut pos) = self.close_open_end(data) else {
+            return 0;
+        };
         loop {
-            let Some((s, _)) = self.start.find(&data[pos..]) else {
-                // No start: everything but a possible partial start delimiter is noise.
-                let keep = slen.saturating_sub(1).min(data.len() - pos);
-                let noise = data.len() - pos - keep;
-                self.stats.bytes_discarded += noise as u64;
-                return pos + noise;
+            // Inside an over-long frame its payload simply goes on; otherwise a frame
+            // begins at the next start delimiter.
+            let (start, body) = if self.skipping {
+                (pos, pos)
+            } else {
+                let Some((s, _)) = self.start.find(&data[pos..]) else {
+                    // No start: everything but a possible partial start delimiter is noise.
+                    let keep = slen.saturating_sub(1).min(data.len() - pos);
+                    let noise = data.len() - pos - keep;
+                    self.stats.bytes_discarded += noise as u64;
+                    return pos + noise;
+                };
+                self.stats.bytes_discarded += s as u64;
+                (pos + s, pos + s + slen)
             };
-            self.stats.bytes_discarded += s as u64;
-            let body = pos + s + slen;
-            let Some((e, elen)) = self.ends.find(&data[body..]) else {
-                return pos + s;
+            let Some((end, next, open)) = self.find_end(data, body) else {
+                return start;
             };
-            let next = body + e + elen + n;
-            if next > data.len() {
-                return pos + s;
-            }
-            self.deliver(&data[body..body + e], &data[body + e + elen..next], emit);
+            self.end_frame(data, start, body, end, next, open, emit);
             pos = next;
+            if open {
+                return pos;
+            }
         }
     }
 
@@ -385,7 +541,7 @@ impl Framer {
                 return frame_start;
             };
             let frame_end = body + next;
-            self.deliver_trailing_checksum(&data[body..frame_end], emit);
+            self.deliver_trailing_checksum(&data[body..frame_end], frame_end - frame_start, emit);
             frame_start = frame_end;
         }
     }
@@ -401,6 +557,13 @@ mod tests {
         assert_eq!(parse_hex_bytes("0xaa,0x55").unwrap(), vec![0xAA, 0x55]);
         assert_eq!(parse_hex_bytes("AA55").unwrap(), vec![0xAA, 0x55]);
         assert!(parse_hex_bytes("GG").is_err());
+        assert!(parse_hex_bytes("+A").is_err());
+        assert!(
+            parse_hex_bytes("€").is_err(),
+            "non-ASCII must not split a character"
+        );
+        assert!(parse_hex_bytes("A€").is_err());
+        assert!(unescape("\\x+1").is_err());
         assert!(parse_hex_bytes("").is_err());
         assert_eq!(unescape("\\r\\n").unwrap(), b"\r\n");
         assert_eq!(unescape("\n").unwrap(), b"\n");

@@ -5,13 +5,15 @@
 //! [`checksum`]; [`decode`] turns a payload into what the parser sees; [`parse`] turns it
 //! into rows of [`Value`]s; [`transform`] (and [`expr`]) post-process dataset values;
 //! [`pipeline`] wires all of that per project; [`series`] keeps history for plots and
-//! [`csv`] writes it out.
+//! [`csv`] writes it out. [`can_frame`] is the byte layout CAN sources and CAN parsers
+//! share.
 //!
 //! Architecture invariant: this crate is pure. It does no I/O beyond the explicit
 //! project save/load helpers and a caller-supplied CSV writer, spawns no threads, and knows
 //! nothing of async, devices or the UI. Callers hand it byte chunks with timestamps; it
 //! hands back values.
 
+pub mod can_frame;
 pub mod checksum;
 pub mod csv;
 pub mod decode;

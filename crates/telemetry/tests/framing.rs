@@ -10,6 +10,7 @@ struct Outcome {
     frames: Vec<Vec<u8>>,
     oversize: u64,
     checksum_failed: u64,
+    discarded: u64,
 }
 
 fn run(config: &FramerConfig, chunks: &[Vec<u8>]) -> Outcome {
@@ -29,6 +30,7 @@ fn run(config: &FramerConfig, chunks: &[Vec<u8>]) -> Outcome {
         frames,
         oversize: s.oversize_dropped,
         checksum_failed: s.checksum_failed,
+        discarded: s.bytes_discarded,
     }
 }
 
@@ -53,7 +55,7 @@ fn framing_cases() {
             .collect();
         let want_over = case["oversize"].as_u64().unwrap();
         let want_crc = case["checksum_failed"].as_u64().unwrap();
-        let check = |how: &str, got: Outcome| {
+        let check = |how: &str, got: &Outcome| {
             assert_eq!(got.frames, want, "{name} ({how}): frames");
             assert_eq!(got.oversize, want_over, "{name} ({how}): oversize counter");
             assert_eq!(
@@ -61,10 +63,18 @@ fn framing_cases() {
                 "{name} ({how}): checksum counter"
             );
         };
-        check("as given", run(&config, &chunks));
+        let given = run(&config, &chunks);
+        check("as given", &given);
         if !case["split_invariant"].as_bool().unwrap() {
             continue;
         }
+        let check = |how: &str, got: Outcome| {
+            check(how, &got);
+            assert_eq!(
+                got.discarded, given.discarded,
+                "{name} ({how}): discarded bytes counter"
+            );
+        };
         let stream: Vec<u8> = chunks.concat();
         let bytewise: Vec<Vec<u8>> = stream.iter().map(|b| vec![*b]).collect();
         check("byte by byte", run(&config, &bytewise));

@@ -85,6 +85,9 @@ fn bad_parser_configs_are_refused_with_a_reason() {
         serde_json::json!({"kind": "binary", "fields": []}),
         serde_json::json!({"kind": "script", "language": "lua", "code": "function parse(f"}),
         serde_json::json!({"kind": "script", "language": "javascript", "code": "var x = 1;"}),
+        serde_json::json!({"kind": "can", "messages": []}),
+        serde_json::json!({"kind": "can", "messages": [{"id": 1, "signals": [
+            {"name": "s", "startBit": 0, "size": 0}]}]}),
     ];
     for config in bad {
         let parsed: ParserConfig = serde_json::from_value(config.clone()).unwrap();

@@ -103,6 +103,27 @@ fn semantic_problems_are_all_reported_with_paths() {
 }
 
 #[test]
+fn hex_fields_holding_other_text_are_reported_not_a_crash() {
+    let mut v = full_project();
+    v["sources"][0]["framing"]["delimiterFormat"] = json!("hex");
+    v["sources"][0]["framing"]["start"] = json!("\u{20ac}");
+    v["sources"][0]["framing"]["end"] = json!(["0D \u{20ac}", "+A"]);
+    v["actions"][0]["payload"] = json!("A\u{20ac}");
+    let Err(LoadError::Invalid(issues)) = Project::from_json_str(&v.to_string()) else {
+        panic!("expected validation issues");
+    };
+    let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+    for want in [
+        "sources[0].framing.start",
+        "sources[0].framing.end[0]",
+        "sources[0].framing.end[1]",
+        "actions[0].payload",
+    ] {
+        assert!(paths.contains(&want), "missing {want} in {issues:#?}");
+    }
+}
+
+#[test]
 fn version_and_syntax_errors_say_what_to_do() {
     let e = Project::from_json_str("{\"title\": \"x\",\n \"groups\": [}").unwrap_err();
     assert!(matches!(e, LoadError::Syntax { line: 2, .. }), "{e:?}");
@@ -153,4 +174,33 @@ fn the_schema_accepts_a_real_project_and_describes_its_parts() {
     ] {
         assert!(text.contains(needle), "schema lacks {needle}");
     }
+}
+
+#[test]
+fn can_sources_need_raw_bytes_and_one_frame_per_chunk() {
+    let layout = json!({"kind": "can", "messages": [
+        {"id": 256, "signals": [{"name": "rpm", "startBit": 0, "size": 16}]}]});
+    let mut v = json!({
+        "format": "sextant-project", "schemaVersion": 1,
+        "sources": [{"id": "can", "parser": layout,
+                     "decoder": "binary", "framing": {"mode": "none"}}]
+    });
+    let p = Project::from_json_str(&v.to_string()).unwrap();
+    assert!(p.validate().is_empty(), "{:?}", p.validate());
+    v["sources"][0]["decoder"] = json!("plainText");
+    v["sources"][0]["framing"]["mode"] = json!("endOnly");
+    v["sources"][0]["parser"]["messages"] = json!([]);
+    let Err(LoadError::Invalid(issues)) = Project::from_json_str(&v.to_string()) else {
+        panic!("expected validation issues");
+    };
+    let paths: Vec<&str> = issues.iter().map(|i| i.path.as_str()).collect();
+    assert_eq!(
+        paths,
+        [
+            "sources[0].parser.messages",
+            "sources[0].decoder",
+            "sources[0].framing.mode"
+        ],
+        "{issues:#?}"
+    );
 }

@@ -6,11 +6,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 use sextant_commands::{CommandError, Registry, Tier};
 use sextant_devices::connect::{start, NoSecrets};
-use sextant_devices::wiring::{Wiring, WiringOptions};
+use sextant_devices::publisher::MqttPublisherSink;
+use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
 use sextant_devices::{Clock, RunOptions};
+use sextant_sessions::Recorder;
 use sextant_telemetry::checksum::ChecksumKind;
 use sextant_telemetry::framing::parse_hex_bytes;
-use sextant_telemetry::project::LineEnding;
+use sextant_telemetry::project::{LineEnding, MqttPublisher};
 use sextant_telemetry::Pipeline;
 
 use super::project::{Done, NoParams};
@@ -51,7 +53,70 @@ struct Send {
     checksum: Option<ChecksumKind>,
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CsvEnable {
+    /// CSV file to write (`elapsed_s, Group/Dataset, …`, one row per frame).
+    path: std::path::PathBuf,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PublisherConfig {
+    /// The publisher settings, stored in the project (the password stays in the keyring).
+    publisher: MqttPublisher,
+}
+
 pub fn register(r: &mut Registry<Workspace>) {
+    r.register(
+        "csvExport.enable",
+        Tier::Confirm,
+        "Exports every parsed frame to a CSV file from the next io.connect on, on a writer \
+         thread that never stalls ingestion.",
+        |ws: &mut Workspace, p: CsvEnable| {
+            ws.csv_export = Some(p.path);
+            Ok(Done::detail(if ws.live.is_some() {
+                "takes effect at the next io.connect"
+            } else {
+                "enabled"
+            }))
+        },
+    );
+    r.register(
+        "csvExport.disable",
+        Tier::Confirm,
+        "Stops CSV export (from the next connect).",
+        |ws: &mut Workspace, _: NoParams| {
+            ws.csv_export = None;
+            Ok(Done::ok())
+        },
+    );
+    r.register(
+        "csvExport.status",
+        Tier::Safe,
+        "The CSV export file, if enabled.",
+        |ws: &mut Workspace, _: NoParams| {
+            Ok(json!({ "enabled": ws.csv_export.is_some(), "path": ws.csv_export }))
+        },
+    );
+    r.register(
+        "mqtt.publisher.configure",
+        Tier::Confirm,
+        "Sets the MQTT publisher (frames as JSON or CSV at 1–30 Hz to a broker); used from the next io.connect.",
+        |ws: &mut Workspace, p: PublisherConfig| {
+            if !(1..=30).contains(&p.publisher.rate_hz) {
+                return Err(CommandError::invalid("publisher.rateHz", "the publish rate must be 1 to 30 Hz"));
+            }
+            ws.edit("configure MQTT publisher", |proj| {
+                proj.mqtt_publisher = Some(p.publisher);
+                Ok(Done::ok())
+            })
+        },
+    )
+    .example(
+        "publish JSON at 10 Hz",
+        json!({"publisher": {"enabled": true, "host": "127.0.0.1", "port": 1883, "topic": "lab/rover/frames", "format": "json", "rateHz": 10}}),
+    );
     r.register(
         "io.connect",
         Tier::Confirm,
@@ -77,10 +142,23 @@ pub fn register(r: &mut Registry<Workspace>) {
                 inputs.push((i, chunks));
                 handles.push(handle);
             }
-            let wiring = Wiring::start(pipeline, inputs, Vec::new(), WiringOptions::default());
+            let mut sinks: Vec<Box<dyn FrameSink>> = Vec::new();
+            if let Some(path) = &ws.csv_export {
+                sinks.push(Box::new(CsvSink::new(path.clone())));
+            }
+            if let Some(config) = project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
+                let publisher = MqttPublisherSink::start(config, None)
+                    .map_err(|e| CommandError::failed(format!("MQTT publisher: {e}")))?;
+                sinks.push(Box::new(publisher));
+            }
+            // Idle until sessions.startRecording; closes its session when the sources end.
+            let recorder = Recorder::new(project.clone());
+            sinks.push(Box::new(recorder.sink()));
+            let wiring = Wiring::start(pipeline, inputs, sinks, WiringOptions::default());
             ws.live = Some(Live {
                 handles,
                 wiring: Some(wiring),
+                recorder,
             });
             ws.push_event(Event::Connected);
             Ok(Done::ok())

@@ -8,6 +8,7 @@ mod io;
 mod meta;
 mod parser;
 mod project;
+mod sessions;
 mod structure;
 
 use std::sync::{Arc, OnceLock};
@@ -26,6 +27,7 @@ pub fn registry() -> Registry<Workspace> {
     structure::register(&mut r);
     parser::register(&mut r);
     io::register(&mut r);
+    sessions::register(&mut r);
     meta::register(&mut r, specs.clone());
     let _ = specs.set(r.specs().cloned().collect());
     debug_assert!(r.check_consistency().is_ok(), "{:?}", r.check_consistency());

@@ -5,6 +5,7 @@
 //! returns a [`ParseError`] (the frame is dropped and counted, the stream goes on).
 
 mod binary;
+mod can;
 mod delimited;
 mod json;
 mod keyvalue;
@@ -15,6 +16,7 @@ pub(crate) mod script;
 use std::sync::Arc;
 
 pub use binary::BinaryParser;
+pub use can::CanParser;
 pub use delimited::{DelimitedParser, FixedWidthParser};
 pub use json::JsonParser;
 pub use keyvalue::KeyValueParser;
@@ -77,6 +79,7 @@ pub fn build_parser(
         ParserConfig::Script { language, code } => {
             Box::new(ScriptFrameParser::compile(*language, code, limits, host)?)
         }
+        ParserConfig::Can { messages } => Box::new(CanParser::new(messages)?),
     })
 }
 

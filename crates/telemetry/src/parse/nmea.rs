@@ -28,8 +28,9 @@ fn coordinate(value: &str, hemisphere: &str) -> Option<f64> {
     if dot < 3 {
         return None;
     }
-    let degrees: f64 = value[..dot - 2].parse().ok()?;
-    let minutes: f64 = value[dot - 2..].parse().ok()?;
+    // `get`, not indexing: in a garbled sentence `dot - 2` can fall inside a character.
+    let degrees: f64 = value.get(..dot - 2)?.parse().ok()?;
+    let minutes: f64 = value.get(dot - 2..)?.parse().ok()?;
     let v = degrees + minutes / 60.0;
     match hemisphere {
         "N" | "E" => Some(v),
@@ -39,7 +40,9 @@ fn coordinate(value: &str, hemisphere: &str) -> Option<f64> {
 }
 
 fn time_of_day(hhmmss: &str) -> Option<f64> {
-    if hhmmss.len() < 6 || !hhmmss.is_char_boundary(6) {
+    // The fixed `hhmmss` part is ASCII digits; checking that also keeps the slices below on
+    // character boundaries in a garbled sentence.
+    if hhmmss.len() < 6 || !hhmmss.as_bytes()[..6].iter().all(u8::is_ascii_digit) {
         return None;
     }
     let h: f64 = hhmmss[0..2].parse().ok()?;

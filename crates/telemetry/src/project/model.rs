@@ -523,6 +523,14 @@ pub enum ParserConfig {
         language: ScriptLanguage,
         code: String,
     },
+    /// CAN frames (one chunk each, in the `can_frame` byte layout) decoded by a message
+    /// layout, usually imported from a DBC file. Slot `i + 1` is the `i`-th signal,
+    /// counting the messages in order and each message's signals in order. A frame updates
+    /// only its own message's signals (and of those, only the multiplexed ones whose
+    /// switch value matches); every other slot stays `Null`.
+    Can {
+        messages: Vec<CanMessage>,
+    },
 }
 
 fn comma() -> String {
@@ -571,6 +579,70 @@ pub struct BinaryField {
 
 fn little() -> Endian {
     Endian::Little
+}
+
+/// One CAN message of a [`ParserConfig::Can`] layout.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CanMessage {
+    /// The CAN id, without any flag.
+    pub id: u32,
+    /// A 29-bit extended id rather than an 11-bit standard one.
+    #[serde(default)]
+    pub extended: bool,
+    #[serde(default)]
+    pub name: String,
+    pub signals: Vec<CanSignal>,
+}
+
+/// How a signal's raw bits are read.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum CanValueType {
+    #[default]
+    Unsigned,
+    /// Two's complement.
+    Signed,
+    /// IEEE 754: a 32-bit float or a 64-bit double (the signal's size says which).
+    Float,
+}
+
+/// One signal of a CAN message: `physical = raw * factor + offset`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CanSignal {
+    #[serde(default)]
+    pub name: String,
+    /// DBC bit numbering: for `little` (Intel) the least significant bit, for `big`
+    /// (Motorola) the most significant bit, counting bit 0 as the LSB of byte 0.
+    pub start_bit: u16,
+    /// Bits, 1 to 64.
+    pub size: u8,
+    #[serde(default = "little")]
+    pub byte_order: Endian,
+    #[serde(default)]
+    pub value_type: CanValueType,
+    #[serde(default = "unit_factor")]
+    pub factor: f64,
+    #[serde(default)]
+    pub offset: f64,
+    /// Present only when a multiplexor (switch) signal has one of the given raw values.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mux: Option<CanMux>,
+}
+
+fn unit_factor() -> f64 {
+    1.0
+}
+
+/// The multiplexing condition of a signal.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct CanMux {
+    /// Name of the switch signal in the same message (itself possibly multiplexed).
+    pub switch: String,
+    /// Inclusive `[min, max]` ranges of the switch's raw value; `[[3, 3]]` for `m3`.
+    pub ranges: Vec<[u64; 2]>,
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -55,6 +55,23 @@ impl Project {
             r.id(format!("{at}.id"), &source.id);
             validate_framing(&source.framing, &format!("{at}.framing"), &mut r);
             validate_parser(&source.parser, &format!("{at}.parser"), &mut r);
+            if matches!(source.parser, ParserConfig::Can { .. }) {
+                // CAN chunks are binary and self-delimiting: text decoding would mangle
+                // bytes >= 0x80 (every extended id), and delimiters would cut frames apart.
+                if source.decoder != Decoder::Binary {
+                    r.push(
+                        format!("{at}.decoder"),
+                        "the CAN parser reads raw frame bytes: set the decoder to `binary`".into(),
+                    );
+                }
+                if source.framing.mode != FrameMode::None {
+                    r.push(
+                        format!("{at}.framing.mode"),
+                        "a CAN source delivers one frame per chunk: set the frame mode to `none`"
+                            .into(),
+                    );
+                }
+            }
         }
 
         let mut dataset_ids: HashSet<&str> = HashSet::new();
@@ -232,6 +249,10 @@ fn validate_parser(p: &ParserConfig, at: &str, r: &mut Report) {
         ParserConfig::Script { code, .. } if code.trim().is_empty() => {
             r.push(format!("{at}.code"), "the parser script is empty".into())
         }
+        ParserConfig::Can { messages } if messages.is_empty() => r.push(
+            format!("{at}.messages"),
+            "a CAN layout needs at least one message; import a DBC file to get one".into(),
+        ),
         _ => {}
     }
 }

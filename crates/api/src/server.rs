@@ -1,0 +1,464 @@
+//! Connection handling: framing lines, limits, authentication, dispatch, push.
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+use sextant_commands::{CommandError, ErrorCode, Policy};
+use sextant_runtime::{Caller, RuntimeHandle};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+
+/// Per-client limits.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    pub max_message_bytes: usize,
+    pub max_depth: usize,
+    /// Sustained messages per second (token bucket).
+    pub rate_per_second: f64,
+    /// Messages allowed in a burst above the rate.
+    pub burst: f64,
+    pub max_clients: usize,
+    pub max_batch: usize,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            max_message_bytes: 1024 * 1024,
+            max_depth: 64,
+            rate_per_second: 500.0,
+            burst: 1000.0,
+            max_clients: 16,
+            max_batch: 256,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Default)]
+pub struct ApiOptions {
+    /// Required for any bind address other than loopback.
+    pub token: Option<String>,
+    /// The user's one-time consent for API clients to run DeviceGated commands.
+    pub allow_device_control: bool,
+    pub limits: Limits,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error(
+        "refusing to listen on {0} without a token: any other machine could control your devices; \
+         set a token, or bind 127.0.0.1"
+    )]
+    TokenRequired(SocketAddr),
+    #[error("could not listen on {addr}: {source}")]
+    Bind {
+        addr: SocketAddr,
+        #[source]
+        source: std::io::Error,
+    },
+}
+
+pub struct ApiServer {
+    local: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl ApiServer {
+    /// Starts listening. Port 0 picks a free port ([`ApiServer::local_addr`] tells which).
+    pub async fn bind(
+        addr: SocketAddr,
+        runtime: RuntimeHandle,
+        options: ApiOptions,
+    ) -> Result<ApiServer, ApiError> {
+        if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+            return Err(ApiError::TokenRequired(addr));
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ApiError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ApiError::Bind { addr, source })?;
+        let options = Arc::new(options);
+        let clients = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, peer)) = listener.accept().await else {
+                    continue;
+                };
+                let _ = stream.set_nodelay(true);
+                if clients.load(Ordering::SeqCst) >= options.limits.max_clients {
+                    let mut stream = stream;
+                    let msg = error_message(
+                        Value::Null,
+                        ErrorCode::BadRequest,
+                        "too many clients; try again later",
+                    );
+                    let _ = stream.write_all(format!("{msg}\n").as_bytes()).await;
+                    continue;
+                }
+                clients.fetch_add(1, Ordering::SeqCst);
+                let (runtime, options, clients) =
+                    (runtime.clone(), options.clone(), clients.clone());
+                tokio::spawn(async move {
+                    tracing::debug!(%peer, "API client connected");
+                    serve(stream, runtime, &options).await;
+                    clients.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Ok(ApiServer { local, task })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+impl Drop for ApiServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+fn error_message(id: Value, code: ErrorCode, message: &str) -> Value {
+    json!({"type": "response", "id": id, "success": false,
+           "error": {"code": code, "message": message}})
+}
+
+fn response(id: Value, result: Result<Value, CommandError>) -> Value {
+    match result {
+        Ok(r) => json!({"type": "response", "id": id, "success": true, "result": r}),
+        Err(e) => {
+            let mut error = json!({"code": e.code, "message": e.message});
+            if let Some(p) = e.path {
+                error["path"] = Value::String(p);
+            }
+            json!({"type": "response", "id": id, "success": false, "error": error})
+        }
+    }
+}
+
+/// Nesting depth of a JSON text, counted without parsing (so a deep bomb is refused
+/// before serde recurses into it).
+fn depth(text: &[u8]) -> usize {
+    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
+    for &b in text {
+        if in_string {
+            match b {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
+}
+
+struct Bucket {
+    tokens: f64,
+    last: Instant,
+}
+
+impl Bucket {
+    fn take(&mut self, limits: &Limits) -> bool {
+        let now = Instant::now();
+        self.tokens = (self.tokens
+            + now.duration_since(self.last).as_secs_f64() * limits.rate_per_second)
+            .min(limits.burst);
+        self.last = now;
+        if self.tokens >= 1.0 {
+            self.tokens -= 1.0;
+            true
+        } else {
+            false
+        }
+    }
+}
+
+struct Session {
+    runtime: RuntimeHandle,
+    policy: Policy,
+    authenticated: bool,
+    token: Option<String>,
+    out: mpsc::Sender<Value>,
+    push: Option<tokio::task::JoinHandle<()>>,
+    max_batch: usize,
+}
+
+impl Drop for Session {
+    fn drop(&mut self) {
+        if let Some(p) = self.push.take() {
+            p.abort();
+        }
+    }
+}
+
+async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) {
+    let limits = options.limits;
+    let (mut reader, mut writer) = stream.into_split();
+    let (out, mut rx) = mpsc::channel::<Value>(1024);
+    let writer_task = tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            let mut line = msg.to_string();
+            line.push('\n');
+            if writer.write_all(line.as_bytes()).await.is_err() {
+                return;
+            }
+        }
+    });
+    let mut session = Session {
+        runtime,
+        policy: Policy {
+            auto_approve_edits: true,
+            allow_device_control: options.allow_device_control,
+            non_interactive: true,
+        },
+        authenticated: options.token.is_none(),
+        token: options.token.clone(),
+        out: out.clone(),
+        push: None,
+        max_batch: limits.max_batch,
+    };
+    let mut bucket = Bucket {
+        tokens: limits.burst,
+        last: Instant::now(),
+    };
+    let mut buf: Vec<u8> = Vec::with_capacity(8192);
+    let mut discarding = false;
+    let mut chunk = vec![0u8; 64 * 1024];
+    loop {
+        let n = match reader.read(&mut chunk).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        let mut data = &chunk[..n];
+        while !data.is_empty() {
+            match data.iter().position(|&b| b == b'\n') {
+                Some(nl) => {
+                    let (line_end, rest) = (&data[..nl], &data[nl + 1..]);
+                    data = rest;
+                    if discarding {
+                        discarding = false;
+                        buf.clear();
+                        continue;
+                    }
+                    buf.extend_from_slice(line_end);
+                    let line = std::mem::take(&mut buf);
+                    if !bucket.take(&limits) {
+                        let _ = out
+                            .send(error_message(
+                                Value::Null,
+                                ErrorCode::BadRequest,
+                                "rate limit exceeded; slow down",
+                            ))
+                            .await;
+                        continue;
+                    }
+                    if let Some(reply) = handle_line(&mut session, &line, &limits).await {
+                        if out.send(reply).await.is_err() {
+                            break;
+                        }
+                    }
+                }
+                None => {
+                    if !discarding {
+                        buf.extend_from_slice(data);
+                        if buf.len() > limits.max_message_bytes {
+                            // Tell the client now; drop the rest of this line as it arrives.
+                            discarding = true;
+                            buf.clear();
+                            let msg = format!(
+                                "message exceeds {} bytes and was discarded",
+                                limits.max_message_bytes
+                            );
+                            let _ = out
+                                .send(error_message(Value::Null, ErrorCode::BadRequest, &msg))
+                                .await;
+                        }
+                    }
+                    data = &[];
+                }
+            }
+        }
+    }
+    drop(session);
+    drop(out);
+    let _ = writer_task.await;
+}
+
+async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -> Option<Value> {
+    let text = line.strip_suffix(b"\r").unwrap_or(line);
+    if text.iter().all(u8::is_ascii_whitespace) {
+        return None;
+    }
+    if depth(text) > limits.max_depth {
+        let msg = format!("JSON nested deeper than {} levels", limits.max_depth);
+        return Some(error_message(Value::Null, ErrorCode::BadRequest, &msg));
+    }
+    let msg: Value = match serde_json::from_slice(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return Some(error_message(
+                Value::Null,
+                ErrorCode::BadRequest,
+                &format!("invalid JSON: {e}"),
+            ))
+        }
+    };
+    let id = msg.get("id").cloned().unwrap_or(Value::Null);
+    let kind = msg.get("type").and_then(Value::as_str).unwrap_or("command");
+    if kind == "auth" {
+        let ok =
+            s.token.is_none() || msg.get("token").and_then(Value::as_str) == s.token.as_deref();
+        s.authenticated |= ok;
+        return Some(if ok {
+            json!({"type": "response", "id": id, "success": true, "result": {"authenticated": true}})
+        } else {
+            error_message(id, ErrorCode::NotAllowed, "wrong token")
+        });
+    }
+    if !s.authenticated {
+        return Some(error_message(
+            id,
+            ErrorCode::NotAllowed,
+            "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
+        ));
+    }
+    match kind {
+        "command" => Some(command(s, &msg, id).await),
+        "batch" => {
+            let Some(cmds) = msg.get("commands").and_then(Value::as_array) else {
+                return Some(error_message(
+                    id,
+                    ErrorCode::BadRequest,
+                    "a batch needs a `commands` array",
+                ));
+            };
+            if cmds.len() > s.max_batch {
+                let m = format!("a batch may hold at most {} commands", s.max_batch);
+                return Some(error_message(id, ErrorCode::BadRequest, &m));
+            }
+            let mut results = Vec::with_capacity(cmds.len());
+            for c in cmds {
+                let cid = c.get("id").cloned().unwrap_or(Value::Null);
+                results.push(command(s, c, cid).await);
+            }
+            Some(json!({"type": "batch", "id": id, "results": results}))
+        }
+        other => Some(error_message(
+            id,
+            ErrorCode::BadRequest,
+            &format!("unknown message type `{other}`"),
+        )),
+    }
+}
+
+async fn command(s: &mut Session, msg: &Value, id: Value) -> Value {
+    let Some(name) = msg.get("command").and_then(Value::as_str) else {
+        return error_message(
+            id,
+            ErrorCode::BadRequest,
+            "a command message needs a `command` name",
+        );
+    };
+    let params = msg.get("params").cloned().unwrap_or(Value::Null);
+    match name {
+        "api.getCommands" => {
+            let list: Vec<Value> = s
+                .runtime
+                .specs()
+                .iter()
+                .map(|c| json!({"name": c.name, "tier": c.tier, "description": c.description, "dryRun": c.dry_run}))
+                .collect();
+            response(id, Ok(Value::Array(list)))
+        }
+        "api.subscribe" => response(id, subscribe(s, &params)),
+        _ => response(
+            id,
+            s.runtime.call(Caller::Api, name, params, s.policy).await,
+        ),
+    }
+}
+
+fn subscribe(s: &mut Session, params: &Value) -> Result<Value, CommandError> {
+    let frames = params
+        .get("frames")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let events = params
+        .get("events")
+        .and_then(Value::as_bool)
+        .unwrap_or(true);
+    let rate = params.get("rateHz").and_then(Value::as_f64).unwrap_or(10.0);
+    if !(1.0..=60.0).contains(&rate) {
+        return Err(CommandError::invalid(
+            "rateHz",
+            "rateHz must be between 1 and 60",
+        ));
+    }
+    if let Some(p) = s.push.take() {
+        p.abort();
+    }
+    let runtime = s.runtime.clone();
+    let out = s.out.clone();
+    let mut event_rx = runtime.subscribe();
+    s.push = Some(tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / rate));
+        let mut last_elapsed = f64::NAN;
+        loop {
+            tokio::select! {
+                _ = tick.tick(), if frames => {
+                    let policy = Policy::default();
+                    if let Ok(frame) = runtime.call(Caller::Api, "dashboard.latestFrame", Value::Null, policy).await {
+                        let elapsed = frame["elapsedS"].as_f64().unwrap_or(0.0);
+                        // Only new frames are pushed.
+                        if elapsed != last_elapsed && frame["values"].as_object().is_some_and(|v| !v.is_empty()) {
+                            last_elapsed = elapsed;
+                            if out.send(json!({"type": "frame", "elapsedS": elapsed, "values": frame["values"]})).await.is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+                e = event_rx.recv(), if events => match e {
+                    Ok(e) => {
+                        if out.send(json!({"type": "event", "event": e})).await.is_err() {
+                            return;
+                        }
+                    }
+                    Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                    Err(_) => return,
+                },
+            }
+        }
+    }));
+    Ok(json!({"frames": frames, "events": events, "rateHz": rate}))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::depth;
+
+    #[test]
+    fn depth_ignores_brackets_in_strings() {
+        assert_eq!(depth(br#"{"a": [1, {"b": "[[[["}]}"#), 3);
+        assert_eq!(depth(br#"{"a": "\"{{"}"#), 1);
+        assert_eq!(depth(b"1"), 0);
+    }
+}

@@ -1,0 +1,80 @@
+//! MCP on a loopback TCP port: the sibling endpoint of the API server, one MCP session per
+//! connection, newline-delimited exactly as on stdio.
+//!
+//! MCP over a bare socket has no way to authenticate, so unlike the API server there is no
+//! token to unlock other addresses: it listens on loopback or not at all.
+
+use std::net::SocketAddr;
+
+use serde_json::json;
+use sextant_runtime::RuntimeHandle;
+use tokio::io::AsyncWriteExt;
+use tokio::net::TcpListener;
+use tokio::task::JoinSet;
+
+use crate::{serve_service, McpOptions, McpService, ServeError};
+
+pub struct McpTcpServer {
+    local: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl McpTcpServer {
+    /// Starts listening. Port 0 picks a free port ([`McpTcpServer::local_addr`] tells
+    /// which). Dropping the server closes the listener and every session.
+    pub async fn bind(
+        addr: SocketAddr,
+        runtime: RuntimeHandle,
+        options: McpOptions,
+    ) -> Result<McpTcpServer, ServeError> {
+        if !addr.ip().is_loopback() {
+            return Err(ServeError::NotLoopback(addr));
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ServeError::Bind { addr, source })?;
+        let limits = options.limits;
+        let service = McpService::new(runtime, options);
+        let task = tokio::spawn(async move {
+            // Owning the sessions here means aborting this task ends them all.
+            let mut sessions = JoinSet::new();
+            loop {
+                tokio::select! {
+                    accepted = listener.accept() => {
+                        let Ok((mut stream, peer)) = accepted else { continue };
+                        let _ = stream.set_nodelay(true);
+                        if sessions.len() >= limits.max_clients {
+                            let busy = json!({"jsonrpc": "2.0", "id": null, "error":
+                                {"code": -32000, "message": "too many clients; try again later"}});
+                            let _ = stream.write_all(format!("{busy}\n").as_bytes()).await;
+                            continue;
+                        }
+                        let service = service.clone();
+                        sessions.spawn(async move {
+                            tracing::debug!(%peer, "MCP client connected");
+                            let (read, write) = stream.into_split();
+                            if let Err(e) = serve_service(service, limits, read, write).await {
+                                tracing::debug!(%peer, "MCP session ended: {e}");
+                            }
+                        });
+                    }
+                    Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
+                }
+            }
+        });
+        Ok(McpTcpServer { local, task })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+impl Drop for McpTcpServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}

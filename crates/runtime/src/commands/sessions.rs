@@ -1,0 +1,419 @@
+//! `sessions.*`: recorded sessions – choose the database, browse, tag, rename, delete,
+//! export to CSV, record the live run, and replay a session in place of the live sources.
+//!
+//! The database is a workspace setting (`sessions.setDatabase`, or
+//! [`Workspace::set_sessions_db`] from the app), not project data. Each command opens its
+//! own connection: reads run in WAL snapshots, so none of them waits for a recording.
+
+use std::path::PathBuf;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::json;
+use sextant_commands::{CommandError, Registry, Tier};
+use sextant_devices::replay::ReplayControl;
+use sextant_devices::wiring::{Wiring, WiringOptions};
+use sextant_devices::{Clock, Reconnect, RunOptions, Source};
+use sextant_sessions::{
+    Recorder, SessionDetail, SessionError, SessionReplayDriver, SessionStore, SessionSummary,
+    WriterOptions, WriterReport,
+};
+use sextant_telemetry::Pipeline;
+
+use super::project::{Done, NoParams};
+use crate::workspace::{Event, Live};
+use crate::Workspace;
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DatabaseParams {
+    /// SQLite file for recorded sessions; created when first used.
+    path: PathBuf,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ListParams {
+    /// Only sessions carrying this tag.
+    #[serde(default)]
+    tag: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Listing {
+    /// The sessions database; absent when none is set.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    database: Option<PathBuf>,
+    sessions: Vec<SessionSummary>,
+    /// The session being recorded now, with its counts so far.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    recording: Option<WriterReport>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct IdParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TagParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+    /// Tags to add (1 to 64 characters each).
+    #[serde(default)]
+    add: Vec<String>,
+    /// Tags to remove.
+    #[serde(default)]
+    remove: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Tags {
+    id: i64,
+    tags: Vec<String>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RenameParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+    title: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DeleteParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+    /// Also compact the file afterwards (slow on a big database).
+    #[serde(default)]
+    vacuum: bool,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ExportParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+    /// CSV file to write (`elapsed_s, Group/Dataset, …`, one row per frame).
+    path: PathBuf,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Exported {
+    path: PathBuf,
+    rows: u64,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct StartParams {
+    /// Shown in `sessions.list`; `Session <id>` when absent.
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    tags: Vec<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Started {
+    /// The new session's id.
+    id: i64,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Stopped {
+    stopped: bool,
+    /// The closed session's final counts.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    session: Option<WriterReport>,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ReplayParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+    /// 1 = real time, 10 = ten times faster, 0 = as fast as possible.
+    #[serde(default = "one")]
+    speed: f64,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct Replaying {
+    id: i64,
+    /// Sources replayed (one per source of the session's project).
+    sources: usize,
+    /// Whether the session's project replaced the open one (undoable); it is left alone
+    /// when it already equals the recorded one.
+    project_replaced: bool,
+}
+
+fn to_command_error(e: SessionError, param: &str) -> CommandError {
+    match e {
+        SessionError::NotFound(_) => CommandError::not_found(e.to_string()),
+        SessionError::Invalid(m) => CommandError::invalid(param, m),
+        other => CommandError::failed(other.to_string()),
+    }
+}
+
+fn database(ws: &Workspace) -> Result<PathBuf, CommandError> {
+    ws.sessions_db().map(PathBuf::from).ok_or_else(|| {
+        CommandError::failed("no sessions database is set; choose a file with sessions.setDatabase")
+    })
+}
+
+fn store(ws: &Workspace) -> Result<SessionStore, CommandError> {
+    SessionStore::open(database(ws)?).map_err(|e| to_command_error(e, "path"))
+}
+
+fn recorder(ws: &Workspace) -> Option<&Recorder> {
+    ws.live.as_ref().map(|l| &l.recorder)
+}
+
+pub fn register(r: &mut Registry<Workspace>) {
+    r.register(
+        "sessions.setDatabase",
+        Tier::Confirm,
+        "Chooses the SQLite file recorded sessions are kept in (created when missing; an \
+         older file is upgraded, a newer one refused).",
+        |ws: &mut Workspace, p: DatabaseParams| {
+            // Open it now so a bad path or a newer file is reported here, not mid-recording.
+            SessionStore::open(&p.path).map_err(|e| to_command_error(e, "path"))?;
+            ws.set_sessions_db(Some(p.path));
+            Ok(Done::ok())
+        },
+    );
+    r.register(
+        "sessions.list",
+        Tier::Safe,
+        "Recorded sessions, oldest first, with their tags, frame/chunk/byte counts, drops \
+         and duration; and the session being recorded now.",
+        |ws: &mut Workspace, p: ListParams| {
+            let recording = recorder(ws).and_then(Recorder::current);
+            let Some(db) = ws.sessions_db().map(PathBuf::from) else {
+                return Ok(Listing {
+                    database: None,
+                    sessions: Vec::new(),
+                    recording,
+                });
+            };
+            let sessions = SessionStore::open(&db)
+                .and_then(|s| s.list(p.tag.as_deref()))
+                .map_err(|e| to_command_error(e, "tag"))?;
+            Ok(Listing {
+                database: Some(db),
+                sessions,
+                recording,
+            })
+        },
+    );
+    r.register(
+        "sessions.get",
+        Tier::Safe,
+        "One session: its summary, CSV columns, per-source raw data and embedded project.",
+        |ws: &mut Workspace, p: IdParams| -> Result<SessionDetail, CommandError> {
+            store(ws)?.get(p.id).map_err(|e| to_command_error(e, "id"))
+        },
+    );
+    r.register(
+        "sessions.tag",
+        Tier::Confirm,
+        "Adds and removes tags of a session.",
+        |ws: &mut Workspace, p: TagParams| {
+            let store = store(ws)?;
+            let mut tags = store
+                .summary(p.id)
+                .map_err(|e| to_command_error(e, "id"))?
+                .tags;
+            for (i, tag) in p.add.iter().enumerate() {
+                tags = store
+                    .tag(p.id, tag)
+                    .map_err(|e| to_command_error(e, &format!("add[{i}]")))?;
+            }
+            for tag in &p.remove {
+                tags = store
+                    .untag(p.id, tag)
+                    .map_err(|e| to_command_error(e, "remove"))?;
+            }
+            Ok(Tags { id: p.id, tags })
+        },
+    )
+    .example(
+        "mark a bench run",
+        json!({"id": 3, "add": ["bench", "firmware 1.2"], "remove": ["todo"]}),
+    );
+    r.register(
+        "sessions.rename",
+        Tier::Confirm,
+        "Changes a session's title.",
+        |ws: &mut Workspace, p: RenameParams| {
+            store(ws)?
+                .rename(p.id, &p.title)
+                .map_err(|e| to_command_error(e, "title"))?;
+            Ok(Done::ok())
+        },
+    );
+    r.register(
+        "sessions.delete",
+        Tier::AlwaysConfirm,
+        "Deletes a session with all its raw data and frames. Cannot be undone.",
+        |ws: &mut Workspace, p: DeleteParams| {
+            if recorder(ws)
+                .and_then(Recorder::current)
+                .is_some_and(|r| r.id == p.id)
+            {
+                return Err(CommandError::failed(format!(
+                    "session {} is being recorded; stop it with sessions.stopRecording first",
+                    p.id
+                )));
+            }
+            let mut store = store(ws)?;
+            store.delete(p.id).map_err(|e| to_command_error(e, "id"))?;
+            if p.vacuum {
+                store.vacuum().map_err(|e| to_command_error(e, "vacuum"))?;
+            }
+            Ok(Done::ok())
+        },
+    );
+    r.register(
+        "sessions.exportCsv",
+        Tier::Confirm,
+        "Writes a session's frames to a CSV file, exactly as the live CSV export does \
+         (`elapsed_s, Group/Dataset, …`, one row per frame).",
+        |ws: &mut Workspace, p: ExportParams| {
+            let rows = store(ws)?
+                .export_csv_file(p.id, &p.path)
+                .map_err(|e| to_command_error(e, "path"))?;
+            Ok(Exported { path: p.path, rows })
+        },
+    );
+    r.register(
+        "sessions.startRecording",
+        Tier::Confirm,
+        "Records the live run (raw bytes and parsed frames, with the project it runs) into \
+         a new session, until sessions.stopRecording or io.disconnect.",
+        |ws: &mut Workspace, p: StartParams| {
+            let db = database(ws)?;
+            let recorder = recorder(ws).ok_or_else(|| {
+                CommandError::failed("not connected; run io.connect first, then record")
+            })?;
+            let id = recorder
+                .record(
+                    &db,
+                    p.title.as_deref().unwrap_or(""),
+                    p.tags,
+                    WriterOptions::default(),
+                )
+                .map_err(|e| to_command_error(e, "tags"))?;
+            Ok(Started { id })
+        },
+    );
+    r.register(
+        "sessions.stopRecording",
+        Tier::Confirm,
+        "Stops recording and closes the session; the live run goes on.",
+        |ws: &mut Workspace, _: NoParams| {
+            let Some(writer) = recorder(ws).and_then(Recorder::stop) else {
+                return Ok(Stopped {
+                    stopped: false,
+                    session: None,
+                });
+            };
+            // Waits for the rows queued so far to be committed (one batch, typically).
+            let report = writer
+                .close()
+                .map_err(|e| CommandError::failed(e.to_string()))?;
+            Ok(Stopped {
+                stopped: true,
+                session: Some(report),
+            })
+        },
+    );
+    r.register(
+        "sessions.replay",
+        Tier::Confirm,
+        "Opens a session's project (undoably, unless it is already open) and connects its \
+         recorded raw data in place of the live sources, through a fresh pipeline. \
+         io.disconnect ends it.",
+        |ws: &mut Workspace, p: ReplayParams| {
+            if ws.live.is_some() {
+                return Err(CommandError::failed(
+                    "the sources are connected; run io.disconnect first, a replay takes their place",
+                ));
+            }
+            if !(p.speed.is_finite() && p.speed >= 0.0) {
+                return Err(CommandError::invalid(
+                    "speed",
+                    "speed must be 0 (as fast as possible) or a positive factor",
+                ));
+            }
+            let db = database(ws)?;
+            let project = store(ws)?
+                .project(p.id)
+                .map_err(|e| to_command_error(e, "id"))?;
+            let pipeline = Pipeline::new(&project).map_err(|e| {
+                CommandError::failed(format!("the session's project does not build: {e}"))
+            })?;
+            let project_replaced = *ws.project() != project;
+            if project_replaced {
+                ws.replace(
+                    &format!("replay session {}", p.id),
+                    project.clone(),
+                    None,
+                )?;
+            }
+            let clock = Clock::start();
+            let mut inputs = Vec::new();
+            let mut handles = Vec::new();
+            for i in 0..project.sources.len() {
+                let source = Source::spawn(
+                    SessionReplayDriver {
+                        db: db.clone(),
+                        session: p.id,
+                        source: i,
+                        control: ReplayControl::new(p.speed),
+                    },
+                    RunOptions {
+                        reconnect: Reconnect::off(),
+                        clock,
+                        ..RunOptions::default()
+                    },
+                );
+                let (chunks, handle) = source.into_parts();
+                inputs.push((i, chunks));
+                handles.push(handle);
+            }
+            let sources = handles.len();
+            let recorder = Recorder::new(project);
+            let wiring = Wiring::start(
+                pipeline,
+                inputs,
+                vec![Box::new(recorder.sink())],
+                WiringOptions::default(),
+            );
+            ws.live = Some(Live {
+                handles,
+                wiring: Some(wiring),
+                recorder,
+            });
+            ws.push_event(Event::Connected);
+            Ok(Replaying {
+                id: p.id,
+                sources,
+                project_replaced,
+            })
+        },
+    )
+    .example("replay session 3 at ten times real time", json!({"id": 3, "speed": 10}));
+}

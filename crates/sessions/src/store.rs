@@ -1,0 +1,378 @@
+//! Browsing and editing recorded sessions: list, get, tag, rename, delete, export.
+//!
+//! A [`SessionStore`] is one connection to the database. Reads run in WAL snapshots, so
+//! browsing or exporting a session that is still being recorded neither blocks the
+//! recorder nor sees half a batch.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use rusqlite::{params, Connection, OptionalExtension, Row};
+use schemars::JsonSchema;
+use serde::Serialize;
+use sextant_telemetry::csv::CsvWriter;
+use sextant_telemetry::project::Project;
+use sextant_telemetry::{Timestamp, Value};
+
+use crate::writer::check_tag;
+use crate::{codec, schema, SessionError, SessionId};
+
+/// One session in a list.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionSummary {
+    pub id: SessionId,
+    pub title: String,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub started_unix_ms: i64,
+    /// Wall-clock end (ms); absent while recording, or when the recording was cut short
+    /// (a crash): what was committed until then is still there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ended_unix_ms: Option<i64>,
+    pub tags: Vec<String>,
+    /// Raw chunks recorded.
+    pub chunks: u64,
+    /// Raw bytes recorded.
+    pub bytes: u64,
+    /// Parsed frames recorded.
+    pub frames: u64,
+    /// Raw chunks the recorder could not keep up with.
+    pub dropped_chunks: u64,
+    /// Parsed frames the recorder could not keep up with.
+    pub dropped_frames: u64,
+    /// From the first to the last recorded timestamp, in seconds.
+    pub duration_s: f64,
+}
+
+/// Raw data recorded from one source of a session.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceSummary {
+    /// Index into the embedded project's sources.
+    pub index: usize,
+    pub chunks: u64,
+    pub bytes: u64,
+}
+
+/// One session in full: its summary, columns, sources and embedded project.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SessionDetail {
+    #[serde(flatten)]
+    pub summary: SessionSummary,
+    /// The CSV columns after `elapsed_s` (`Group/Dataset`), in order.
+    pub columns: Vec<String>,
+    pub sources: Vec<SourceSummary>,
+    /// The project the session was recorded with.
+    pub project: serde_json::Value,
+}
+
+/// A connection to a sessions database.
+pub struct SessionStore {
+    conn: Connection,
+    path: PathBuf,
+}
+
+const SUMMARY_COLUMNS: &str = "id, title, started_unix_ns, ended_unix_ns, chunk_count, \
+     byte_count, frame_count, dropped_chunks, dropped_frames, first_elapsed_ns, last_elapsed_ns";
+
+fn summary(row: &Row<'_>) -> rusqlite::Result<SessionSummary> {
+    let ns_to_ms = |ns: i64| ns.div_euclid(1_000_000);
+    let first: Option<i64> = row.get(9)?;
+    let last: Option<i64> = row.get(10)?;
+    let duration_ns = match (first, last) {
+        (Some(f), Some(l)) => l.saturating_sub(f).max(0),
+        _ => 0,
+    };
+    let count = |i: usize| row.get::<_, i64>(i).map(|n| n.max(0) as u64);
+    Ok(SessionSummary {
+        id: row.get(0)?,
+        title: row.get(1)?,
+        started_unix_ms: ns_to_ms(row.get(2)?),
+        ended_unix_ms: row.get::<_, Option<i64>>(3)?.map(ns_to_ms),
+        tags: Vec::new(),
+        chunks: count(4)?,
+        bytes: count(5)?,
+        frames: count(6)?,
+        dropped_chunks: count(7)?,
+        dropped_frames: count(8)?,
+        duration_s: duration_ns as f64 / 1e9,
+    })
+}
+
+impl SessionStore {
+    /// Opens the database at `path`, creating it if missing and migrating an older one.
+    pub fn open(path: impl AsRef<Path>) -> Result<SessionStore, SessionError> {
+        let path = path.as_ref().to_path_buf();
+        let conn = schema::open(&path)?;
+        Ok(SessionStore { conn, path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Every session, oldest first; only those carrying `tag` when given.
+    pub fn list(&self, tag: Option<&str>) -> Result<Vec<SessionSummary>, SessionError> {
+        let mut tags: HashMap<SessionId, Vec<String>> = HashMap::new();
+        {
+            let mut stmt = self
+                .conn
+                .prepare("SELECT session, tag FROM session_tags ORDER BY session, tag")?;
+            let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+            for row in rows {
+                let (id, tag) = row?;
+                tags.entry(id).or_default().push(tag);
+            }
+        }
+        let mut stmt = self.conn.prepare(&format!(
+            "SELECT {SUMMARY_COLUMNS} FROM sessions ORDER BY id"
+        ))?;
+        let rows = stmt.query_map([], summary)?;
+        let mut out = Vec::new();
+        for row in rows {
+            let mut s = row?;
+            s.tags = tags.remove(&s.id).unwrap_or_default();
+            if tag.is_none_or(|t| s.tags.iter().any(|have| have == t)) {
+                out.push(s);
+            }
+        }
+        Ok(out)
+    }
+
+    /// One session's summary.
+    pub fn summary(&self, id: SessionId) -> Result<SessionSummary, SessionError> {
+        let mut s = self
+            .conn
+            .query_row(
+                &format!("SELECT {SUMMARY_COLUMNS} FROM sessions WHERE id = ?1"),
+                [id],
+                summary,
+            )
+            .optional()?
+            .ok_or(SessionError::NotFound(id))?;
+        s.tags = self.tags(id)?;
+        Ok(s)
+    }
+
+    /// One session in full.
+    pub fn get(&self, id: SessionId) -> Result<SessionDetail, SessionError> {
+        let summary = self.summary(id)?;
+        let project_text: String =
+            self.conn
+                .query_row("SELECT project FROM sessions WHERE id = ?1", [id], |r| {
+                    r.get(0)
+                })?;
+        let project = serde_json::from_str(&project_text).map_err(|e| SessionError::Corrupt {
+            session: id,
+            detail: format!("the embedded project is not JSON: {e}"),
+        })?;
+        let mut stmt = self.conn.prepare(
+            "SELECT source, count(*), total(length(bytes)) FROM chunks WHERE session = ?1 GROUP BY source ORDER BY source",
+        )?;
+        let sources = stmt
+            .query_map([id], |r| {
+                Ok(SourceSummary {
+                    index: r.get::<_, i64>(0)?.max(0) as usize,
+                    chunks: r.get::<_, i64>(1)?.max(0) as u64,
+                    bytes: r.get::<_, f64>(2)?.max(0.0) as u64,
+                })
+            })?
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok(SessionDetail {
+            summary,
+            columns: self.columns(id)?,
+            sources,
+            project,
+        })
+    }
+
+    /// The project a session was recorded with, loaded and validated.
+    pub fn project(&self, id: SessionId) -> Result<Project, SessionError> {
+        let text: String = self
+            .conn
+            .query_row("SELECT project FROM sessions WHERE id = ?1", [id], |r| {
+                r.get(0)
+            })
+            .optional()?
+            .ok_or(SessionError::NotFound(id))?;
+        Project::from_json_str(&text).map_err(|e| SessionError::Corrupt {
+            session: id,
+            detail: format!("the embedded project does not load: {e}"),
+        })
+    }
+
+    /// The CSV columns of a session, in order (empty until its first frame is recorded).
+    pub fn columns(&self, id: SessionId) -> Result<Vec<String>, SessionError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT column_name FROM datasets WHERE session = ?1 ORDER BY position")?;
+        let columns = stmt
+            .query_map([id], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(columns)
+    }
+
+    fn tags(&self, id: SessionId) -> Result<Vec<String>, SessionError> {
+        let mut stmt = self
+            .conn
+            .prepare("SELECT tag FROM session_tags WHERE session = ?1 ORDER BY tag")?;
+        let tags = stmt
+            .query_map([id], |r| r.get(0))?
+            .collect::<Result<Vec<String>, _>>()?;
+        Ok(tags)
+    }
+
+    fn ensure(&self, id: SessionId) -> Result<(), SessionError> {
+        let found: bool = self.conn.query_row(
+            "SELECT count(*) > 0 FROM sessions WHERE id = ?1",
+            [id],
+            |r| r.get(0),
+        )?;
+        if found {
+            Ok(())
+        } else {
+            Err(SessionError::NotFound(id))
+        }
+    }
+
+    /// Adds a tag (adding one twice is not an error); returns the session's tags.
+    pub fn tag(&self, id: SessionId, tag: &str) -> Result<Vec<String>, SessionError> {
+        let tag = check_tag(tag)?;
+        self.ensure(id)?;
+        self.conn.execute(
+            "INSERT OR IGNORE INTO session_tags (session, tag) VALUES (?1, ?2)",
+            params![id, tag],
+        )?;
+        self.tags(id)
+    }
+
+    /// Removes a tag (removing one that is not there is not an error); returns the tags.
+    pub fn untag(&self, id: SessionId, tag: &str) -> Result<Vec<String>, SessionError> {
+        self.ensure(id)?;
+        self.conn.execute(
+            "DELETE FROM session_tags WHERE session = ?1 AND tag = ?2",
+            params![id, tag.trim()],
+        )?;
+        self.tags(id)
+    }
+
+    pub fn rename(&self, id: SessionId, title: &str) -> Result<(), SessionError> {
+        let title = title.trim();
+        if title.is_empty() || title.chars().any(char::is_control) {
+            return Err(SessionError::Invalid(
+                "a session title must be one non-empty line".into(),
+            ));
+        }
+        let n = self.conn.execute(
+            "UPDATE sessions SET title = ?2 WHERE id = ?1",
+            params![id, title],
+        )?;
+        if n == 0 {
+            return Err(SessionError::NotFound(id));
+        }
+        Ok(())
+    }
+
+    /// Deletes a session and all its rows. The file does not shrink until [`vacuum`]
+    /// (freed pages are reused by later recordings).
+    ///
+    /// [`vacuum`]: SessionStore::vacuum
+    pub fn delete(&mut self, id: SessionId) -> Result<(), SessionError> {
+        let tx = self.conn.transaction()?;
+        for table in ["chunks", "frames", "datasets", "session_tags"] {
+            tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [id])?;
+        }
+        let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
+        if n == 0 {
+            return Err(SessionError::NotFound(id));
+        }
+        tx.commit()?;
+        Ok(())
+    }
+
+    /// Rewrites the file without the space deleted sessions left (slow on big files, and
+    /// it waits for a running recording's transactions).
+    pub fn vacuum(&self) -> Result<(), SessionError> {
+        self.conn.execute_batch("VACUUM")?;
+        Ok(())
+    }
+
+    /// Calls `f(elapsed, source, values)` for every recorded frame, in recorded order.
+    pub fn for_each_frame(
+        &self,
+        id: SessionId,
+        mut f: impl FnMut(Timestamp, usize, &[Value]) -> Result<(), SessionError>,
+    ) -> Result<u64, SessionError> {
+        self.ensure(id)?;
+        // Rowid order is the order the pipeline produced the frames in; the index on
+        // `session` keeps rowids sorted, so this needs no sort.
+        let mut stmt = self.conn.prepare(
+            "SELECT elapsed_ns, source, vals FROM frames WHERE session = ?1 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([id])?;
+        let mut values = Vec::new();
+        let mut n = 0u64;
+        while let Some(row) = rows.next()? {
+            let elapsed_ns = row.get::<_, i64>(0)?.max(0) as u64;
+            let source = row.get::<_, i64>(1)?.max(0) as usize;
+            let blob = row
+                .get_ref(2)?
+                .as_blob()
+                .map_err(|e| SessionError::Corrupt {
+                    session: id,
+                    detail: format!("values are not a blob: {e}"),
+                })?;
+            codec::decode_into(blob, &mut values).map_err(|detail| SessionError::Corrupt {
+                session: id,
+                detail,
+            })?;
+            f(
+                Timestamp {
+                    elapsed_ns,
+                    unix_ns: 0,
+                },
+                source,
+                &values,
+            )?;
+            n += 1;
+        }
+        Ok(n)
+    }
+
+    /// Writes a session's frames as CSV, exactly as the live CSV export writes them
+    /// (`elapsed_s, Group/Dataset, …`, one row per frame). Returns the rows written.
+    pub fn export_csv<W: Write>(&self, id: SessionId, out: W) -> Result<u64, SessionError> {
+        self.ensure(id)?;
+        let columns = self.columns(id)?;
+        let mut csv = CsvWriter::new(out, &columns)?;
+        self.for_each_frame(id, |t, _, values| {
+            csv.write_row(t.elapsed_s(), values)?;
+            Ok(())
+        })?;
+        csv.flush()?;
+        Ok(csv.rows())
+    }
+
+    /// [`export_csv`](Self::export_csv) to a file, written beside it first and renamed
+    /// into place, so a failed export never leaves half a file under the name.
+    pub fn export_csv_file(&self, id: SessionId, path: &Path) -> Result<u64, SessionError> {
+        let name = path.file_name().ok_or_else(|| {
+            SessionError::Invalid(format!("`{}` is not a file path", path.display()))
+        })?;
+        let mut partial = name.to_os_string();
+        partial.push(".partial");
+        let partial = path.with_file_name(partial);
+        let result = (|| {
+            let file = std::fs::File::create(&partial)?;
+            let rows = self.export_csv(id, std::io::BufWriter::with_capacity(256 * 1024, file))?;
+            std::fs::rename(&partial, path)?;
+            Ok(rows)
+        })();
+        if result.is_err() {
+            let _ = std::fs::remove_file(&partial);
+        }
+        result
+    }
+}

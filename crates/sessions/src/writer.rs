@@ -1,0 +1,575 @@
+//! Recording: a [`SessionWriter`] owns one session's rows and writes them on a thread of
+//! its own.
+//!
+//! ```text
+//! pipeline thread ── SessionSink / Feed ──> bounded queue ──> writer thread ──> SQLite
+//!                     (try_send; full: drop + count)         (one transaction per batch)
+//! ```
+//!
+//! The producers only ever `try_send`: a full queue drops the row and counts it, so a slow
+//! disk can never stall ingestion. The writer commits a batch every
+//! [`WriterOptions::batch_interval`] or [`WriterOptions::batch_rows`] rows, whichever
+//! comes first, and keeps the session's counters (rows, bytes, drops, first and last time)
+//! current in the same transaction, so whatever was committed before a crash is a
+//! consistent session.
+//!
+//! [`SessionWriter::close`] drains what was queued before it, stamps the session's end
+//! time and returns the final counts. Dropping a writer without closing it abandons the
+//! recording: the batch in hand is committed, the end time stays empty, and the session
+//! reads back like one cut short by a crash.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TrySendError};
+use std::sync::Arc;
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use bytes::Bytes;
+use rusqlite::{params, Connection, TransactionBehavior};
+use schemars::JsonSchema;
+use serde::Serialize;
+use sextant_devices::wiring::FrameSink;
+use sextant_devices::Chunk;
+use sextant_telemetry::pipeline::DatasetInfo;
+use sextant_telemetry::project::Project;
+use sextant_telemetry::FrameEvent;
+
+use crate::{codec, schema, SessionError, SessionId};
+
+/// Tuning of a [`SessionWriter`].
+#[derive(Debug, Clone, Copy)]
+pub struct WriterOptions {
+    /// Rows (chunks and frames) queued before new ones are dropped.
+    pub queue: usize,
+    /// Commit once this many rows are in hand…
+    pub batch_rows: usize,
+    /// …or this long after the first row of a batch arrived.
+    pub batch_interval: Duration,
+}
+
+impl Default for WriterOptions {
+    fn default() -> Self {
+        WriterOptions {
+            queue: 65_536,
+            batch_rows: 10_000,
+            batch_interval: Duration::from_millis(100),
+        }
+    }
+}
+
+/// What a new session starts with.
+#[derive(Debug, Clone)]
+pub struct NewSession {
+    /// Shown in lists; `Session <id>` when empty.
+    pub title: String,
+    /// The project the session is recorded with, embedded so the session replays and
+    /// exports on its own.
+    pub project: Project,
+    pub tags: Vec<String>,
+}
+
+/// Live counters of a writer; readable from any thread.
+#[derive(Debug, Default)]
+pub struct WriterStats {
+    /// Rows accepted into the queue.
+    pub queued_chunks: AtomicU64,
+    pub queued_frames: AtomicU64,
+    /// Rows dropped because the queue was full (or their batch failed to commit).
+    pub dropped_chunks: AtomicU64,
+    pub dropped_frames: AtomicU64,
+    /// Rows committed to the database.
+    pub written_chunks: AtomicU64,
+    pub written_frames: AtomicU64,
+    pub written_bytes: AtomicU64,
+    pub commits: AtomicU64,
+    /// Batches that failed to commit.
+    pub errors: AtomicU64,
+}
+
+/// A writer's counts, live or final.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct WriterReport {
+    pub id: SessionId,
+    /// Raw chunks committed.
+    pub chunks: u64,
+    /// Raw bytes committed.
+    pub bytes: u64,
+    /// Parsed frames committed.
+    pub frames: u64,
+    /// Raw chunks lost because the writer could not keep up.
+    pub dropped_chunks: u64,
+    /// Parsed frames lost because the writer could not keep up.
+    pub dropped_frames: u64,
+    /// Batches that failed to commit (their rows count as dropped).
+    pub errors: u64,
+}
+
+impl WriterStats {
+    fn report(&self, id: SessionId) -> WriterReport {
+        WriterReport {
+            id,
+            chunks: self.written_chunks.load(Ordering::Relaxed),
+            bytes: self.written_bytes.load(Ordering::Relaxed),
+            frames: self.written_frames.load(Ordering::Relaxed),
+            dropped_chunks: self.dropped_chunks.load(Ordering::Relaxed),
+            dropped_frames: self.dropped_frames.load(Ordering::Relaxed),
+            errors: self.errors.load(Ordering::Relaxed),
+        }
+    }
+}
+
+enum Msg {
+    Columns(Vec<(String, String, String)>),
+    Chunk {
+        source: usize,
+        elapsed_ns: u64,
+        unix_ns: i64,
+        data: Bytes,
+    },
+    Frame {
+        source: usize,
+        elapsed_ns: u64,
+        vals: Vec<u8>,
+    },
+    Close,
+}
+
+/// The producer side of a writer: cheap to clone, never blocks.
+#[derive(Clone)]
+pub struct Feed {
+    tx: SyncSender<Msg>,
+    stats: Arc<WriterStats>,
+}
+
+impl Feed {
+    fn offer(&self, msg: Msg, queued: &AtomicU64, dropped: &AtomicU64) -> bool {
+        match self.tx.try_send(msg) {
+            Ok(()) => {
+                queued.fetch_add(1, Ordering::Relaxed);
+                true
+            }
+            Err(TrySendError::Full(_)) => {
+                dropped.fetch_add(1, Ordering::Relaxed);
+                false
+            }
+            // The recording has ended; later rows belong to no session.
+            Err(TrySendError::Disconnected(_)) => false,
+        }
+    }
+
+    /// Queues a raw chunk; `false` when it was dropped (or the recording has ended).
+    pub fn chunk(&self, source: usize, chunk: &Chunk) -> bool {
+        let msg = Msg::Chunk {
+            source,
+            elapsed_ns: chunk.timestamp.elapsed_ns,
+            unix_ns: chunk.timestamp.unix_ns,
+            // Bytes clones share the buffer: recording raw data costs no copy here.
+            data: chunk.data.clone(),
+        };
+        self.offer(msg, &self.stats.queued_chunks, &self.stats.dropped_chunks)
+    }
+
+    /// Queues the session's columns; `false` when the queue was full (try again).
+    pub fn columns(&self, datasets: &[DatasetInfo]) -> bool {
+        let columns = datasets
+            .iter()
+            .map(|d| (d.id.clone(), d.column(), d.units.clone()))
+            .collect();
+        // After the recording ended there is nothing to retry.
+        !matches!(
+            self.tx.try_send(Msg::Columns(columns)),
+            Err(TrySendError::Full(_))
+        )
+    }
+
+    /// Queues a parsed frame; `false` when it was dropped (or the recording has ended).
+    pub fn frame(&self, event: &FrameEvent<'_>) -> bool {
+        let msg = Msg::Frame {
+            source: event.source,
+            elapsed_ns: event.timestamp.elapsed_ns,
+            vals: codec::encode(event.values),
+        };
+        self.offer(msg, &self.stats.queued_frames, &self.stats.dropped_frames)
+    }
+
+    pub fn stats(&self) -> &Arc<WriterStats> {
+        &self.stats
+    }
+}
+
+/// Records a wiring's raw chunks and frames into one session (see [`FrameSink::chunk`]).
+pub struct SessionSink {
+    feed: Feed,
+    columns_sent: bool,
+}
+
+impl SessionSink {
+    pub fn new(feed: Feed) -> SessionSink {
+        SessionSink {
+            feed,
+            columns_sent: false,
+        }
+    }
+}
+
+impl FrameSink for SessionSink {
+    fn chunk(&mut self, source: usize, chunk: &Chunk) {
+        self.feed.chunk(source, chunk);
+    }
+
+    fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]) {
+        // The columns go first, like a CSV header; until they are in, a frame would have no
+        // header to be exported under, so it counts as dropped.
+        if !self.columns_sent {
+            self.columns_sent = self.feed.columns(datasets);
+            if !self.columns_sent {
+                self.feed
+                    .stats
+                    .dropped_frames
+                    .fetch_add(1, Ordering::Relaxed);
+                return;
+            }
+        }
+        self.feed.frame(event);
+    }
+}
+
+/// One session being recorded.
+pub struct SessionWriter {
+    id: SessionId,
+    feed: Option<Feed>,
+    stats: Arc<WriterStats>,
+    abandon: Arc<AtomicBool>,
+    thread: Option<JoinHandle<Result<(), SessionError>>>,
+}
+
+pub(crate) fn unix_now_ns() -> i64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_nanos() as i64)
+        .unwrap_or(0)
+}
+
+/// Checks a tag: non-empty, short, one line.
+pub(crate) fn check_tag(tag: &str) -> Result<String, SessionError> {
+    let tag = tag.trim();
+    if tag.is_empty() || tag.chars().count() > 64 || tag.chars().any(char::is_control) {
+        return Err(SessionError::Invalid(format!(
+            "tag `{tag}` is not usable: a tag is 1 to 64 characters on one line"
+        )));
+    }
+    Ok(tag.to_string())
+}
+
+impl SessionWriter {
+    /// Creates the session in the database at `db` (created if missing) and starts the
+    /// writer thread.
+    pub fn start(
+        db: &Path,
+        session: NewSession,
+        options: WriterOptions,
+    ) -> Result<SessionWriter, SessionError> {
+        let tags = session
+            .tags
+            .iter()
+            .map(|t| check_tag(t))
+            .collect::<Result<Vec<_>, _>>()?;
+        let mut conn = schema::open(db)?;
+        let id = {
+            let tx = conn.transaction()?;
+            tx.execute(
+                "INSERT INTO sessions (title, started_unix_ns, project) VALUES (?1, ?2, ?3)",
+                params![
+                    session.title.trim(),
+                    unix_now_ns(),
+                    session.project.to_json_string()
+                ],
+            )?;
+            let id = tx.last_insert_rowid();
+            if session.title.trim().is_empty() {
+                tx.execute(
+                    "UPDATE sessions SET title = ?2 WHERE id = ?1",
+                    params![id, format!("Session {id}")],
+                )?;
+            }
+            for tag in &tags {
+                tx.execute(
+                    "INSERT OR IGNORE INTO session_tags (session, tag) VALUES (?1, ?2)",
+                    params![id, tag],
+                )?;
+            }
+            tx.commit()?;
+            id
+        };
+        let (tx, rx) = mpsc::sync_channel(options.queue.max(1));
+        let stats = Arc::new(WriterStats::default());
+        let abandon = Arc::new(AtomicBool::new(false));
+        let mut state = Thread {
+            conn,
+            id,
+            stats: stats.clone(),
+            abandon: abandon.clone(),
+            options,
+            totals: Totals::default(),
+        };
+        let thread = thread::Builder::new()
+            .name(format!("session-{id}"))
+            .spawn(move || state.run(rx))
+            .map_err(SessionError::Io)?;
+        Ok(SessionWriter {
+            id,
+            feed: Some(Feed {
+                tx,
+                stats: stats.clone(),
+            }),
+            stats,
+            abandon,
+            thread: Some(thread),
+        })
+    }
+
+    pub fn id(&self) -> SessionId {
+        self.id
+    }
+
+    /// A producer handle (for raw chunks or frames from anywhere).
+    pub fn feed(&self) -> Feed {
+        self.feed.clone().expect("the feed lives until close")
+    }
+
+    /// A sink that records a wiring's raw chunks and frames into this session.
+    pub fn sink(&self) -> SessionSink {
+        SessionSink::new(self.feed())
+    }
+
+    pub fn stats(&self) -> &Arc<WriterStats> {
+        &self.stats
+    }
+
+    /// The counts so far.
+    pub fn report(&self) -> WriterReport {
+        self.stats.report(self.id)
+    }
+
+    /// Writes everything queued before this call, stamps the session's end, and waits for
+    /// the writer thread. Rows offered afterwards are ignored.
+    pub fn close(mut self) -> Result<WriterReport, SessionError> {
+        if let Some(feed) = self.feed.take() {
+            // A blocking send is right here: closing may wait for the queue to drain, the
+            // producers never do.
+            let _ = feed.tx.send(Msg::Close);
+        }
+        let result = match self.thread.take().map(JoinHandle::join) {
+            Some(Ok(r)) => r,
+            Some(Err(_)) => Err(SessionError::WriterPanicked(self.id)),
+            None => Ok(()),
+        };
+        result.map(|()| self.stats.report(self.id))
+    }
+}
+
+impl Drop for SessionWriter {
+    fn drop(&mut self) {
+        if self.thread.is_some() {
+            // Abandoned: the thread commits what it holds and stops; the session keeps no
+            // end time, like one cut short by a crash.
+            self.abandon.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// What the session row says so far (only advanced after a successful commit).
+#[derive(Debug, Default, Clone, Copy)]
+struct Totals {
+    chunks: u64,
+    bytes: u64,
+    frames: u64,
+    first_ns: Option<u64>,
+    last_ns: Option<u64>,
+}
+
+impl Totals {
+    fn seen(&mut self, ns: u64) {
+        self.first_ns = Some(self.first_ns.map_or(ns, |f| f.min(ns)));
+        self.last_ns = Some(self.last_ns.map_or(ns, |l| l.max(ns)));
+    }
+}
+
+struct Thread {
+    conn: Connection,
+    id: SessionId,
+    stats: Arc<WriterStats>,
+    abandon: Arc<AtomicBool>,
+    options: WriterOptions,
+    totals: Totals,
+}
+
+impl Thread {
+    fn run(&mut self, rx: mpsc::Receiver<Msg>) -> Result<(), SessionError> {
+        let mut batch: Vec<Msg> = Vec::new();
+        let mut deadline: Option<Instant> = None;
+        loop {
+            // Without a batch in hand, still wake now and then to notice an abandonment.
+            let wait = deadline.map_or(self.options.batch_interval, |d| {
+                d.saturating_duration_since(Instant::now())
+            });
+            let mut closing = false;
+            let mut abandoned = false;
+            match rx.recv_timeout(wait) {
+                Ok(Msg::Close) => closing = true,
+                Ok(msg) => {
+                    batch.push(msg);
+                    deadline.get_or_insert_with(|| Instant::now() + self.options.batch_interval);
+                }
+                Err(RecvTimeoutError::Timeout) => {}
+                // Every producer and the writer itself are gone without a close.
+                Err(RecvTimeoutError::Disconnected) => abandoned = true,
+            }
+            abandoned |= self.abandon.load(Ordering::Relaxed);
+            let due = closing
+                || abandoned
+                || batch.len() >= self.options.batch_rows
+                || deadline.is_some_and(|d| Instant::now() >= d);
+            if due && !batch.is_empty() {
+                self.commit(&mut batch);
+                deadline = None;
+            }
+            if closing {
+                self.conn.execute(
+                    "UPDATE sessions SET ended_unix_ns = ?2, dropped_chunks = ?3, dropped_frames = ?4 WHERE id = ?1",
+                    params![self.id, unix_now_ns(), self.dropped_chunks(), self.dropped_frames()],
+                )?;
+                return Ok(());
+            }
+            if abandoned {
+                return Ok(());
+            }
+        }
+    }
+
+    fn dropped_chunks(&self) -> i64 {
+        self.stats.dropped_chunks.load(Ordering::Relaxed) as i64
+    }
+
+    fn dropped_frames(&self) -> i64 {
+        self.stats.dropped_frames.load(Ordering::Relaxed) as i64
+    }
+
+    fn commit(&mut self, batch: &mut Vec<Msg>) {
+        match self.write(batch) {
+            Ok(next) => {
+                let s = &self.stats;
+                s.written_chunks
+                    .fetch_add(next.chunks - self.totals.chunks, Ordering::Relaxed);
+                s.written_frames
+                    .fetch_add(next.frames - self.totals.frames, Ordering::Relaxed);
+                s.written_bytes
+                    .fetch_add(next.bytes - self.totals.bytes, Ordering::Relaxed);
+                s.commits.fetch_add(1, Ordering::Relaxed);
+                self.totals = next;
+            }
+            Err(e) => {
+                // The rows are lost; count them as dropped so the session says so, and
+                // keep recording: the next batch may well succeed (a full disk freed).
+                let chunks = batch
+                    .iter()
+                    .filter(|m| matches!(m, Msg::Chunk { .. }))
+                    .count() as u64;
+                let frames = batch
+                    .iter()
+                    .filter(|m| matches!(m, Msg::Frame { .. }))
+                    .count() as u64;
+                self.stats
+                    .dropped_chunks
+                    .fetch_add(chunks, Ordering::Relaxed);
+                self.stats
+                    .dropped_frames
+                    .fetch_add(frames, Ordering::Relaxed);
+                self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                tracing::error!(session = self.id, "recording a batch failed: {e}");
+            }
+        }
+        batch.clear();
+    }
+
+    /// Writes one batch in one transaction; the totals it leaves the session row with.
+    fn write(&mut self, batch: &[Msg]) -> rusqlite::Result<Totals> {
+        let mut t = self.totals;
+        let (dropped_chunks, dropped_frames) = (self.dropped_chunks(), self.dropped_frames());
+        let tx = self
+            .conn
+            .transaction_with_behavior(TransactionBehavior::Immediate)?;
+        {
+            let mut chunk = tx.prepare_cached(
+                "INSERT INTO chunks (session, source, elapsed_ns, unix_ns, bytes) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            let mut frame = tx.prepare_cached(
+                "INSERT INTO frames (session, elapsed_ns, source, vals) VALUES (?1, ?2, ?3, ?4)",
+            )?;
+            let mut column = tx.prepare_cached(
+                "INSERT OR IGNORE INTO datasets (session, position, dataset_id, column_name, units) VALUES (?1, ?2, ?3, ?4, ?5)",
+            )?;
+            for msg in batch {
+                match msg {
+                    Msg::Columns(columns) => {
+                        for (i, (id, name, units)) in columns.iter().enumerate() {
+                            column.execute(params![self.id, i as i64, id, name, units])?;
+                        }
+                    }
+                    Msg::Chunk {
+                        source,
+                        elapsed_ns,
+                        unix_ns,
+                        data,
+                    } => {
+                        chunk.execute(params![
+                            self.id,
+                            *source as i64,
+                            *elapsed_ns as i64,
+                            unix_ns,
+                            &data[..]
+                        ])?;
+                        t.chunks += 1;
+                        t.bytes += data.len() as u64;
+                        t.seen(*elapsed_ns);
+                    }
+                    Msg::Frame {
+                        source,
+                        elapsed_ns,
+                        vals,
+                    } => {
+                        frame.execute(params![
+                            self.id,
+                            *elapsed_ns as i64,
+                            *source as i64,
+                            vals
+                        ])?;
+                        t.frames += 1;
+                        t.seen(*elapsed_ns);
+                    }
+                    Msg::Close => {}
+                }
+            }
+        }
+        tx.execute(
+            "UPDATE sessions SET chunk_count = ?2, byte_count = ?3, frame_count = ?4,
+                 first_elapsed_ns = ?5, last_elapsed_ns = ?6,
+                 dropped_chunks = ?7, dropped_frames = ?8
+             WHERE id = ?1",
+            params![
+                self.id,
+                t.chunks as i64,
+                t.bytes as i64,
+                t.frames as i64,
+                t.first_ns.map(|n| n as i64),
+                t.last_ns.map(|n| n as i64),
+                dropped_chunks,
+                dropped_frames,
+            ],
+        )?;
+        tx.commit()?;
+        Ok(t)
+    }
+}

@@ -1,0 +1,665 @@
+//! Session recording against real SQLite files: the simulator recorded and replayed to the
+//! same CSV, browsing and editing, schema versions, a flooded writer, durability across
+//! reopening, and a recorder killed mid-session.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use sextant_devices::replay::ReplayControl;
+use sextant_devices::sim_source::SimulatorDriver;
+use sextant_devices::simulator::{demo_project, demo_settings};
+use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
+use sextant_devices::{Reconnect, RunOptions, Source, Status};
+use sextant_sessions::{
+    NewSession, SessionError, SessionReplayDriver, SessionStore, SessionWriter, WriterOptions,
+};
+use sextant_telemetry::pipeline::DatasetInfo;
+use sextant_telemetry::{FrameEvent, Pipeline, Timestamp, Value};
+
+fn new_session(title: &str) -> NewSession {
+    NewSession {
+        title: title.into(),
+        project: demo_project(),
+        tags: Vec::new(),
+    }
+}
+
+fn datasets() -> Vec<DatasetInfo> {
+    Pipeline::new(&demo_project()).unwrap().datasets().to_vec()
+}
+
+/// A synthetic frame of the demo project's width: numbers, a text and a null.
+fn values(i: u64, width: usize) -> Vec<Value> {
+    (0..width)
+        .map(|k| match k {
+            0 => Value::Text(format!("row {i}, \"quoted\"")),
+            1 => Value::Null,
+            _ => Value::Number(i as f64 * 0.1 + k as f64),
+        })
+        .collect()
+}
+
+/// Records `n` synthetic frames 10 ms apart; returns the session id.
+fn record_synthetic(db: &Path, title: &str, n: u64) -> i64 {
+    let writer = SessionWriter::start(db, new_session(title), WriterOptions::default()).unwrap();
+    let feed = writer.feed();
+    let ds = datasets();
+    assert!(feed.columns(&ds));
+    for i in 0..n {
+        let row = values(i, ds.len());
+        assert!(feed.frame(&FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: i * 10_000_000,
+                unix_ns: 1_700_000_000_000_000_000 + (i * 10_000_000) as i64,
+            },
+            values: &row,
+        }));
+    }
+    let report = writer.close().unwrap();
+    assert_eq!(report.frames, n);
+    report.id
+}
+
+/// Counts frames on the pipeline thread.
+struct Count(Arc<AtomicU64>);
+
+impl FrameSink for Count {
+    fn frame(&mut self, _: &FrameEvent<'_>, _: &[DatasetInfo]) {
+        self.0.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+fn csv_of(store: &SessionStore, id: i64) -> String {
+    let mut out = Vec::new();
+    store.export_csv(id, &mut out).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recorded_simulator_session_replays_to_the_same_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let live_csv = dir.path().join("live.csv");
+    let replay_csv = dir.path().join("replay.csv");
+    let project = demo_project();
+    let mut settings = demo_settings();
+    settings.frame_rate_hz = 2_000.0;
+
+    // Live: the simulator through the pipeline, into a session and the live CSV export.
+    let writer = SessionWriter::start(
+        &db,
+        NewSession {
+            title: "bench run".into(),
+            project: project.clone(),
+            tags: vec!["bench".into()],
+        },
+        WriterOptions::default(),
+    )
+    .unwrap();
+    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let (chunks, h) = source.into_parts();
+    let frames = Arc::new(AtomicU64::new(0));
+    let wiring = Wiring::start(
+        Pipeline::new(&project).unwrap(),
+        vec![(0, chunks)],
+        vec![
+            Box::new(CsvSink::new(&live_csv)),
+            Box::new(writer.sink()),
+            Box::new(Count(frames.clone())),
+        ],
+        WiringOptions::default(),
+    );
+    tokio::time::sleep(Duration::from_millis(1000)).await;
+    h.close().await;
+    let live_pipeline = tokio::task::spawn_blocking(move || wiring.join())
+        .await
+        .unwrap();
+    let live = writer.close().unwrap();
+    let live_frames = frames.load(Ordering::Relaxed);
+    assert!(
+        live_frames > 500,
+        "the simulator produced {live_frames} frames"
+    );
+    assert_eq!(live_pipeline.stats(0).unwrap().parse_errors, 0);
+    assert_eq!(live.frames, live_frames, "{live:?}");
+    assert_eq!(
+        (live.dropped_frames, live.dropped_chunks),
+        (0, 0),
+        "{live:?}"
+    );
+    assert_eq!(live.bytes, h.stats().bytes, "every raw byte is recorded");
+
+    let store = SessionStore::open(&db).unwrap();
+    let recorded = csv_of(&store, live.id);
+    let live_text = std::fs::read_to_string(&live_csv).unwrap();
+    assert_eq!(recorded.lines().count() as u64, live_frames + 1);
+    assert!(
+        recorded == live_text,
+        "the session's CSV differs from the live export"
+    );
+
+    // Replay the raw chunks at maximum speed through a fresh pipeline, recording again.
+    let again =
+        SessionWriter::start(&db, new_session("replayed"), WriterOptions::default()).unwrap();
+    let replay = Source::spawn(
+        SessionReplayDriver {
+            db: db.clone(),
+            session: live.id,
+            source: 0,
+            control: ReplayControl::new(0.0),
+        },
+        RunOptions {
+            reconnect: Reconnect::off(),
+            ..RunOptions::default()
+        },
+    );
+    let (chunks, rh) = replay.into_parts();
+    let wiring = Wiring::start(
+        Pipeline::new(&store.project(live.id).unwrap()).unwrap(),
+        vec![(0, chunks)],
+        vec![Box::new(CsvSink::new(&replay_csv)), Box::new(again.sink())],
+        WiringOptions::default(),
+    );
+    rh.wait_for(|s| *s == Status::Finished).await;
+    rh.close().await;
+    tokio::task::spawn_blocking(move || wiring.join())
+        .await
+        .unwrap();
+    let replayed = again.close().unwrap();
+    assert_eq!(replayed.chunks, live.chunks);
+    assert_eq!(replayed.frames, live.frames);
+    assert!(
+        std::fs::read_to_string(&replay_csv).unwrap() == recorded,
+        "the replayed pipeline's CSV differs from the recorded session's"
+    );
+    assert!(
+        csv_of(&store, replayed.id) == recorded,
+        "the replay, recorded, exports a different CSV"
+    );
+
+    let detail = store.get(live.id).unwrap();
+    assert_eq!(detail.summary.tags, ["bench"]);
+    assert_eq!(detail.sources.len(), 1);
+    assert_eq!(detail.sources[0].bytes, live.bytes);
+    assert!(detail.summary.ended_unix_ms.is_some());
+    assert!(detail.summary.duration_s > 0.5, "{:?}", detail.summary);
+    assert_eq!(
+        detail.project["sources"][0]["connection"]["type"],
+        "simulator"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_replay_paces_pauses_steps_and_seeks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let writer = SessionWriter::start(&db, new_session("paced"), WriterOptions::default()).unwrap();
+    let feed = writer.feed();
+    for i in 0..20u64 {
+        feed.chunk(
+            0,
+            &sextant_devices::Chunk {
+                data: format!("{i}\n").into_bytes().into(),
+                timestamp: Timestamp {
+                    elapsed_ns: i * 50_000_000,
+                    unix_ns: 0,
+                },
+            },
+        );
+    }
+    let id = writer.close().unwrap().id;
+    let control = ReplayControl::new(1.0);
+    control.pause();
+    let mut source = Source::spawn(
+        SessionReplayDriver {
+            db,
+            session: id,
+            source: 0,
+            control: control.clone(),
+        },
+        RunOptions {
+            reconnect: Reconnect::off(),
+            ..RunOptions::default()
+        },
+    );
+    assert!(
+        tokio::time::timeout(Duration::from_millis(300), source.chunks.recv())
+            .await
+            .is_err(),
+        "a paused replay sends nothing"
+    );
+    control.step();
+    let first = tokio::time::timeout(Duration::from_secs(5), source.chunks.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(&first.data[..], b"0\n");
+    control.seek(Duration::from_millis(500));
+    control.set_speed(10.0);
+    control.resume();
+    let mut seen = Vec::new();
+    while let Ok(Some(c)) = tokio::time::timeout(Duration::from_secs(5), source.chunks.recv()).await
+    {
+        seen.push((String::from_utf8(c.data.to_vec()).unwrap(), c.timestamp));
+    }
+    let texts: Vec<String> = seen.iter().map(|(t, _)| t.trim().to_string()).collect();
+    let expected: Vec<String> = (10..20).map(|i| i.to_string()).collect();
+    assert_eq!(texts, expected);
+    assert_eq!(
+        seen[0].1.elapsed_ns, 500_000_000,
+        "recorded timestamps are kept"
+    );
+    assert_eq!(source.handle().status(), Status::Finished);
+
+    let missing = Source::spawn(
+        SessionReplayDriver {
+            db: dir.path().join("sessions.db"),
+            session: 999,
+            source: 0,
+            control: ReplayControl::new(0.0),
+        },
+        RunOptions {
+            reconnect: Reconnect::off(),
+            ..RunOptions::default()
+        },
+    );
+    let st = missing
+        .handle()
+        .wait_for(|s| matches!(s, Status::Error(_)))
+        .await;
+    assert!(st.to_string().contains("no session 999"), "{st}");
+}
+
+#[test]
+fn sessions_list_tag_rename_and_delete() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let a = record_synthetic(&db, "first", 101);
+    let b = record_synthetic(&db, "", 5);
+    let mut store = SessionStore::open(&db).unwrap();
+
+    let list = store.list(None).unwrap();
+    assert_eq!(list.iter().map(|s| s.id).collect::<Vec<_>>(), [a, b]);
+    assert_eq!(list[0].title, "first");
+    assert_eq!(
+        list[1].title,
+        format!("Session {b}"),
+        "an empty title gets a default"
+    );
+    assert_eq!(list[0].frames, 101);
+    assert!((list[0].duration_s - 1.0).abs() < 1e-9, "{:?}", list[0]);
+    assert!(list[0].ended_unix_ms.unwrap() >= list[0].started_unix_ms);
+
+    assert_eq!(store.tag(a, " field test ").unwrap(), ["field test"]);
+    assert_eq!(store.tag(a, "bench").unwrap(), ["bench", "field test"]);
+    assert_eq!(store.tag(a, "bench").unwrap(), ["bench", "field test"]);
+    let tagged = store.list(Some("bench")).unwrap();
+    assert_eq!(tagged.len(), 1);
+    assert_eq!(tagged[0].id, a);
+    assert_eq!(store.untag(a, "bench").unwrap(), ["field test"]);
+    assert!(store.list(Some("bench")).unwrap().is_empty());
+    let bad = store.tag(a, "").unwrap_err();
+    assert!(bad.to_string().contains("1 to 64 characters"), "{bad}");
+
+    store.rename(b, "second").unwrap();
+    assert_eq!(store.summary(b).unwrap().title, "second");
+    assert!(store.rename(b, "  ").is_err());
+    assert!(matches!(
+        store.rename(12345, "x"),
+        Err(SessionError::NotFound(12345))
+    ));
+
+    store.delete(a).unwrap();
+    let left = store.list(None).unwrap();
+    assert_eq!(left.len(), 1);
+    assert_eq!(left[0].id, b);
+    let gone = store.get(a).unwrap_err();
+    assert!(
+        gone.to_string().contains(&format!("no session {a}")),
+        "{gone}"
+    );
+    assert!(matches!(store.delete(a), Err(SessionError::NotFound(_))));
+    let rows_left: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT (SELECT count(*) FROM frames WHERE session = ?1) + (SELECT count(*) FROM session_tags WHERE session = ?1) + (SELECT count(*) FROM datasets WHERE session = ?1)",
+            [a],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(rows_left, 0, "a deleted session leaves no rows behind");
+    store.vacuum().unwrap();
+    assert_eq!(store.summary(b).unwrap().frames, 5);
+}
+
+#[test]
+fn text_null_and_number_values_round_trip_through_the_csv() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let id = record_synthetic(&db, "values", 3);
+    let store = SessionStore::open(&db).unwrap();
+    let mut back = Vec::new();
+    store
+        .for_each_frame(id, |t, source, v| {
+            back.push((t.elapsed_ns, source, v.to_vec()));
+            Ok(())
+        })
+        .unwrap();
+    let width = datasets().len();
+    for (i, (ns, source, v)) in back.iter().enumerate() {
+        assert_eq!((*ns, *source), (i as u64 * 10_000_000, 0));
+        assert_eq!(*v, values(i as u64, width));
+    }
+    // The same rows through the live CSV writer give the same text.
+    let mut expected = Vec::new();
+    let columns: Vec<String> = datasets().iter().map(|d| d.column()).collect();
+    let mut w = sextant_telemetry::csv::CsvWriter::new(&mut expected, &columns).unwrap();
+    for (ns, _, v) in &back {
+        let t = Timestamp {
+            elapsed_ns: *ns,
+            unix_ns: 0,
+        };
+        w.write_row(t.elapsed_s(), v).unwrap();
+    }
+    drop(w);
+    assert_eq!(csv_of(&store, id), String::from_utf8(expected).unwrap());
+    assert!(csv_of(&store, id).contains("\"row 1, \"\"quoted\"\"\",,"));
+
+    let out = dir.path().join("export.csv");
+    assert_eq!(store.export_csv_file(id, &out).unwrap(), 3);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), csv_of(&store, id));
+}
+
+#[test]
+fn a_database_from_a_newer_schema_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let id = record_synthetic(&db, "old", 2);
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute(
+            "UPDATE meta SET value = ?1 WHERE key = 'schema_version'",
+            [(sextant_sessions::SCHEMA_VERSION + 1).to_string()],
+        )
+        .unwrap();
+    let e = SessionStore::open(&db).err().expect("refused");
+    let text = e.to_string();
+    assert!(matches!(e, SessionError::TooNew { .. }), "{e:?}");
+    assert!(
+        text.contains("newer Sextant") && text.contains("schema version 2"),
+        "{text}"
+    );
+    let e = SessionWriter::start(&db, new_session("new"), WriterOptions::default())
+        .err()
+        .expect("refused");
+    assert!(matches!(e, SessionError::TooNew { .. }), "{e:?}");
+    let e = sextant_sessions::replay::SessionRecords::open(&db, id, 0)
+        .err()
+        .expect("refused");
+    assert!(matches!(e, SessionError::TooNew { .. }), "{e:?}");
+
+    // Somebody else's SQLite file, and a file that is not SQLite at all.
+    let foreign = dir.path().join("other.db");
+    rusqlite::Connection::open(&foreign)
+        .unwrap()
+        .execute_batch("CREATE TABLE customers (name TEXT);")
+        .unwrap();
+    let e = SessionStore::open(&foreign).err().expect("refused");
+    assert!(
+        e.to_string().contains("not a Sextant sessions database"),
+        "{e}"
+    );
+    let garbage = dir.path().join("garbage.db");
+    std::fs::write(
+        &garbage,
+        b"this is not a database, just some text padding it out....",
+    )
+    .unwrap();
+    let e = SessionStore::open(&garbage).err().expect("refused");
+    assert!(
+        e.to_string()
+            .contains("could not open the sessions database"),
+        "{e}"
+    );
+    assert!(e.to_string().contains("not a database"), "{e}");
+}
+
+#[test]
+fn a_flooded_writer_drops_and_counts_instead_of_blocking() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let writer = SessionWriter::start(
+        &db,
+        new_session("flood"),
+        WriterOptions {
+            queue: 256,
+            batch_rows: 100,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    // Another connection holds the write lock: the writer cannot commit anything, so it is
+    // as slow as a writer can be.
+    let mut blocker = rusqlite::Connection::open(&db).unwrap();
+    let lock = blocker
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    let feed = writer.feed();
+    let ds = datasets();
+    assert!(feed.columns(&ds));
+    let row = values(0, ds.len());
+    const OFFERED: u64 = 100_000;
+    let mut accepted = 0u64;
+    for i in 0..OFFERED {
+        let event = FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: i,
+                unix_ns: 0,
+            },
+            values: &row,
+        };
+        accepted += feed.frame(&event) as u64;
+    }
+    let stats = writer.stats();
+    // Every offer returned while the writer had committed nothing: the producer never
+    // waited for it.
+    assert_eq!(stats.commits.load(Ordering::Relaxed), 0);
+    assert_eq!(stats.written_frames.load(Ordering::Relaxed), 0);
+    let dropped = stats.dropped_frames.load(Ordering::Relaxed);
+    assert_eq!(accepted + dropped, OFFERED);
+    assert_eq!(stats.queued_frames.load(Ordering::Relaxed), accepted);
+    assert!(dropped > OFFERED / 2, "dropped {dropped} of {OFFERED}");
+
+    lock.rollback().unwrap();
+    let report = writer.close().unwrap();
+    assert_eq!(report.frames, accepted, "every accepted row is written");
+    assert_eq!(report.dropped_frames, dropped);
+    let summary = SessionStore::open(&db).unwrap().summary(report.id).unwrap();
+    assert_eq!(summary.frames, accepted);
+    assert_eq!(
+        summary.dropped_frames, dropped,
+        "the session says what it lost"
+    );
+}
+
+#[test]
+fn a_session_survives_reopening_the_database() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let id = record_synthetic(&db, "durable", 250);
+    let expected = csv_of(&SessionStore::open(&db).unwrap(), id);
+    // Every connection is closed: the WAL has been checkpointed into the main file.
+    assert!(!dir.path().join("sessions.db-wal").exists());
+    let copy = dir.path().join("copy.db");
+    std::fs::copy(&db, &copy).unwrap();
+    let store = SessionStore::open(&copy).unwrap();
+    let s = store.summary(id).unwrap();
+    assert_eq!((s.title.as_str(), s.frames), ("durable", 250));
+    assert_eq!(csv_of(&store, id), expected);
+    assert_eq!(store.project(id).unwrap(), demo_project());
+}
+
+#[test]
+fn dropping_a_writer_mid_session_keeps_what_was_committed() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let writer = SessionWriter::start(
+        &db,
+        new_session("abandoned"),
+        WriterOptions {
+            batch_rows: 50,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    let id = writer.id();
+    let feed = writer.feed();
+    let ds = datasets();
+    feed.columns(&ds);
+    let row = values(7, ds.len());
+    let mut i = 0u64;
+    let end = Instant::now() + Duration::from_secs(10);
+    while writer.stats().written_frames.load(Ordering::Relaxed) < 200 && Instant::now() < end {
+        feed.frame(&FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: i,
+                unix_ns: 0,
+            },
+            values: &row,
+        });
+        i += 1;
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    let committed = writer.stats().written_frames.load(Ordering::Relaxed);
+    assert!(committed >= 200);
+    drop(writer);
+    // The producer side may outlive the writer (a sink still in a pipeline): harmless.
+    feed.frame(&FrameEvent {
+        source: 0,
+        timestamp: Timestamp::default(),
+        values: &row,
+    });
+    drop(feed);
+
+    let store = SessionStore::open(&db).unwrap();
+    let s = store.summary(id).unwrap();
+    assert_eq!(s.ended_unix_ms, None, "an abandoned recording has no end");
+    assert!(s.frames >= committed, "{} < {committed}", s.frames);
+    let rows = store.for_each_frame(id, |_, _, _| Ok(())).unwrap();
+    assert_eq!(rows, s.frames, "the counters match the committed rows");
+}
+
+/// Set for the child process of the crash test: the database to record into until killed.
+const CRASH_DB: &str = "SEXTANT_SESSIONS_CRASH_DB";
+
+/// The child half of `a_recorder_killed_mid_session_leaves_a_readable_database`: the same
+/// test binary, re-run with `CRASH_DB` set, records until the parent kills it.
+fn crash_child_records_until_killed(db: std::ffi::OsString) {
+    let writer = SessionWriter::start(
+        Path::new(&db),
+        new_session("killed"),
+        WriterOptions {
+            batch_rows: 20,
+            batch_interval: Duration::from_millis(20),
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    let feed = writer.feed();
+    let ds = datasets();
+    feed.columns(&ds);
+    for i in 0.. {
+        let row = values(i, ds.len());
+        feed.chunk(
+            0,
+            &sextant_devices::Chunk {
+                data: format!("{i}\n").into_bytes().into(),
+                timestamp: Timestamp {
+                    elapsed_ns: i * 1_000_000,
+                    unix_ns: 0,
+                },
+            },
+        );
+        feed.frame(&FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: i * 1_000_000,
+                unix_ns: 0,
+            },
+            values: &row,
+        });
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_recorder_killed_mid_session_leaves_a_readable_database() {
+    if let Some(db) = std::env::var_os(CRASH_DB) {
+        // We are the child the test below spawned.
+        crash_child_records_until_killed(db);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let mut child = std::process::Command::new(std::env::current_exe().unwrap())
+        .args([
+            "--exact",
+            "a_recorder_killed_mid_session_leaves_a_readable_database",
+        ])
+        .env(CRASH_DB, &db)
+        .stdout(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until a few batches are committed, then kill it mid-batch (SIGKILL: no unwinding,
+    // no destructors, no final commit).
+    let end = Instant::now() + Duration::from_secs(30);
+    let committed = loop {
+        // Open only once the child has created the file and switched it to WAL (the -wal
+        // file exists from then on), so the two never race to create the schema.
+        let ready = dir.path().join("sessions.db-wal").exists();
+        let frames = ready
+            .then(|| SessionStore::open(&db).ok())
+            .flatten()
+            .and_then(|s| s.list(None).ok())
+            .and_then(|l| l.first().map(|s| s.frames))
+            .unwrap_or(0);
+        if frames >= 100 || Instant::now() > end {
+            break frames;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert!(committed >= 100, "the child committed {committed} frames");
+
+    let store = SessionStore::open(&db).unwrap();
+    let list = store.list(None).unwrap();
+    assert_eq!(list.len(), 1);
+    let s = &list[0];
+    assert_eq!(s.title, "killed");
+    assert_eq!(s.ended_unix_ms, None);
+    assert!(s.frames >= committed);
+    assert_eq!(
+        store.for_each_frame(s.id, |_, _, _| Ok(())).unwrap(),
+        s.frames
+    );
+    let csv = csv_of(&store, s.id);
+    assert_eq!(csv.lines().count() as u64, s.frames + 1);
+    // Raw chunks and frames were committed in the same transactions.
+    let chunks: i64 = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(chunks as u64, s.chunks);
+    assert!(s.chunks.abs_diff(s.frames) <= 1, "{s:?}");
+    let integrity: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(integrity, "ok");
+}
