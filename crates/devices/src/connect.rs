@@ -9,6 +9,7 @@ use std::sync::Arc;
 use sextant_telemetry::project::{Connection, Source as SourceConfig};
 
 use crate::ble::BleDriver;
+use crate::csv_replay::CsvReplayDriver;
 use crate::modbus::ModbusDriver;
 use crate::mqtt::MqttDriver;
 use crate::net::{TcpDriver, UdpDriver};
@@ -112,6 +113,21 @@ pub fn start(
             },
             options,
         ),
+        // A CSV export plays through the CSV player; anything else is a raw capture.
+        Connection::Replay { path, speed } if path.to_ascii_lowercase().ends_with(".csv") => {
+            let control = ReplayControl::new(*speed);
+            extras.replay = Some(control.clone());
+            Source::spawn(
+                CsvReplayDriver {
+                    path: PathBuf::from(path),
+                    control,
+                },
+                RunOptions {
+                    reconnect: Reconnect::off(),
+                    ..options
+                },
+            )
+        }
         Connection::Replay { path, speed } => {
             let control = ReplayControl::new(*speed);
             extras.replay = Some(control.clone());

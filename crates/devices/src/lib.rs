@@ -17,6 +17,7 @@ pub mod ble;
 pub mod can;
 pub mod capture;
 pub mod connect;
+pub mod csv_replay;
 pub mod dbc;
 pub mod modbus;
 pub mod mqtt;

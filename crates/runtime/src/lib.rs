@@ -13,6 +13,7 @@
 pub mod commands;
 mod convert;
 mod runtime;
+mod tail;
 mod workspace;
 
 pub use runtime::{Caller, Runtime, RuntimeHandle};

@@ -47,6 +47,35 @@ pub struct Live {
     pub wiring: Option<Wiring>,
     /// Records the run into a session on `sessions.startRecording`.
     pub recorder: Recorder,
+    /// The last frames, for `dashboard.tail`.
+    pub tail: crate::tail::Tail,
+    /// Controls of every replaying source (captures, CSV files, sessions).
+    pub replay: Vec<std::sync::Arc<sextant_devices::replay::ReplayControl>>,
+}
+
+/// How the dashboard shows data: view state, not project data (it is not saved).
+#[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct DashboardView {
+    /// Seconds of history on time plots.
+    pub time_range_s: f64,
+    /// Points per plot after decimation.
+    pub points: u32,
+    /// Frozen: `dashboard.*` reads return the frame at which the view was paused.
+    pub paused: bool,
+    /// Display refresh rate (1 to 240 Hz).
+    pub refresh_hz: u32,
+}
+
+impl Default for DashboardView {
+    fn default() -> Self {
+        DashboardView {
+            time_range_s: 10.0,
+            points: 1000,
+            paused: false,
+            refresh_hz: 60,
+        }
+    }
 }
 
 pub struct Workspace {
@@ -66,6 +95,9 @@ pub struct Workspace {
     pub(crate) sessions_db: Option<PathBuf>,
     /// Export parsed frames to this CSV file while connected (a setting, not project data).
     pub(crate) csv_export: Option<PathBuf>,
+    pub(crate) view: DashboardView,
+    /// What `dashboard.latestFrame` shows while paused.
+    pub(crate) frozen: Option<serde_json::Value>,
 }
 
 fn invalid(issues: Vec<sextant_telemetry::project::ValidationIssue>) -> CommandError {
@@ -100,6 +132,8 @@ impl Workspace {
             live: None,
             sessions_db: None,
             csv_export: None,
+            view: DashboardView::default(),
+            frozen: None,
         }
     }
 

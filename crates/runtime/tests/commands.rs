@@ -157,6 +157,12 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("assistant.listCheckpoints", json!({})),
         ("io.status", json!({})),
         ("csvExport.status", json!({})),
+        ("dashboard.tail", json!({"count": 5})),
+        ("dashboard.getView", json!({})),
+        (
+            "dashboard.setView",
+            json!({"timeRangeS": 30, "points": 500}),
+        ),
         ("dashboard.latestFrame", json!({})),
         ("sessions.list", json!({})),
         ("sessions.list", json!({"tag": "bench"})),
@@ -177,6 +183,21 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         );
         covered.insert(name);
     }
+    // Commands that fail in this state must fail without touching the project either.
+    let outcome = rt.execute(
+        Caller::Assistant,
+        "replay.setState",
+        json!({"paused": true}),
+        edits(),
+        false,
+    );
+    assert!(outcome.is_err(), "nothing is replaying here");
+    assert_eq!(
+        project_bytes(&rt),
+        before,
+        "replay.setState changed the project"
+    );
+    covered.insert("replay.setState");
     // Every Safe command except checkpoint-taking is covered above (a new one must be added).
     for spec in rt.specs() {
         if spec.tier == sextant_commands::Tier::Safe && spec.name != "assistant.checkpoint" {
@@ -454,6 +475,23 @@ async fn connect_shows_live_values_and_exports_csv_in_the_background() {
     let frame = run("dashboard.latestFrame", json!({})).await;
     let a = frame["values"]["a"].as_f64().unwrap();
     assert!((-1.0..=1.0).contains(&a), "{frame}");
+    let tail = run("dashboard.tail", json!({"count": 5})).await;
+    let frames = tail["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), 5, "{tail}");
+    assert!(frames
+        .windows(2)
+        .all(|w| w[0]["elapsedS"].as_f64() <= w[1]["elapsedS"].as_f64()));
+    // Pausing freezes what the dashboard reads, not the ingestion behind it.
+    run("dashboard.setView", json!({"paused": true})).await;
+    let frozen = run("dashboard.latestFrame", json!({})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(200)).await;
+    assert_eq!(run("dashboard.latestFrame", json!({})).await, frozen);
+    let status = run("io.status", json!({})).await;
+    let frames_now = status["sources"][0]["frames"].as_u64().unwrap();
+    run("dashboard.setView", json!({"paused": false})).await;
+    tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    assert_ne!(run("dashboard.latestFrame", json!({})).await, frozen);
+    assert!(frames_now > 0);
     run("io.disconnect", json!({})).await;
     let written = (0..50).any(|_| {
         std::thread::sleep(std::time::Duration::from_millis(100));
@@ -584,7 +622,16 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
     assert!(finished, "the replay did not finish");
     let last_row = text.lines().last().unwrap();
     let (elapsed, value) = last_row.split_once(',').unwrap();
-    let frame = call(&mut rt, "dashboard.latestFrame", json!({}));
+    // The source reports finished once it has sent its last chunk; the pipeline thread
+    // may still be parsing it, so wait for the dashboard to catch up.
+    let mut frame = call(&mut rt, "dashboard.latestFrame", json!({}));
+    for _ in 0..200 {
+        if format!("{:.6}", frame["elapsedS"].as_f64().unwrap_or(-1.0)) == elapsed {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        frame = call(&mut rt, "dashboard.latestFrame", json!({}));
+    }
     assert_eq!(
         format!("{:.6}", frame["elapsedS"].as_f64().unwrap()),
         elapsed
@@ -615,4 +662,71 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
     assert_eq!(gone.code, ErrorCode::NotFound);
     let left = call(&mut rt, "sessions.list", json!({}));
     assert_eq!(left["sessions"].as_array().unwrap().len(), 1);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_csv_player_replays_an_export_through_the_pipeline() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv = dir.path().join("export.csv");
+    let mut text = String::from("elapsed_s,Power/Voltage,Power/Current,Gear/Name\n");
+    for i in 0..50 {
+        text.push_str(&format!(
+            "{:.6},{},{},{}\n",
+            i as f64 * 0.01,
+            3.0 + i as f64 / 100.0,
+            i,
+            ["P", "R", "N", "D"][i % 4]
+        ));
+    }
+    std::fs::write(&csv, &text).unwrap();
+    let handle = Runtime::new(Workspace::new(Project::default())).spawn(None);
+    let call = |name: &'static str, params: Value| {
+        let h = handle.clone();
+        async move { h.call(Caller::Ui, name, params, edits()).await }
+    };
+    let e = call("replay.setState", json!({"paused": true}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("nothing is replaying"));
+    let opened = call("csvPlayer.open", json!({"path": csv, "speed": 0}))
+        .await
+        .unwrap();
+    assert_eq!(opened["datasets"], 3);
+    let mut done = false;
+    for _ in 0..100 {
+        let s = call("io.status", json!({})).await.unwrap();
+        if s["sources"][0]["status"] == "finished" {
+            done = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    assert!(done, "the CSV finished playing");
+    // Finished means the player sent its last row; the pipeline may still be parsing it.
+    let mut tail = call("dashboard.tail", json!({"count": 1000}))
+        .await
+        .unwrap();
+    for _ in 0..200 {
+        if tail["frames"].as_array().unwrap().len() == 50 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+        tail = call("dashboard.tail", json!({"count": 1000}))
+            .await
+            .unwrap();
+    }
+    let frames = tail["frames"].as_array().unwrap();
+    assert_eq!(frames.len(), 50);
+    assert_eq!(frames[49]["values"], json!([3.49, 49.0, "R"]));
+    assert_eq!(frames[10]["elapsedS"], 0.1);
+    let project = call("project.get", json!({})).await.unwrap();
+    assert_eq!(project["groups"][0]["title"], "Power");
+    assert_eq!(project["groups"][1]["datasets"][0]["title"], "Name");
+    call("io.disconnect", json!({})).await.unwrap();
+    let bad = dir.path().join("bad.csv");
+    std::fs::write(&bad, "time,x\n1,2\n").unwrap();
+    let e = call("csvPlayer.open", json!({"path": bad}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("elapsed_s"), "{e:?}");
 }

@@ -67,7 +67,268 @@ struct PublisherConfig {
     publisher: MqttPublisher,
 }
 
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct TailParams {
+    /// How many of the newest frames (1 to 1000).
+    #[serde(default = "hundred")]
+    count: usize,
+}
+
+fn hundred() -> usize {
+    100
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ViewParams {
+    #[serde(default)]
+    time_range_s: Option<f64>,
+    #[serde(default)]
+    points: Option<u32>,
+    #[serde(default)]
+    refresh_hz: Option<u32>,
+    #[serde(default)]
+    paused: Option<bool>,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ActionRun {
+    /// Action id.
+    id: String,
+}
+
+/// Starts every source of the project with the workspace's sinks (CSV export, MQTT
+/// publisher, recorder, tail) on a fresh pipeline.
+pub(crate) fn connect(ws: &mut Workspace) -> Result<(), CommandError> {
+    let project = ws.project().clone();
+    let pipeline = Pipeline::new(&project).map_err(|e| CommandError::failed(e.to_string()))?;
+    let clock = Clock::start();
+    let mut inputs = Vec::new();
+    let mut handles = Vec::new();
+    let mut replay = Vec::new();
+    for (i, config) in project.sources.iter().enumerate() {
+        let options = RunOptions {
+            clock,
+            ..RunOptions::default()
+        };
+        let (source, extras) = start(config, i, options, &NoSecrets)
+            .map_err(|e| CommandError::failed(format!("source `{}`: {e}", config.id)))?;
+        replay.extend(extras.replay);
+        let (chunks, handle) = source.into_parts();
+        inputs.push((i, chunks));
+        handles.push(handle);
+    }
+    let mut sinks: Vec<Box<dyn FrameSink>> = Vec::new();
+    if let Some(path) = &ws.csv_export {
+        sinks.push(Box::new(CsvSink::new(path.clone())));
+    }
+    if let Some(config) = project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
+        let publisher = MqttPublisherSink::start(config, None)
+            .map_err(|e| CommandError::failed(format!("MQTT publisher: {e}")))?;
+        sinks.push(Box::new(publisher));
+    }
+    // Idle until sessions.startRecording; closes its session when the sources end.
+    let recorder = Recorder::new(project.clone());
+    sinks.push(Box::new(recorder.sink()));
+    let tail = crate::tail::Tail::default();
+    sinks.push(Box::new(tail.sink()));
+    let wiring = Wiring::start(pipeline, inputs, sinks, WiringOptions::default());
+    ws.live = Some(Live {
+        handles,
+        wiring: Some(wiring),
+        recorder,
+        tail,
+        replay,
+    });
+    ws.push_event(Event::Connected);
+    Ok(())
+}
+
+/// The newest values as a JSON object, ignoring pause.
+fn live_frame(ws: &Workspace) -> Json {
+    let snap = ws
+        .live
+        .as_ref()
+        .and_then(|l| l.wiring.as_ref())
+        .map(|w| w.snapshot())
+        .unwrap_or_default();
+    let values: serde_json::Map<String, Json> = snap
+        .datasets
+        .iter()
+        .zip(&snap.values)
+        .map(|(d, v)| (d.id.clone(), value_to_json(v)))
+        .collect();
+    json!({ "elapsedS": snap.last_timestamp.elapsed_s(), "values": values })
+}
+
+fn latest_frame(ws: &Workspace) -> Json {
+    ws.frozen.clone().unwrap_or_else(|| live_frame(ws))
+}
+
+/// Bytes to send: text or hex, then the line ending, then an optional checksum of both.
+fn payload(
+    data: &str,
+    hex: bool,
+    ending: LineEnding,
+    checksum: Option<ChecksumKind>,
+) -> Result<Vec<u8>, CommandError> {
+    let mut bytes = if hex {
+        parse_hex_bytes(data).map_err(|e| CommandError::invalid("data", e.to_string()))?
+    } else {
+        data.as_bytes().to_vec()
+    };
+    bytes.extend_from_slice(match ending {
+        LineEnding::None => b"",
+        LineEnding::Lf => b"\n",
+        LineEnding::Cr => b"\r",
+        LineEnding::CrLf => b"\r\n",
+    });
+    if let Some(kind) = checksum {
+        let sum = kind.encode(&bytes);
+        bytes.extend_from_slice(&sum);
+    }
+    Ok(bytes)
+}
+
+/// Queues `bytes` for source `index` of the live run.
+fn send_to(ws: &Workspace, index: usize, bytes: Vec<u8>) -> Result<Json, CommandError> {
+    let live = ws
+        .live
+        .as_ref()
+        .ok_or_else(|| CommandError::failed("not connected; run io.connect first"))?;
+    let handle = live
+        .handles
+        .get(index)
+        .cloned()
+        .ok_or_else(|| CommandError::failed("the project has no source to send to"))?;
+    let n = bytes.len();
+    // The write completes on the source's task; its outcome shows in io.status.
+    tokio::spawn(async move {
+        if let Err(e) = handle.write(bytes).await {
+            tracing::warn!(source = handle.name(), "write failed: {e}");
+        }
+    });
+    Ok(json!({ "queuedBytes": n }))
+}
+
+fn source_position(ws: &Workspace, id: Option<&str>) -> Result<usize, CommandError> {
+    match id {
+        None => Ok(0),
+        Some(id) => ws
+            .project()
+            .sources
+            .iter()
+            .position(|s| s.id == id)
+            .ok_or_else(|| CommandError::not_found(format!("no source has id `{id}`"))),
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CsvOpen {
+    /// A CSV export (`elapsed_s, Group/Dataset, …`).
+    path: std::path::PathBuf,
+    /// 1 = real time, 10 = ten times faster, 0 = as fast as possible.
+    #[serde(default = "one")]
+    speed: f64,
+}
+
+fn one() -> f64 {
+    1.0
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct ReplayState {
+    #[serde(default)]
+    paused: Option<bool>,
+    /// Release this many records while paused.
+    #[serde(default)]
+    step: Option<u32>,
+    /// Jump to this many seconds into the recording.
+    #[serde(default)]
+    seek_s: Option<f64>,
+    #[serde(default)]
+    speed: Option<f64>,
+}
+
 pub fn register(r: &mut Registry<Workspace>) {
+    r.register(
+        "csvPlayer.open",
+        Tier::Confirm,
+        "Plays a CSV export through the pipeline: opens a project matching its columns \
+         (undoable) and starts playing it.",
+        |ws: &mut Workspace, p: CsvOpen| {
+            if ws.live.is_some() {
+                return Err(CommandError::failed("disconnect first (io.disconnect)"));
+            }
+            if !(p.speed.is_finite() && p.speed >= 0.0) {
+                return Err(CommandError::invalid(
+                    "speed",
+                    "speed must be 0 (as fast as possible) or more",
+                ));
+            }
+            let (columns, _) = sextant_devices::csv_replay::load_csv(&p.path)
+                .map_err(|e| CommandError::failed(e.to_string()))?;
+            let project = sextant_devices::csv_replay::project_for_csv(&columns, &p.path, p.speed);
+            ws.replace(&format!("play {}", p.path.display()), project, None)?;
+            connect(ws)?;
+            Ok(json!({ "datasets": columns.len() }))
+        },
+    );
+    r.register(
+        "replay.setState",
+        Tier::Safe,
+        "Pauses, resumes, steps, seeks or changes the speed of every playing replay (captures, \
+         CSV files, recorded sessions).",
+        |ws: &mut Workspace, p: ReplayState| {
+            let controls = ws
+                .live
+                .as_ref()
+                .map(|l| l.replay.clone())
+                .unwrap_or_default();
+            if controls.is_empty() {
+                return Err(CommandError::failed("nothing is replaying"));
+            }
+            for c in &controls {
+                if let Some(speed) = p.speed {
+                    c.set_speed(speed);
+                }
+                if let Some(s) = p.seek_s {
+                    c.seek(std::time::Duration::from_secs_f64(s.max(0.0)));
+                }
+                match p.paused {
+                    Some(true) => c.pause(),
+                    Some(false) => c.resume(),
+                    None => {}
+                }
+                for _ in 0..p.step.unwrap_or(0) {
+                    c.step();
+                }
+            }
+            Ok(json!({ "replays": controls.len(), "paused": controls[0].is_paused() }))
+        },
+    );
+    r.register(
+        "project.action.run",
+        Tier::DeviceGated,
+        "Sends an action's payload (text or hex, with its line ending) to its device now.",
+        |ws: &mut Workspace, p: ActionRun| {
+            let action = ws
+                .project()
+                .actions
+                .iter()
+                .find(|a| a.id == p.id)
+                .cloned()
+                .ok_or_else(|| CommandError::not_found(format!("no action has id `{}`", p.id)))?;
+            let bytes = payload(&action.payload, action.hex, action.line_ending, None)?;
+            let index = source_position(ws, action.source.as_deref())?;
+            send_to(ws, index, bytes)
+        },
+    );
+
     r.register(
         "csvExport.enable",
         Tier::Confirm,
@@ -125,42 +386,7 @@ pub fn register(r: &mut Registry<Workspace>) {
             if ws.live.is_some() {
                 return Ok(Done::detail("already connected"));
             }
-            let project = ws.project().clone();
-            let pipeline =
-                Pipeline::new(&project).map_err(|e| CommandError::failed(e.to_string()))?;
-            let clock = Clock::start();
-            let mut inputs = Vec::new();
-            let mut handles = Vec::new();
-            for (i, config) in project.sources.iter().enumerate() {
-                let options = RunOptions {
-                    clock,
-                    ..RunOptions::default()
-                };
-                let (source, _) = start(config, i, options, &NoSecrets)
-                    .map_err(|e| CommandError::failed(format!("source `{}`: {e}", config.id)))?;
-                let (chunks, handle) = source.into_parts();
-                inputs.push((i, chunks));
-                handles.push(handle);
-            }
-            let mut sinks: Vec<Box<dyn FrameSink>> = Vec::new();
-            if let Some(path) = &ws.csv_export {
-                sinks.push(Box::new(CsvSink::new(path.clone())));
-            }
-            if let Some(config) = project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
-                let publisher = MqttPublisherSink::start(config, None)
-                    .map_err(|e| CommandError::failed(format!("MQTT publisher: {e}")))?;
-                sinks.push(Box::new(publisher));
-            }
-            // Idle until sessions.startRecording; closes its session when the sources end.
-            let recorder = Recorder::new(project.clone());
-            sinks.push(Box::new(recorder.sink()));
-            let wiring = Wiring::start(pipeline, inputs, sinks, WiringOptions::default());
-            ws.live = Some(Live {
-                handles,
-                wiring: Some(wiring),
-                recorder,
-            });
-            ws.push_event(Event::Connected);
+            connect(ws)?;
             Ok(Done::ok())
         },
     );
@@ -226,70 +452,85 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register(
         "dashboard.latestFrame",
         Tier::Safe,
-        "The latest value of every dataset while connected.",
-        |ws: &mut Workspace, _: NoParams| {
-            let snap = ws
-                .live
-                .as_ref()
-                .and_then(|l| l.wiring.as_ref())
-                .map(|w| w.snapshot())
-                .unwrap_or_default();
-            let values: serde_json::Map<String, Json> = snap
-                .datasets
-                .iter()
-                .zip(&snap.values)
-                .map(|(d, v)| (d.id.clone(), value_to_json(v)))
-                .collect();
-            Ok(json!({ "elapsedS": snap.last_timestamp.elapsed_s(), "values": values }))
+        "The latest value of every dataset while connected (frozen while the view is paused).",
+        |ws: &mut Workspace, _: NoParams| Ok(latest_frame(ws)),
+    );
+    r.register(
+        "dashboard.tail",
+        Tier::Safe,
+        "The last frames (up to 1000), oldest first, as rows of every dataset's value.",
+        |ws: &mut Workspace, p: TailParams| {
+            let Some(live) = &ws.live else {
+                return Ok(json!({ "columns": [], "frames": [] }));
+            };
+            let (columns, frames) = live.tail.last(p.count.clamp(1, crate::tail::TAIL_FRAMES));
+            Ok(json!({
+                "columns": columns.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+                "frames": frames
+                    .iter()
+                    .map(|(t, row)| json!({ "elapsedS": t, "values": row.iter().map(value_to_json).collect::<Vec<_>>() }))
+                    .collect::<Vec<_>>(),
+            }))
         },
+    );
+    r.register(
+        "dashboard.getView",
+        Tier::Safe,
+        "The dashboard's time range, points per plot, refresh rate and pause state.",
+        |ws: &mut Workspace, _: NoParams| Ok(ws.view.clone()),
+    );
+    r.register(
+        "dashboard.setView",
+        Tier::Safe,
+        "Changes how the dashboard shows data (view state only: the project is untouched).",
+        |ws: &mut Workspace, p: ViewParams| {
+            if let Some(t) = p.time_range_s {
+                if !(t.is_finite() && (0.1..=86_400.0).contains(&t)) {
+                    return Err(CommandError::invalid(
+                        "timeRangeS",
+                        "the time range must be 0.1 s to 24 h",
+                    ));
+                }
+                ws.view.time_range_s = t;
+            }
+            if let Some(n) = p.points {
+                if !(10..=1_000_000).contains(&n) {
+                    return Err(CommandError::invalid(
+                        "points",
+                        "points must be 10 to 1 000 000",
+                    ));
+                }
+                ws.view.points = n;
+            }
+            if let Some(hz) = p.refresh_hz {
+                if !(1..=240).contains(&hz) {
+                    return Err(CommandError::invalid(
+                        "refreshHz",
+                        "the refresh rate must be 1 to 240 Hz",
+                    ));
+                }
+                ws.view.refresh_hz = hz;
+            }
+            if let Some(paused) = p.paused {
+                // Freeze what the reads return; ingestion itself never pauses.
+                ws.frozen = if paused { Some(live_frame(ws)) } else { None };
+                ws.view.paused = paused;
+            }
+            Ok(ws.view.clone())
+        },
+    )
+    .example(
+        "last 30 s, paused",
+        json!({"timeRangeS": 30, "paused": true}),
     );
     r.register(
         "console.send",
         Tier::DeviceGated,
         "Sends text or hex bytes to a connected device, with an optional line ending and checksum.",
         |ws: &mut Workspace, p: Send| {
-            let mut bytes = if p.hex {
-                parse_hex_bytes(&p.data)
-                    .map_err(|e| CommandError::invalid("data", e.to_string()))?
-            } else {
-                p.data.into_bytes()
-            };
-            bytes.extend_from_slice(match p.line_ending {
-                LineEnding::None => b"",
-                LineEnding::Lf => b"\n",
-                LineEnding::Cr => b"\r",
-                LineEnding::CrLf => b"\r\n",
-            });
-            if let Some(kind) = p.checksum {
-                let sum = kind.encode(&bytes);
-                bytes.extend_from_slice(&sum);
-            }
-            let index = match &p.source {
-                None => 0,
-                Some(id) => ws
-                    .project()
-                    .sources
-                    .iter()
-                    .position(|s| &s.id == id)
-                    .ok_or_else(|| CommandError::not_found(format!("no source has id `{id}`")))?,
-            };
-            let live = ws
-                .live
-                .as_ref()
-                .ok_or_else(|| CommandError::failed("not connected; run io.connect first"))?;
-            let handle = live
-                .handles
-                .get(index)
-                .cloned()
-                .ok_or_else(|| CommandError::failed("the project has no source to send to"))?;
-            let n = bytes.len();
-            // The write completes on the source's task; its outcome shows in io.status.
-            tokio::spawn(async move {
-                if let Err(e) = handle.write(bytes).await {
-                    tracing::warn!(source = handle.name(), "console write failed: {e}");
-                }
-            });
-            Ok(json!({ "queuedBytes": n }))
+            let bytes = payload(&p.data, p.hex, p.line_ending, p.checksum)?;
+            let index = source_position(ws, p.source.as_deref())?;
+            send_to(ws, index, bytes)
         },
     )
     .example(

@@ -376,13 +376,16 @@ pub fn register(r: &mut Registry<Workspace>) {
             let clock = Clock::start();
             let mut inputs = Vec::new();
             let mut handles = Vec::new();
+            let mut replay = Vec::new();
             for i in 0..project.sources.len() {
+                let control = ReplayControl::new(p.speed);
+                replay.push(control.clone());
                 let source = Source::spawn(
                     SessionReplayDriver {
                         db: db.clone(),
                         session: p.id,
                         source: i,
-                        control: ReplayControl::new(p.speed),
+                        control,
                     },
                     RunOptions {
                         reconnect: Reconnect::off(),
@@ -396,16 +399,19 @@ pub fn register(r: &mut Registry<Workspace>) {
             }
             let sources = handles.len();
             let recorder = Recorder::new(project);
+            let tail = crate::tail::Tail::default();
             let wiring = Wiring::start(
                 pipeline,
                 inputs,
-                vec![Box::new(recorder.sink())],
+                vec![Box::new(recorder.sink()), Box::new(tail.sink())],
                 WiringOptions::default(),
             );
             ws.live = Some(Live {
                 handles,
                 wiring: Some(wiring),
                 recorder,
+                tail,
+                replay,
             });
             ws.push_event(Event::Connected);
             Ok(Replaying {
