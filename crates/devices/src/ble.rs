@@ -177,7 +177,8 @@ pub async fn scan(timeout: Duration) -> Result<Vec<BleDeviceInfo>, DeviceError> 
             devices.push(BleDeviceInfo {
                 name: props.local_name,
                 address: props.address.to_string(),
-                rssi: props.rssi,
+                // HCI reports 127 for "RSSI not available".
+                rssi: props.rssi.filter(|r| *r != 127),
                 services: props.services,
             });
         }
@@ -732,14 +733,24 @@ async fn forget_manager() {
     *MANAGER.lock().await = None;
 }
 
-/// The first adapter (BlueZ's `hci0` on a typical machine).
+/// The first adapter by name (BlueZ's `hci0` on a typical machine). btleplug lists
+/// adapters in no fixed order, so sort: with two adapters every (re)connect must use the same.
 async fn adapter() -> Result<Adapter, DeviceError> {
     let manager = manager().await?;
     match tokio::time::timeout(BLUEZ_TIMEOUT, manager.adapters()).await {
-        Ok(Ok(adapters)) => adapters
-            .into_iter()
-            .next()
-            .ok_or_else(|| BleError::NoAdapter.into()),
+        Ok(Ok(adapters)) => {
+            let mut named = Vec::with_capacity(adapters.len());
+            for a in adapters {
+                let info = a.adapter_info().await.unwrap_or_default();
+                named.push((info, a));
+            }
+            named.sort_by(|x, y| x.0.cmp(&y.0));
+            named
+                .into_iter()
+                .next()
+                .map(|(_, a)| a)
+                .ok_or_else(|| BleError::NoAdapter.into())
+        }
         Ok(Err(e)) => Err(bluez_error("listing Bluetooth adapters", e)),
         Err(_) => {
             // A connection that stopped answering is replaced on the next attempt.
