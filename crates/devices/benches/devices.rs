@@ -163,7 +163,7 @@ async fn simulator_live() {
         .unwrap();
     let rows = pipeline.stats(0).unwrap().rows;
     println!(
-        "simulator source → wiring → pipeline (demo project, 16 datasets, Lua virtual dataset): {:.0} frames/s sustained ({} chunks dropped)",
+        "simulator source → wiring → pipeline (demo project, 15 datasets incl. a Lua virtual one): {:.0} frames/s sustained ({} chunks dropped)",
         rows as f64 / secs,
         stats.dropped_chunks.load(std::sync::atomic::Ordering::Relaxed)
     );
