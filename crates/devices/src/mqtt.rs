@@ -121,8 +121,24 @@ fn connection_error(host: &str, port: u16, e: impl std::fmt::Display) -> DeviceE
 }
 
 impl MqttDriver {
+    /// The TLS transport when TLS is on: the system's roots, or the configured CA file.
+    fn transport(&self) -> Result<Option<rumqttc::Transport>, DeviceError> {
+        if !self.settings.tls {
+            return Ok(None);
+        }
+        Ok(Some(match &self.settings.ca_file {
+            None => rumqttc::Transport::tls_with_default_config(),
+            Some(path) => {
+                let ca = std::fs::read(path).map_err(|e| {
+                    DeviceError::fatal(format!("could not read the CA file {path}: {e}"))
+                })?;
+                rumqttc::Transport::tls(ca, None, None)
+            }
+        }))
+    }
+
     async fn open_v4(&mut self) -> Result<MqttLink, DeviceError> {
-        use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS, Transport};
+        use rumqttc::{AsyncClient, Event, MqttOptions, Packet, QoS};
         let s = &self.settings;
         let mut options = MqttOptions::new(self.client_id(), &s.host, s.port);
         options.set_keep_alive(Duration::from_secs(s.keep_alive_s.max(5) as u64));
@@ -131,8 +147,8 @@ impl MqttDriver {
         if let (Some(user), Some(pass)) = (&s.username, &self.password) {
             options.set_credentials(user, pass);
         }
-        if s.tls {
-            options.set_transport(Transport::tls_with_default_config());
+        if let Some(t) = self.transport()? {
+            options.set_transport(t);
         }
         let (client, mut events) = AsyncClient::new(options, 64);
         let qos = match self.qos {
@@ -212,8 +228,8 @@ impl MqttDriver {
         if let (Some(user), Some(pass)) = (&s.username, &self.password) {
             options.set_credentials(user, pass);
         }
-        if s.tls {
-            options.set_transport(rumqttc::Transport::tls_with_default_config());
+        if let Some(t) = self.transport()? {
+            options.set_transport(t);
         }
         let (client, mut events) = AsyncClient::new(options, 64);
         let qos = match self.qos {

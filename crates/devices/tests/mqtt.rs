@@ -285,3 +285,109 @@ async fn publisher_sends_the_latest_frames_at_its_rate() {
     );
     assert!(bad.err().unwrap().to_string().contains("out of range"));
 }
+
+/// A private CA and a server certificate for `localhost`, made with openssl.
+fn make_certs(dir: &std::path::Path) -> bool {
+    if !require("openssl", "openssl") {
+        return false;
+    }
+    let run = |args: &str| {
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("cd {} && {args}", dir.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "openssl step failed: {args}");
+    };
+    run("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=sextant-test-ca");
+    run("openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost");
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .unwrap();
+    run("openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext.cnf");
+    // mosquitto started as root drops to its own user, which must be able to read these.
+    run("chmod 0644 ca.pem server.pem server.key && chmod 0755 .");
+    true
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tls_to_a_broker_with_a_private_ca() {
+    if !require("mosquitto", "mosquitto") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    if !make_certs(dir.path()) {
+        return;
+    }
+    let port = common::free_port();
+    let conf = dir.path().join("tls.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "listener {port} 127.0.0.1\nallow_anonymous true\ncafile {d}/ca.pem\ncertfile {d}/server.pem\nkeyfile {d}/server.key\n",
+            d = dir.path().display()
+        ),
+    )
+    .unwrap();
+    let mut broker = std::process::Command::new("mosquitto")
+        .arg("-c")
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(common::wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    let mut tls = settings(port, "secure/#", MqttVersion::V311);
+    tls.host = "localhost".into();
+    tls.tls = true;
+    tls.ca_file = Some(dir.path().join("ca.pem").display().to_string());
+    let mut source = Source::spawn(
+        MqttDriver::new(tls.clone(), None).unwrap(),
+        RunOptions::default(),
+    );
+    connected(&source).await;
+    // Publish over TLS with the same CA.
+    let mut opts = MqttOptions::new("tls-pub", "localhost", port);
+    opts.set_transport(rumqttc::Transport::tls(
+        std::fs::read(dir.path().join("ca.pem")).unwrap(),
+        None,
+        None,
+    ));
+    let (client, mut events) = AsyncClient::new(opts, 10);
+    tokio::spawn(async move { while events.poll().await.is_ok() {} });
+    client
+        .publish("secure/t", QoS::AtLeastOnce, false, "over tls")
+        .await
+        .unwrap();
+    assert_eq!(
+        receive(&mut source, 1, Duration::from_secs(5)).await,
+        vec![bytes::Bytes::from("over tls")]
+    );
+    source.handle().close().await;
+
+    // Without the private CA the certificate is not trusted: a clear, retried error.
+    tls.ca_file = None;
+    let untrusted = Source::spawn(MqttDriver::new(tls, None).unwrap(), RunOptions::default());
+    let st = tokio::time::timeout(
+        Duration::from_secs(10),
+        untrusted
+            .handle()
+            .wait_for(|s| matches!(s, Status::Reconnecting { .. })),
+    )
+    .await
+    .expect("an untrusted certificate must not connect");
+    assert!(
+        st.to_string().to_lowercase().contains("certificate") || st.to_string().contains("tls"),
+        "{st}"
+    );
+    untrusted.handle().close().await;
+    let _ = broker.kill();
+    let _ = broker.wait();
+}

@@ -229,6 +229,9 @@ pub struct MqttSettings {
     pub keep_alive_s: u16,
     pub clean_session: bool,
     pub tls: bool,
+    /// PEM file of the certificate authority to trust for TLS (a private broker's CA);
+    /// the system's roots are used when absent.
+    pub ca_file: Option<String>,
 }
 
 impl Default for MqttSettings {
@@ -243,6 +246,7 @@ impl Default for MqttSettings {
             keep_alive_s: 30,
             clean_session: true,
             tls: false,
+            ca_file: None,
         }
     }
 }
