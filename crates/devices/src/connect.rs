@@ -78,12 +78,14 @@ pub fn start(
             remote_host,
             remote_port,
             multicast_group,
+            multicast_interface,
         } => Source::spawn(
             UdpDriver {
                 local_port: *local_port,
                 remote_host: remote_host.clone(),
                 remote_port: *remote_port,
                 multicast_group: multicast_group.clone(),
+                multicast_interface: multicast_interface.clone(),
             },
             options,
         ),

@@ -72,6 +72,8 @@ pub struct UdpDriver {
     pub remote_host: Option<String>,
     pub remote_port: Option<u16>,
     pub multicast_group: Option<String>,
+    /// IPv4 address of the interface to join on; any interface when absent.
+    pub multicast_interface: Option<String>,
 }
 
 impl Driver for UdpDriver {
@@ -109,12 +111,18 @@ impl Driver for UdpDriver {
                 DeviceError::transient(format!("could not bind UDP port {}: {e}", self.local_port))
             }
         })?;
+        let interface: Ipv4Addr = match &self.multicast_interface {
+            Some(i) => i.parse().map_err(|_| {
+                DeviceError::fatal(format!("`{i}` is not an IPv4 interface address"))
+            })?,
+            None => Ipv4Addr::UNSPECIFIED,
+        };
         if let Some(g) = group {
-            socket
-                .join_multicast_v4(g, Ipv4Addr::UNSPECIFIED)
-                .map_err(|e| {
-                    DeviceError::fatal(format!("could not join multicast group {g}: {e}"))
-                })?;
+            socket.join_multicast_v4(g, interface).map_err(|e| {
+                DeviceError::fatal(format!(
+                    "could not join multicast group {g} on interface {interface}: {e}"
+                ))
+            })?;
         }
         let remote = match (&self.remote_host, self.remote_port) {
             (Some(h), Some(p)) => lookup_host((h.as_str(), p))

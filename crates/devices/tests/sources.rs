@@ -101,6 +101,7 @@ async fn udp_datagrams_are_chunks_and_replies_go_back() {
             remote_host: None,
             remote_port: None,
             multicast_group: None,
+            multicast_interface: None,
         },
         quick(),
     );
@@ -127,6 +128,7 @@ async fn udp_datagrams_are_chunks_and_replies_go_back() {
             remote_host: None,
             remote_port: None,
             multicast_group: Some("10.0.0.1".into()),
+            multicast_interface: None,
         },
         quick(),
     );
@@ -451,4 +453,50 @@ async fn two_devices_of_one_project_run_at_once_into_one_pipeline() {
     tokio::task::spawn_blocking(move || wiring.join())
         .await
         .unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_joins_a_multicast_group_on_the_chosen_interface() {
+    let port = {
+        let s = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        s.local_addr().unwrap().port()
+    };
+    let group: std::net::Ipv4Addr = "239.255.42.7".parse().unwrap();
+    let mut source = Source::spawn(
+        UdpDriver {
+            local_port: port,
+            remote_host: None,
+            remote_port: None,
+            multicast_group: Some(group.to_string()),
+            // Loopback only: test traffic never leaves this machine.
+            multicast_interface: Some("127.0.0.1".into()),
+        },
+        quick(),
+    );
+    source.handle().wait_for(|s| *s == Status::Connected).await;
+    let sender = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::DGRAM, None).unwrap();
+    sender
+        .set_multicast_if_v4(&std::net::Ipv4Addr::LOCALHOST)
+        .unwrap();
+    sender.set_multicast_loop_v4(true).unwrap();
+    let to: std::net::SocketAddr = (group, port).into();
+    sender.send_to(b"fleet=1", &to.into()).unwrap();
+    assert_eq!(next_bytes(&mut source).await, b"fleet=1");
+    source.handle().close().await;
+
+    let bad = Source::spawn(
+        UdpDriver {
+            local_port: 0,
+            remote_host: None,
+            remote_port: None,
+            multicast_group: Some(group.to_string()),
+            multicast_interface: Some("not-an-ip".into()),
+        },
+        quick(),
+    );
+    let st = bad
+        .handle()
+        .wait_for(|s| matches!(s, Status::Error(_)))
+        .await;
+    assert!(st.to_string().contains("interface address"), "{st}");
 }

@@ -827,6 +827,7 @@ fn network(c: &mut Obj, r: &mut ImportReport) -> Connection {
             } else {
                 None
             },
+            multicast_interface: None,
         },
         other => {
             if other != 0 {

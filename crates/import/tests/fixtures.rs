@@ -317,7 +317,9 @@ fn binary_crc_maps_its_settings() {
             remote_host,
             remote_port,
             multicast_group,
+            multicast_interface,
         } => {
+            assert_eq!(*multicast_interface, None);
             assert_eq!(*local_port, 5005);
             assert_eq!(
                 (remote_host, remote_port, multicast_group),

@@ -118,6 +118,9 @@ pub enum Connection {
         remote_port: Option<u16>,
         #[serde(default)]
         multicast_group: Option<String>,
+        /// IPv4 address of the interface to join the group on; any when absent.
+        #[serde(default)]
+        multicast_interface: Option<String>,
     },
     Mqtt(MqttSettings),
     Can(CanSettings),
