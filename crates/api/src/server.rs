@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{json, Value};
 use sextant_commands::{CommandError, ErrorCode, Policy};
@@ -12,31 +12,8 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
-/// Per-client limits.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub max_message_bytes: usize,
-    pub max_depth: usize,
-    /// Sustained messages per second (token bucket).
-    pub rate_per_second: f64,
-    /// Messages allowed in a burst above the rate.
-    pub burst: f64,
-    pub max_clients: usize,
-    pub max_batch: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_message_bytes: 1024 * 1024,
-            max_depth: 64,
-            rate_per_second: 500.0,
-            burst: 1000.0,
-            max_clients: 16,
-            max_batch: 256,
-        }
-    }
-}
+pub use sextant_commands::door::Limits;
+use sextant_commands::door::{json_depth, RateLimiter};
 
 #[derive(Debug, Clone, Default)]
 pub struct ApiOptions {
@@ -143,54 +120,6 @@ fn response(id: Value, result: Result<Value, CommandError>) -> Value {
     }
 }
 
-/// Nesting depth of a JSON text, counted without parsing (so a deep bomb is refused
-/// before serde recurses into it).
-fn depth(text: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
-}
-
-struct Bucket {
-    tokens: f64,
-    last: Instant,
-}
-
-impl Bucket {
-    fn take(&mut self, limits: &Limits) -> bool {
-        let now = Instant::now();
-        self.tokens = (self.tokens
-            + now.duration_since(self.last).as_secs_f64() * limits.rate_per_second)
-            .min(limits.burst);
-        self.last = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
 struct Session {
     runtime: RuntimeHandle,
     policy: Policy,
@@ -235,10 +164,7 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
         push: None,
         max_batch: limits.max_batch,
     };
-    let mut bucket = Bucket {
-        tokens: limits.burst,
-        last: Instant::now(),
-    };
+    let mut bucket = RateLimiter::new(&limits);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut discarding = false;
     let mut chunk = vec![0u8; 64 * 1024];
@@ -307,7 +233,7 @@ async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -> Option<Va
     if text.iter().all(u8::is_ascii_whitespace) {
         return None;
     }
-    if depth(text) > limits.max_depth {
+    if json_depth(text) > limits.max_depth {
         let msg = format!("JSON nested deeper than {} levels", limits.max_depth);
         return Some(error_message(Value::Null, ErrorCode::BadRequest, &msg));
     }
@@ -449,16 +375,4 @@ fn subscribe(s: &mut Session, params: &Value) -> Result<Value, CommandError> {
         }
     }));
     Ok(json!({"frames": frames, "events": events, "rateHz": rate}))
-}
-
-#[cfg(test)]
-mod tests {
-    use super::depth;
-
-    #[test]
-    fn depth_ignores_brackets_in_strings() {
-        assert_eq!(depth(br#"{"a": [1, {"b": "[[[["}]}"#), 3);
-        assert_eq!(depth(br#"{"a": "\"{{"}"#), 1);
-        assert_eq!(depth(b"1"), 0);
-    }
 }

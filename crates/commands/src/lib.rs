@@ -11,6 +11,7 @@
 //! projects or devices. Who may call what is decided by [`Policy`], which the doors (API
 //! server, MCP, assistant) apply with the caller's settings.
 
+pub mod door;
 mod policy;
 mod reference;
 mod registry;

@@ -43,30 +43,8 @@ use rmcp::service::{ServerInitializeError, ServiceExt};
 use sextant_runtime::RuntimeHandle;
 use tokio::io::{AsyncRead, AsyncWrite};
 
-/// Per-session limits, the same as the API server's.
-#[derive(Debug, Clone, Copy)]
-pub struct Limits {
-    pub max_message_bytes: usize,
-    pub max_depth: usize,
-    /// Sustained messages per second (token bucket).
-    pub rate_per_second: f64,
-    /// Messages allowed in a burst above the rate.
-    pub burst: f64,
-    /// Concurrent sessions on one TCP listener.
-    pub max_clients: usize,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        Limits {
-            max_message_bytes: 1024 * 1024,
-            max_depth: 64,
-            rate_per_second: 500.0,
-            burst: 1000.0,
-            max_clients: 16,
-        }
-    }
-}
+/// Per-session limits: the same as every door's.
+pub use sextant_commands::door::Limits;
 
 #[derive(Debug, Clone, Default)]
 pub struct McpOptions {

@@ -11,7 +11,6 @@
 
 use std::collections::VecDeque;
 use std::future::Future;
-use std::time::Instant;
 
 use rmcp::model::{
     CallToolRequestParams, ClientRequest, CustomRequest, ErrorCode, InitializeRequestParams,
@@ -27,6 +26,7 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::Limits;
+use sextant_commands::door::{json_depth as depth, RateLimiter as Bucket};
 
 /// JSON-RPC's implementation-defined server error range starts here.
 const RATE_LIMITED: ErrorCode = ErrorCode(-32000);
@@ -57,10 +57,7 @@ where
         line: Vec::new(),
         discarding: false,
         limits,
-        bucket: Bucket {
-            tokens: limits.burst,
-            last: Instant::now(),
-        },
+        bucket: Bucket::new(&limits),
         out,
         pending: VecDeque::new(),
         seen_request: false,
@@ -313,54 +310,6 @@ fn reply(id: Value, code: ErrorCode, message: &str) -> String {
             .to_string();
     line.push('\n');
     line
-}
-
-struct Bucket {
-    tokens: f64,
-    last: Instant,
-}
-
-impl Bucket {
-    fn take(&mut self, limits: &Limits) -> bool {
-        let now = Instant::now();
-        self.tokens = (self.tokens
-            + now.duration_since(self.last).as_secs_f64() * limits.rate_per_second)
-            .min(limits.burst);
-        self.last = now;
-        if self.tokens >= 1.0 {
-            self.tokens -= 1.0;
-            true
-        } else {
-            false
-        }
-    }
-}
-
-/// Nesting depth of a JSON text, counted without parsing (so a deep bomb is refused
-/// before serde recurses into it).
-fn depth(text: &[u8]) -> usize {
-    let (mut depth, mut max, mut in_string, mut escaped) = (0usize, 0usize, false, false);
-    for &b in text {
-        if in_string {
-            match b {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    max
 }
 
 #[cfg(test)]
