@@ -16,10 +16,16 @@
 //! Safety: it binds 127.0.0.1 unless told otherwise, and any other address needs a token
 //! (the first message is then `{"type":"auth","token":"…"}`). Each client is limited in
 //! message size (1 MiB), JSON nesting (64), and rate; the number of clients is capped.
-//! Bad input gets an error response and the connection stays usable. API callers run
+//! Bad input gets an error response and the connection stays usable.
+//!
+//! [`WsServer`] speaks the same messages over WebSocket (one JSON message per text frame),
+//! for browsers; it refuses pages from other origins, so a website cannot drive the
+//! devices on the user's machine. API callers run
 //! with auto-approved edits (a script is its author's approval), and DeviceGated commands
 //! only with the user's one-time consent ([`ApiOptions::allow_device_control`]).
 
 mod server;
+mod websocket;
 
 pub use server::{ApiError, ApiOptions, ApiServer, Limits};
+pub use websocket::WsServer;

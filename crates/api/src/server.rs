@@ -102,7 +102,7 @@ impl Drop for ApiServer {
     }
 }
 
-fn error_message(id: Value, code: ErrorCode, message: &str) -> Value {
+pub(crate) fn error_message(id: Value, code: ErrorCode, message: &str) -> Value {
     json!({"type": "response", "id": id, "success": false,
            "error": {"code": code, "message": message}})
 }
@@ -120,7 +120,7 @@ fn response(id: Value, result: Result<Value, CommandError>) -> Value {
     }
 }
 
-struct Session {
+pub(crate) struct Session {
     runtime: RuntimeHandle,
     policy: Policy,
     authenticated: bool,
@@ -138,6 +138,30 @@ impl Drop for Session {
     }
 }
 
+impl Session {
+    /// A client's session: API callers have edits approved (a script is its author's
+    /// approval) and device control only with the user's consent.
+    pub(crate) fn new(
+        runtime: RuntimeHandle,
+        options: &ApiOptions,
+        out: mpsc::Sender<Value>,
+    ) -> Session {
+        Session {
+            runtime,
+            policy: Policy {
+                auto_approve_edits: true,
+                allow_device_control: options.allow_device_control,
+                non_interactive: true,
+            },
+            authenticated: options.token.is_none(),
+            token: options.token.clone(),
+            out,
+            push: None,
+            max_batch: options.limits.max_batch,
+        }
+    }
+}
+
 async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) {
     let limits = options.limits;
     let (mut reader, mut writer) = stream.into_split();
@@ -151,19 +175,7 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
             }
         }
     });
-    let mut session = Session {
-        runtime,
-        policy: Policy {
-            auto_approve_edits: true,
-            allow_device_control: options.allow_device_control,
-            non_interactive: true,
-        },
-        authenticated: options.token.is_none(),
-        token: options.token.clone(),
-        out: out.clone(),
-        push: None,
-        max_batch: limits.max_batch,
-    };
+    let mut session = Session::new(runtime, options, out.clone());
     let mut bucket = RateLimiter::new(&limits);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut discarding = false;
@@ -228,7 +240,7 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
     let _ = writer_task.await;
 }
 
-async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -> Option<Value> {
+pub(crate) async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -> Option<Value> {
     let text = line.strip_suffix(b"\r").unwrap_or(line);
     if text.iter().all(u8::is_ascii_whitespace) {
         return None;

@@ -85,9 +85,15 @@ enum Command {
     },
     /// Serve the command registry to scripts: newline-delimited JSON over TCP.
     Serve {
-        /// Enable the API server (the only service `serve` offers so far).
+        /// Enable the API server (newline-delimited JSON over TCP on --port).
         #[arg(long)]
         api: bool,
+        /// Also serve the same API over WebSocket (for browsers) on this port.
+        #[arg(long)]
+        ws_port: Option<u16>,
+        /// A browser origin allowed on the WebSocket besides this machine's own; repeatable.
+        #[arg(long)]
+        allow_origin: Vec<String>,
         /// Address to listen on; anything but loopback needs --token.
         #[arg(long, default_value = "127.0.0.1")]
         bind: std::net::IpAddr,
@@ -182,6 +188,8 @@ fn run(cli: Cli) -> Result<()> {
         Command::Commands { json } => list_commands(json),
         Command::Serve {
             api,
+            ws_port,
+            allow_origin,
             bind,
             port,
             token,
@@ -190,6 +198,8 @@ fn run(cli: Cli) -> Result<()> {
         } => serve(
             api,
             std::net::SocketAddr::new(bind, port),
+            ws_port.map(|p| std::net::SocketAddr::new(bind, p)),
+            allow_origin,
             token,
             allow_device_control,
             project,
@@ -227,12 +237,14 @@ fn run(cli: Cli) -> Result<()> {
 fn serve(
     api: bool,
     addr: std::net::SocketAddr,
+    ws_addr: Option<std::net::SocketAddr>,
+    allow_origin: Vec<String>,
     token: Option<String>,
     allow_device_control: bool,
     project: Option<PathBuf>,
 ) -> Result<()> {
-    if !api {
-        bail!("nothing to serve: pass --api (the web UI server arrives with the desktop app)");
+    if !api && ws_addr.is_none() {
+        bail!("nothing to serve: pass --api and/or --ws-port (the web UI arrives with the desktop app)");
     }
     let ws = open_workspace(project.as_deref())?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
@@ -243,11 +255,27 @@ fn serve(
             allow_device_control,
             ..Default::default()
         };
-        let server = sextant_api::ApiServer::bind(addr, handle, options).await?;
-        eprintln!(
-            "API server listening on {} (newline-delimited JSON; Ctrl-C stops)",
-            server.local_addr()
-        );
+        // Both doors share one workspace; keep the servers alive until Ctrl-C.
+        let _tcp = if api {
+            let server =
+                sextant_api::ApiServer::bind(addr, handle.clone(), options.clone()).await?;
+            eprintln!(
+                "API server listening on {} (newline-delimited JSON)",
+                server.local_addr()
+            );
+            Some(server)
+        } else {
+            None
+        };
+        let _ws = match ws_addr {
+            Some(a) => {
+                let server = sextant_api::WsServer::bind(a, handle, options, allow_origin).await?;
+                eprintln!("WebSocket API listening on ws://{}/", server.local_addr());
+                Some(server)
+            }
+            None => None,
+        };
+        eprintln!("Ctrl-C stops");
         tokio::signal::ctrl_c()
             .await
             .context("waiting for Ctrl-C")?;

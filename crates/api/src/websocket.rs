@@ -1,0 +1,215 @@
+//! The API over WebSocket: the same messages and rules as the TCP door, one JSON message
+//! per text frame, for the browser UI of `sextant serve`.
+//!
+//! Browsers let any web page open a WebSocket to 127.0.0.1, so the handshake is refused
+//! unless the page's `Origin` is this machine (`localhost`, `127.0.0.1`, `[::1]`) or one
+//! the user allowed; non-browser clients send no `Origin` and are let through (they are
+//! programs the user runs).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use sextant_commands::door::RateLimiter;
+use sextant_commands::ErrorCode;
+use sextant_runtime::RuntimeHandle;
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::mpsc;
+use tokio_tungstenite::tungstenite::handshake::server::{ErrorResponse, Request, Response};
+use tokio_tungstenite::tungstenite::http::StatusCode;
+use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
+use tokio_tungstenite::tungstenite::Message;
+
+use crate::server::{error_message, handle_line, Session};
+use crate::{ApiError, ApiOptions};
+
+/// Whether a browser page from `origin` may connect.
+fn origin_allowed(origin: &str, extra: &[String]) -> bool {
+    let host = origin
+        .split("://")
+        .nth(1)
+        .unwrap_or(origin)
+        .split('/')
+        .next()
+        .unwrap_or("");
+    let host = match host.rsplit_once(':') {
+        // `[::1]:8080` keeps its brackets; `localhost:8080` loses the port.
+        Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+        _ => host,
+    };
+    matches!(host, "localhost" | "127.0.0.1" | "[::1]") || extra.iter().any(|o| o == origin)
+}
+
+pub struct WsServer {
+    local: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl WsServer {
+    /// Listens for WebSocket clients. `allowed_origins` adds browser origins beyond this
+    /// machine's own (e.g. the UI served on a LAN address with a token).
+    pub async fn bind(
+        addr: SocketAddr,
+        runtime: RuntimeHandle,
+        options: ApiOptions,
+        allowed_origins: Vec<String>,
+    ) -> Result<WsServer, ApiError> {
+        if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+            return Err(ApiError::TokenRequired(addr));
+        }
+        let listener = TcpListener::bind(addr)
+            .await
+            .map_err(|source| ApiError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ApiError::Bind { addr, source })?;
+        let options = Arc::new(options);
+        let origins = Arc::new(allowed_origins);
+        let clients = Arc::new(AtomicUsize::new(0));
+        let task = tokio::spawn(async move {
+            loop {
+                let Ok((stream, _)) = listener.accept().await else {
+                    continue;
+                };
+                if clients.load(Ordering::SeqCst) >= options.limits.max_clients {
+                    continue; // dropped: the client sees the connection close
+                }
+                clients.fetch_add(1, Ordering::SeqCst);
+                let (runtime, options, origins, clients) = (
+                    runtime.clone(),
+                    options.clone(),
+                    origins.clone(),
+                    clients.clone(),
+                );
+                tokio::spawn(async move {
+                    serve(stream, runtime, &options, &origins).await;
+                    clients.fetch_sub(1, Ordering::SeqCst);
+                });
+            }
+        });
+        Ok(WsServer { local, task })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+impl Drop for WsServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+async fn serve(
+    stream: TcpStream,
+    runtime: RuntimeHandle,
+    options: &ApiOptions,
+    origins: &[String],
+) {
+    let limits = options.limits;
+    // The callback's signature is tungstenite's; its error type is an HTTP response.
+    #[allow(clippy::result_large_err)]
+    let check = |req: &Request, resp: Response| -> Result<Response, ErrorResponse> {
+        match req.headers().get("origin").and_then(|o| o.to_str().ok()) {
+            Some(origin) if !origin_allowed(origin, origins) => {
+                let mut refused =
+                    ErrorResponse::new(Some(format!("origin {origin} may not use this API")));
+                *refused.status_mut() = StatusCode::FORBIDDEN;
+                Err(refused)
+            }
+            _ => Ok(resp),
+        }
+    };
+    let config = WebSocketConfig::default()
+        .max_message_size(Some(limits.max_message_bytes))
+        .max_frame_size(Some(limits.max_message_bytes));
+    let Ok(ws) = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await
+    else {
+        return;
+    };
+    let (mut sink, mut source) = ws.split();
+    let (out, mut rx) = mpsc::channel::<Value>(1024);
+    let writer = tokio::spawn(async move {
+        while let Some(msg) = rx.recv().await {
+            if sink.send(Message::text(msg.to_string())).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let mut session = Session::new(runtime, options, out.clone());
+    let mut bucket = RateLimiter::new(&limits);
+    while let Some(msg) = source.next().await {
+        let reply = match msg {
+            Ok(Message::Text(text)) => {
+                if !bucket.take(&limits) {
+                    Some(error_message(
+                        Value::Null,
+                        ErrorCode::BadRequest,
+                        "rate limit exceeded; slow down",
+                    ))
+                } else {
+                    handle_line(&mut session, text.as_bytes(), &limits).await
+                }
+            }
+            Ok(Message::Binary(_)) => Some(error_message(
+                Value::Null,
+                ErrorCode::BadRequest,
+                "send JSON messages as text frames",
+            )),
+            Ok(Message::Close(_)) => break,
+            Ok(_) => None, // ping/pong are answered by the library
+            Err(e) => {
+                // An oversize message breaks the WebSocket framing: say why, then close.
+                let _ = out
+                    .send(error_message(
+                        Value::Null,
+                        ErrorCode::BadRequest,
+                        &format!("closing: {e}"),
+                    ))
+                    .await;
+                break;
+            }
+        };
+        if let Some(reply) = reply {
+            if out.send(reply).await.is_err() {
+                break;
+            }
+        }
+    }
+    drop(session);
+    drop(out);
+    let _ = writer.await;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::origin_allowed;
+
+    #[test]
+    fn only_this_machine_and_listed_origins() {
+        for ok in [
+            "http://localhost:5173",
+            "http://127.0.0.1:7778",
+            "http://[::1]:80",
+            "http://localhost",
+        ] {
+            assert!(origin_allowed(ok, &[]), "{ok}");
+        }
+        for bad in [
+            "https://evil.example",
+            "http://localhost.evil.example",
+            "http://127.0.0.1.nip.io",
+            "null",
+        ] {
+            assert!(!origin_allowed(bad, &[]), "{bad}");
+        }
+        assert!(origin_allowed(
+            "http://192.168.1.5:7778",
+            &["http://192.168.1.5:7778".into()]
+        ));
+    }
+}

@@ -1,0 +1,125 @@
+//! The API over WebSocket with a real client: same messages, origin checks, limits.
+
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use sextant_api::{ApiOptions, Limits, WsServer};
+use sextant_runtime::{Runtime, Workspace};
+use sextant_telemetry::Project;
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+async fn server(options: ApiOptions) -> WsServer {
+    let runtime = Runtime::new(Workspace::new(Project::default())).spawn(None);
+    WsServer::bind("127.0.0.1:0".parse().unwrap(), runtime, options, Vec::new())
+        .await
+        .unwrap()
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(
+    server: &WsServer,
+    origin: Option<&str>,
+) -> Result<Ws, tokio_tungstenite::tungstenite::Error> {
+    let mut req = format!("ws://{}/", server.local_addr())
+        .into_client_request()
+        .unwrap();
+    if let Some(o) = origin {
+        req.headers_mut().insert("origin", o.parse().unwrap());
+    }
+    tokio_tungstenite::connect_async(req)
+        .await
+        .map(|(ws, _)| ws)
+}
+
+async fn recv(ws: &mut Ws) -> Value {
+    loop {
+        let msg = tokio::time::timeout(Duration::from_secs(10), ws.next())
+            .await
+            .expect("a reply in time")
+            .expect("stream open")
+            .unwrap();
+        if let Message::Text(t) = msg {
+            return serde_json::from_str(&t).unwrap();
+        }
+    }
+}
+
+#[tokio::test]
+async fn commands_batches_and_errors_over_websocket() {
+    let server = server(ApiOptions::default()).await;
+    let mut ws = connect(&server, Some("http://localhost:5173"))
+        .await
+        .unwrap();
+    ws.send(Message::text(json!({"type": "command", "id": 1, "command": "project.group.add", "params": {"title": "G"}}).to_string()))
+        .await
+        .unwrap();
+    let r = recv(&mut ws).await;
+    assert_eq!(
+        (r["id"].as_i64(), r["success"].as_bool()),
+        (Some(1), Some(true)),
+        "{r}"
+    );
+    ws.send(Message::text("{broken")).await.unwrap();
+    assert_eq!(recv(&mut ws).await["error"]["code"], "bad_request");
+    ws.send(Message::text(
+        json!({"type": "batch", "id": 2, "commands": [{"id": "a", "command": "project.validate"}]})
+            .to_string(),
+    ))
+    .await
+    .unwrap();
+    let b = recv(&mut ws).await;
+    assert_eq!(b["results"][0]["result"]["valid"], true, "{b}");
+    ws.send(Message::binary(vec![1, 2, 3])).await.unwrap();
+    assert!(recv(&mut ws).await["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("text frames"));
+}
+
+#[tokio::test]
+async fn pages_from_other_origins_are_refused() {
+    let server = server(ApiOptions::default()).await;
+    let refused = connect(&server, Some("https://evil.example")).await;
+    match refused {
+        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 403),
+        other => panic!("expected a 403, got {other:?}"),
+    }
+    // A program (no Origin header) is the user's own client.
+    assert!(connect(&server, None).await.is_ok());
+}
+
+#[tokio::test]
+async fn oversize_messages_are_refused_and_tokens_required_when_set() {
+    let server = server(ApiOptions {
+        token: Some("t0k".into()),
+        limits: Limits {
+            max_message_bytes: 4096,
+            ..Limits::default()
+        },
+        ..ApiOptions::default()
+    })
+    .await;
+    let mut ws = connect(&server, None).await.unwrap();
+    ws.send(Message::text(
+        json!({"type": "command", "id": 1, "command": "project.get"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(recv(&mut ws).await["error"]["code"], "not_allowed");
+    ws.send(Message::text(
+        json!({"type": "auth", "id": 2, "token": "t0k"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(recv(&mut ws).await["success"], true);
+    ws.send(Message::text("x".repeat(10_000))).await.unwrap();
+    let r = recv(&mut ws).await;
+    assert!(
+        r["error"]["message"].as_str().unwrap().contains("closing"),
+        "{r}"
+    );
+}
