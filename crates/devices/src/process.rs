@@ -115,13 +115,13 @@ impl Link for ProcessLink {
     }
 }
 
-/// Reads a named pipe (FIFO); reopened when the writer closes it.
+/// Reads a named pipe (FIFO), staying connected as writers come and go.
 pub struct NamedPipeDriver {
     pub path: String,
 }
 
 pub struct PipeLink {
-    file: tokio::fs::File,
+    pipe: tokio::net::unix::pipe::Receiver,
     buf: BytesMut,
 }
 
@@ -133,8 +133,15 @@ impl Driver for NamedPipeDriver {
     }
 
     async fn open(&mut self) -> Result<PipeLink, DeviceError> {
-        let file = tokio::fs::File::open(&self.path)
-            .await
+        // Read-write on purpose: a FIFO opened read-only blocks the open until a writer
+        // comes, and reads end-of-file whenever the last writer closes, so data written
+        // between two writers could be lost while reconnecting. Holding a write end
+        // ourselves keeps the pipe open across writers; reads just wait for the next one.
+        // tokio's pipe receiver polls the FIFO (no blocking thread), so a read waiting for
+        // a writer can always be cancelled.
+        let pipe = tokio::net::unix::pipe::OpenOptions::new()
+            .read_write(true)
+            .open_receiver(&self.path)
             .map_err(|e| match e.kind() {
                 std::io::ErrorKind::NotFound => {
                     DeviceError::transient(format!("{} does not exist yet", self.path))
@@ -145,7 +152,7 @@ impl Driver for NamedPipeDriver {
                 _ => DeviceError::transient(format!("could not open {}: {e}", self.path)),
             })?;
         Ok(PipeLink {
-            file,
+            pipe,
             buf: BytesMut::with_capacity(64 * 1024),
         })
     }
@@ -154,7 +161,7 @@ impl Driver for NamedPipeDriver {
 impl Link for PipeLink {
     async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
         self.buf.reserve(64 * 1024);
-        match self.file.read_buf(&mut self.buf).await {
+        match self.pipe.read_buf(&mut self.buf).await {
             Ok(0) => Ok(None),
             Ok(_) => Ok(Some((self.buf.split().freeze(), None))),
             Err(e) => Err(DeviceError::transient(format!("pipe read failed: {e}"))),
