@@ -23,9 +23,14 @@
 //! devices on the user's machine. API callers run
 //! with auto-approved edits (a script is its author's approval), and DeviceGated commands
 //! only with the user's one-time consent ([`ApiOptions::allow_device_control`]).
+//!
+//! [`WebServer`] serves the built UI over HTTP with the same messages on `/ws` as the UI
+//! door (a person at the controls), plus binary display frames.
 
 mod server;
+mod web;
 mod websocket;
 
 pub use server::{ApiError, ApiOptions, ApiServer, Limits};
+pub use web::WebServer;
 pub use websocket::WsServer;

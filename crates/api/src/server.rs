@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sextant_commands::{CommandError, ErrorCode, Policy};
+use sextant_commands::{CommandError, ErrorCode, Policy, Tier};
 use sextant_runtime::{Caller, RuntimeHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -31,6 +31,10 @@ pub enum ApiError {
          set a token, or bind 127.0.0.1"
     )]
     TokenRequired(SocketAddr),
+    #[error(
+        "no built UI in {0} (index.html is missing): build it with `npm run build` in ui/, or pass --ui DIR"
+    )]
+    NoUi(std::path::PathBuf),
     #[error("could not listen on {addr}: {source}")]
     Bind {
         addr: SocketAddr,
@@ -120,7 +124,15 @@ fn response(id: Value, result: Result<Value, CommandError>) -> Value {
     }
 }
 
+/// Which door a session came through: API clients (scripts) or the Sextant UI (a person).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Door {
+    Api,
+    Ui,
+}
+
 pub(crate) struct Session {
+    door: Door,
     runtime: RuntimeHandle,
     policy: Policy,
     authenticated: bool,
@@ -139,20 +151,38 @@ impl Drop for Session {
 }
 
 impl Session {
+    pub(crate) fn is_authenticated(&self) -> bool {
+        self.authenticated
+    }
+
     /// A client's session: API callers have edits approved (a script is its author's
     /// approval) and device control only with the user's consent.
+    ///
+    /// The UI door is a person at the controls: their click is the approval for edits and
+    /// device control, and destructive commands run only when the UI says the person
+    /// confirmed (`"approved": true` after its dialog).
     pub(crate) fn new(
+        door: Door,
         runtime: RuntimeHandle,
         options: &ApiOptions,
         out: mpsc::Sender<Value>,
     ) -> Session {
-        Session {
-            runtime,
-            policy: Policy {
+        let policy = match door {
+            Door::Api => Policy {
                 auto_approve_edits: true,
                 allow_device_control: options.allow_device_control,
                 non_interactive: true,
             },
+            Door::Ui => Policy {
+                auto_approve_edits: true,
+                allow_device_control: true,
+                non_interactive: false,
+            },
+        };
+        Session {
+            door,
+            runtime,
+            policy,
             authenticated: options.token.is_none(),
             token: options.token.clone(),
             out,
@@ -175,7 +205,7 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
             }
         }
     });
-    let mut session = Session::new(runtime, options, out.clone());
+    let mut session = Session::new(Door::Api, runtime, options, out.clone());
     let mut bucket = RateLimiter::new(&limits);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut discarding = false;
@@ -327,6 +357,23 @@ async fn command(s: &mut Session, msg: &Value, id: Value) -> Value {
             response(id, Ok(Value::Array(list)))
         }
         "api.subscribe" => response(id, subscribe(s, &params)),
+        _ if s.door == Door::Ui => {
+            let tier = s
+                .runtime
+                .specs()
+                .iter()
+                .find(|c| c.name == name)
+                .map(|c| c.tier);
+            let confirmed = msg.get("approved").and_then(Value::as_bool) == Some(true);
+            let result = if confirmed || tier != Some(Tier::AlwaysConfirm) {
+                s.runtime
+                    .call_approved(Caller::Ui, name, params, s.policy)
+                    .await
+            } else {
+                s.runtime.call(Caller::Ui, name, params, s.policy).await
+            };
+            response(id, result)
+        }
         _ => response(
             id,
             s.runtime.call(Caller::Api, name, params, s.policy).await,

@@ -22,11 +22,11 @@ use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::server::{error_message, handle_line, Session};
+use crate::server::{error_message, handle_line, Door, Session};
 use crate::{ApiError, ApiOptions};
 
 /// Whether a browser page from `origin` may connect.
-fn origin_allowed(origin: &str, extra: &[String]) -> bool {
+pub(crate) fn origin_allowed(origin: &str, extra: &[String]) -> bool {
     let host = origin
         .split("://")
         .nth(1)
@@ -140,7 +140,7 @@ async fn serve(
         }
         let _ = sink.close().await;
     });
-    let mut session = Session::new(runtime, options, out.clone());
+    let mut session = Session::new(Door::Api, runtime, options, out.clone());
     let mut bucket = RateLimiter::new(&limits);
     while let Some(msg) = source.next().await {
         let reply = match msg {

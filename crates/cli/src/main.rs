@@ -83,8 +83,18 @@ enum Command {
         #[arg(short, long)]
         output: Option<PathBuf>,
     },
-    /// Serve the command registry to scripts: newline-delimited JSON over TCP.
+    /// Serve the UI to a browser (--http-port) and/or the command registry to scripts
+    /// (--api: newline-delimited JSON over TCP; --ws-port: the same over WebSocket).
     Serve {
+        /// Serve the web UI and its WebSocket on this port (http://127.0.0.1:PORT/).
+        #[arg(long)]
+        http_port: Option<u16>,
+        /// The built UI to serve (default: $SEXTANT_UI_DIR, the installed copy, or ui/dist).
+        #[arg(long)]
+        ui: Option<PathBuf>,
+        /// Start on the demo device: the sample project, connected.
+        #[arg(long, conflicts_with = "project")]
+        demo: bool,
         /// Enable the API server (newline-delimited JSON over TCP on --port).
         #[arg(long)]
         api: bool,
@@ -187,6 +197,9 @@ fn run(cli: Cli) -> Result<()> {
         } => mcp(project, allow_device_control),
         Command::Commands { json } => list_commands(json),
         Command::Serve {
+            http_port,
+            ui,
+            demo,
             api,
             ws_port,
             allow_origin,
@@ -195,15 +208,17 @@ fn run(cli: Cli) -> Result<()> {
             token,
             allow_device_control,
             project,
-        } => serve(
-            api,
-            std::net::SocketAddr::new(bind, port),
-            ws_port.map(|p| std::net::SocketAddr::new(bind, p)),
+        } => serve(Serve {
+            web: http_port.map(|p| std::net::SocketAddr::new(bind, p)),
+            ui,
+            demo,
+            api: api.then(|| std::net::SocketAddr::new(bind, port)),
+            ws: ws_port.map(|p| std::net::SocketAddr::new(bind, p)),
             allow_origin,
             token,
             allow_device_control,
             project,
-        ),
+        }),
         Command::Call {
             command,
             params,
@@ -234,47 +249,105 @@ fn run(cli: Cli) -> Result<()> {
     }
 }
 
-fn serve(
-    api: bool,
-    addr: std::net::SocketAddr,
-    ws_addr: Option<std::net::SocketAddr>,
+struct Serve {
+    web: Option<std::net::SocketAddr>,
+    ui: Option<PathBuf>,
+    demo: bool,
+    api: Option<std::net::SocketAddr>,
+    ws: Option<std::net::SocketAddr>,
     allow_origin: Vec<String>,
     token: Option<String>,
     allow_device_control: bool,
     project: Option<PathBuf>,
-) -> Result<()> {
-    if !api && ws_addr.is_none() {
-        bail!("nothing to serve: pass --api and/or --ws-port (the web UI arrives with the desktop app)");
+}
+
+/// Where the built UI is: the flag, the environment, next to an installed binary, or the
+/// source tree's build output.
+fn ui_dir(flag: Option<PathBuf>) -> PathBuf {
+    if let Some(dir) = flag.or_else(|| std::env::var_os("SEXTANT_UI_DIR").map(PathBuf::from)) {
+        return dir;
     }
-    let ws = open_workspace(project.as_deref())?;
+    let installed = std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.join("share/sextant/ui")));
+    match installed {
+        Some(dir) if dir.join("index.html").is_file() => dir,
+        _ => PathBuf::from("ui/dist"),
+    }
+}
+
+fn serve(s: Serve) -> Result<()> {
+    if s.web.is_none() && s.api.is_none() && s.ws.is_none() {
+        bail!("nothing to serve: pass --http-port (the UI), --api and/or --ws-port");
+    }
+    let ws = if s.demo {
+        sextant_runtime::Workspace::new(demo_project())
+    } else {
+        open_workspace(s.project.as_deref())?
+    };
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
         let handle = sextant_runtime::Runtime::new(ws).spawn(Some(Duration::from_secs(1)));
         let options = sextant_api::ApiOptions {
-            token,
-            allow_device_control,
+            token: s.token,
+            allow_device_control: s.allow_device_control,
             ..Default::default()
         };
-        // Both doors share one workspace; keep the servers alive until Ctrl-C.
-        let _tcp = if api {
-            let server =
-                sextant_api::ApiServer::bind(addr, handle.clone(), options.clone()).await?;
-            eprintln!(
-                "API server listening on {} (newline-delimited JSON)",
-                server.local_addr()
-            );
-            Some(server)
-        } else {
-            None
+        // Every door shares one workspace; keep the servers alive until Ctrl-C.
+        let _web = match s.web {
+            Some(addr) => {
+                let dir = ui_dir(s.ui);
+                let server = sextant_api::WebServer::bind(
+                    addr,
+                    handle.clone(),
+                    options.clone(),
+                    s.allow_origin.clone(),
+                    &dir,
+                )
+                .await?;
+                eprintln!("Sextant UI on http://{}/", server.local_addr());
+                Some(server)
+            }
+            None => None,
         };
-        let _ws = match ws_addr {
+        let _tcp = match s.api {
+            Some(addr) => {
+                let server =
+                    sextant_api::ApiServer::bind(addr, handle.clone(), options.clone()).await?;
+                eprintln!(
+                    "API server listening on {} (newline-delimited JSON)",
+                    server.local_addr()
+                );
+                Some(server)
+            }
+            None => None,
+        };
+        let _ws = match s.ws {
             Some(a) => {
-                let server = sextant_api::WsServer::bind(a, handle, options, allow_origin).await?;
+                let server =
+                    sextant_api::WsServer::bind(a, handle.clone(), options, s.allow_origin).await?;
                 eprintln!("WebSocket API listening on ws://{}/", server.local_addr());
                 Some(server)
             }
             None => None,
         };
+        if s.demo {
+            let policy = sextant_commands::Policy {
+                auto_approve_edits: true,
+                allow_device_control: true,
+                non_interactive: true,
+            };
+            handle
+                .call(
+                    sextant_runtime::Caller::Cli,
+                    "io.connect",
+                    serde_json::json!({}),
+                    policy,
+                )
+                .await
+                .map_err(|e| anyhow::anyhow!("could not start the demo device: {}", e.message))?;
+            eprintln!("demo device connected");
+        }
         eprintln!("Ctrl-C stops");
         tokio::signal::ctrl_c()
             .await

@@ -93,8 +93,14 @@ impl Runtime {
         let (tx, rx) = mpsc::channel(256);
         let (events, _) = broadcast::channel(1024);
         let specs: Arc<Vec<CommandSpec>> = Arc::new(self.registry.specs().cloned().collect());
+        let scope = self.workspace.scope().clone();
         tokio::spawn(owner(self, rx, events.clone(), autosave));
-        RuntimeHandle { tx, events, specs }
+        RuntimeHandle {
+            tx,
+            events,
+            specs,
+            scope,
+        }
     }
 }
 
@@ -113,6 +119,7 @@ pub struct RuntimeHandle {
     tx: mpsc::Sender<Request>,
     events: broadcast::Sender<Event>,
     specs: Arc<Vec<CommandSpec>>,
+    scope: sextant_display::Scope,
 }
 
 impl RuntimeHandle {
@@ -165,6 +172,12 @@ impl RuntimeHandle {
 
     pub fn specs(&self) -> &[CommandSpec] {
         &self.specs
+    }
+
+    /// The live display: doors read display frames here at their own tick rate, never
+    /// through the command queue (a busy owner must not stall the dashboard).
+    pub fn scope(&self) -> &sextant_display::Scope {
+        &self.scope
     }
 }
 

@@ -98,6 +98,8 @@ pub struct Workspace {
     pub(crate) view: DashboardView,
     /// What `dashboard.latestFrame` shows while paused.
     pub(crate) frozen: Option<serde_json::Value>,
+    /// What the dashboard draws: outlives runs, so display subscribers survive reconnects.
+    pub(crate) scope: sextant_display::Scope,
 }
 
 fn invalid(issues: Vec<sextant_telemetry::project::ValidationIssue>) -> CommandError {
@@ -134,6 +136,7 @@ impl Workspace {
             csv_export: None,
             view: DashboardView::default(),
             frozen: None,
+            scope: sextant_display::Scope::new(),
         }
     }
 
@@ -143,6 +146,11 @@ impl Workspace {
             path: Some(path),
             ..Workspace::new(project)
         }
+    }
+
+    /// The live display buffers (see `sextant-display`).
+    pub fn scope(&self) -> &sextant_display::Scope {
+        &self.scope
     }
 
     pub fn project(&self) -> &Project {

@@ -92,6 +92,15 @@ struct ViewParams {
     paused: Option<bool>,
 }
 
+/// A serial port, as listed for the Connect screen.
+#[derive(Serialize, JsonSchema)]
+struct SerialPort {
+    /// Path to open (`/dev/ttyUSB0`, `COM3`).
+    path: String,
+    /// USB vendor/product/description when known.
+    description: String,
+}
+
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ActionRun {
@@ -134,6 +143,7 @@ pub(crate) fn connect(ws: &mut Workspace) -> Result<(), CommandError> {
     sinks.push(Box::new(recorder.sink()));
     let tail = crate::tail::Tail::default();
     sinks.push(Box::new(tail.sink()));
+    sinks.push(Box::new(ws.scope.sink()));
     let wiring = Wiring::start(pipeline, inputs, sinks, WiringOptions::default());
     ws.live = Some(Live {
         handles,
@@ -447,6 +457,21 @@ pub fn register(r: &mut Registry<Workspace>) {
                 })
                 .collect();
             Ok(json!({ "connected": true, "sources": sources }))
+        },
+    );
+    r.register(
+        "io.listSerialPorts",
+        Tier::Safe,
+        "Serial ports present on this machine now, with their USB description (call again after plugging a device in).",
+        |_: &mut Workspace, _: NoParams| {
+            let ports: Vec<SerialPort> = sextant_devices::serial::list_ports()
+                .into_iter()
+                .map(|p| SerialPort {
+                    path: p.path,
+                    description: p.description,
+                })
+                .collect();
+            Ok(ports)
         },
     );
     r.register(

@@ -1,0 +1,341 @@
+//! The web door of `sextant serve`: the built UI over HTTP and one WebSocket at `/ws`
+//! carrying the API's JSON messages as the UI door (a person at the controls) plus binary
+//! display frames (`docs/ui-protocol.md`).
+//!
+//! The page's `Origin` must be this machine or the address the page was served from (the
+//! `Host` it asked for), so another website open in the same browser cannot drive the
+//! devices. Any bind address other than loopback needs a token, which the UI sends first.
+
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use futures_util::{SinkExt, StreamExt};
+use serde_json::Value;
+use sextant_commands::door::RateLimiter;
+use sextant_commands::ErrorCode;
+use sextant_display::DisplayOptions;
+use sextant_runtime::RuntimeHandle;
+use tokio::sync::{mpsc, watch};
+use tower_http::services::{ServeDir, ServeFile};
+
+use crate::server::{error_message, handle_line, Door, Session};
+use crate::websocket::origin_allowed;
+use crate::{ApiError, ApiOptions};
+
+struct Shared {
+    runtime: RuntimeHandle,
+    options: ApiOptions,
+    origins: Vec<String>,
+    clients: AtomicUsize,
+    /// Bound to a non-loopback address (a token is then required).
+    lan: bool,
+}
+
+pub struct WebServer {
+    local: SocketAddr,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl WebServer {
+    /// Serves the UI built into `ui_dir` (it must hold `index.html`) and its WebSocket.
+    pub async fn bind(
+        addr: SocketAddr,
+        runtime: RuntimeHandle,
+        options: ApiOptions,
+        allowed_origins: Vec<String>,
+        ui_dir: &Path,
+    ) -> Result<WebServer, ApiError> {
+        if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
+            return Err(ApiError::TokenRequired(addr));
+        }
+        let index = ui_dir.join("index.html");
+        if !index.is_file() {
+            return Err(ApiError::NoUi(ui_dir.to_path_buf()));
+        }
+        let listener = tokio::net::TcpListener::bind(addr)
+            .await
+            .map_err(|source| ApiError::Bind { addr, source })?;
+        let local = listener
+            .local_addr()
+            .map_err(|source| ApiError::Bind { addr, source })?;
+        let shared = Arc::new(Shared {
+            runtime,
+            options,
+            origins: allowed_origins,
+            clients: AtomicUsize::new(0),
+            lan: !addr.ip().is_loopback(),
+        });
+        let files = ServeDir::new(PathBuf::from(ui_dir)).fallback(ServeFile::new(index));
+        let app = Router::new()
+            .route("/ws", get(upgrade))
+            .fallback_service(files)
+            .with_state(shared);
+        let task = tokio::spawn(async move {
+            if let Err(e) = axum::serve(listener, app).await {
+                tracing::error!("web server stopped: {e}");
+            }
+        });
+        Ok(WebServer { local, task })
+    }
+
+    pub fn local_addr(&self) -> SocketAddr {
+        self.local
+    }
+}
+
+impl Drop for WebServer {
+    fn drop(&mut self) {
+        self.task.abort();
+    }
+}
+
+/// Pages from this machine or an origin the user allowed; on a LAN bind (which needs a
+/// token) also the page this server served. Same-origin alone is not enough on loopback:
+/// a rebinding DNS name pointing at 127.0.0.1 would pass it.
+fn page_allowed(origin: &str, host: Option<&str>, extra: &[String], lan: bool) -> bool {
+    let same_origin =
+        host.is_some_and(|h| origin == format!("http://{h}") || origin == format!("https://{h}"));
+    (lan && same_origin) || origin_allowed(origin, extra)
+}
+
+async fn upgrade(
+    State(shared): State<Arc<Shared>>,
+    headers: HeaderMap,
+    ws: WebSocketUpgrade,
+) -> Response {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
+    if let Some(origin) = header("origin") {
+        if !page_allowed(origin, header("host"), &shared.origins, shared.lan) {
+            return (
+                StatusCode::FORBIDDEN,
+                format!("origin {origin} may not use this server"),
+            )
+                .into_response();
+        }
+    }
+    if shared.clients.load(Ordering::SeqCst) >= shared.options.limits.max_clients {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            "too many clients; try again later",
+        )
+            .into_response();
+    }
+    shared.clients.fetch_add(1, Ordering::SeqCst);
+    let max = shared.options.limits.max_message_bytes;
+    ws.max_message_size(max)
+        .max_frame_size(max)
+        .on_upgrade(move |socket| async move {
+            serve(socket, &shared).await;
+            shared.clients.fetch_sub(1, Ordering::SeqCst);
+        })
+}
+
+async fn serve(socket: WebSocket, shared: &Shared) {
+    let limits = shared.options.limits;
+    let (mut sink, mut source) = socket.split();
+    let (out, mut json_rx) = mpsc::channel::<Value>(1024);
+    // Two display frames in flight at most: a slow client skips ticks instead of queueing.
+    let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(2);
+    let writer = tokio::spawn(async move {
+        loop {
+            let msg = tokio::select! {
+                Some(v) = json_rx.recv() => Message::Text(v.to_string().into()),
+                Some(f) = frames_rx.recv() => Message::Binary(f.into()),
+                else => break,
+            };
+            if sink.send(msg).await.is_err() {
+                return;
+            }
+        }
+        let _ = sink.close().await;
+    });
+    let mut session = Session::new(
+        Door::Ui,
+        shared.runtime.clone(),
+        &shared.options,
+        out.clone(),
+    );
+    let mut bucket = RateLimiter::new(&limits);
+    let (display_tx, display_rx) = watch::channel::<Option<DisplayOptions>>(None);
+    let display = tokio::spawn(display_loop(
+        shared.runtime.scope().clone(),
+        display_rx,
+        frames_tx,
+    ));
+    while let Some(msg) = source.next().await {
+        let reply = match msg {
+            Ok(Message::Text(text)) if !bucket.take(&limits) => {
+                drop(text);
+                Some(error_message(
+                    Value::Null,
+                    ErrorCode::BadRequest,
+                    "rate limit exceeded; slow down",
+                ))
+            }
+            Ok(Message::Text(text)) => match display_request(text.as_str()) {
+                Some(request) if !session.is_authenticated() => Some(error_message(
+                    request.id,
+                    ErrorCode::NotAllowed,
+                    "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
+                )),
+                Some(request) => Some(match request.options {
+                    Ok(options) => {
+                        let _ = display_tx.send(options);
+                        serde_json::json!({"type": "response", "id": request.id, "success": true,
+                                           "result": {"display": display_tx.borrow().is_some()}})
+                    }
+                    Err(e) => error_message(request.id, ErrorCode::InvalidParams, &e),
+                }),
+                None => handle_line(&mut session, text.as_bytes(), &limits).await,
+            },
+            Ok(Message::Binary(_)) => Some(error_message(
+                Value::Null,
+                ErrorCode::BadRequest,
+                "send JSON messages as text frames",
+            )),
+            Ok(Message::Close(_)) => break,
+            Ok(_) => None,
+            Err(e) => {
+                let _ = out
+                    .send(error_message(
+                        Value::Null,
+                        ErrorCode::BadRequest,
+                        &format!("closing: {e}"),
+                    ))
+                    .await;
+                break;
+            }
+        };
+        if let Some(reply) = reply {
+            if out.send(reply).await.is_err() {
+                break;
+            }
+        }
+    }
+    display.abort();
+    drop(session);
+    drop(out);
+    let _ = writer.await;
+}
+
+struct DisplayRequest {
+    id: Value,
+    /// `None`: stop sending.
+    options: Result<Option<DisplayOptions>, String>,
+}
+
+/// A `{"type":"display",…}` message, or `None` for anything else (handled as API).
+fn display_request(text: &str) -> Option<DisplayRequest> {
+    // Cheap pre-check so ordinary commands are parsed once, by the API handler.
+    if !text.contains("\"display\"") {
+        return None;
+    }
+    let Ok(Value::Object(mut msg)) = serde_json::from_str::<Value>(text) else {
+        return None;
+    };
+    if msg.get("type").and_then(Value::as_str) != Some("display") {
+        return None;
+    }
+    msg.remove("type");
+    let id = msg.remove("id").unwrap_or(Value::Null);
+    if msg.remove("stop").and_then(|v| v.as_bool()) == Some(true) {
+        return Some(DisplayRequest {
+            id,
+            options: Ok(None),
+        });
+    }
+    // The path names the bad field (`points: invalid type…`).
+    let options = serde_path_to_error::deserialize::<_, DisplayOptions>(Value::Object(msg))
+        .map_err(|e| format!("display options: {e}"))
+        .and_then(|o| o.validate().map(|()| Some(o)));
+    Some(DisplayRequest { id, options })
+}
+
+/// Sends this client a display frame per tick while it wants them. One subscriber for the
+/// whole connection, so changing options never replays the console.
+async fn display_loop(
+    scope: sextant_display::Scope,
+    mut options: watch::Receiver<Option<DisplayOptions>>,
+    frames: mpsc::Sender<Vec<u8>>,
+) {
+    let mut sub = scope.subscribe();
+    loop {
+        let Some(current) = options.borrow_and_update().clone() else {
+            if options.changed().await.is_err() {
+                return;
+            }
+            continue;
+        };
+        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / current.rate_hz));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tokio::select! {
+                _ = tick.tick() => {}
+                changed = options.changed() => {
+                    if changed.is_err() { return; }
+                    break;
+                }
+            }
+            match frames.try_reserve() {
+                Ok(permit) => {
+                    if let Some(frame) = scope.frame(&current, &mut sub) {
+                        permit.send(frame);
+                    }
+                }
+                Err(mpsc::error::TrySendError::Full(())) => {}
+                Err(mpsc::error::TrySendError::Closed(())) => return,
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_from_this_server_or_this_machine_only() {
+        let lan = Some("192.168.1.5:7777");
+        assert!(page_allowed("http://192.168.1.5:7777", lan, &[], true));
+        assert!(page_allowed(
+            "http://localhost:5173",
+            Some("127.0.0.1:7777"),
+            &[],
+            false
+        ));
+        assert!(!page_allowed("http://evil.example", lan, &[], true));
+        assert!(!page_allowed("http://192.168.1.5:7777", None, &[], true));
+        // DNS rebinding: evil.example resolving to 127.0.0.1 is same-origin but refused.
+        let rebound = Some("evil.example:7777");
+        assert!(!page_allowed(
+            "http://evil.example:7777",
+            rebound,
+            &[],
+            false
+        ));
+    }
+
+    #[test]
+    fn display_messages_are_recognised_and_checked() {
+        assert!(display_request(r#"{"type":"command","command":"io.status"}"#).is_none());
+        let r = display_request(r#"{"type":"display","id":4,"rateHz":30,"raw":{"2":64}}"#).unwrap();
+        assert_eq!(r.id, 4);
+        let o = r.options.unwrap().unwrap();
+        assert_eq!((o.rate_hz, o.raw.get(&2)), (30.0, Some(&64)));
+        let r = display_request(r#"{"type":"display","stop":true}"#).unwrap();
+        assert_eq!(r.options, Ok(None));
+        let r = display_request(r#"{"type":"display","rateHz":1000}"#).unwrap();
+        assert!(r.options.unwrap_err().contains("rateHz"));
+        let r = display_request(r#"{"type":"display","points":"many"}"#).unwrap();
+        assert!(r.options.unwrap_err().contains("points"));
+    }
+}

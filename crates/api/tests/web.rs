@@ -1,0 +1,251 @@
+//! `sextant serve`'s web door with real clients: files over HTTP, the UI door's commands
+//! and binary display frames over the WebSocket, origin and token rules.
+
+use std::path::Path;
+use std::time::Duration;
+
+use futures_util::{SinkExt, StreamExt};
+use serde_json::{json, Value};
+use sextant_api::{ApiError, ApiOptions, WebServer};
+use sextant_runtime::{Runtime, Workspace};
+use sextant_telemetry::Project;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio_tungstenite::tungstenite::client::IntoClientRequest;
+use tokio_tungstenite::tungstenite::Message;
+
+fn ui_dir() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(
+        dir.path().join("index.html"),
+        "<!doctype html><title>Sextant</title>",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("assets")).unwrap();
+    std::fs::write(dir.path().join("assets/app.js"), "console.log('ui')").unwrap();
+    dir
+}
+
+async fn server(project: Project, ui: &Path) -> WebServer {
+    let runtime = Runtime::new(Workspace::new(project)).spawn(None);
+    WebServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        runtime,
+        ApiOptions::default(),
+        Vec::new(),
+        ui,
+    )
+    .await
+    .unwrap()
+}
+
+async fn get(server: &WebServer, path: &str) -> String {
+    let mut s = tokio::net::TcpStream::connect(server.local_addr())
+        .await
+        .unwrap();
+    let req = format!(
+        "GET {path} HTTP/1.1\r\nHost: {}\r\nConnection: close\r\n\r\n",
+        server.local_addr()
+    );
+    s.write_all(req.as_bytes()).await.unwrap();
+    let mut out = String::new();
+    s.read_to_string(&mut out).await.unwrap();
+    out
+}
+
+type Ws =
+    tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
+
+async fn connect(
+    server: &WebServer,
+    origin: Option<&str>,
+) -> Result<Ws, tokio_tungstenite::tungstenite::Error> {
+    let mut req = format!("ws://{}/ws", server.local_addr())
+        .into_client_request()
+        .unwrap();
+    if let Some(o) = origin {
+        req.headers_mut().insert("origin", o.parse().unwrap());
+    }
+    tokio_tungstenite::connect_async(req)
+        .await
+        .map(|(ws, _)| ws)
+}
+
+async fn next(ws: &mut Ws) -> Message {
+    tokio::time::timeout(Duration::from_secs(10), ws.next())
+        .await
+        .expect("a message in time")
+        .expect("stream open")
+        .unwrap()
+}
+
+/// The reply to request `id`, skipping display frames and events.
+async fn reply(ws: &mut Ws, id: u64) -> Value {
+    loop {
+        if let Message::Text(t) = next(ws).await {
+            let v: Value = serde_json::from_str(&t).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+}
+
+async fn command(ws: &mut Ws, id: u64, name: &str, params: Value, approved: bool) -> Value {
+    let msg = json!({"type": "command", "id": id, "command": name, "params": params, "approved": approved});
+    ws.send(Message::text(msg.to_string())).await.unwrap();
+    reply(ws, id).await
+}
+
+#[tokio::test]
+async fn serves_the_ui_files_and_falls_back_to_index() {
+    let ui = ui_dir();
+    let server = server(Project::default(), ui.path()).await;
+    let index = get(&server, "/").await;
+    assert!(index.starts_with("HTTP/1.1 200"), "{index}");
+    assert!(index.contains("<title>Sextant</title>"));
+    let js = get(&server, "/assets/app.js").await;
+    assert!(
+        js.to_ascii_lowercase()
+            .contains("content-type: text/javascript"),
+        "{js}"
+    );
+    // A client-side route gets the app, a path outside the UI never leaks a file.
+    assert!(get(&server, "/dashboard")
+        .await
+        .contains("<title>Sextant</title>"));
+    let escape = get(&server, "/../../../etc/passwd").await;
+    assert!(!escape.contains("root:"), "{escape}");
+}
+
+#[tokio::test]
+async fn display_frames_flow_after_connecting_from_the_ui_door() {
+    let ui = ui_dir();
+    let server = server(sextant_devices::simulator::demo_project(), ui.path()).await;
+    let mut ws = connect(
+        &server,
+        Some(&format!("http://{}", server.local_addr()).replace("127.0.0.1", "localhost")),
+    )
+    .await
+    .unwrap();
+    // A person's click needs no extra approval for connecting a device.
+    let r = command(&mut ws, 1, "io.connect", json!({}), false).await;
+    assert_eq!(r["success"], true, "{r}");
+    let display = json!({"type": "display", "id": 2, "rateHz": 50, "points": 100, "timeRangeS": 5, "raw": {"0": 16}});
+    ws.send(Message::text(display.to_string())).await.unwrap();
+    assert_eq!(reply(&mut ws, 2).await["success"], true);
+
+    let mut frames = Vec::new();
+    while frames.len() < 5 {
+        if let Message::Binary(b) = next(&mut ws).await {
+            frames.push(b.to_vec());
+        }
+    }
+    let first = sextant_display::decode_header(&frames[0]).expect("a display frame");
+    assert!(
+        first.meta_bytes > 0,
+        "the first frame names the datasets (maybe none yet)"
+    );
+    // The dataset list arrives (again) as soon as the pipeline has it.
+    let named = frames.iter().find_map(|f| {
+        let h = sextant_display::decode_header(f).unwrap();
+        let meta: Value = serde_json::from_slice(&f[40..40 + h.meta_bytes as usize]).ok()?;
+        (meta["datasets"].as_array()?.len() > 0).then_some(meta)
+    });
+    assert_eq!(
+        named.expect("a frame naming the datasets")["datasets"][0]["title"],
+        "Temperature"
+    );
+    let last = sextant_display::decode_header(frames.last().unwrap()).unwrap();
+    assert!(last.frames > first.frames, "frames keep arriving");
+    assert!(last.seq > first.seq && last.meta_bytes == 0);
+    assert!(last.datasets >= 1);
+
+    // Bad options are refused by name and the stream goes on.
+    ws.send(Message::text(
+        json!({"type": "display", "id": 3, "rateHz": 500}).to_string(),
+    ))
+    .await
+    .unwrap();
+    let r = reply(&mut ws, 3).await;
+    assert_eq!(r["error"]["code"], "invalid_params");
+    assert!(r["error"]["message"].as_str().unwrap().contains("rateHz"));
+
+    // Stop: no more binary frames once the stop is acknowledged.
+    ws.send(Message::text(
+        json!({"type": "display", "id": 4, "stop": true}).to_string(),
+    ))
+    .await
+    .unwrap();
+    reply(&mut ws, 4).await;
+    let quiet = tokio::time::timeout(Duration::from_millis(300), async {
+        loop {
+            if let Message::Binary(_) = next(&mut ws).await {
+                return;
+            }
+        }
+    })
+    .await;
+    assert!(quiet.is_err(), "display frames after stop");
+}
+
+#[tokio::test]
+async fn destructive_commands_need_the_persons_confirmation() {
+    let ui = ui_dir();
+    let server = server(Project::default(), ui.path()).await;
+    let mut ws = connect(&server, None).await.unwrap();
+    let r = command(&mut ws, 1, "sessions.delete", json!({"id": 1}), false).await;
+    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    // Confirmed, it runs (and fails for a real reason: there is no sessions database).
+    let r = command(&mut ws, 2, "sessions.delete", json!({"id": 1}), true).await;
+    assert_ne!(r["error"]["code"], "not_allowed", "{r}");
+    // Edits run without asking: the person made them.
+    let r = command(
+        &mut ws,
+        3,
+        "project.group.add",
+        json!({"title": "G"}),
+        false,
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+}
+
+#[tokio::test]
+async fn other_websites_are_refused() {
+    let ui = ui_dir();
+    let server = server(Project::default(), ui.path()).await;
+    let err = connect(&server, Some("https://evil.example"))
+        .await
+        .unwrap_err();
+    assert!(err.to_string().contains("403"), "{err}");
+}
+
+#[tokio::test]
+async fn refuses_to_start_without_a_ui_or_on_a_lan_without_a_token() {
+    let empty = tempfile::tempdir().unwrap();
+    let runtime = Runtime::new(Workspace::new(Project::default())).spawn(None);
+    let e = WebServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        runtime.clone(),
+        ApiOptions::default(),
+        vec![],
+        empty.path(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(matches!(e, ApiError::NoUi(_)));
+    assert!(e.to_string().contains("index.html"));
+    let ui = ui_dir();
+    let e = WebServer::bind(
+        "0.0.0.0:0".parse().unwrap(),
+        runtime,
+        ApiOptions::default(),
+        vec![],
+        ui.path(),
+    )
+    .await
+    .err()
+    .unwrap();
+    assert!(matches!(e, ApiError::TokenRequired(_)));
+}

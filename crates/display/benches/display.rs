@@ -1,0 +1,76 @@
+//! Display tick cost: 16 datasets with full 64 Ki-sample windows, encoded for one subscriber
+//! at the UI benchmark's 10 000 visible points per plot; and the sink's per-frame cost.
+
+use criterion::{criterion_group, criterion_main, Criterion, Throughput};
+use sextant_devices::wiring::FrameSink;
+use sextant_display::{DisplayOptions, Scope, WINDOW_SAMPLES};
+use sextant_telemetry::pipeline::DatasetInfo;
+use sextant_telemetry::{FrameEvent, Timestamp, Value};
+
+fn datasets(n: usize) -> Vec<DatasetInfo> {
+    (0..n)
+        .map(|i| DatasetInfo {
+            id: format!("d{i}"),
+            title: format!("D{i}"),
+            group: "G".into(),
+            units: String::new(),
+            source: Some(0),
+            slot: Some(i),
+        })
+        .collect()
+}
+
+fn bench(c: &mut Criterion) {
+    let ds = datasets(16);
+    let scope = Scope::new();
+    let mut sink = scope.sink();
+    let mut values = vec![Value::Number(0.0); 16];
+    for i in 0..WINDOW_SAMPLES {
+        for (k, v) in values.iter_mut().enumerate() {
+            *v = Value::Number(((i + k) as f64 * 0.01).sin());
+        }
+        let event = FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: i as u64 * 10_000,
+                unix_ns: 0,
+            },
+            values: &values,
+        };
+        sink.frame(&event, &ds);
+    }
+    let mut g = c.benchmark_group("display");
+    g.throughput(Throughput::Elements(16));
+    let options = DisplayOptions {
+        points: 10_000,
+        time_range_s: 60.0,
+        ..DisplayOptions::default()
+    };
+    g.bench_function("tick_16x64k_to_10k_points", |b| {
+        b.iter(|| {
+            // A fresh subscriber always gets a frame (nothing is "unchanged").
+            let mut sub = scope.subscribe();
+            scope.frame(&options, &mut sub).unwrap().len()
+        })
+    });
+    g.throughput(Throughput::Elements(1));
+    let mut t = WINDOW_SAMPLES as u64;
+    g.bench_function("sink_frame_16_values", |b| {
+        b.iter(|| {
+            t += 1;
+            let event = FrameEvent {
+                source: 0,
+                timestamp: Timestamp {
+                    elapsed_ns: t * 10_000,
+                    unix_ns: 0,
+                },
+                values: &values,
+            };
+            sink.frame(&event, &ds);
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);

@@ -1,0 +1,399 @@
+//! The shared display state, the pipeline-side sink that fills it and the per-subscriber
+//! cursor that turns it into display frames.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use sextant_devices::wiring::FrameSink;
+use sextant_devices::Chunk;
+use sextant_telemetry::pipeline::DatasetInfo;
+use sextant_telemetry::{FrameEvent, Value};
+
+use crate::encode::{Encoder, Window};
+
+/// Newest samples kept per dataset: the most any window or raw tail can show.
+pub const WINDOW_SAMPLES: usize = 1 << 16;
+/// Newest raw console bytes kept (a late subscriber starts with these).
+pub const CONSOLE_BYTES: usize = 256 * 1024;
+/// Frames the sink holds back while a tick has the state locked.
+const PENDING_FRAMES: usize = WINDOW_SAMPLES;
+
+/// What a subscriber wants drawn; see `docs/ui-protocol.md`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct DisplayOptions {
+    /// Display ticks per second (1 to 240).
+    pub rate_hz: f64,
+    /// Points per dataset window after min/max decimation (2 to 100000).
+    pub points: u32,
+    /// Visible window in seconds.
+    pub time_range_s: f64,
+    /// Dataset index → how many newest samples to send undecimated too.
+    pub raw: BTreeMap<u32, u32>,
+}
+
+impl Default for DisplayOptions {
+    fn default() -> Self {
+        DisplayOptions {
+            rate_hz: 60.0,
+            points: 1000,
+            time_range_s: 10.0,
+            raw: BTreeMap::new(),
+        }
+    }
+}
+
+impl DisplayOptions {
+    /// Checks the ranges, naming the first bad field.
+    pub fn validate(&self) -> Result<(), String> {
+        if !(1.0..=240.0).contains(&self.rate_hz) {
+            return Err(format!(
+                "rateHz must be between 1 and 240 (got {})",
+                self.rate_hz
+            ));
+        }
+        if !(2..=100_000).contains(&self.points) {
+            return Err(format!(
+                "points must be between 2 and 100000 (got {})",
+                self.points
+            ));
+        }
+        if !(self.time_range_s.is_finite() && self.time_range_s > 0.0) {
+            return Err(format!(
+                "timeRangeS must be a positive number of seconds (got {})",
+                self.time_range_s
+            ));
+        }
+        Ok(())
+    }
+}
+
+/// One dataset as the UI names it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub(crate) struct DatasetMeta {
+    pub index: usize,
+    pub id: String,
+    pub title: String,
+    pub group: String,
+    pub units: String,
+    pub source: Option<usize>,
+}
+
+pub(crate) struct ConsoleRecord {
+    /// Increases by one per record for the life of the scope.
+    pub id: u64,
+    pub t: f64,
+    pub source: u32,
+    pub bytes: Vec<u8>,
+}
+
+/// Newest samples of one dataset in two columns; grows to [`WINDOW_SAMPLES`] only if used.
+#[derive(Default)]
+pub(crate) struct Series {
+    pub t: VecDeque<f64>,
+    pub v: VecDeque<f64>,
+}
+
+impl Series {
+    fn push(&mut self, t: f64, v: f64) {
+        if self.t.len() == WINDOW_SAMPLES {
+            self.t.pop_front();
+            self.v.pop_front();
+        }
+        self.t.push_back(t);
+        self.v.push_back(v);
+    }
+}
+
+#[derive(Default)]
+pub(crate) struct State {
+    /// Bumped by [`Scope::reset`] (a new run): subscribers resend the dataset list.
+    pub generation: u64,
+    /// Bumped whenever the dataset list changes.
+    pub columns_rev: u64,
+    pub columns: Vec<DatasetMeta>,
+    pub series: Vec<Series>,
+    pub last: Vec<f64>,
+    pub text: Vec<Option<String>>,
+    /// Session time of the newest frame.
+    pub now: Option<f64>,
+    pub frames: u64,
+    pub console: VecDeque<ConsoleRecord>,
+    pub console_bytes: usize,
+    pub next_console_id: u64,
+}
+
+impl State {
+    fn set_columns(&mut self, datasets: &[DatasetInfo]) {
+        self.columns = datasets
+            .iter()
+            .enumerate()
+            .map(|(index, d)| DatasetMeta {
+                index,
+                id: d.id.clone(),
+                title: d.title.clone(),
+                group: d.group.clone(),
+                units: d.units.clone(),
+                source: d.source,
+            })
+            .collect();
+        self.series.resize_with(datasets.len(), Series::default);
+        self.last.resize(datasets.len(), f64::NAN);
+        self.text.resize(datasets.len(), None);
+        self.columns_rev += 1;
+    }
+
+    fn push_frame(&mut self, t: f64, values: &[Value]) {
+        for (i, value) in values.iter().enumerate().take(self.series.len()) {
+            match value {
+                Value::Number(x) => {
+                    self.series[i].push(t, *x);
+                    self.last[i] = *x;
+                    self.text[i] = None;
+                }
+                Value::Text(s) => {
+                    // A gap in the plot; the text shows in grids and readouts.
+                    self.series[i].push(t, f64::NAN);
+                    self.last[i] = f64::NAN;
+                    self.text[i] = Some(s.clone());
+                }
+                Value::Null => {}
+            }
+        }
+        self.now = Some(t);
+        self.frames += 1;
+    }
+
+    fn push_console(&mut self, t: f64, source: u32, bytes: &[u8]) {
+        // One huge chunk keeps only its tail: the console shows the newest bytes.
+        let bytes = &bytes[bytes.len().saturating_sub(CONSOLE_BYTES)..];
+        self.console_bytes += bytes.len();
+        self.console.push_back(ConsoleRecord {
+            id: self.next_console_id,
+            t,
+            source,
+            bytes: bytes.to_vec(),
+        });
+        self.next_console_id += 1;
+        while self.console_bytes > CONSOLE_BYTES {
+            let Some(old) = self.console.pop_front() else {
+                break;
+            };
+            self.console_bytes -= old.bytes.len();
+        }
+    }
+}
+
+/// The display state shared by the pipeline (writer) and every display subscriber.
+#[derive(Clone, Default)]
+pub struct Scope {
+    state: Arc<Mutex<State>>,
+}
+
+fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
+    state.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl Scope {
+    pub fn new() -> Scope {
+        Scope::default()
+    }
+
+    /// A sink for a new run's pipeline. Forgets the previous run's data.
+    pub fn sink(&self) -> ScopeSink {
+        self.reset();
+        ScopeSink {
+            state: self.state.clone(),
+            pending: Pending::default(),
+            columns_seen: None,
+        }
+    }
+
+    /// Forgets all data (a new run starts); subscribers get the new dataset list.
+    pub fn reset(&self) {
+        let mut s = lock(&self.state);
+        let generation = s.generation + 1;
+        let next_console_id = s.next_console_id;
+        *s = State {
+            generation,
+            next_console_id,
+            ..State::default()
+        };
+    }
+
+    /// Frames parsed since the last reset.
+    pub fn frames(&self) -> u64 {
+        lock(&self.state).frames
+    }
+
+    /// A new subscriber: its first frame carries the dataset list and the kept console bytes.
+    pub fn subscribe(&self) -> Subscriber {
+        Subscriber::default()
+    }
+
+    /// The next display frame for `sub`, or `None` when nothing changed since its last one.
+    pub fn frame(&self, options: &DisplayOptions, sub: &mut Subscriber) -> Option<Vec<u8>> {
+        let s = lock(&self.state);
+        let fresh = sub.generation != Some(s.generation) || sub.columns_rev != s.columns_rev;
+        let console_from = if sub.generation.is_none() {
+            0
+        } else {
+            sub.console_next
+        };
+        let has_console = s.console.back().is_some_and(|r| r.id >= console_from);
+        if !fresh && !has_console && sub.frames == s.frames {
+            return None;
+        }
+        let mut enc = Encoder::new(sub.seq, s.now.unwrap_or(f64::NAN), s.frames);
+        if fresh {
+            let meta = serde_json::json!({ "datasets": s.columns });
+            enc.meta(meta.to_string().as_bytes());
+        }
+        let text: serde_json::Map<String, serde_json::Value> = s
+            .text
+            .iter()
+            .enumerate()
+            .filter_map(|(i, t)| Some((i.to_string(), serde_json::Value::from(t.clone()?))))
+            .collect();
+        if !text.is_empty() {
+            enc.text(serde_json::Value::Object(text).to_string().as_bytes());
+        }
+        let now = s.now.unwrap_or(0.0);
+        let from_t = now - options.time_range_s;
+        let buckets = (options.points as usize / 2).max(1);
+        for (i, series) in s.series.iter().enumerate() {
+            let raw = options
+                .raw
+                .get(&(i as u32))
+                .map_or(0, |&n| (n as usize).min(WINDOW_SAMPLES));
+            enc.dataset(
+                i as u32,
+                s.last[i],
+                &Window::new(&series.t, &series.v, from_t),
+                buckets,
+                raw,
+            );
+        }
+        for r in s.console.iter().filter(|r| r.id >= console_from) {
+            enc.console(r.t, r.source, &r.bytes);
+        }
+        sub.generation = Some(s.generation);
+        sub.columns_rev = s.columns_rev;
+        sub.frames = s.frames;
+        sub.console_next = s.next_console_id;
+        sub.seq = sub.seq.wrapping_add(1);
+        Some(enc.finish())
+    }
+}
+
+/// Where one subscriber is: what it has already been sent.
+#[derive(Debug, Default, Clone)]
+pub struct Subscriber {
+    seq: u32,
+    generation: Option<u64>,
+    columns_rev: u64,
+    frames: u64,
+    console_next: u64,
+}
+
+/// Frames and console bytes waiting while a tick holds the state.
+#[derive(Default)]
+struct Pending {
+    frames: VecDeque<(f64, Vec<Value>)>,
+    console: Vec<(f64, u32, Vec<u8>)>,
+    columns: Option<Vec<DatasetInfo>>,
+}
+
+impl Pending {
+    fn is_empty(&self) -> bool {
+        self.frames.is_empty() && self.console.is_empty() && self.columns.is_none()
+    }
+
+    fn drain_into(&mut self, s: &mut State) {
+        if let Some(columns) = self.columns.take() {
+            s.set_columns(&columns);
+        }
+        for (t, values) in self.frames.drain(..) {
+            s.push_frame(t, &values);
+        }
+        for (t, source, bytes) in self.console.drain(..) {
+            s.push_console(t, source, &bytes);
+        }
+    }
+}
+
+/// The pipeline-thread side of a [`Scope`]. Never blocks on a display tick.
+pub struct ScopeSink {
+    state: Arc<Mutex<State>>,
+    pending: Pending,
+    /// Length of the dataset list last seen, to notice quick-plot columns appearing.
+    columns_seen: Option<usize>,
+}
+
+/// The state unless a tick holds it right now.
+fn try_lock(state: &Mutex<State>) -> Option<MutexGuard<'_, State>> {
+    match state.try_lock() {
+        Ok(g) => Some(g),
+        Err(TryLockError::Poisoned(p)) => Some(p.into_inner()),
+        Err(TryLockError::WouldBlock) => None,
+    }
+}
+
+impl FrameSink for ScopeSink {
+    fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]) {
+        let t = event.timestamp.elapsed_s();
+        let columns_changed = self.columns_seen != Some(datasets.len());
+        self.columns_seen = Some(datasets.len());
+        // The guard borrows a clone of the Arc, leaving `self.pending` free to change.
+        let state = self.state.clone();
+        match try_lock(&state) {
+            Some(mut s) => {
+                self.pending.drain_into(&mut s);
+                if columns_changed {
+                    s.set_columns(datasets);
+                }
+                s.push_frame(t, event.values);
+            }
+            None => {
+                if columns_changed {
+                    self.pending.columns = Some(datasets.to_vec());
+                }
+                if self.pending.frames.len() == PENDING_FRAMES {
+                    self.pending.frames.pop_front();
+                }
+                self.pending.frames.push_back((t, event.values.to_vec()));
+            }
+        };
+    }
+
+    fn chunk(&mut self, source: usize, chunk: &Chunk) {
+        let t = chunk.timestamp.elapsed_s();
+        let state = self.state.clone();
+        match try_lock(&state) {
+            Some(mut s) => {
+                self.pending.drain_into(&mut s);
+                s.push_console(t, source as u32, &chunk.data)
+            }
+            None => {
+                let keep = chunk.data.len().min(CONSOLE_BYTES);
+                let data = &chunk.data[chunk.data.len() - keep..];
+                self.pending.console.push((t, source as u32, data.to_vec()));
+                // Bound the backlog like the console itself.
+                let mut total: usize = self.pending.console.iter().map(|c| c.2.len()).sum();
+                while total > CONSOLE_BYTES && !self.pending.console.is_empty() {
+                    total -= self.pending.console.remove(0).2.len();
+                }
+            }
+        };
+    }
+
+    fn finish(&mut self) {
+        if !self.pending.is_empty() {
+            let state = self.state.clone();
+            let mut s = lock(&state);
+            self.pending.drain_into(&mut s);
+        }
+    }
+}
