@@ -149,7 +149,7 @@ async fn display_frames_flow_after_connecting_from_the_ui_door() {
     let named = frames.iter().find_map(|f| {
         let h = sextant_display::decode_header(f).unwrap();
         let meta: Value = serde_json::from_slice(&f[40..40 + h.meta_bytes as usize]).ok()?;
-        (meta["datasets"].as_array()?.len() > 0).then_some(meta)
+        (!meta["datasets"].as_array()?.is_empty()).then_some(meta)
     });
     assert_eq!(
         named.expect("a frame naming the datasets")["datasets"][0]["title"],
