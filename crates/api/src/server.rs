@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sextant_commands::{CommandError, ErrorCode, Policy, Tier};
+use sextant_commands::{CommandError, ErrorCode, Policy};
 use sextant_runtime::{Caller, RuntimeHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
@@ -173,11 +173,7 @@ impl Session {
                 allow_device_control: options.allow_device_control,
                 non_interactive: true,
             },
-            Door::Ui => Policy {
-                auto_approve_edits: true,
-                allow_device_control: true,
-                non_interactive: false,
-            },
+            Door::Ui => sextant_runtime::UI_POLICY,
         };
         Session {
             door,
@@ -358,21 +354,8 @@ async fn command(s: &mut Session, msg: &Value, id: Value) -> Value {
         }
         "api.subscribe" => response(id, subscribe(s, &params)),
         _ if s.door == Door::Ui => {
-            let tier = s
-                .runtime
-                .specs()
-                .iter()
-                .find(|c| c.name == name)
-                .map(|c| c.tier);
             let confirmed = msg.get("approved").and_then(Value::as_bool) == Some(true);
-            let result = if confirmed || tier != Some(Tier::AlwaysConfirm) {
-                s.runtime
-                    .call_approved(Caller::Ui, name, params, s.policy)
-                    .await
-            } else {
-                s.runtime.call(Caller::Ui, name, params, s.policy).await
-            };
-            response(id, result)
+            response(id, s.runtime.call_from_ui(name, params, confirmed).await)
         }
         _ => response(
             id,

@@ -249,3 +249,61 @@ async fn refuses_to_start_without_a_ui_or_on_a_lan_without_a_token() {
     .unwrap();
     assert!(matches!(e, ApiError::TokenRequired(_)));
 }
+
+#[tokio::test]
+async fn a_lan_server_serves_display_frames_only_after_the_token() {
+    let ui = ui_dir();
+    let runtime =
+        Runtime::new(Workspace::new(sextant_devices::simulator::demo_project())).spawn(None);
+    let options = ApiOptions {
+        token: Some("s3cret".into()),
+        ..ApiOptions::default()
+    };
+    let server = WebServer::bind(
+        "0.0.0.0:0".parse().unwrap(),
+        runtime,
+        options,
+        vec![],
+        ui.path(),
+    )
+    .await
+    .unwrap();
+    let url = format!("ws://127.0.0.1:{}/ws", server.local_addr().port());
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    ws.send(Message::text(
+        json!({"type": "display", "id": 1, "rateHz": 10}).to_string(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(reply(&mut ws, 1).await["error"]["code"], "not_allowed");
+    let r = command(&mut ws, 2, "io.connect", json!({}), false).await;
+    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    ws.send(Message::text(
+        json!({"type": "auth", "id": 3, "token": "wrong"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(reply(&mut ws, 3).await["success"], false);
+    ws.send(Message::text(
+        json!({"type": "auth", "id": 4, "token": "s3cret"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(reply(&mut ws, 4).await["success"], true);
+    assert_eq!(
+        command(&mut ws, 5, "io.connect", json!({}), false).await["success"],
+        true
+    );
+    ws.send(Message::text(
+        json!({"type": "display", "id": 6, "rateHz": 10}).to_string(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(reply(&mut ws, 6).await["success"], true);
+    loop {
+        if let Message::Binary(b) = next(&mut ws).await {
+            assert!(sextant_display::decode_header(&b).is_some());
+            break;
+        }
+    }
+}

@@ -38,6 +38,20 @@ struct ControlState {
     seek_ns: Option<u64>,
     /// Bumped on every change so the link re-anchors its pacing.
     generation: u64,
+    /// Capture time of the last record played (ns from the first record).
+    position_ns: u64,
+    /// Capture time from the first record to the last.
+    duration_ns: u64,
+}
+
+/// Where a replay is, for the UI's progress bar.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ReplayProgress {
+    pub paused: bool,
+    /// 0 = as fast as possible.
+    pub speed: f64,
+    pub position_s: f64,
+    pub duration_s: f64,
 }
 
 impl Default for ControlState {
@@ -48,6 +62,8 @@ impl Default for ControlState {
             steps: 0,
             seek_ns: None,
             generation: 0,
+            position_ns: 0,
+            duration_ns: 0,
         }
     }
 }
@@ -92,6 +108,16 @@ impl ReplayControl {
     pub fn seek(&self, offset: Duration) {
         self.update(|s| s.seek_ns = Some(offset.as_nanos() as u64));
     }
+    pub fn progress(&self) -> ReplayProgress {
+        let s = *self.state.lock().unwrap_or_else(|p| p.into_inner());
+        ReplayProgress {
+            paused: s.paused,
+            speed: s.speed,
+            position_s: s.position_ns as f64 / 1e9,
+            duration_s: s.duration_ns as f64 / 1e9,
+        }
+    }
+
     pub fn is_paused(&self) -> bool {
         self.state.lock().map(|s| s.paused).unwrap_or(false)
     }
@@ -235,6 +261,10 @@ impl<R: ReplayRecords> ReplayLink<R> {
     /// A link that plays `records` from the first, under `control` (one control per link:
     /// a seek or a step is consumed by the link that sees it).
     pub fn new(records: R, control: Arc<ReplayControl>) -> Self {
+        if let (Some(first), Some(last)) = (records.times().first(), records.times().last()) {
+            let mut s = control.state.lock().unwrap_or_else(|p| p.into_inner());
+            s.duration_ns = last.saturating_sub(*first);
+        }
         ReplayLink {
             records,
             next: 0,
@@ -299,6 +329,12 @@ impl<R: ReplayRecords> Link for ReplayLink<R> {
                 s.steps = s.steps.saturating_sub(1);
             }
             let (data, timestamp) = self.pending.take().expect("pending record");
+            let base = self.records.times().first().copied().unwrap_or(0);
+            self.control
+                .state
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .position_ns = self.records.times()[self.next - 1].saturating_sub(base);
             return Ok(Some((data, Some(timestamp))));
         }
     }

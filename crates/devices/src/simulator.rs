@@ -6,7 +6,8 @@
 
 use sextant_telemetry::project::{
     AlarmBand, Connection, Dataset, DatasetWidget, Group, GroupWidget, ParserConfig, Project, Role,
-    Severity, SimChannel, SimulatorSettings, Source, Transform, TransformLanguage, Waveform,
+    Severity, SimChannel, SimulatorSettings, Source, Tile, Transform, TransformLanguage, Waveform,
+    Workspace,
 };
 
 /// A seeded xorshift generator: fast, reproducible, no dependencies.
@@ -290,6 +291,43 @@ pub fn demo_project() -> Project {
                 vec![gx, gy, gz],
             ),
         ],
+        // Two dashboard tabs on a 12-column grid: the signals, then where the device is.
+        workspaces: vec![
+            Workspace {
+                id: "ws-1".into(),
+                title: "Overview".into(),
+                tiles: vec![
+                    tile(Some("grp-2"), None, (0, 0, 8, 4)),
+                    tile(Some("grp-1"), None, (8, 0, 4, 4)),
+                    tile(None, Some("ds-1"), (0, 4, 3, 4)),
+                    tile(None, Some("ds-2"), (3, 4, 3, 4)),
+                    tile(None, Some("ds-5"), (6, 4, 6, 4)),
+                ],
+                extra: Default::default(),
+            },
+            Workspace {
+                id: "ws-2".into(),
+                title: "Navigation".into(),
+                tiles: vec![
+                    tile(Some("grp-3"), None, (0, 0, 6, 8)),
+                    tile(Some("grp-4"), None, (6, 0, 3, 4)),
+                    tile(Some("grp-5"), None, (9, 0, 3, 4)),
+                    tile(None, Some("ds-3"), (6, 4, 6, 4)),
+                ],
+                extra: Default::default(),
+            },
+        ],
         ..Project::default()
+    }
+}
+
+fn tile(group: Option<&str>, dataset: Option<&str>, (x, y, w, h): (u32, u32, u32, u32)) -> Tile {
+    Tile {
+        group: group.map(Into::into),
+        dataset: dataset.map(Into::into),
+        x,
+        y,
+        w,
+        h,
     }
 }

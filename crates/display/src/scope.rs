@@ -298,6 +298,14 @@ pub struct Subscriber {
     console_next: u64,
 }
 
+impl Subscriber {
+    /// Sends the dataset list again with the next frame (a new view of the same page),
+    /// without replaying console bytes already sent.
+    pub fn resend_meta(&mut self) {
+        self.columns_rev = u64::MAX;
+    }
+}
+
 /// Frames and console bytes waiting while a tick holds the state.
 #[derive(Default)]
 struct Pending {

@@ -16,5 +16,5 @@ mod runtime;
 mod tail;
 mod workspace;
 
-pub use runtime::{Caller, Runtime, RuntimeHandle};
+pub use runtime::{Caller, Runtime, RuntimeHandle, UI_POLICY};
 pub use workspace::{Checkpoint, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};

@@ -113,6 +113,13 @@ struct Request {
     reply: oneshot::Sender<Result<Value, CommandError>>,
 }
 
+/// What the UI door may do: everything a person may, asking them for destructive steps.
+pub const UI_POLICY: Policy = Policy {
+    auto_approve_edits: true,
+    allow_device_control: true,
+    non_interactive: false,
+};
+
 /// A door's connection to the runtime.
 #[derive(Clone)]
 pub struct RuntimeHandle {
@@ -131,6 +138,25 @@ impl RuntimeHandle {
         policy: Policy,
     ) -> Result<Value, CommandError> {
         self.send(caller, command, params, policy, false).await
+    }
+
+    /// A call from the Sextant UI, where a person is at the controls: their click is the
+    /// approval for edits and device control; destructive (AlwaysConfirm) commands run only
+    /// when `confirmed` says the UI asked the person and they said yes.
+    pub async fn call_from_ui(
+        &self,
+        command: &str,
+        params: Value,
+        confirmed: bool,
+    ) -> Result<Value, CommandError> {
+        let tier = self
+            .specs
+            .iter()
+            .find(|c| c.name == command)
+            .map(|c| c.tier);
+        let approved = confirmed || tier != Some(Tier::AlwaysConfirm);
+        self.send(Caller::Ui, command, params, UI_POLICY, approved)
+            .await
     }
 
     /// A call a person has approved (after the door asked).

@@ -156,6 +156,8 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ),
         ("assistant.listCheckpoints", json!({})),
         ("io.status", json!({})),
+        ("io.listSerialPorts", json!({})),
+        ("replay.getState", json!({})),
         ("csvExport.status", json!({})),
         ("dashboard.tail", json!({"count": 5})),
         ("dashboard.getView", json!({})),
@@ -620,6 +622,14 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
         tokio::time::sleep(std::time::Duration::from_millis(25)).await;
     }
     assert!(finished, "the replay did not finish");
+    let progress = call(&mut rt, "replay.getState", json!({}));
+    let r = &progress["replays"][0];
+    assert_eq!(r["speed"], 0.0);
+    assert!(r["durationS"].as_f64().unwrap() > 0.0, "{progress}");
+    assert_eq!(
+        r["positionS"], r["durationS"],
+        "finished at the end: {progress}"
+    );
     let last_row = text.lines().last().unwrap();
     let (elapsed, value) = last_row.split_once(',').unwrap();
     // The source reports finished once it has sent its last chunk; the pipeline thread
@@ -637,6 +647,8 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
         elapsed
     );
     assert_eq!(frame["values"]["a"].as_f64().unwrap().to_string(), value);
+    // The live display saw every replayed frame too (the dashboard draws replays).
+    assert_eq!(rt.workspace.scope().frames(), frames);
     call(&mut rt, "io.disconnect", json!({}));
 
     // Deleting always asks, even with edits auto-approved.
@@ -729,4 +741,88 @@ async fn the_csv_player_replays_an_export_through_the_pipeline() {
         .await
         .unwrap_err();
     assert!(e.message.contains("elapsed_s"), "{e:?}");
+}
+
+#[test]
+fn a_dropped_file_opens_from_its_text_and_titles_and_actions_change_in_place() {
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    build(&mut rt);
+    let text = project_bytes(&rt);
+    call(&mut rt, "project.new", json!({}));
+    call(
+        &mut rt,
+        "project.openContent",
+        json!({"name": "rover.json", "content": text}),
+    );
+    assert_eq!(project_bytes(&rt), text, "the same project, byte for byte");
+    assert!(rt.workspace.path().is_none(), "no file until saved");
+
+    // A Serial Studio file is imported on the way in.
+    let ss = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/serial-studio/js-csv.ssproj"
+    ))
+    .unwrap();
+    let r = call(
+        &mut rt,
+        "project.openContent",
+        json!({"name": "js-csv.ssproj", "content": ss}),
+    );
+    assert!(
+        r["detail"].as_str().unwrap_or("").contains("Serial Studio"),
+        "{r}"
+    );
+    assert!(!rt.workspace.project().groups.is_empty());
+
+    // Garbage is refused and the open project stays.
+    let before = project_bytes(&rt);
+    let e = rt
+        .execute(
+            Caller::Ui,
+            "project.openContent",
+            json!({"name": "notes.txt", "content": "{ not json"}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert!(e.message.contains("notes.txt"), "{e:?}");
+    assert_eq!(project_bytes(&rt), before);
+
+    call(&mut rt, "project.setTitle", json!({"title": "Rover 2"}));
+    assert_eq!(rt.workspace.project().title, "Rover 2");
+    call(&mut rt, "project.undo", json!({}));
+    assert_ne!(
+        rt.workspace.project().title,
+        "Rover 2",
+        "renaming is undoable"
+    );
+
+    call(&mut rt, "project.new", json!({}));
+    build(&mut rt);
+    let a = call(
+        &mut rt,
+        "project.action.add",
+        json!({"action": {"title": "Reset", "payload": "RST"}}),
+    );
+    let id = a["id"].as_str().unwrap().to_string();
+    call(
+        &mut rt,
+        "project.action.update",
+        json!({"id": id, "changes": {"payload": "RESET", "lineEnding": "crLf"}}),
+    );
+    let action = &rt.workspace.project().actions[0];
+    assert_eq!(
+        (action.id.as_str(), action.payload.as_str()),
+        (id.as_str(), "RESET")
+    );
+    let e = rt
+        .execute(
+            Caller::Ui,
+            "project.action.update",
+            json!({"id": id, "changes": {"id": "other"}}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(e.code, ErrorCode::InvalidParams);
 }

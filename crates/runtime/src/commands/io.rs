@@ -322,6 +322,28 @@ pub fn register(r: &mut Registry<Workspace>) {
         },
     );
     r.register(
+        "replay.getState",
+        Tier::Safe,
+        "Where every playing replay is: paused, speed, position and duration in seconds (empty when nothing replays).",
+        |ws: &mut Workspace, _: NoParams| {
+            let replays: Vec<Json> = ws
+                .live
+                .as_ref()
+                .map(|l| {
+                    l.replay
+                        .iter()
+                        .map(|c| {
+                            let p = c.progress();
+                            json!({"paused": p.paused, "speed": p.speed,
+                                   "positionS": p.position_s, "durationS": p.duration_s})
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            Ok(json!({ "replays": replays }))
+        },
+    );
+    r.register(
         "project.action.run",
         Tier::DeviceGated,
         "Sends an action's payload (text or hex, with its line ending) to its device now.",

@@ -16,6 +16,22 @@ pub struct NoParams {}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+struct TitleParams {
+    /// The project's new title.
+    title: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ContentParams {
+    /// The file's name, for messages and the undo label (it has no path: save it to keep it).
+    name: String,
+    /// The file's text: a Sextant project or a Serial Studio one.
+    content: String,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct NewParams {
     /// Title of the new, empty project.
     #[serde(default)]
@@ -161,6 +177,53 @@ pub fn register(r: &mut Registry<Workspace>) {
         },
     )
     .example("open a project", json!({"path": "rover.sextant.json"}));
+    r.register(
+        "project.openContent",
+        Tier::Confirm,
+        "Opens a project from its text (a file dropped on a browser window, which has no path): \
+         a Sextant project, or a Serial Studio one imported. It has no file until saved.",
+        |ws: &mut Workspace, p: ContentParams| {
+            if p.content.len() > 16 * 1024 * 1024 {
+                return Err(CommandError::invalid(
+                    "content",
+                    "a project file over 16 MiB is not a project file",
+                ));
+            }
+            match Project::from_json_str(&p.content) {
+                Ok(project) => {
+                    ws.replace(&format!("open {}", p.name), project, None)?;
+                    Ok(Done::ok())
+                }
+                Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
+                    let imported =
+                        sextant_import::import_serial_studio(&p.content).map_err(|e| {
+                            CommandError::failed(format!("could not open {}: {e}", p.name))
+                        })?;
+                    ws.replace(&format!("import {}", p.name), imported.project, None)?;
+                    Ok(Done::detail(format!(
+                        "imported from Serial Studio format; not mapped:\n{}",
+                        imported.report
+                    )))
+                }
+                Err(e) => Err(CommandError::failed(format!(
+                    "could not open {}: {e}",
+                    p.name
+                ))),
+            }
+        },
+    );
+    r.register(
+        "project.setTitle",
+        Tier::Confirm,
+        "Renames the project (its title, not its file).",
+        |ws: &mut Workspace, p: TitleParams| {
+            ws.edit("rename project", |proj| {
+                proj.title = p.title.clone();
+                Ok(Done::ok())
+            })
+        },
+    )
+    .example("rename", json!({"title": "Rover telemetry"}));
     r.register(
         "project.import",
         Tier::Confirm,

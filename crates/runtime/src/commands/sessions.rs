@@ -403,7 +403,11 @@ pub fn register(r: &mut Registry<Workspace>) {
             let wiring = Wiring::start(
                 pipeline,
                 inputs,
-                vec![Box::new(recorder.sink()), Box::new(tail.sink())],
+                vec![
+                    Box::new(recorder.sink()),
+                    Box::new(tail.sink()),
+                    Box::new(ws.scope.sink()),
+                ],
                 WiringOptions::default(),
             );
             ws.live = Some(Live {

@@ -401,6 +401,30 @@ pub fn register(r: &mut Registry<Workspace>) {
         },
     );
     r.register(
+        "project.action.update",
+        Tier::Confirm,
+        "Changes fields of an action (merge patch): title, payload, hex, line ending, source.",
+        |ws: &mut Workspace, p: UpdateParams| {
+            if p.changes.contains_key("id") {
+                return Err(CommandError::invalid(
+                    "changes.id",
+                    "an action's id never changes",
+                ));
+            }
+            ws.edit(&format!("update action {}", p.id), |proj| {
+                let a = proj
+                    .actions
+                    .iter_mut()
+                    .find(|a| a.id == p.id)
+                    .ok_or_else(|| {
+                        CommandError::not_found(format!("no action has id `{}`", p.id))
+                    })?;
+                *a = merge_patch(a, &p.changes, "action")?;
+                Ok(Done::ok())
+            })
+        },
+    );
+    r.register(
         "project.action.remove",
         Tier::Confirm,
         "Removes an action.",
