@@ -1,0 +1,236 @@
+//! The Sextant desktop app: a thin Tauri shell.
+//!
+//! Everything the UI does is a registry command (`call`) run by the runtime, exactly as
+//! from `sextant serve`; live data reaches the UI as binary display frames over a
+//! `tauri::ipc::Channel`, one per display tick, read straight from the runtime's display
+//! scope (never through the command queue, so a busy runtime cannot stall the dashboard).
+//! No business logic lives here: only startup, window plumbing and these four commands.
+//!
+//! `sextant-desktop [PROJECT] [--connect]`: with no project it opens the demo device (the
+//! sample project, connected), so a first run without hardware shows moving data.
+#![cfg_attr(not(debug_assertions), windows_subsystem = "windows")]
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sextant_display::{DisplayOptions, Subscriber};
+use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
+use tauri::async_runtime::JoinHandle;
+use tauri::ipc::{Channel, InvokeResponseBody};
+use tauri::{Manager, State};
+
+struct Shell {
+    runtime: RuntimeHandle,
+    next_display: AtomicU32,
+    displays: Mutex<HashMap<u32, JoinHandle<()>>>,
+    /// One display cursor for the window: re-subscribing with new options never replays
+    /// console bytes the UI already has.
+    subscriber: Arc<Mutex<Subscriber>>,
+}
+
+/// Runs a registry command for the UI. `approved`: the person confirmed a destructive step.
+#[tauri::command]
+async fn call(
+    shell: State<'_, Shell>,
+    command: String,
+    params: Option<Value>,
+    approved: Option<bool>,
+) -> Result<Value, sextant_commands::CommandError> {
+    shell
+        .runtime
+        .call_from_ui(
+            &command,
+            params.unwrap_or(json!({})),
+            approved.unwrap_or(false),
+        )
+        .await
+}
+
+/// Starts sending display frames to `channel`; returns an id for `display_stop`.
+#[tauri::command]
+fn display(
+    shell: State<'_, Shell>,
+    channel: Channel<InvokeResponseBody>,
+    options: DisplayOptions,
+) -> Result<u32, String> {
+    options.validate()?;
+    let id = shell.next_display.fetch_add(1, Ordering::Relaxed);
+    let scope = shell.runtime.scope().clone();
+    let subscriber = shell.subscriber.clone();
+    lock(&subscriber).resend_meta();
+    let task = tauri::async_runtime::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / options.rate_hz));
+        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
+        loop {
+            tick.tick().await;
+            let frame = scope.frame(&options, &mut lock(&subscriber));
+            if let Some(frame) = frame {
+                if channel.send(InvokeResponseBody::Raw(frame)).is_err() {
+                    return; // the page went away
+                }
+            }
+        }
+    });
+    lock(&shell.displays).insert(id, task);
+    Ok(id)
+}
+
+#[tauri::command]
+fn display_stop(shell: State<'_, Shell>, id: u32) {
+    if let Some(task) = lock(&shell.displays).remove(&id) {
+        task.abort();
+    }
+}
+
+/// Forwards project and connection events to `channel` as JSON.
+#[tauri::command]
+fn subscribe_events(shell: State<'_, Shell>, channel: Channel<Value>) {
+    let mut events = shell.runtime.subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(e) => {
+                    let Ok(value) = serde_json::to_value(&e) else {
+                        continue;
+                    };
+                    if channel.send(value).is_err() {
+                        return;
+                    }
+                }
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return,
+            }
+        }
+    });
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+struct Args {
+    project: Option<PathBuf>,
+    connect: bool,
+}
+
+fn parse_args(argv: impl IntoIterator<Item = String>) -> Args {
+    let mut args = Args {
+        project: None,
+        connect: false,
+    };
+    for a in argv {
+        match a.as_str() {
+            "--connect" => args.connect = true,
+            // Anything else that names a file is the project (the OS passes one on open).
+            _ if !a.starts_with('-') && args.project.is_none() => {
+                args.project = Some(PathBuf::from(a))
+            }
+            _ => log::warn!("ignoring argument {a:?}"),
+        }
+    }
+    args
+}
+
+/// Opens `path` (a Sextant or Serial Studio project) as the person would from the UI.
+async fn open_project(runtime: &RuntimeHandle, path: &Path) {
+    let path = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
+    if let Err(e) = runtime
+        .call_from_ui("project.open", json!({ "path": path }), false)
+        .await
+    {
+        log::error!("could not open {}: {}", path.display(), e.message);
+    }
+}
+
+/// WebKitGTK turns a `C`/`POSIX` locale into `navigator.language = "C"`, which is not a
+/// language tag: `Intl` (and so the plot library) throws and the page stays blank. Such a
+/// locale means "no preference", so say English.
+fn fix_unusable_locale() {
+    let usable = |v: &str| !(v.is_empty() || v == "C" || v.starts_with("C.") || v == "POSIX");
+    let locale = ["LC_ALL", "LC_MESSAGES", "LANG"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()));
+    if !locale.as_deref().is_some_and(usable) {
+        // Before any thread exists (the first line of main), so no one reads it concurrently.
+        std::env::set_var("LANGUAGE", "en_US");
+        std::env::set_var("LC_ALL", "en_US.UTF-8");
+    }
+}
+
+fn main() {
+    fix_unusable_locale();
+    let args = parse_args(std::env::args().skip(1));
+    tauri::Builder::default()
+        // First, so a second launch hands its file to this window and exits.
+        .plugin(tauri_plugin_single_instance::init(|app, argv, cwd| {
+            let args = parse_args(argv.into_iter().skip(1));
+            if let Some(project) = args.project {
+                let path = Path::new(&cwd).join(project);
+                let runtime = app.state::<Shell>().runtime.clone();
+                tauri::async_runtime::spawn(async move { open_project(&runtime, &path).await });
+            }
+            if let Some(window) = app.get_webview_window("main") {
+                let _ = window.unminimize();
+                let _ = window.set_focus();
+            }
+        }))
+        .plugin(
+            tauri_plugin_log::Builder::new()
+                .targets([
+                    tauri_plugin_log::Target::new(tauri_plugin_log::TargetKind::LogDir {
+                        file_name: None,
+                    }),
+                    tauri_plugin_log::Target::new(tauri_plugin_log::TargetKind::Stderr),
+                ])
+                .level(log::LevelFilter::Info)
+                .build(),
+        )
+        .plugin(tauri_plugin_dialog::init())
+        .plugin(tauri_plugin_window_state::Builder::default().build())
+        .setup(move |app| {
+            let demo = args.project.is_none();
+            let workspace = if demo {
+                Workspace::new(sextant_devices::simulator::demo_project())
+            } else {
+                Workspace::new(sextant_telemetry::Project::default())
+            };
+            // The runtime's tasks live on Tauri's Tokio runtime.
+            let runtime = tauri::async_runtime::block_on(async {
+                Runtime::new(workspace).spawn(Some(Duration::from_secs(1)))
+            });
+            app.manage(Shell {
+                runtime: runtime.clone(),
+                next_display: AtomicU32::new(1),
+                displays: Mutex::new(HashMap::new()),
+                subscriber: Arc::new(Mutex::new(Subscriber::default())),
+            });
+            let project = args.project.clone();
+            let connect = demo || args.connect;
+            tauri::async_runtime::spawn(async move {
+                if let Some(path) = project {
+                    open_project(&runtime, &path).await;
+                }
+                if connect {
+                    if let Err(e) = runtime.call_from_ui("io.connect", json!({}), false).await {
+                        log::error!("could not connect: {}", e.message);
+                    }
+                }
+            });
+            Ok(())
+        })
+        .invoke_handler(tauri::generate_handler![
+            call,
+            display,
+            display_stop,
+            subscribe_events
+        ])
+        .run(tauri::generate_context!())
+        .unwrap_or_else(|e| {
+            eprintln!("Sextant could not start: {e}");
+            std::process::exit(1);
+        });
+}

@@ -1,0 +1,226 @@
+// The UI in a real browser (Debian's Chromium through playwright-core) against
+// `sextant serve`: a pty serial device quick-plotted with zero configuration, a project
+// built in the editor then saved and reopened, a Serial Studio import, a recording
+// replayed, and screenshots of every screen in light/dark × English/简体中文.
+import assert from "node:assert/strict";
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+import {
+  artifacts, feed, ptyPair, repo, requireFile, requireProgram, sextantBin, start, tempDir, waitFor,
+} from "./harness.mjs";
+
+const CHROMIUM_ARGS = [
+  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--no-first-run",
+];
+let server, browser, page, pty, stopFeed, dir, base;
+
+async function serve(args = []) {
+  const port = 7100 + Math.floor(Math.random() * 800);
+  const proc = start(`serve-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), ...args], {
+    cwd: dir,
+  });
+  const url = `http://127.0.0.1:${port}/`;
+  await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
+  return { url, stop: proc.stop };
+}
+
+async function fresh(url = base, settings = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.addInitScript((s) => {
+    localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en", ...s }));
+  }, settings);
+  const p = await context.newPage();
+  p.on("pageerror", (e) => console.error("page error:", e.message));
+  await p.goto(url);
+  await p.waitForSelector(".shell");
+  return p;
+}
+
+async function nav(p, screen) {
+  await p.click(`[data-nav="${screen}"]`);
+  // Connect fills its form from the project once loaded: edit it only after that.
+  if (screen === "connect") await p.locator('[data-screen="connect"][data-ready="true"]').waitFor();
+}
+
+before(async () => {
+  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
+  requireFile(join(repo, "ui/dist/index.html"), "build the UI with `npm run build` in ui/");
+  const chrome = requireProgram("chromium", "chromium");
+  dir = tempDir("sextant-browser-");
+  pty = await ptyPair(dir);
+  server = await serve();
+  base = server.url;
+  browser = await chromium.launch({ executablePath: chrome, args: CHROMIUM_ARGS });
+});
+
+after(async () => {
+  stopFeed?.();
+  await browser?.close();
+  server?.stop();
+  pty?.stop();
+});
+
+test("a serial device sending CSV is quick-plotted with zero configuration", async () => {
+  page = await fresh();
+  await nav(page, "connect");
+  await page.selectOption('[data-testid="source-type"]', "serial");
+  await page.fill('[data-testid="serial-port"]', pty.a);
+  await page.fill('[data-testid="baud"]', "115200");
+  assert.equal(await page.inputValue('[data-testid="parser-kind"]'), "quickPlot", "quick plot is the default");
+  let i = 0;
+  stopFeed = feed(pty.b, () => {
+    const t = i++ / 50;
+    return `${Math.sin(t).toFixed(4)},${Math.cos(t).toFixed(4)},${(t % 1).toFixed(3)}\n`;
+  });
+  await page.click('[data-testid="connect"]');
+  await waitFor("frames per second", async () => {
+    const text = await page.textContent('[data-testid="frames-per-s"]');
+    return Number.parseFloat(text ?? "0") > 5;
+  }, 20000, 250);
+  await nav(page, "quickplot");
+  const qp = page.locator('[data-testid="quickplot"]');
+  await waitFor("three quick-plot series", async () => Number(await qp.getAttribute("data-series-count")) === 3, 20000, 200);
+  const drawn = () => qp.locator("canvas").first().evaluate((c) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let n = 0;
+    for (let k = 3; k < d.length; k += 4) if (d[k]) n++;
+    return n;
+  });
+  await waitFor("a drawn quick plot", async () => (await drawn()) > 500, 10000, 200);
+  await page.screenshot({ path: join(artifacts, "browser-quickplot-light-en.png") });
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  stopFeed();
+  stopFeed = null;
+  await page.close();
+});
+
+test("a project built in the editor is saved and reopened", async () => {
+  page = await fresh();
+  await nav(page, "project");
+  await page.click('[data-testid="project-new"]');
+  // A dataset reads a parser slot of a source: add the device first.
+  await page.click('[data-testid="add-source"]');
+  await nav(page, "connect");
+  await page.selectOption('[data-testid="source-type"]', "serial");
+  await page.fill('[data-testid="serial-port"]', "/dev/ttyUSB7");
+  await page.fill('[data-testid="baud"]', "921600");
+  await page.selectOption('[data-testid="parser-kind"]', "delimited");
+  await page.click('[data-testid="apply-source"]');
+  await page.locator('[data-testid="source-select"] option', { hasText: /ttyUSB7|Serial/ }).first().waitFor({ state: "attached" });
+  await nav(page, "project");
+  await page.click('[data-testid="add-group"]');
+  await page.fill('[data-testid="group-title"]', "Bench rig");
+  await page.selectOption('[data-testid="group-widget"]', "multiPlot");
+  await page.click('[data-testid="add-group-confirm"]');
+  await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).first().click();
+  await page.click('[data-testid="add-dataset"]');
+  await page.fill('[data-testid="dataset-title"]', "Supply volts");
+  await page.fill('[data-testid="dataset-index"]', "2");
+  await page.click('[data-testid="add-dataset-confirm"]');
+  await page.locator('[data-testid="tree-dataset"]', { hasText: "Supply volts" }).first().waitFor();
+  await page.locator('[data-testid="tree-source"]', { hasText: /ttyUSB7|Serial/ }).first().waitFor();
+  const path = join(dir, "bench-rig.json");
+  await page.fill('[data-testid="project-path"]', path);
+  await page.click('[data-testid="project-save"]');
+  await waitFor("the saved file", () => existsSync(path), 10000);
+  await page.screenshot({ path: join(artifacts, "browser-editor-light-en.png") });
+
+  await page.click('[data-testid="project-new"]');
+  await waitFor("an empty tree", async () => (await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).count()) === 0);
+  await page.fill('[data-testid="project-path"]', path);
+  await page.click('[data-testid="project-open"]');
+  await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).first().waitFor();
+  await page.locator('[data-testid="tree-dataset"]', { hasText: "Supply volts" }).first().waitFor();
+  await page.locator('[data-testid="tree-source"]', { hasText: /ttyUSB7|Serial/ }).first().waitFor();
+  await page.close();
+});
+
+test("a Serial Studio project imports and its widgets appear", async () => {
+  page = await fresh();
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', join(repo, "fixtures/serial-studio/multi-source.ssproj"));
+  await page.click('[data-testid="project-import"]');
+  await page.locator('[data-testid="editor-message"]').waitFor();
+  await nav(page, "dashboard");
+  const tiles = page.locator('[data-testid="widget"]');
+  await waitFor("imported widgets", async () => (await tiles.count()) >= 2, 10000);
+  const titles = await tiles.evaluateAll((ts) => ts.map((t) => t.getAttribute("data-title")));
+  const project = await page.evaluate(async () => {
+    const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
+    return new Promise((resolve) => {
+      ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
+      ws.onmessage = (e) => resolve(JSON.parse(e.data).result);
+    });
+  });
+  const groups = project.groups.map((g) => g.title);
+  assert.ok(groups.length > 0, "the import has groups");
+  for (const g of groups) assert.ok(titles.includes(g), `a widget for group ${g} (have ${titles})`);
+  await page.screenshot({ path: join(artifacts, "browser-import-light-en.png") });
+  await page.close();
+});
+
+test("a recording is replayed", async () => {
+  page = await fresh();
+  await nav(page, "recording");
+  await page.fill('[data-testid="sessions-db"]', join(dir, "sessions.sqlite"));
+  await page.click('[data-testid="sessions-db-set"]');
+  // Record the simulator for a moment.
+  await nav(page, "project");
+  await page.click('[data-testid="project-new"]');
+  await nav(page, "connect");
+  await page.selectOption('[data-testid="source-type"]', "simulator");
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 }).catch(async (e) => { await page.screenshot({ path: join(artifacts, "debug-conn.png") }); throw e; });
+  await nav(page, "recording");
+  await page.click('[data-testid="start-recording"]');
+  await page.waitForTimeout(3000);
+  await page.click('[data-testid="stop-recording"]');
+  const row = page.locator('[data-testid="session-row"]').first();
+  await row.waitFor();
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="false"]').waitFor();
+  await nav(page, "recording");
+  // The replay drives the dashboard: display frames with new data arrive while it plays.
+  await page.locator('[data-testid="session-row"]').first().locator('[data-testid="session-replay"]').click();
+  await page.locator('[data-testid="replay-pause"]').waitFor();
+  await nav(page, "dashboard");
+  const frames = () => page.evaluate(() => window.__sextantStats?.framesReceived ?? 0);
+  const f0 = await waitFor("the dashboard's display stream", () => page.evaluate(() => window.__sextantStats && window.__sextantStats.framesReceived + 1));
+  await waitFor("replayed frames", async () => (await frames()) > f0 + 5, 15000, 100);
+  await nav(page, "recording");
+  await page.screenshot({ path: join(artifacts, "browser-recording-light-en.png") });
+  await page.close();
+});
+
+test("every screen in light/dark and English/简体中文", async () => {
+  const demo = await serve(["--demo"]);
+  try {
+    for (const theme of ["light", "dark"]) {
+      for (const language of ["en", "zh"]) {
+        const p = await fresh(demo.url, { theme, language });
+        assert.equal(await p.evaluate(() => document.documentElement.dataset.theme), theme);
+        for (const screen of ["dashboard", "connect", "quickplot", "project", "recording", "settings"]) {
+          await nav(p, screen);
+          await p.waitForTimeout(screen === "dashboard" ? 1200 : 300);
+          await p.screenshot({ path: join(artifacts, `screen-${screen}-${theme}-${language}.png`) });
+        }
+        const label = await p.textContent('[data-nav="dashboard"]');
+        assert.equal(label.trim(), language === "zh" ? "仪表盘" : "Dashboard");
+        await p.close();
+      }
+    }
+    // The language switch in Settings changes the running UI.
+    const p = await fresh(demo.url);
+    await nav(p, "settings");
+    await p.selectOption('[data-testid="language"]', "zh");
+    await waitFor("Chinese labels", async () => (await p.textContent('[data-nav="dashboard"]')).trim() === "仪表盘", 5000);
+    await p.close();
+  } finally {
+    demo.stop();
+  }
+});

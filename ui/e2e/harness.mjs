@@ -1,0 +1,287 @@
+// Real parts for the end-to-end tests: pty pairs (socat), Xvfb, the built binaries, a
+// plain WebDriver client for tauri-driver, and where artifacts go. A missing component
+// fails loudly: these tests never skip.
+import { spawn, spawnSync } from "node:child_process";
+import { createRequire } from "node:module";
+const require = createRequire(import.meta.url);
+import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join, resolve } from "node:path";
+import { fileURLToPath } from "node:url";
+
+export const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
+const targetDir = process.env.CARGO_TARGET_DIR || join(repo, "target");
+export const sextantBin = process.env.SEXTANT_BIN || join(targetDir, "debug/sextant");
+export const desktopBin = process.env.SEXTANT_DESKTOP_BIN || join(targetDir, "debug/sextant-desktop");
+/** Screenshots and logs: kept as CI artifacts, never committed. */
+export const artifacts = process.env.SEXTANT_ARTIFACTS || join(repo, "target/e2e");
+mkdirSync(artifacts, { recursive: true });
+
+export function requireFile(path, hint) {
+  if (!existsSync(path)) throw new Error(`${path} is missing: ${hint}`);
+  return path;
+}
+
+export function requireProgram(name, pkg) {
+  const r = spawnSync("sh", ["-c", `command -v ${name}`]);
+  if (r.status !== 0) throw new Error(`${name} is not installed (apt package ${pkg}); ./dev test installs it`);
+  return r.stdout.toString().trim();
+}
+
+export const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+
+export async function waitFor(what, fn, timeoutMs = 20000, everyMs = 100) {
+  const until = Date.now() + timeoutMs;
+  let last;
+  while (Date.now() < until) {
+    try {
+      const v = await fn();
+      if (v) return v;
+    } catch (e) {
+      last = e;
+    }
+    await sleep(everyMs);
+  }
+  throw new Error(`timed out waiting for ${what}${last ? `: ${last.message}` : ""}`);
+}
+
+const children = new Set();
+process.on("exit", () => {
+  for (const c of children) {
+    try {
+      process.kill(-c.pid, "SIGKILL");
+    } catch {}
+  }
+});
+
+/** Starts a program in its own process group, logging to artifacts/NAME.log. */
+export function start(name, cmd, args, opts = {}) {
+  const log = openSync(join(artifacts, `${name}.log`), "w");
+  const child = spawn(cmd, args, { ...opts, detached: true, stdio: ["ignore", log, log] });
+  children.add(child);
+  child.on("exit", () => children.delete(child));
+  return {
+    child,
+    stop() {
+      try {
+        process.kill(-child.pid, "SIGTERM");
+      } catch {}
+      children.delete(child);
+    },
+  };
+}
+
+export function tempDir(prefix) {
+  return mkdtempSync(join(tmpdir(), prefix));
+}
+
+/** A pty pair: the app opens `a`; the test reads and writes `b`. */
+export async function ptyPair(dir) {
+  requireProgram("socat", "socat");
+  const a = join(dir, "ttyA");
+  const b = join(dir, "ttyB");
+  const proc = start(`socat-${Date.now()}`, "socat", ["-d", "-d", `pty,raw,echo=0,link=${a}`, `pty,raw,echo=0,link=${b}`]);
+  await waitFor("the pty pair", () => existsSync(a) && existsSync(b), 5000);
+  return { a, b, stop: proc.stop };
+}
+
+/** Starts reading a pty (the peer of what the app opened); `until` waits for a pattern. */
+export function listen(path) {
+  const cat = spawn("cat", [path]);
+  children.add(cat);
+  let got = "";
+  cat.stdout.on("data", (d) => (got += d.toString("latin1")));
+  return {
+    until: (pattern, timeoutMs = 15000) =>
+      waitFor(`"${pattern}" on ${path} (got ${JSON.stringify(got.slice(-200))})`, () => got.includes(pattern) && got, timeoutMs),
+    stop() {
+      cat.kill();
+      children.delete(cat);
+    },
+  };
+}
+
+/** Writes lines to a pty every `everyMs` until stopped. */
+export function feed(path, lineAt, everyMs = 20) {
+  const fd = openSync(path, "w");
+  let i = 0;
+  const timer = setInterval(() => {
+    try {
+      writeFileSync(fd, lineAt(i++));
+    } catch {}
+  }, everyMs);
+  return () => {
+    clearInterval(timer);
+    closeSync(fd);
+  };
+}
+
+/** The demo project as JSON, from the CLI (the same one the app opens on first run). */
+export function demoProject() {
+  const r = spawnSync(sextantBin, ["demo", "--print-project"]);
+  if (r.status !== 0) throw new Error(`sextant demo --print-project failed: ${r.stderr}`);
+  return JSON.parse(r.stdout.toString());
+}
+
+export async function xvfb() {
+  requireProgram("Xvfb", "xvfb");
+  const display = `:${90 + Math.floor(Math.random() * 9)}`;
+  const proc = start(`xvfb${display.slice(1)}`, "Xvfb", [display, "-screen", "0", "1400x900x24", "-nolisten", "tcp"]);
+  await waitFor("Xvfb", () => existsSync(`/tmp/.X11-unix/X${display.slice(1)}`), 5000);
+  return { display, stop: proc.stop };
+}
+
+const ELEMENT = "element-6066-11e4-a52e-4f735466cecf";
+
+/** Just enough of the W3C WebDriver protocol, over fetch. */
+export class WebDriver {
+  constructor(base) {
+    this.base = base;
+    this.sid = null;
+  }
+  async req(method, path, body) {
+    const r = await fetch(this.base + path, {
+      method,
+      headers: { "content-type": "application/json" },
+      body: body === undefined ? undefined : JSON.stringify(body),
+    });
+    const j = await r.json().catch(() => ({}));
+    if (!r.ok || j?.value?.error) {
+      throw new Error(`${method} ${path}: ${j?.value?.error ?? r.status}: ${j?.value?.message ?? ""}`);
+    }
+    return j.value;
+  }
+  s(path) {
+    return `/session/${this.sid}${path}`;
+  }
+  async open(capabilities) {
+    const v = await this.req("POST", "/session", { capabilities: { alwaysMatch: capabilities } });
+    this.sid = v.sessionId;
+  }
+  async find(css) {
+    const v = await this.req("POST", this.s("/element"), { using: "css selector", value: css });
+    return v[ELEMENT];
+  }
+  async findAll(css) {
+    const v = await this.req("POST", this.s("/elements"), { using: "css selector", value: css });
+    return v.map((e) => e[ELEMENT]);
+  }
+  async waitFind(css, timeoutMs = 20000) {
+    return waitFor(`element ${css}`, () => this.find(css), timeoutMs, 200);
+  }
+  click(el) {
+    return this.req("POST", this.s(`/element/${el}/click`), {});
+  }
+  type(el, text) {
+    return this.req("POST", this.s(`/element/${el}/value`), { text });
+  }
+  text(el) {
+    return this.req("GET", this.s(`/element/${el}/text`));
+  }
+  attr(el, name) {
+    return this.req("GET", this.s(`/element/${el}/attribute/${name}`));
+  }
+  exec(script, args = []) {
+    return this.req("POST", this.s("/execute/sync"), { script, args });
+  }
+  async screenshot(file) {
+    const png = Buffer.from(await this.req("GET", this.s("/screenshot")), "base64");
+    if (file) writeFileSync(join(artifacts, file), png);
+    return png;
+  }
+  async elementScreenshot(el) {
+    return Buffer.from(await this.req("GET", this.s(`/element/${el}/screenshot`)), "base64");
+  }
+  async close() {
+    if (this.sid) await this.req("DELETE", this.s("")).catch(() => {});
+    this.sid = null;
+  }
+}
+
+/** In-page: a fingerprint of a canvas's pixels and how many are drawn (not transparent). */
+export const CANVAS_PIXELS = `
+  const c = arguments[0] ? document.querySelector(arguments[0]) : null;
+  if (!c) return null;
+  const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+  let drawn = 0, hash = 0;
+  for (let i = 0; i < d.length; i += 4) {
+    if (d[i + 3] !== 0) drawn++;
+    hash = (Math.imul(hash, 31) + d[i] + 3 * d[i + 1] + 7 * d[i + 2] + 11 * d[i + 3]) | 0;
+  }
+  return { drawn, total: d.length / 4, hash, pixels: Array.from(d.filter((_, i) => i % 97 === 0)) };
+`;
+
+/** Share of sampled pixels that differ between two CANVAS_PIXELS results. */
+export function changedShare(a, b) {
+  const n = Math.min(a.pixels.length, b.pixels.length);
+  let changed = 0;
+  for (let i = 0; i < n; i++) if (a.pixels[i] !== b.pixels[i]) changed++;
+  return changed / Math.max(1, n);
+}
+
+/** Decodes an 8-bit, non-interlaced RGB/RGBA PNG (what WebDriver screenshots are). */
+export function decodePng(buf) {
+  const { inflateSync } = require("node:zlib");
+  if (buf.readUInt32BE(0) !== 0x89504e47) throw new Error("not a PNG");
+  let at = 8, width = 0, height = 0, channels = 0;
+  const idat = [];
+  while (at < buf.length) {
+    const len = buf.readUInt32BE(at);
+    const type = buf.toString("latin1", at + 4, at + 8);
+    const body = buf.subarray(at + 8, at + 8 + len);
+    if (type === "IHDR") {
+      width = body.readUInt32BE(0);
+      height = body.readUInt32BE(4);
+      const [depth, color, , , interlace] = body.subarray(8, 13);
+      if (depth !== 8 || interlace !== 0 || (color !== 2 && color !== 6)) {
+        throw new Error(`unsupported PNG (depth ${depth}, colour ${color}, interlace ${interlace})`);
+      }
+      channels = color === 6 ? 4 : 3;
+    } else if (type === "IDAT") idat.push(body);
+    else if (type === "IEND") break;
+    at += 12 + len;
+  }
+  const raw = inflateSync(Buffer.concat(idat));
+  const stride = width * channels;
+  const out = Buffer.alloc(width * height * 4);
+  let prev = Buffer.alloc(stride);
+  for (let y = 0; y < height; y++) {
+    const filter = raw[y * (stride + 1)];
+    const line = Buffer.from(raw.subarray(y * (stride + 1) + 1, (y + 1) * (stride + 1)));
+    for (let i = 0; i < stride; i++) {
+      const a = i >= channels ? line[i - channels] : 0;
+      const b = prev[i];
+      const c = i >= channels ? prev[i - channels] : 0;
+      let p = 0;
+      if (filter === 1) p = a;
+      else if (filter === 2) p = b;
+      else if (filter === 3) p = (a + b) >> 1;
+      else if (filter === 4) {
+        const pa = Math.abs(b - c), pb = Math.abs(a - c), pc = Math.abs(a + b - 2 * c);
+        p = pa <= pb && pa <= pc ? a : pb <= pc ? b : c;
+      }
+      line[i] = (line[i] + p) & 0xff;
+    }
+    for (let x = 0; x < width; x++) {
+      for (let k = 0; k < 4; k++) out[(y * width + x) * 4 + k] = k < channels ? line[x * channels + k] : 255;
+    }
+    prev = line;
+  }
+  return { width, height, data: out };
+}
+
+/** Share of pixels inside `rect` that differ between two decoded screenshots. */
+export function regionChange(a, b, rect) {
+  let changed = 0, total = 0;
+  const x0 = Math.max(0, Math.floor(rect.x)), y0 = Math.max(0, Math.floor(rect.y));
+  const x1 = Math.min(a.width, b.width, Math.ceil(rect.x + rect.width));
+  const y1 = Math.min(a.height, b.height, Math.ceil(rect.y + rect.height));
+  for (let y = y0; y < y1; y++) {
+    for (let x = x0; x < x1; x++) {
+      const i = (y * a.width + x) * 4, j = (y * b.width + x) * 4;
+      total++;
+      if (a.data[i] !== b.data[j] || a.data[i + 1] !== b.data[j + 1] || a.data[i + 2] !== b.data[j + 2]) changed++;
+    }
+  }
+  return { changed, total, share: changed / Math.max(1, total) };
+}

@@ -1,0 +1,101 @@
+// The desktop app in the real webview (WebKitGTK) under Xvfb, driven by tauri-driver:
+// it starts on the demo device, a plot moves, workspaces switch, and a line typed in the
+// console arrives at a real pty peer.
+import assert from "node:assert/strict";
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import {
+  CANVAS_PIXELS, WebDriver, changedShare, decodePng, demoProject, regionChange, desktopBin, listen, ptyPair,
+  requireFile, requireProgram, sleep, start, tempDir, waitFor, xvfb,
+} from "./harness.mjs";
+
+let x, driverProc, pty, wd, dir;
+
+before(async () => {
+  requireFile(desktopBin, "build it with `cargo build -p sextant-desktop` (./dev test does)");
+  requireProgram("WebKitWebDriver", "webkit2gtk-driver");
+  const tauriDriver = requireProgram("tauri-driver", "none: `cargo install tauri-driver --locked`");
+  dir = tempDir("sextant-webview-");
+  pty = await ptyPair(dir);
+  // The demo project plus a serial device on a pty, for the console.
+  const project = demoProject();
+  project.sources.push({
+    id: "uart",
+    title: "Bench UART",
+    connection: { type: "serial", port: pty.a, baud: 115200 },
+  });
+  const projectPath = join(dir, "bench.json");
+  writeFileSync(projectPath, JSON.stringify(project, null, 2));
+  x = await xvfb();
+  const port = 4500 + Math.floor(Math.random() * 400);
+  driverProc = start("tauri-driver", tauriDriver, ["--port", String(port), "--native-port", String(port + 1)], {
+    env: { ...process.env, DISPLAY: x.display, XDG_DATA_HOME: join(dir, "data"), XDG_CONFIG_HOME: join(dir, "config") },
+  });
+  wd = new WebDriver(`http://127.0.0.1:${port}`);
+  await waitFor("tauri-driver", () => fetch(`http://127.0.0.1:${port}/status`).then((r) => r.ok), 15000);
+  await wd.open({ "tauri:options": { application: desktopBin, args: [projectPath, "--connect"] } });
+});
+
+after(async () => {
+  await wd?.screenshot("webview-last.png").catch(() => {});
+  await wd?.close();
+  driverProc?.stop();
+  pty?.stop();
+  x?.stop();
+});
+
+test("starts on the demo device and a plot shows moving data", async () => {
+  const plot = '[data-testid="widget"][data-widget-kind="multiplot"] canvas';
+  await wd.waitFind(plot, 30000).catch(async (e) => {
+    console.log(await wd.exec("return document.body.innerText.slice(0, 500)"));
+    throw e;
+  });
+  // Wait for data to be drawn, then compare two looks a second apart.
+  const first = await waitFor("a drawn plot", async () => {
+    const p = await wd.exec(CANVAS_PIXELS, [plot]);
+    return p && p.drawn > 0.01 * p.total && p;
+  }, 30000, 250);
+  const rect = await wd.req("GET", wd.s(`/element/${await wd.find(plot)}/rect`));
+  const shotA = decodePng(await wd.screenshot());
+  await sleep(1500);
+  const second = await wd.exec(CANVAS_PIXELS, [plot]);
+  const shotB = decodePng(await wd.screenshot());
+  assert.notEqual(first.hash, second.hash, "the plot's pixels changed");
+  assert.ok(changedShare(first, second) > 0.001, `changed ${changedShare(first, second)}`);
+  // The same check on what the screen shows: the plot's area of two screenshots.
+  const diff = regionChange(shotA, shotB, rect);
+  assert.ok(diff.share > 0.002, `plot area changed in ${diff.changed} of ${diff.total} pixels`);
+  await wd.screenshot("webview-dashboard-light-en.png");
+});
+
+test("switches workspaces", async () => {
+  const tab = await wd.waitFind('[data-testid="workspace-tab"][data-workspace-id="ws-2"]');
+  await wd.click(tab);
+  await waitFor("the Navigation tab selected", async () => (await wd.attr(tab, "aria-selected")) === "true");
+  await wd.waitFind('[data-testid="widget"][data-widget-kind="gps"]');
+  const other = await wd.find('[data-testid="workspace-tab"][data-workspace-id="ws-1"]');
+  assert.equal(await wd.attr(other, "aria-selected"), "false");
+  await wd.screenshot("webview-navigation-light-en.png");
+});
+
+test("the console sends a line that arrives at the pty peer", async () => {
+  const peer = listen(pty.b);
+  try {
+    await wd.click(await wd.waitFind('[data-testid="open-console"]'));
+    await wd.waitFind('[data-testid="console"]');
+    const source = await wd.findAll('[data-testid="console-source"]');
+    if (source.length) {
+      await wd.exec(`const s = document.querySelector('[data-testid="console-source"]'); s.value = 'uart'; s.dispatchEvent(new Event('change', {bubbles: true}));`);
+    }
+    await wd.exec(`const s = document.querySelector('[data-testid="console-line-ending"]'); s.value = 'lf'; s.dispatchEvent(new Event('change', {bubbles: true}));`);
+    const input = await wd.find('[data-testid="console-input"]');
+    await wd.type(input, "hello from the webview");
+    await wd.click(await wd.find('[data-testid="console-send"]'));
+    const got = await peer.until("hello from the webview\n");
+    assert.ok(got.endsWith("hello from the webview\n"), JSON.stringify(got));
+    await wd.screenshot("webview-console-light-en.png");
+  } finally {
+    peer.stop();
+  }
+});

@@ -1,0 +1,156 @@
+/** Workspace layout: which widget a tile shows, the automatic layout for projects without
+ *  workspaces, and grid moves/resizes. Pure, so it is tested without a browser. */
+import type { Dataset, Group, Project, Tile, WidgetKind, Workspace } from "./model";
+
+export const COLS = 12;
+
+export interface TileSpec extends Tile {
+  /** Stable within a workspace: used as the Svelte key. */
+  key: string;
+  kind: WidgetKind;
+  title: string;
+  groupRef?: Group;
+  datasetRef?: Dataset;
+}
+
+/** The widget a group tile shows. Kinds the web UI has no widget for fall back to a grid. */
+export function groupKind(g: Group): WidgetKind {
+  switch (g.widget) {
+    case "multiPlot":
+    case "plot3d":
+      return "multiplot";
+    case "accelerometer":
+      return "accelerometer";
+    case "gyroscope":
+      return "gyroscope";
+    case "gps":
+      return "gps";
+    case "barPanel":
+      return "bar";
+    case "ledPanel":
+      return "led";
+    case "terminal":
+      return "terminal";
+    default:
+      return "datagrid";
+  }
+}
+
+/** Every view a dataset asks for, in a fixed order: its widget, its graph, FFT, LED.
+ *  A workspace tile only names the dataset, so the n-th tile of a dataset in a workspace
+ *  shows its n-th view – the automatic layout emits them in this order. */
+export function datasetViews(d: Dataset): WidgetKind[] {
+  const out: WidgetKind[] = [];
+  if (d.widget && d.widget !== "none") out.push(d.widget);
+  if (d.graph ?? true) out.push("plot");
+  if (d.fft) out.push("fft");
+  if (d.led) out.push("led");
+  return out;
+}
+
+const SIZE: Record<WidgetKind, [number, number]> = {
+  plot: [4, 3], multiplot: [8, 4], fft: [4, 3], datagrid: [4, 4], gauge: [3, 3], bar: [3, 3],
+  compass: [3, 3], meter: [3, 3], led: [3, 2], gps: [6, 4], accelerometer: [6, 4],
+  gyroscope: [4, 4], terminal: [8, 4], clock: [3, 2],
+};
+
+/** Tiles for a project without workspaces: each group with a widget, then each dataset view,
+ *  packed row by row into COLS columns. */
+export function autoTiles(p: Project): Tile[] {
+  const items: { group?: string; dataset?: string; kind: WidgetKind }[] = [];
+  for (const g of p.groups ?? []) if (g.widget && g.widget !== "none") items.push({ group: g.id, kind: groupKind(g) });
+  for (const g of p.groups ?? [])
+    for (const d of g.datasets ?? []) for (const kind of datasetViews(d)) items.push({ dataset: d.id, kind });
+  const tiles: Tile[] = [];
+  let x = 0, y = 0, rowH = 0;
+  for (const it of items) {
+    const [w, h] = SIZE[it.kind];
+    if (x + w > COLS) {
+      x = 0;
+      y += rowH;
+      rowH = 0;
+    }
+    tiles.push({ ...(it.group ? { group: it.group } : { dataset: it.dataset }), x, y, w, h });
+    x += w;
+    rowH = Math.max(rowH, h);
+  }
+  return tiles;
+}
+
+/** What each tile of a workspace shows; tiles naming unknown groups/datasets are dropped. */
+export function resolveTiles(ws: Workspace, p: Project): TileSpec[] {
+  const groups = new Map<string, Group>();
+  const datasets = new Map<string, Dataset>();
+  for (const g of p.groups ?? []) {
+    groups.set(g.id, g);
+    for (const d of g.datasets ?? []) datasets.set(d.id, d);
+  }
+  const seen = new Map<string, number>();
+  const out: TileSpec[] = [];
+  (ws.tiles ?? []).forEach((tile, i) => {
+    const w = Math.max(1, Math.min(COLS, tile.w || 3));
+    const h = Math.max(1, tile.h || 3);
+    const x = Math.max(0, Math.min(COLS - w, tile.x || 0));
+    const y = Math.max(0, tile.y || 0);
+    const base = { group: tile.group, dataset: tile.dataset, x, y, w, h, key: `${ws.id}:${i}` };
+    if (tile.group) {
+      const g = groups.get(tile.group);
+      if (g) out.push({ ...base, kind: groupKind(g), title: g.title, groupRef: g });
+    } else if (tile.dataset) {
+      const d = datasets.get(tile.dataset);
+      if (!d) return;
+      const views = datasetViews(d);
+      const n = seen.get(d.id) ?? 0;
+      seen.set(d.id, n + 1);
+      const kind = views.length ? views[n % views.length] : "plot";
+      out.push({ ...base, kind, title: d.title, datasetRef: d });
+    }
+  });
+  return out;
+}
+
+/** The workspaces to show as tabs: the project's, or one automatic workspace (id ""). */
+export function workspacesOf(p: Project, autoTitle: string): Workspace[] {
+  if (p.workspaces?.length) return p.workspaces;
+  return [{ id: "", title: autoTitle, tiles: autoTiles(p) }];
+}
+
+/** A tile moved/resized by whole grid cells, kept on the grid. */
+export function moveTile(t: Tile, dx: number, dy: number): Tile {
+  const w = Math.max(1, Math.min(COLS, t.w));
+  return { ...t, x: Math.max(0, Math.min(COLS - w, t.x + dx)), y: Math.max(0, t.y + dy) };
+}
+
+export function resizeTile(t: Tile, dw: number, dh: number): Tile {
+  return { ...t, w: Math.max(1, Math.min(COLS - t.x, t.w + dw)), h: Math.max(1, t.h + dh) };
+}
+
+/** Only the fields the backend's Tile has (specs carry resolved refs). */
+export function plainTile(t: Tile): Tile {
+  const out: Tile = { x: t.x, y: t.y, w: t.w, h: t.h };
+  if (t.group) out.group = t.group;
+  if (t.dataset) out.dataset = t.dataset;
+  return out;
+}
+
+const overlaps = (a: Tile, b: Tile) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+
+/** After tile `fixed` moved or grew, pushes every tile it now overlaps down below it,
+ *  cascading, so tiles never cover each other (and their handles stay reachable). */
+export function settle(tiles: Tile[], fixed: number): Tile[] {
+  const out = tiles.map((t) => ({ ...t }));
+  const placed = [fixed];
+  const queue = [fixed];
+  // Each push moves a tile strictly down, so this ends; the bound is a safety net.
+  for (let guard = 0; queue.length && guard < 10000; guard++) {
+    const i = queue.shift()!;
+    for (let j = 0; j < out.length; j++) {
+      if (j === i || !overlaps(out[i], out[j])) continue;
+      if (j === fixed) continue;
+      out[j].y = out[i].y + out[i].h;
+      if (!placed.includes(j)) placed.push(j);
+      queue.push(j);
+    }
+  }
+  return out;
+}

@@ -1,0 +1,46 @@
+/** User preferences kept in the browser's storage: theme, language, display rate. */
+
+export type Theme = "light" | "dark" | "system";
+export type Language = "en" | "zh";
+
+export interface Settings {
+  theme: Theme;
+  language: Language;
+  /** Display ticks per second, 1–240. */
+  displayRateHz: number;
+  /** Points per plot after decimation. */
+  points: number;
+  /** Visible window of time plots, seconds. */
+  timeRangeS: number;
+}
+
+const KEY = "sextant.settings";
+export const DEFAULTS: Settings = { theme: "system", language: "en", displayRateHz: 60, points: 1000, timeRangeS: 10 };
+
+function load(): Settings {
+  try {
+    const saved = JSON.parse(globalThis.localStorage?.getItem(KEY) ?? "{}");
+    return sanitize({ ...DEFAULTS, ...saved });
+  } catch {
+    return { ...DEFAULTS };
+  }
+}
+
+export function sanitize(s: Settings): Settings {
+  const clamp = (x: number, lo: number, hi: number, d: number) =>
+    Number.isFinite(x) ? Math.min(hi, Math.max(lo, Math.round(x))) : d;
+  return {
+    theme: (["light", "dark", "system"] as const).includes(s.theme) ? s.theme : DEFAULTS.theme,
+    language: s.language === "zh" ? "zh" : "en",
+    displayRateHz: clamp(s.displayRateHz, 1, 240, DEFAULTS.displayRateHz),
+    points: clamp(s.points, 2, 100000, DEFAULTS.points),
+    timeRangeS: Number.isFinite(s.timeRangeS) && s.timeRangeS > 0 ? Math.min(s.timeRangeS, 86400) : DEFAULTS.timeRangeS,
+  };
+}
+
+export const settings: Settings = $state(load());
+
+export function saveSettings() {
+  Object.assign(settings, sanitize({ ...settings }));
+  globalThis.localStorage?.setItem(KEY, JSON.stringify(settings));
+}

@@ -1,0 +1,49 @@
+/** What the UI needs from a backend: commands, pushed events and binary display frames.
+ *  Two implementations with the same meaning: Tauri (desktop) and WebSocket (`sextant serve`).
+ *  See docs/ui-protocol.md. */
+
+export interface CommandErrorInfo {
+  code: string;
+  message: string;
+  path?: string;
+}
+
+/** A failed command, with the backend's error code, message and (for bad params) path. */
+export class CommandError extends Error {
+  readonly code: string;
+  readonly path?: string;
+  constructor(info: CommandErrorInfo) {
+    super(info.message);
+    this.name = "CommandError";
+    this.code = info.code;
+    this.path = info.path;
+  }
+}
+
+export interface DisplayOptions {
+  /** Display ticks per second, 1–240. */
+  rateHz: number;
+  /** Points per dataset window after decimation. */
+  points: number;
+  /** Visible window, seconds. */
+  timeRangeS: number;
+  /** Dataset index → newest samples wanted undecimated (FFT, XY, GPS, sample plots). */
+  raw: Record<number, number>;
+}
+
+export interface BackendEvent {
+  event: string;
+  [key: string]: unknown;
+}
+
+export type Unsubscribe = () => void;
+
+export interface Transport {
+  readonly kind: "tauri" | "websocket";
+  /** Runs a registry command; rejects with CommandError. `approved`: a person confirmed. */
+  call<T = unknown>(command: string, params?: unknown, approved?: boolean): Promise<T>;
+  /** Pushed project/connection events. */
+  onEvent(handler: (e: BackendEvent) => void): Unsubscribe;
+  /** Starts (or re-configures) display frames; each arrives as an ArrayBuffer. */
+  display(options: DisplayOptions, handler: (frame: ArrayBuffer) => void): Promise<Unsubscribe>;
+}

@@ -1,0 +1,146 @@
+/** The WebSocket transport for `sextant serve`: JSON text frames for commands and events,
+ *  binary frames for display data. Reconnects with backoff; calls in flight when the socket
+ *  drops are rejected (never silently retried: a command may have side effects). */
+import {
+  CommandError,
+  type BackendEvent,
+  type DisplayOptions,
+  type Transport,
+  type Unsubscribe,
+} from "./types";
+
+type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
+
+/** The minimal WebSocket surface used, so tests can pass a fake constructor. */
+export interface SocketLike {
+  binaryType: string;
+  readyState: number;
+  onopen: ((ev: unknown) => void) | null;
+  onclose: ((ev: unknown) => void) | null;
+  onmessage: ((ev: { data: unknown }) => void) | null;
+  send(data: string): void;
+  close(): void;
+}
+export type SocketFactory = (url: string) => SocketLike;
+
+export class WebSocketTransport implements Transport {
+  readonly kind = "websocket" as const;
+  private socket: SocketLike | null = null;
+  private opened: Promise<void> | null = null;
+  private nextId = 1;
+  private pending = new Map<number, Pending>();
+  private events = new Set<(e: BackendEvent) => void>();
+  private frames: ((f: ArrayBuffer) => void) | null = null;
+  private displayOptions: DisplayOptions | null = null;
+  private retryMs = 250;
+  private closed = false;
+
+  constructor(
+    private readonly url: string,
+    private readonly token: string | null = null,
+    private readonly factory: SocketFactory = (u) => new WebSocket(u) as unknown as SocketLike,
+  ) {}
+
+  /** The URL of `/ws` next to the page, and the `?token=` it was opened with. */
+  static forPage(loc: Location = window.location): WebSocketTransport {
+    const scheme = loc.protocol === "https:" ? "wss:" : "ws:";
+    const base = loc.pathname.replace(/[^/]*$/, "");
+    const token = new URLSearchParams(loc.search).get("token");
+    return new WebSocketTransport(`${scheme}//${loc.host}${base}ws`, token);
+  }
+
+  private connect(): Promise<void> {
+    if (this.opened) return this.opened;
+    this.opened = new Promise<void>((resolve, reject) => {
+      const socket = this.factory(this.url);
+      socket.binaryType = "arraybuffer";
+      this.socket = socket;
+      let isOpen = false;
+      socket.onopen = () => {
+        isOpen = true;
+        this.retryMs = 250;
+        if (this.token) this.raw({ type: "auth", token: this.token });
+        // Events are always wanted; display resumes with its last options.
+        this.raw({ type: "command", id: 0, command: "api.subscribe", params: { frames: false, events: true } });
+        if (this.displayOptions) this.raw({ type: "display", id: 0, ...this.displayOptions });
+        resolve();
+      };
+      socket.onmessage = (ev) => this.receive(ev.data);
+      socket.onclose = () => {
+        this.socket = null;
+        this.opened = null;
+        const lost = new Error("connection to Sextant lost");
+        for (const p of this.pending.values()) p.reject(lost);
+        this.pending.clear();
+        if (!isOpen) reject(new Error(`cannot reach Sextant at ${this.url}`));
+        if (!this.closed && (this.events.size > 0 || this.frames)) {
+          setTimeout(() => void this.connect().catch(() => {}), this.retryMs);
+          this.retryMs = Math.min(this.retryMs * 2, 5000);
+        }
+      };
+    });
+    return this.opened;
+  }
+
+  private raw(msg: unknown) {
+    this.socket?.send(JSON.stringify(msg));
+  }
+
+  private receive(data: unknown) {
+    if (data instanceof ArrayBuffer) {
+      this.frames?.(data);
+      return;
+    }
+    let msg: any;
+    try {
+      msg = JSON.parse(String(data));
+    } catch {
+      return;
+    }
+    if (msg.type === "event" && msg.event) {
+      for (const h of this.events) h(msg.event as BackendEvent);
+      return;
+    }
+    if (msg.type === "response" && typeof msg.id === "number" && msg.id > 0) {
+      const p = this.pending.get(msg.id);
+      if (!p) return;
+      this.pending.delete(msg.id);
+      if (msg.success) p.resolve(msg.result);
+      else p.reject(new CommandError(msg.error ?? { code: "failed", message: "unknown error" }));
+    }
+  }
+
+  async call<T = unknown>(command: string, params: unknown = {}, approved = false): Promise<T> {
+    await this.connect();
+    const id = this.nextId++;
+    return new Promise<T>((resolve, reject) => {
+      this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
+      this.raw({ type: "command", id, command, params: params ?? {}, approved });
+    });
+  }
+
+  onEvent(handler: (e: BackendEvent) => void): Unsubscribe {
+    this.events.add(handler);
+    void this.connect().catch(() => {});
+    return () => this.events.delete(handler);
+  }
+
+  async display(options: DisplayOptions, handler: (frame: ArrayBuffer) => void): Promise<Unsubscribe> {
+    this.frames = handler;
+    this.displayOptions = options;
+    await this.connect();
+    this.raw({ type: "display", id: 0, ...options });
+    return () => {
+      if (this.frames === handler) {
+        this.frames = null;
+        this.displayOptions = null;
+        this.raw({ type: "display", id: 0, stop: true });
+      }
+    };
+  }
+
+  close() {
+    this.closed = true;
+    this.socket?.close();
+  }
+}

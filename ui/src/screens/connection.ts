@@ -1,0 +1,356 @@
+/** Connect-screen form state and the pure mapping between it and a project source's
+ *  `connection` / `parser` JSON (docs/project.schema.json). No UI, no backend calls. */
+
+export type SourceType = "serial" | "tcp" | "udp" | "mqtt" | "can" | "modbus" | "ble" | "simulator" | "namedPipe" | "process";
+export const SOURCE_TYPES: SourceType[] = ["serial", "tcp", "udp", "mqtt", "can", "modbus", "ble", "namedPipe", "process", "simulator"];
+
+export type ParserKind = "quickPlot" | "delimited" | "keyValue" | "json" | "nmea" | "fixedWidth" | "binary" | "script" | "can";
+export const PARSER_KINDS: ParserKind[] = ["quickPlot", "delimited", "keyValue", "json", "nmea", "fixedWidth", "binary", "script", "can"];
+
+export const BAUD_RATES = [300, 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 250000, 460800, 500000, 921600, 1000000, 2000000, 3000000];
+/** The backend accepts any rate up to 15 Mbaud (a rate the port cannot do fails the open). */
+export const MAX_BAUD = 15_000_000;
+
+export type Json = Record<string, unknown>;
+
+export interface SerialForm {
+  port: string;
+  baud: string;
+  dataBits: number;
+  parity: "none" | "even" | "odd" | "mark" | "space";
+  stopBits: "one" | "onePointFive" | "two";
+  flowControl: "none" | "rtsCts" | "xonXoff";
+  dtr: boolean;
+  rts: boolean;
+  autoReconnect: boolean;
+}
+
+export interface ConnectForm {
+  type: SourceType;
+  title: string;
+  serial: SerialForm;
+  tcp: { host: string; port: string };
+  udp: { localPort: string; remoteHost: string; remotePort: string; multicastGroup: string; multicastInterface: string };
+  mqtt: {
+    host: string; port: string; clientId: string; username: string; topic: string;
+    version: "3.1.1" | "5"; keepAliveS: string; cleanSession: boolean; tls: boolean; caFile: string;
+  };
+  can: { interface: string; slcan: boolean; bitrate: string; fd: boolean; dataBitrate: string; listenOnly: boolean };
+  modbus: { rtu: boolean; host: string; port: string; slaveId: string; pollIntervalMs: string; groups: { kind: "coil" | "discrete" | "holding" | "input"; start: string; count: string }[] };
+  ble: { device: string; service: string; notifyCharacteristic: string; writeCharacteristic: string };
+  namedPipe: { path: string };
+  process: { program: string; args: string; workingDir: string };
+  /** Kept verbatim: the simulator is configured in the project file, not here. */
+  simulator: Json;
+  parserKind: ParserKind;
+  separator: string;
+}
+
+export function defaultSerial(): SerialForm {
+  return { port: "", baud: "115200", dataBits: 8, parity: "none", stopBits: "one", flowControl: "none", dtr: true, rts: true, autoReconnect: true };
+}
+
+export function defaultForm(): ConnectForm {
+  return {
+    type: "serial",
+    title: "",
+    serial: defaultSerial(),
+    tcp: { host: "127.0.0.1", port: "" },
+    udp: { localPort: "0", remoteHost: "", remotePort: "", multicastGroup: "", multicastInterface: "" },
+    mqtt: { host: "127.0.0.1", port: "1883", clientId: "", username: "", topic: "#", version: "3.1.1", keepAliveS: "30", cleanSession: true, tls: false, caFile: "" },
+    can: { interface: "can0", slcan: false, bitrate: "500000", fd: false, dataBitrate: "", listenOnly: false },
+    modbus: { rtu: false, host: "127.0.0.1", port: "502", slaveId: "1", pollIntervalMs: "100", groups: [{ kind: "holding", start: "0", count: "10" }] },
+    ble: { device: "", service: "", notifyCharacteristic: "", writeCharacteristic: "" },
+    namedPipe: { path: "" },
+    process: { program: "", args: "", workingDir: "" },
+    // A new simulator is a three-channel signal generator: with no channels it would
+    // connect and send empty frames, which looks broken.
+    simulator: {
+      frameRateHz: 100,
+      channels: [
+        { name: "Sine", waveform: "sine", frequencyHz: 1, amplitude: 1, offset: 0, noise: 0.01 },
+        { name: "Square", waveform: "square", frequencyHz: 0.5, amplitude: 1, offset: 0, noise: 0 },
+        { name: "Noise", waveform: "noise", frequencyHz: 0, amplitude: 0.5, offset: 0, noise: 0 },
+      ],
+      gps: false,
+      imu: false,
+      seed: 1,
+    },
+    // Quick plot is the zero-configuration default: any CSV line stream plots at once.
+    parserKind: "quickPlot",
+    separator: ",",
+  };
+}
+
+/** A baud rate typed by a person: null when valid, else a reason key for t(). */
+export function baudError(text: string): string | null {
+  const s = text.trim();
+  if (!/^\d+$/.test(s)) return "connect.err.baudNumber";
+  const n = Number(s);
+  if (n < 1 || n > MAX_BAUD) return "connect.err.baudRange";
+  return null;
+}
+
+/** A TCP/UDP port number: null when valid (1–65535, or 0 when `allowZero`). */
+export function portError(text: string, allowZero = false): string | null {
+  const s = text.trim();
+  if (!/^\d+$/.test(s)) return "connect.err.portNumber";
+  const n = Number(s);
+  if (n > 65535 || (n === 0 && !allowZero)) return "connect.err.portRange";
+  return null;
+}
+
+const int = (s: string) => Number.parseInt(s.trim(), 10);
+const optStr = (s: string) => (s.trim() === "" ? null : s.trim());
+const optInt = (s: string) => (s.trim() === "" ? null : int(s));
+
+/** Shell-like split of a process's arguments: whitespace separates, quotes group. */
+export function splitArgs(s: string): string[] {
+  const out: string[] = [];
+  const re = /"([^"]*)"|'([^']*)'|(\S+)/g;
+  let m: RegExpExecArray | null;
+  while ((m = re.exec(s))) out.push(m[1] ?? m[2] ?? m[3]);
+  return out;
+}
+
+export function serialJson(s: SerialForm): Json {
+  return {
+    port: s.port.trim(), baud: int(s.baud), dataBits: s.dataBits, parity: s.parity, stopBits: s.stopBits,
+    flowControl: s.flowControl, dtr: s.dtr, rts: s.rts, autoReconnect: s.autoReconnect,
+  };
+}
+
+/** Every problem with the form, as [field, reason key] pairs; empty when it can be sent. */
+export function formErrors(f: ConnectForm): [string, string][] {
+  const errs: [string, string][] = [];
+  const need = (field: string, v: string) => v.trim() === "" && errs.push([field, "connect.err.required"]);
+  const port = (field: string, v: string, zero = false) => {
+    const e = portError(v, zero);
+    if (e) errs.push([field, e]);
+  };
+  switch (f.type) {
+    case "serial": {
+      need("serial.port", f.serial.port);
+      const e = baudError(f.serial.baud);
+      if (e) errs.push(["serial.baud", e]);
+      break;
+    }
+    case "tcp": need("tcp.host", f.tcp.host); port("tcp.port", f.tcp.port); break;
+    case "udp":
+      port("udp.localPort", f.udp.localPort, true);
+      if (f.udp.remotePort.trim()) port("udp.remotePort", f.udp.remotePort);
+      break;
+    case "mqtt": need("mqtt.host", f.mqtt.host); port("mqtt.port", f.mqtt.port); need("mqtt.topic", f.mqtt.topic); break;
+    case "can": need("can.interface", f.can.interface); break;
+    case "modbus":
+      if (f.modbus.rtu) {
+        need("serial.port", f.serial.port);
+        const e = baudError(f.serial.baud);
+        if (e) errs.push(["serial.baud", e]);
+      } else {
+        need("modbus.host", f.modbus.host);
+        port("modbus.port", f.modbus.port);
+      }
+      break;
+    case "ble": need("ble.device", f.ble.device); break;
+    case "namedPipe": need("namedPipe.path", f.namedPipe.path); break;
+    case "process": need("process.program", f.process.program); break;
+    case "simulator": break;
+  }
+  return errs;
+}
+
+/** The `connection` object of a source, from the form. */
+export function buildConnection(f: ConnectForm): Json {
+  switch (f.type) {
+    case "serial":
+      return { type: "serial", ...serialJson(f.serial) };
+    case "tcp":
+      return { type: "tcp", host: f.tcp.host.trim(), port: int(f.tcp.port) };
+    case "udp":
+      return {
+        type: "udp", localPort: int(f.udp.localPort || "0"), remoteHost: optStr(f.udp.remoteHost),
+        remotePort: optInt(f.udp.remotePort), multicastGroup: optStr(f.udp.multicastGroup),
+        multicastInterface: optStr(f.udp.multicastInterface),
+      };
+    case "mqtt": {
+      const m = f.mqtt;
+      return {
+        type: "mqtt", host: m.host.trim(), port: int(m.port), clientId: m.clientId.trim(), username: optStr(m.username),
+        topic: m.topic.trim(), version: m.version, keepAliveS: int(m.keepAliveS || "30"), cleanSession: m.cleanSession,
+        tls: m.tls, caFile: m.tls ? optStr(m.caFile) : null,
+      };
+    }
+    case "can": {
+      const c = f.can;
+      return {
+        type: "can", interface: c.interface.trim(), slcan: c.slcan, bitrate: int(c.bitrate), fd: c.fd,
+        dataBitrate: c.fd ? optInt(c.dataBitrate) : null, listenOnly: c.listenOnly,
+      };
+    }
+    case "modbus": {
+      const m = f.modbus;
+      return {
+        type: "modbus", rtu: m.rtu, host: m.host.trim(), port: int(m.port), serial: m.rtu ? serialJson(f.serial) : null,
+        slaveId: int(m.slaveId), pollIntervalMs: int(m.pollIntervalMs),
+        groups: m.groups.map((g) => ({ kind: g.kind, start: int(g.start), count: int(g.count) })),
+      };
+    }
+    case "ble": {
+      const b = f.ble;
+      return {
+        type: "ble", device: b.device.trim(), service: b.service.trim(),
+        notifyCharacteristic: b.notifyCharacteristic.trim(), writeCharacteristic: optStr(b.writeCharacteristic),
+      };
+    }
+    case "namedPipe":
+      return { type: "namedPipe", path: f.namedPipe.path.trim() };
+    case "process":
+      return { type: "process", program: f.process.program.trim(), args: splitArgs(f.process.args), workingDir: optStr(f.process.workingDir) };
+    case "simulator":
+      return { ...f.simulator, type: "simulator" };
+  }
+}
+
+/** The default parser config for a kind, as a new source gets it. */
+export function defaultParser(kind: ParserKind, separator = ","): Json {
+  switch (kind) {
+    case "quickPlot": return { kind };
+    case "delimited": return { kind, separator: separator || "," };
+    case "keyValue": return { kind, keys: [], pairSeparator: ",", valueSeparator: "=" };
+    case "json": return { kind, paths: [] };
+    case "nmea": return { kind };
+    case "fixedWidth": return { kind, widths: [] };
+    case "binary": return { kind, fields: [] };
+    case "script": return { kind, language: "javascript", code: DEFAULT_SCRIPT.javascript };
+    case "can": return { kind, messages: [] };
+  }
+}
+
+export const DEFAULT_SCRIPT = {
+  javascript: "function parse(frame) {\n  return frame.split(',');\n}\n",
+  lua: "function parse(frame)\n  local out = {}\n  for v in string.gmatch(frame, '([^,]+)') do\n    out[#out + 1] = v\n  end\n  return out\nend\n",
+};
+
+/** Framing that fits a connection type: message buses hand over one frame per chunk. */
+export function defaultFraming(type: SourceType): Json | undefined {
+  if (type === "can" || type === "modbus" || type === "mqtt" || type === "ble") return { mode: "none" };
+  return undefined;
+}
+
+/** `project.source.add` params for a new source built from the form. */
+export function buildSourceAdd(f: ConnectForm): { source: Json } {
+  const source: Json = {
+    id: "",
+    title: f.title.trim() || defaultTitle(f),
+    connection: buildConnection(f),
+    parser: defaultParser(f.parserKind, f.separator),
+  };
+  const framing = defaultFraming(f.type);
+  if (framing) source.framing = framing;
+  return { source };
+}
+
+export function defaultTitle(f: ConnectForm): string {
+  switch (f.type) {
+    case "serial": return f.serial.port.trim().split(/[\\/]/).pop() || "Serial";
+    case "tcp": return `${f.tcp.host}:${f.tcp.port}`;
+    case "udp": return `UDP ${f.udp.localPort}`;
+    case "mqtt": return `MQTT ${f.mqtt.topic}`;
+    case "can": return f.can.interface;
+    case "modbus": return "Modbus";
+    case "ble": return f.ble.device || "BLE";
+    case "namedPipe": return f.namedPipe.path.split(/[\\/]/).pop() || "Pipe";
+    case "process": return f.process.program.split(/[\\/]/).pop() || "Process";
+    case "simulator": return "Simulator";
+  }
+}
+
+const s = (v: unknown, d = "") => (v === null || v === undefined ? d : String(v));
+
+function serialFrom(c: Json, base: SerialForm): SerialForm {
+  return {
+    port: s(c.port, base.port), baud: s(c.baud, base.baud), dataBits: Number(c.dataBits ?? base.dataBits),
+    parity: (c.parity as SerialForm["parity"]) ?? base.parity, stopBits: (c.stopBits as SerialForm["stopBits"]) ?? base.stopBits,
+    flowControl: (c.flowControl as SerialForm["flowControl"]) ?? base.flowControl,
+    dtr: c.dtr === undefined ? base.dtr : !!c.dtr, rts: c.rts === undefined ? base.rts : !!c.rts,
+    autoReconnect: c.autoReconnect === undefined ? base.autoReconnect : !!c.autoReconnect,
+  };
+}
+
+/** The form showing an existing source (unknown fields keep their defaults). */
+export function formFromSource(src: Json): ConnectForm {
+  const f = defaultForm();
+  const c = (src.connection ?? {}) as Json;
+  const type = (SOURCE_TYPES as string[]).includes(String(c.type)) ? (c.type as SourceType) : "simulator";
+  f.type = type;
+  f.title = s(src.title);
+  const p = (src.parser ?? {}) as Json;
+  f.parserKind = (PARSER_KINDS as string[]).includes(String(p.kind)) ? (p.kind as ParserKind) : "quickPlot";
+  if (p.kind === "delimited") f.separator = s(p.separator, ",");
+  switch (type) {
+    case "serial": f.serial = serialFrom(c, f.serial); break;
+    case "tcp": f.tcp = { host: s(c.host), port: s(c.port) }; break;
+    case "udp":
+      f.udp = { localPort: s(c.localPort, "0"), remoteHost: s(c.remoteHost), remotePort: s(c.remotePort), multicastGroup: s(c.multicastGroup), multicastInterface: s(c.multicastInterface) };
+      break;
+    case "mqtt":
+      f.mqtt = {
+        host: s(c.host, "127.0.0.1"), port: s(c.port, "1883"), clientId: s(c.clientId), username: s(c.username), topic: s(c.topic, "#"),
+        version: c.version === "5" ? "5" : "3.1.1", keepAliveS: s(c.keepAliveS, "30"), cleanSession: c.cleanSession !== false, tls: !!c.tls, caFile: s(c.caFile),
+      };
+      break;
+    case "can":
+      f.can = { interface: s(c.interface, "can0"), slcan: !!c.slcan, bitrate: s(c.bitrate, "500000"), fd: !!c.fd, dataBitrate: s(c.dataBitrate), listenOnly: !!c.listenOnly };
+      break;
+    case "modbus":
+      f.modbus = {
+        rtu: !!c.rtu, host: s(c.host, "127.0.0.1"), port: s(c.port, "502"), slaveId: s(c.slaveId, "1"), pollIntervalMs: s(c.pollIntervalMs, "100"),
+        groups: Array.isArray(c.groups) ? (c.groups as Json[]).map((g) => ({ kind: g.kind as "holding", start: s(g.start), count: s(g.count) })) : [],
+      };
+      if (c.serial && typeof c.serial === "object") f.serial = serialFrom(c.serial as Json, f.serial);
+      break;
+    case "ble":
+      f.ble = { device: s(c.device), service: s(c.service), notifyCharacteristic: s(c.notifyCharacteristic), writeCharacteristic: s(c.writeCharacteristic) };
+      break;
+    case "namedPipe": f.namedPipe = { path: s(c.path) }; break;
+    case "process":
+      f.process = { program: s(c.program), args: Array.isArray(c.args) ? (c.args as string[]).map((a) => (/\s/.test(a) ? `"${a}"` : a)).join(" ") : "", workingDir: s(c.workingDir) };
+      break;
+    case "simulator": { const { type: _t, ...rest } = c; f.simulator = rest; break; }
+  }
+  return f;
+}
+
+/** A JSON merge patch (RFC 7386) that turns `from` into exactly `to`: keys only in `from`
+ *  become null. Needed because the backend merges `connection` recursively, so switching
+ *  from TCP to serial would otherwise keep a stale `host`. */
+export function replacePatch(from: unknown, to: unknown): unknown {
+  const isObj = (v: unknown): v is Json => !!v && typeof v === "object" && !Array.isArray(v);
+  if (!isObj(from) || !isObj(to)) return to;
+  const out: Json = {};
+  for (const k of Object.keys(from)) if (!(k in to)) out[k] = null;
+  for (const [k, v] of Object.entries(to)) {
+    // A null in the target means "absent" for optional fields; keep it as a removal.
+    if (JSON.stringify(from[k]) !== JSON.stringify(v)) out[k] = isObj(from[k]) && isObj(v) ? replacePatch(from[k], v) : v;
+  }
+  return out;
+}
+
+/** `project.source.update` changes that make an existing source match the form. The parser
+ *  is only replaced when its kind changed, so a tuned parser config survives a port change. */
+export function buildSourceChanges(src: Json, f: ConnectForm): Json {
+  const changes: Json = {};
+  const conn = buildConnection(f);
+  const patch = replacePatch(src.connection ?? {}, conn) as Json;
+  if (Object.keys(patch).length) changes.connection = patch;
+  // A name derived from the connection (e.g. the port's file name) follows the connection;
+  // a name the person chose stays.
+  const auto = src.title === defaultTitle(formFromSource(src));
+  const title = f.title.trim() || (auto ? defaultTitle(f) : "");
+  if (title && title !== src.title) changes.title = title;
+  const p = (src.parser ?? {}) as Json;
+  if (p.kind !== f.parserKind) changes.parser = replacePatch(p, defaultParser(f.parserKind, f.separator));
+  else if (f.parserKind === "delimited" && p.separator !== f.separator) changes.parser = { separator: f.separator };
+  return changes;
+}

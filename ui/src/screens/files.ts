@@ -1,0 +1,30 @@
+/** File choosing: the desktop app uses native dialogs (@tauri-apps/plugin-dialog); in a
+ *  browser there is no path to pick, so callers fall back to a typed path. */
+import { isTauri } from "../lib/transport";
+
+export interface Filter {
+  name: string;
+  extensions: string[];
+}
+
+export const PROJECT_FILTERS: Filter[] = [{ name: "Sextant project", extensions: ["json", "sextant"] }];
+export const SSPROJ_FILTERS: Filter[] = [{ name: "Serial Studio project", extensions: ["ssproj", "json"] }];
+export const CSV_FILTERS: Filter[] = [{ name: "CSV", extensions: ["csv"] }];
+export const DB_FILTERS: Filter[] = [{ name: "SQLite", extensions: ["sqlite", "db", "sqlite3"] }];
+
+export const canPick = (): boolean => isTauri();
+
+/** A path chosen in a native open dialog; null when cancelled or not in the desktop app. */
+export async function pickOpen(filters: Filter[], defaultPath?: string): Promise<string | null> {
+  if (!isTauri()) return null;
+  const { open } = await import("@tauri-apps/plugin-dialog");
+  const r = await open({ multiple: false, directory: false, filters, defaultPath });
+  return typeof r === "string" ? r : null;
+}
+
+/** A path chosen in a native save dialog; null when cancelled or not in the desktop app. */
+export async function pickSave(filters: Filter[], defaultPath?: string): Promise<string | null> {
+  if (!isTauri()) return null;
+  const { save } = await import("@tauri-apps/plugin-dialog");
+  return (await save({ filters, defaultPath })) ?? null;
+}

@@ -1,0 +1,12 @@
+/** Enumerations of the project model (docs/project.schema.json), for the editor's selects. */
+export const GROUP_WIDGETS = ["none", "dataGrid", "multiPlot", "accelerometer", "gyroscope", "gps", "plot3d", "barPanel", "ledPanel", "terminal", "painter", "image", "webView"] as const;
+export const DATASET_WIDGETS = ["none", "bar", "gauge", "compass", "meter", "clock"] as const;
+export const ROLES = ["lat", "lon", "alt", "x", "y", "z", "yaw", "pitch", "roll"] as const;
+export const SEVERITIES = ["info", "warning", "critical"] as const;
+export const TRANSFORM_LANGUAGES = ["expression", "lua", "javascript"] as const;
+export const LINE_ENDINGS = ["none", "lf", "cr", "crLf"] as const;
+export const FRAME_MODES = ["endOnly", "startEnd", "startOnly", "none"] as const;
+export const DELIMITER_FORMATS = ["text", "hex"] as const;
+export const CHECKSUMS = ["none", "xor8", "mod256", "crc8", "crc16", "crc16-modbus", "crc16-ccitt", "fletcher16", "crc32", "adler32"] as const;
+export const DECODERS = ["plainText", "hex", "base64", "binary", "cobs", "slip"] as const;
+export const BINARY_TYPES = ["u8", "i8", "u16", "i16", "u32", "i32", "u64", "i64", "f32", "f64"] as const;

@@ -1,0 +1,105 @@
+/** Pure helpers for live connection status (io.status): rates from counter deltas and
+ *  the meaning of a source's status string. */
+
+export interface SourceStatus {
+  id: string;
+  status: string;
+  bytes: number;
+  chunks: number;
+  droppedChunks: number;
+  frames: number;
+  checksumFailed: number;
+  oversizeDropped: number;
+  parseErrors: number;
+  lastError?: string;
+}
+
+export interface IoStatus {
+  connected: boolean;
+  sources: SourceStatus[];
+}
+
+export interface Sample {
+  /** performance.now() when the status arrived, ms. */
+  atMs: number;
+  frames: number;
+  bytes: number;
+}
+
+export interface Rates {
+  framesPerS: number;
+  bytesPerS: number;
+}
+
+/** Rates between two samples. A counter that went backwards (reconnect resets it) or a
+ *  zero interval gives null: better no number than a wrong one. */
+export function rates(prev: Sample | null, cur: Sample): Rates | null {
+  if (!prev) return null;
+  const dt = (cur.atMs - prev.atMs) / 1000;
+  if (!(dt > 0)) return null;
+  const df = cur.frames - prev.frames;
+  const db = cur.bytes - prev.bytes;
+  if (df < 0 || db < 0) return null;
+  return { framesPerS: df / dt, bytesPerS: db / dt };
+}
+
+/** Sums every source's counters into one sample. */
+export function totalSample(s: IoStatus, atMs: number): Sample {
+  let frames = 0;
+  let bytes = 0;
+  for (const src of s.sources) {
+    frames += src.frames ?? 0;
+    bytes += src.bytes ?? 0;
+  }
+  return { atMs, frames, bytes };
+}
+
+/** Exponential smoothing so the number on screen does not flicker at 2 Hz polling. */
+export function smooth(prev: number | null, next: number, alpha = 0.5): number {
+  return prev === null || !Number.isFinite(prev) ? next : prev + alpha * (next - prev);
+}
+
+export type StatusKind = "connecting" | "connected" | "reconnecting" | "error" | "finished" | "closed" | "unknown";
+
+export interface ParsedStatus {
+  kind: StatusKind;
+  attempt?: number;
+  retryInS?: number;
+  reason?: string;
+}
+
+/** Reads the backend's status string, e.g.
+ *  `reconnecting (attempt 3, next try in 2.0 s): port busy` or `error: no such device`. */
+export function parseStatus(text: string): ParsedStatus {
+  const t = text.trim();
+  const re = /^reconnecting \(attempt (\d+), next try in ([\d.]+) s\):\s*(.*)$/s;
+  const m = re.exec(t);
+  if (m) return { kind: "reconnecting", attempt: Number(m[1]), retryInS: Number(m[2]), reason: m[3] };
+  if (t.startsWith("reconnecting")) return { kind: "reconnecting", reason: t.replace(/^reconnecting:?\s*/, "") };
+  if (t.startsWith("error")) return { kind: "error", reason: t.replace(/^error:?\s*/, "") };
+  if (["connecting", "connected", "finished", "closed"].includes(t)) return { kind: t as StatusKind };
+  return { kind: "unknown", reason: t };
+}
+
+/** 1234567 → "1.2 M", for counters that grow without bound. */
+export function formatCount(n: number): string {
+  if (!Number.isFinite(n)) return "–";
+  const a = Math.abs(n);
+  if (a < 10_000) return String(Math.round(n));
+  if (a < 1e6) return `${(n / 1e3).toFixed(1)} k`;
+  if (a < 1e9) return `${(n / 1e6).toFixed(1)} M`;
+  return `${(n / 1e9).toFixed(2)} G`;
+}
+
+export function formatBytes(n: number): string {
+  if (!Number.isFinite(n)) return "–";
+  if (n < 1024) return `${Math.round(n)} B`;
+  if (n < 1024 ** 2) return `${(n / 1024).toFixed(1)} KiB`;
+  if (n < 1024 ** 3) return `${(n / 1024 ** 2).toFixed(1)} MiB`;
+  return `${(n / 1024 ** 3).toFixed(2)} GiB`;
+}
+
+export function formatRate(perS: number | null): string {
+  if (perS === null || !Number.isFinite(perS)) return "–";
+  return perS >= 100 ? String(Math.round(perS)) : perS.toFixed(1);
+}

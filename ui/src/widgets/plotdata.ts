@@ -1,0 +1,73 @@
+/** Lines up several datasets' windows on one x axis for uPlot without copying when they
+ *  already share sample times (the usual case: one source feeds them all), and otherwise
+ *  resamples into buffers that are reused between draws. Also finds y ranges. Pure. */
+
+export class Aligner {
+  private bufs: Float64Array[] = [];
+
+  /** `v` sampled at `t` re-expressed on `x` (linear interpolation, NaN outside). Returns the
+   *  input itself when `t` and `x` are the same times. */
+  align(slot: number, x: Float64Array, t: Float64Array | undefined, v: Float64Array | undefined): Float64Array {
+    const n = x.length;
+    if (t && v && t.length === n && v.length === n && (n === 0 || (t[0] === x[0] && t[n - 1] === x[n - 1]))) return v;
+    let out = this.bufs[slot];
+    if (!out || out.length !== n) out = this.bufs[slot] = new Float64Array(n);
+    if (!t || !v || t.length === 0) {
+      out.fill(NaN);
+      return out;
+    }
+    let j = 0;
+    const m = Math.min(t.length, v.length);
+    for (let i = 0; i < n; i++) {
+      const xi = x[i];
+      while (j < m - 1 && t[j + 1] < xi) j++;
+      if (xi < t[0] || xi > t[m - 1]) out[i] = NaN;
+      else if (j >= m - 1 || t[j + 1] === t[j]) out[i] = v[j];
+      else {
+        const a = (xi - t[j]) / (t[j + 1] - t[j]);
+        out[i] = a <= 0 ? v[j] : v[j] + a * (v[j + 1] - v[j]);
+      }
+    }
+    return out;
+  }
+}
+
+/** Finite min/max over ys[from..], optionally only where x is within [x0, x1]. */
+export function yRange(x: ArrayLike<number>, ys: ArrayLike<number>[], x0 = -Infinity, x1 = Infinity, from = 0): [number, number] | null {
+  let lo = Infinity, hi = -Infinity;
+  for (let k = from; k < ys.length; k++) {
+    const y = ys[k];
+    const n = Math.min(x.length, y.length);
+    for (let i = 0; i < n; i++) {
+      const xi = x[i];
+      if (xi < x0 || xi > x1) continue;
+      const v = y[i];
+      if (v < lo) lo = v;
+      if (v > hi) hi = v;
+    }
+  }
+  if (!Number.isFinite(lo) || !Number.isFinite(hi)) return null;
+  return padRange(lo, hi);
+}
+
+/** A range with 5 % headroom; a flat line gets ±1 (or ±10 % of its value). */
+export function padRange(lo: number, hi: number): [number, number] {
+  if (lo === hi) {
+    const d = Math.abs(lo) * 0.1 || 1;
+    return [lo - d, hi + d];
+  }
+  const pad = (hi - lo) * 0.05;
+  return [lo - pad, hi + pad];
+}
+
+/** 0, 1, 2 … n-1 in a reused buffer (sample-axis plots). */
+export class Counter {
+  private buf = new Float64Array(0);
+  get(n: number): Float64Array {
+    if (this.buf.length < n) {
+      this.buf = new Float64Array(Math.max(n, this.buf.length * 2));
+      for (let i = 0; i < this.buf.length; i++) this.buf[i] = i;
+    }
+    return this.buf.length === n ? this.buf : this.buf.subarray(0, n);
+  }
+}

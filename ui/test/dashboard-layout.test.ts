@@ -1,0 +1,104 @@
+import { describe, expect, it } from "vitest";
+import { COLS, autoTiles, settle, datasetViews, groupKind, moveTile, plainTile, resizeTile, resolveTiles, workspacesOf } from "../src/dashboard/layout";
+import type { Dataset, Project } from "../src/dashboard/model";
+import { strings } from "../src/dashboard/strings";
+
+const ds = (id: string, extra: Partial<Dataset> = {}): Dataset => ({ id, title: id.toUpperCase(), units: "", ...extra });
+const project: Project = {
+  title: "p",
+  groups: [
+    { id: "g1", title: "Env", widget: "dataGrid", datasets: [ds("t", { widget: "gauge", fft: true }), ds("p", { graph: false, led: true })] },
+    { id: "g2", title: "Plain", widget: "none", datasets: [ds("q", { graph: false })] },
+    { id: "g3", title: "Nav", widget: "gps", datasets: [ds("lat", { role: "lat", graph: false }), ds("lon", { role: "lon", graph: false })] },
+  ],
+};
+
+describe("dashboard layout", () => {
+  it("lists a dataset's views in a fixed order; graph defaults to on", () => {
+    expect(datasetViews(ds("a"))).toEqual(["plot"]);
+    expect(datasetViews(ds("a", { widget: "meter", fft: true, led: true }))).toEqual(["meter", "plot", "fft", "led"]);
+    expect(datasetViews(ds("a", { graph: false }))).toEqual([]);
+  });
+
+  it("maps group widgets to tile kinds with a data grid fallback", () => {
+    expect(groupKind({ id: "", title: "", widget: "multiPlot", datasets: [] })).toBe("multiplot");
+    expect(groupKind({ id: "", title: "", widget: "ledPanel", datasets: [] })).toBe("led");
+    expect(groupKind({ id: "", title: "", widget: "painter", datasets: [] })).toBe("datagrid");
+    expect(groupKind({ id: "", title: "", datasets: [] })).toBe("datagrid");
+  });
+
+  it("auto layout: a tile per group widget and per dataset view, packed without overlap", () => {
+    const tiles = autoTiles(project);
+    const ws = { id: "", title: "Auto", tiles };
+    const specs = resolveTiles(ws, project);
+    expect(specs.map((s) => `${s.kind}:${s.title}`)).toEqual(["datagrid:Env", "gps:Nav", "gauge:T", "plot:T", "fft:T", "led:P"]);
+    for (const t of tiles) expect(t.x + t.w).toBeLessThanOrEqual(COLS);
+    for (let i = 0; i < tiles.length; i++)
+      for (let j = i + 1; j < tiles.length; j++) {
+        const a = tiles[i], b = tiles[j];
+        const overlap = a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+        expect(overlap, `${i} overlaps ${j}`).toBe(false);
+      }
+  });
+
+  it("the n-th tile of a dataset shows its n-th view, so layouts survive a save", () => {
+    const saved = autoTiles(project).map(plainTile);
+    for (const t of saved) expect(Object.keys(t).sort()).toEqual(expect.arrayContaining(["x", "y", "w", "h"]));
+    const specs = resolveTiles({ id: "w", title: "W", tiles: saved }, project);
+    expect(specs.filter((s) => s.dataset === "t").map((s) => s.kind)).toEqual(["gauge", "plot", "fft"]);
+  });
+
+  it("drops tiles naming unknown groups or datasets and clamps bad geometry", () => {
+    const specs = resolveTiles({ id: "w", title: "W", tiles: [{ group: "nope", x: 0, y: 0, w: 2, h: 2 }, { dataset: "t", x: 50, y: 0, w: 40, h: 0 }] }, project);
+    expect(specs).toHaveLength(1);
+    expect(specs[0]).toMatchObject({ x: 0, w: COLS, h: 3, key: "w:1" });
+  });
+
+  it("uses the project's workspaces, or one automatic one", () => {
+    expect(workspacesOf(project, "Auto")).toEqual([{ id: "", title: "Auto", tiles: autoTiles(project) }]);
+    const withWs = { ...project, workspaces: [{ id: "ws-1", title: "Mine", tiles: [] }] };
+    expect(workspacesOf(withWs, "Auto").map((w) => w.id)).toEqual(["ws-1"]);
+  });
+
+  it("moves and resizes in whole cells, staying on the grid", () => {
+    const t = { dataset: "t", x: 2, y: 1, w: 4, h: 3 };
+    expect(moveTile(t, 3, -1)).toMatchObject({ x: 5, y: 0 });
+    expect(moveTile(t, 20, -5)).toMatchObject({ x: COLS - 4, y: 0 });
+    expect(moveTile(t, -9, 0)).toMatchObject({ x: 0 });
+    expect(resizeTile(t, 100, -10)).toMatchObject({ w: COLS - 2, h: 1 });
+    expect(plainTile({ ...t, group: null } as never)).toEqual({ dataset: "t", x: 2, y: 1, w: 4, h: 3 });
+  });
+});
+
+describe("dashboard strings", () => {
+  it("English and Chinese have the same keys, none empty", () => {
+    expect(Object.keys(strings.zh).sort()).toEqual(Object.keys(strings.en).sort());
+    for (const [k, v] of [...Object.entries(strings.en), ...Object.entries(strings.zh)]) expect(v.trim(), k).not.toBe("");
+  });
+  it("placeholders match between languages", () => {
+    const vars = (s: string) => (s.match(/\{\w+\}/g) ?? []).sort().join();
+    for (const k of Object.keys(strings.en)) expect(vars(strings.zh[k]), k).toBe(vars(strings.en[k]));
+  });
+});
+
+describe("settle", () => {
+  it("pushes overlapped tiles below the moved one, cascading, and leaves others alone", () => {
+    const tiles = [
+      { group: "a", x: 1, y: 0, w: 4, h: 4 }, // moved onto b
+      { group: "b", x: 4, y: 0, w: 8, h: 4 },
+      { group: "c", x: 4, y: 4, w: 4, h: 2 }, // overlapped once b is pushed
+      { group: "d", x: 0, y: 20, w: 2, h: 2 },
+    ];
+    const out = settle(tiles, 0);
+    expect(out[0]).toEqual(tiles[0]);
+    expect(out[1].y).toBe(4);
+    expect(out[2].y).toBe(8);
+    expect(out[3]).toEqual(tiles[3]);
+    for (let i = 0; i < out.length; i++)
+      for (let j = i + 1; j < out.length; j++) {
+        const a = out[i], b = out[j];
+        expect(a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h, `${i}/${j}`).toBe(false);
+      }
+    expect(tiles[1].y).toBe(0); // input untouched
+  });
+});

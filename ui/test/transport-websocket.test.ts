@@ -1,0 +1,168 @@
+import { afterEach, describe, expect, it, vi } from "vitest";
+import { WebSocketTransport, type SocketLike } from "../src/lib/transport/websocket";
+import { CommandError } from "../src/lib/transport/types";
+
+class FakeSocket implements SocketLike {
+  binaryType = "blob";
+  readyState = 0;
+  onopen: ((ev: unknown) => void) | null = null;
+  onclose: ((ev: unknown) => void) | null = null;
+  onmessage: ((ev: { data: unknown }) => void) | null = null;
+  sent: any[] = [];
+  constructor(readonly url: string) {}
+  send(data: string) {
+    this.sent.push(JSON.parse(data));
+  }
+  close() {
+    this.drop();
+  }
+  open() {
+    this.readyState = 1;
+    this.onopen?.({});
+  }
+  drop() {
+    this.readyState = 3;
+    this.onclose?.({});
+  }
+  reply(msg: unknown) {
+    this.onmessage?.({ data: JSON.stringify(msg) });
+  }
+  commands() {
+    return this.sent.filter((m) => m.type === "command" && m.id > 0);
+  }
+}
+
+function setup(token: string | null = null) {
+  const sockets: FakeSocket[] = [];
+  const t = new WebSocketTransport("ws://h/ws", token, (url) => {
+    const s = new FakeSocket(url);
+    sockets.push(s);
+    return s;
+  });
+  return { t, sockets };
+}
+
+const flush = () => new Promise((r) => setTimeout(r, 0));
+
+afterEach(() => vi.useRealTimers());
+
+describe("WebSocket transport", () => {
+  it("matches responses to calls by id, in any order", async () => {
+    const { t, sockets } = setup();
+    const a = t.call("io.status");
+    const b = t.call("project.get", { x: 1 });
+    sockets[0].open();
+    await flush();
+    const [ca, cb] = sockets[0].commands();
+    expect(ca).toMatchObject({ command: "io.status", params: {}, approved: false });
+    expect(cb).toMatchObject({ command: "project.get", params: { x: 1 } });
+    expect(ca.id).not.toBe(cb.id);
+    sockets[0].reply({ type: "response", id: cb.id, success: true, result: "B" });
+    sockets[0].reply({ type: "response", id: ca.id, success: true, result: "A" });
+    await expect(a).resolves.toBe("A");
+    await expect(b).resolves.toBe("B");
+    expect(sockets[0].binaryType).toBe("arraybuffer");
+  });
+
+  it("turns error responses into CommandError with code and path", async () => {
+    const { t, sockets } = setup();
+    const p = t.call("project.dataset.update", {}, true);
+    sockets[0].open();
+    await flush();
+    const c = sockets[0].commands()[0];
+    expect(c.approved).toBe(true);
+    sockets[0].reply({ type: "response", id: c.id, success: false, error: { code: "invalidParams", message: "bad", path: "/changes/min" } });
+    const err = await p.catch((e) => e);
+    expect(err).toBeInstanceOf(CommandError);
+    expect(err).toMatchObject({ code: "invalidParams", message: "bad", path: "/changes/min" });
+  });
+
+  it("ignores garbage and responses to unknown ids", async () => {
+    const { t, sockets } = setup();
+    const p = t.call("io.status");
+    sockets[0].open();
+    await flush();
+    sockets[0].onmessage?.({ data: "not json" });
+    sockets[0].reply({ type: "response", id: 999, success: true, result: 1 });
+    sockets[0].reply({ type: "response", id: sockets[0].commands()[0].id, success: true, result: 2 });
+    await expect(p).resolves.toBe(2);
+  });
+
+  it("rejects calls in flight when the socket closes, without retrying them", async () => {
+    const { t, sockets } = setup();
+    const p = t.call("io.connect");
+    sockets[0].open();
+    await flush();
+    sockets[0].drop();
+    await expect(p).rejects.toThrow(/lost/);
+    expect(sockets).toHaveLength(1);
+  });
+
+  it("fails a call when the server cannot be reached", async () => {
+    const { t, sockets } = setup();
+    const p = t.call("io.status");
+    sockets[0].drop();
+    await expect(p).rejects.toThrow(/cannot reach/);
+  });
+
+  it("sends auth first when opened with a token, then subscribes to events", async () => {
+    const { t, sockets } = setup("secret");
+    t.onEvent(() => {});
+    sockets[0].open();
+    expect(sockets[0].sent[0]).toEqual({ type: "auth", token: "secret" });
+    expect(sockets[0].sent[1]).toMatchObject({ command: "api.subscribe", params: { events: true } });
+  });
+
+  it("delivers events and binary frames", async () => {
+    const { t, sockets } = setup();
+    const events: unknown[] = [];
+    t.onEvent((e) => events.push(e));
+    const frames: ArrayBuffer[] = [];
+    const opts = { rateHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } };
+    const started = t.display(opts, (f) => frames.push(f));
+    sockets[0].open();
+    await started;
+    sockets[0].reply({ type: "event", event: { event: "projectChanged" } });
+    const buf = new ArrayBuffer(8);
+    sockets[0].onmessage?.({ data: buf });
+    expect(events).toEqual([{ event: "projectChanged" }]);
+    expect(frames[0]).toBe(buf);
+    expect(sockets[0].sent.filter((m) => m.type === "display").at(-1)).toMatchObject({ rateHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } });
+  });
+
+  it("re-sends the display request after a reconnect", async () => {
+    vi.useFakeTimers();
+    const { t, sockets } = setup();
+    const opts = { rateHz: 60, points: 1000, timeRangeS: 10, raw: {} };
+    const started = t.display(opts, () => {});
+    sockets[0].open();
+    await started;
+    sockets[0].drop();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(sockets).toHaveLength(2);
+    sockets[1].open();
+    const display = sockets[1].sent.filter((m) => m.type === "display");
+    expect(display).toHaveLength(1);
+    expect(display[0]).toMatchObject({ rateHz: 60, points: 1000, timeRangeS: 10 });
+    // Events are re-subscribed too.
+    expect(sockets[1].sent.some((m) => m.command === "api.subscribe")).toBe(true);
+  });
+
+  it("stopping the display sends stop once, and only for the current handler", async () => {
+    const { t, sockets } = setup();
+    const first = t.display({ rateHz: 60, points: 10, timeRangeS: 1, raw: {} }, () => {});
+    sockets[0].open();
+    const stopFirst = await first;
+    const stopSecond = await t.display({ rateHz: 30, points: 10, timeRangeS: 1, raw: {} }, () => {});
+    stopFirst();
+    expect(sockets[0].sent.some((m) => m.stop)).toBe(false);
+    stopSecond();
+    expect(sockets[0].sent.filter((m) => m.stop)).toHaveLength(1);
+  });
+
+  it("forPage derives the URL and token from the page location", () => {
+    const t = WebSocketTransport.forPage({ protocol: "https:", host: "box:7790", pathname: "/ui/index.html", search: "?token=abc" } as Location);
+    expect((t as any).url).toBe("wss://box:7790/ui/ws");
+    expect((t as any).token).toBe("abc");
+  });
+});

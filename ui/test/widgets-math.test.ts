@@ -1,0 +1,281 @@
+import { describe, expect, it } from "vitest";
+import { FftPlan, estimateRate, floorPow2, peakBin } from "../src/widgets/math/fft";
+import { GAUGE, METER, cardinal, formatValue, fraction, needleAngle, normalizeHeading, rangeOf } from "../src/widgets/math/scale";
+import { AlarmTracker, classify } from "../src/widgets/math/alarms";
+import { ledOn } from "../src/widgets/math/led";
+import { distanceM, fitProjection, gridStep, niceFloor, projectX, projectY, scaleBar, unprojectX, unprojectY } from "../src/widgets/math/gps";
+import { horizon, normalizeAttitude } from "../src/widgets/math/attitude";
+import { clockText } from "../src/widgets/math/clock";
+import { magnitude } from "../src/widgets/math/vector";
+import { toCsv } from "../src/widgets/math/csv";
+import { Aligner, Counter, padRange, yRange } from "../src/widgets/plotdata";
+
+const DEG = Math.PI / 180;
+
+describe("FFT", () => {
+  const n = 256, rate = 256;
+  const sine = (f: number, a: number, count = n, offset = 0) =>
+    Float64Array.from({ length: count }, (_, i) => offset + a * Math.sin((2 * Math.PI * f * i) / rate));
+
+  it("finds a sine's bin and amplitude (in dB) with the window corrected", () => {
+    const plan = new FftPlan(n);
+    const bins = plan.run(sine(32, 2), n, rate);
+    expect(bins).toBe(n / 2 + 1);
+    const k = peakBin(plan.db, bins);
+    expect(k).toBe(32);
+    expect(plan.freq[k]).toBeCloseTo(32, 9);
+    expect(plan.db[k]).toBeCloseTo(20 * Math.log10(2), 1);
+  });
+
+  it("removes the mean so DC does not hide the signal", () => {
+    const plan = new FftPlan(n);
+    plan.run(sine(10, 1, n, 1000), n, rate);
+    expect(peakBin(plan.db, n / 2 + 1, 0)).toBe(10);
+  });
+
+  it("uses the newest samples, zero-pads short input and survives NaN", () => {
+    const plan = new FftPlan(n);
+    const long = new Float64Array(3 * n);
+    long.set(sine(50, 1), 2 * n); // only the newest n hold the 50 Hz tone
+    plan.run(long, long.length, rate);
+    expect(peakBin(plan.db, n / 2 + 1)).toBe(50);
+    const short = sine(20, 1, 100);
+    short[5] = NaN;
+    plan.run(short, short.length, rate);
+    expect(Array.from(plan.db).every(Number.isFinite)).toBe(true);
+    expect(Math.abs(peakBin(plan.db, n / 2 + 1) - 20)).toBeLessThanOrEqual(1);
+  });
+
+  it("refuses non power-of-two sizes; helpers", () => {
+    expect(() => new FftPlan(100)).toThrow(RangeError);
+    expect(floorPow2(1000)).toBe(512);
+    expect(floorPow2(0)).toBe(0);
+    expect(estimateRate([0, 0.01, 0.02, 0.03], 4)).toBeCloseTo(100);
+    expect(Number.isNaN(estimateRate([1, 1], 2))).toBe(true);
+    expect(Number.isNaN(estimateRate([1], 1))).toBe(true);
+  });
+
+  it("an empty input gives a flat floor, not NaN", () => {
+    const plan = new FftPlan(16);
+    plan.run([], 0, NaN);
+    expect(Array.from(plan.db).every((v) => v === -240)).toBe(true);
+  });
+});
+
+describe("gauge and meter scales", () => {
+  it("maps and clamps values to a fraction", () => {
+    expect(fraction(5, 0, 10)).toBe(0.5);
+    expect(fraction(-3, 0, 10)).toBe(0);
+    expect(fraction(1e300, 0, 10)).toBe(1);
+    expect(fraction(Infinity, 0, 10)).toBeNaN();
+    expect(fraction(NaN, 0, 10)).toBeNaN();
+    expect(fraction(5, 3, 3)).toBeNaN();
+  });
+
+  it("supports reversed ranges (min > max)", () => {
+    expect(fraction(10, 10, 0)).toBe(0);
+    expect(fraction(2.5, 10, 0)).toBe(0.75);
+    expect(fraction(20, 10, 0)).toBe(0);
+    expect(fraction(-5, 10, 0)).toBe(1);
+  });
+
+  it("gives needle angles over the arc, clamped at the ends", () => {
+    expect(needleAngle(0, 0, 100, GAUGE)).toBeCloseTo(135 * DEG);
+    expect(needleAngle(100, 0, 100, GAUGE)).toBeCloseTo(405 * DEG);
+    expect(needleAngle(50, 0, 100, GAUGE)).toBeCloseTo(270 * DEG); // straight up
+    expect(needleAngle(500, 0, 100, METER)).toBeCloseTo(360 * DEG);
+    expect(needleAngle(-500, 0, 100, METER)).toBeCloseTo(180 * DEG);
+    expect(needleAngle(NaN, 0, 100, METER)).toBeNaN();
+  });
+
+  it("picks a usable range", () => {
+    expect(rangeOf(null, null)).toEqual([0, 100]);
+    expect(rangeOf(3, 4.2)).toEqual([3, 4.2]);
+    expect(rangeOf(5, 5)).toEqual([0, 100]);
+    expect(rangeOf(10, 0)).toEqual([10, 0]);
+  });
+
+  it("formats values without throwing on anything", () => {
+    expect(formatValue(NaN)).toBe("—");
+    expect(formatValue(Infinity)).toBe("∞");
+    expect(formatValue(1.5)).toBe("1.5");
+    expect(formatValue(2)).toBe("2");
+    expect(formatValue(1e12)).toBe("1.00e+12");
+    expect(formatValue(0)).toBe("0");
+  });
+});
+
+describe("compass", () => {
+  it("normalises headings into [0, 360)", () => {
+    expect(normalizeHeading(370)).toBe(10);
+    expect(normalizeHeading(-90)).toBe(270);
+    expect(normalizeHeading(360)).toBe(0);
+    expect(Object.is(normalizeHeading(-0), 0)).toBe(true);
+    expect(normalizeHeading(-720)).toBe(0);
+    expect(normalizeHeading(NaN)).toBeNaN();
+    expect(normalizeHeading(-1e-15)).toBeLessThan(360);
+  });
+
+  it("names the nearest compass point", () => {
+    expect(cardinal(0)).toBe("N");
+    expect(cardinal(350)).toBe("N");
+    expect(cardinal(44)).toBe("NE");
+    expect(cardinal(-90)).toBe("W");
+    expect(cardinal(181)).toBe("S");
+    expect(cardinal(NaN)).toBeNull();
+  });
+});
+
+describe("alarm bands", () => {
+  const bands = [
+    { min: 27, max: 50, severity: "warning", label: "Warm" },
+    { min: 45, max: 60, severity: "critical", label: "Hot" },
+    { min: -10, max: 0, severity: "info", label: "Cold" },
+  ];
+  it("classifies by the most severe containing band, bounds inclusive", () => {
+    expect(classify(20, bands).level).toBe("normal");
+    expect(classify(27, bands).level).toBe("warn");
+    expect(classify(47, bands)).toMatchObject({ level: "alarm", band: { label: "Hot" } });
+    expect(classify(60, bands).level).toBe("alarm");
+    expect(classify(-5, bands)).toMatchObject({ level: "normal", band: { label: "Cold" } });
+    expect(classify(NaN, bands).level).toBe("normal");
+    expect(classify(30, null).level).toBe("normal");
+    expect(classify(5, [{ min: 10, max: 0, severity: "critical" }]).level).toBe("alarm");
+  });
+
+  it("reports each entry into a worse level once", () => {
+    const tr = new AlarmTracker();
+    expect(tr.update("t", "normal")).toBe(false);
+    expect(tr.update("t", "warn")).toBe(true);
+    expect(tr.update("t", "warn")).toBe(false);
+    expect(tr.update("t", "alarm")).toBe(true);
+    expect(tr.update("t", "warn")).toBe(false);
+    expect(tr.update("t", "normal")).toBe(false);
+    expect(tr.update("t", "alarm")).toBe(true);
+    expect(tr.update("other", "warn")).toBe(true);
+  });
+});
+
+describe("LED", () => {
+  it("is on at or above the threshold", () => {
+    expect(ledOn(5, 5)).toBe(true);
+    expect(ledOn(4.99, 5)).toBe(false);
+    expect(ledOn(-1, -2)).toBe(true);
+  });
+  it("without a threshold is on when non-zero; never on for NaN", () => {
+    expect(ledOn(0, null)).toBe(false);
+    expect(ledOn(-3, undefined)).toBe(true);
+    expect(ledOn(NaN, 0)).toBe(false);
+    expect(ledOn(NaN, null)).toBe(false);
+  });
+});
+
+describe("GPS projection", () => {
+  it("fits a track into the box with north up and equal metres per pixel on both axes", () => {
+    const lats = [52.5, 52.51], lons = [13.4, 13.42];
+    const p = fitProjection(lats, lons, 2, 400, 300, 20)!;
+    const x0 = projectX(13.4, p), x1 = projectX(13.42, p);
+    const y0 = projectY(52.5, p), y1 = projectY(52.51, p);
+    expect(y1).toBeLessThan(y0); // north is up
+    for (const v of [x0, x1]) expect(v).toBeGreaterThanOrEqual(19.999);
+    for (const v of [x0, x1]) expect(v).toBeLessThanOrEqual(380.001);
+    for (const v of [y0, y1]) expect(v).toBeGreaterThanOrEqual(19.999);
+    for (const v of [y0, y1]) expect(v).toBeLessThanOrEqual(280.001);
+    const dx = distanceM(52.505, 13.4, 52.505, 13.42), dy = distanceM(52.5, 13.41, 52.51, 13.41);
+    expect(Math.abs(x1 - x0) * p.mpp).toBeCloseTo(dx, -1);
+    expect(Math.abs(y1 - y0) * p.mpp).toBeCloseTo(dy, -1);
+    expect(unprojectX(projectX(13.41, p), p)).toBeCloseTo(13.41, 9);
+    expect(unprojectY(projectY(52.503, p), p)).toBeCloseTo(52.503, 9);
+  });
+
+  it("ignores invalid fixes and returns null with none", () => {
+    expect(fitProjection([NaN, 0, 91], [1, 0, 1], 3, 100, 100)).toBeNull();
+    const p = fitProjection([NaN, 10], [5, 20], 2, 100, 100)!;
+    expect(p.lat0).toBe(10);
+    expect(p.lon0).toBe(20);
+    expect(p.mpp).toBeGreaterThan(0);
+  });
+
+  it("picks 1/2/5 scale bars and grid steps", () => {
+    expect(niceFloor(740)).toBe(500);
+    expect(niceFloor(0.0031)).toBeCloseTo(0.002);
+    expect(scaleBar(10, 120)).toMatchObject({ meters: 1000, px: 100, label: "1 km" });
+    expect(scaleBar(0.5, 100)).toMatchObject({ meters: 50, px: 100, label: "50 m" });
+    expect(gridStep(0.02, 4)).toBeCloseTo(0.005);
+    expect(distanceM(0, 0, 0, 1)).toBeCloseTo(111195, -1);
+  });
+});
+
+describe("attitude", () => {
+  it("level flight puts a horizontal horizon through the centre", () => {
+    const h = horizon(0, 0, 100, 100, 2);
+    expect(h.x).toBeCloseTo(100);
+    expect(h.y).toBeCloseTo(100);
+    expect(h.dy).toBeCloseTo(0);
+  });
+  it("nose up moves the horizon down; right roll tilts it counter-clockwise", () => {
+    expect(horizon(10, 0, 100, 100, 2).y).toBeCloseTo(120);
+    const h = horizon(0, 30, 100, 100, 2);
+    expect(h.angle).toBeCloseTo(-30 * DEG);
+    expect(h.dy).toBeLessThan(0);
+    // Pitch shifts perpendicular to the rolled horizon.
+    const hp = horizon(10, 90, 0, 0, 1);
+    expect(hp.x).toBeCloseTo(10);
+    expect(hp.y).toBeCloseTo(0);
+  });
+  it("normalises out-of-range and missing angles", () => {
+    expect(normalizeAttitude(120, 190)).toEqual({ pitch: 90, roll: -170 });
+    expect(normalizeAttitude(NaN, -180)).toEqual({ pitch: 0, roll: 180 });
+    expect(normalizeAttitude(-95, 540)).toEqual({ pitch: -90, roll: 180 });
+  });
+});
+
+describe("clock, vectors, csv", () => {
+  it("reads seconds since midnight and Unix times", () => {
+    expect(clockText(3661, 0)).toBe("01:01:01");
+    expect(clockText(86400 + 5, 0)).toBe("00:00:05");
+    expect(clockText(-1, 0)).toBe("23:59:59");
+    expect(clockText(1700000000, 0)).toBe("22:13:20");
+    expect(clockText(1700000000000, 0)).toBe("22:13:20");
+    expect(clockText(1700000000, -60)).toBe("23:13:20");
+    expect(clockText(NaN)).toBe("--:--:--");
+  });
+  it("magnitude tolerates a missing z", () => {
+    expect(magnitude(3, 4, 12)).toBe(13);
+    expect(magnitude(3, 4, NaN)).toBe(5);
+    expect(magnitude(NaN, 4, 1)).toBeNaN();
+  });
+  it("CSV quotes headers and blanks non-finite values", () => {
+    expect(toCsv(["t", 'a "b", c'], [[1, 2], [NaN, 5]])).toBe('t,"a ""b"", c"\n1,\n2,5\n');
+  });
+});
+
+describe("plot data", () => {
+  it("passes aligned windows through without copying", () => {
+    const a = new Aligner();
+    const x = Float64Array.of(1, 2, 3), v = Float64Array.of(4, 5, 6);
+    expect(a.align(0, x, Float64Array.of(1, 2, 3), v)).toBe(v);
+  });
+  it("resamples other windows onto x with NaN outside, reusing its buffer", () => {
+    const a = new Aligner();
+    const x = Float64Array.of(0, 1, 2, 3);
+    const out = a.align(0, x, Float64Array.of(1, 3), Float64Array.of(10, 30));
+    expect(Array.from(out)).toEqual([NaN, 10, 20, 30]);
+    expect(a.align(0, x, Float64Array.of(0, 3), Float64Array.of(0, 3))).toBe(out);
+    expect(Array.from(a.align(1, x, undefined, undefined)).every(Number.isNaN)).toBe(true);
+  });
+  it("finds y ranges over the visible x only, ignoring NaN", () => {
+    const x = [0, 1, 2, 3];
+    expect(yRange(x, [[NaN, 1, 3, 100]], 0, 2)).toEqual(padRange(1, 3));
+    expect(yRange(x, [[NaN, NaN, NaN, NaN]])).toBeNull();
+    expect(yRange(x, [x, [5, 6, 7, 8]], -Infinity, Infinity, 1)).toEqual(padRange(5, 8));
+    expect(padRange(5, 5)).toEqual([4.5, 5.5]);
+    expect(padRange(0, 0)).toEqual([-1, 1]);
+  });
+  it("counts samples in a reused buffer", () => {
+    const c = new Counter();
+    expect(Array.from(c.get(3))).toEqual([0, 1, 2]);
+    expect(Array.from(c.get(5))).toEqual([0, 1, 2, 3, 4]);
+    expect(c.get(0).length).toBe(0);
+  });
+});
