@@ -3,6 +3,8 @@
 
 use std::collections::VecDeque;
 
+use crate::scope::Block;
+
 /// "SXD1", read as a little-endian u32.
 pub const MAGIC: [u8; 4] = *b"SXD1";
 pub const HEADER_BYTES: usize = 40;
@@ -71,6 +73,11 @@ impl<'a> Window<'a> {
         self.t.0.len() + self.t.1.len()
     }
 
+    /// Time of the oldest sample still kept (visible or not).
+    pub fn first_time(&self) -> Option<f64> {
+        (self.total() > 0).then(|| self.get(0).0)
+    }
+
     fn len(&self) -> usize {
         self.total() - self.start
     }
@@ -86,12 +93,131 @@ impl<'a> Window<'a> {
     }
 }
 
+/// The overview blocks that are visible (at or after the window's start) and older than
+/// the oldest raw sample: the part of a window the raw samples no longer cover.
+pub(crate) struct Overview<'a> {
+    blocks: (&'a [Block], &'a [Block]),
+    start: usize,
+    end: usize,
+}
+
+impl<'a> Overview<'a> {
+    pub fn new(blocks: &'a VecDeque<Block>, from_t: f64, raw_from: Option<f64>) -> Overview<'a> {
+        let blocks = blocks.as_slices();
+        let len = blocks.0.len() + blocks.1.len();
+        let at = |i: usize| {
+            if i < blocks.0.len() {
+                blocks.0[i]
+            } else {
+                blocks.1[i - blocks.0.len()]
+            }
+        };
+        let first = |pred: &dyn Fn(&Block) -> bool| {
+            let (mut lo, mut hi) = (0, len);
+            while lo < hi {
+                let mid = (lo + hi) / 2;
+                if pred(&at(mid)) {
+                    hi = mid;
+                } else {
+                    lo = mid + 1;
+                }
+            }
+            lo
+        };
+        let start = first(&|b| b.t0 >= from_t);
+        let end = match raw_from {
+            Some(raw) => first(&|b| b.t1 >= raw),
+            None => 0,
+        };
+        Overview {
+            blocks,
+            start,
+            end: end.max(start),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.end - self.start
+    }
+
+    fn get(&self, i: usize) -> Block {
+        let split = self.blocks.0.len();
+        if i < split {
+            self.blocks.0[i]
+        } else {
+            self.blocks.1[i - split]
+        }
+    }
+}
+
+/// Min and max of each of `buckets` equal-count buckets of the window's samples.
+fn decimate_samples(w: &Window<'_>, buckets: usize, out: &mut Vec<(f64, f64)>) {
+    let n = w.len();
+    if n <= 2 * buckets {
+        out.extend((w.start..w.total()).map(|i| w.get(i)));
+        return;
+    }
+    for b in 0..buckets {
+        let lo = w.start + b * n / buckets;
+        let hi = (w.start + (b + 1) * n / buckets).max(lo + 1);
+        let (mut imin, mut imax) = (lo, lo);
+        let (mut vmin, mut vmax) = (w.get(lo).1, w.get(lo).1);
+        for i in lo + 1..hi {
+            let v = w.get(i).1;
+            if v < vmin || vmin.is_nan() {
+                (imin, vmin) = (i, v);
+            }
+            if v > vmax || vmax.is_nan() {
+                (imax, vmax) = (i, v);
+            }
+        }
+        let (a, b) = if imin <= imax {
+            (imin, imax)
+        } else {
+            (imax, imin)
+        };
+        out.push(w.get(a));
+        if b != a {
+            out.push(w.get(b));
+        }
+    }
+}
+
+/// The same over overview blocks: each bucket's lowest minimum and highest maximum.
+fn decimate_blocks(o: &Overview<'_>, buckets: usize, out: &mut Vec<(f64, f64)>) {
+    let n = o.len();
+    let buckets = buckets.min(n).max(1);
+    for b in 0..buckets {
+        let lo = o.start + b * n / buckets;
+        let hi = (o.start + (b + 1) * n / buckets).max(lo + 1);
+        let mut acc = o.get(lo);
+        for i in lo + 1..hi {
+            let x = o.get(i);
+            if x.vmin < acc.vmin || acc.vmin.is_nan() {
+                (acc.tmin, acc.vmin) = (x.tmin, x.vmin);
+            }
+            if x.vmax > acc.vmax || acc.vmax.is_nan() {
+                (acc.tmax, acc.vmax) = (x.tmax, x.vmax);
+            }
+        }
+        let (first, second) = if acc.tmin <= acc.tmax {
+            ((acc.tmin, acc.vmin), (acc.tmax, acc.vmax))
+        } else {
+            ((acc.tmax, acc.vmax), (acc.tmin, acc.vmin))
+        };
+        out.push(first);
+        if second.0 != first.0 {
+            out.push(second);
+        }
+    }
+}
+
 pub(crate) struct Encoder {
     buf: Vec<u8>,
     datasets: u32,
     console: u32,
     /// Scratch for one dataset's decimated points, reused across datasets.
-    idx: Vec<usize>,
+    points: Vec<(f64, f64)>,
 }
 
 fn pad8(buf: &mut Vec<u8>) {
@@ -112,7 +238,7 @@ impl Encoder {
             buf,
             datasets: 0,
             console: 0,
-            idx: Vec::new(),
+            points: Vec::new(),
         }
     }
 
@@ -134,54 +260,43 @@ impl Encoder {
         pad8(&mut self.buf);
     }
 
-    /// One dataset block: its window reduced to at most `2 * buckets` points (the min and
-    /// max of each bucket of equal sample count, in time order, so spikes survive) and its
-    /// newest `raw` samples as they are.
-    pub fn dataset(&mut self, index: u32, last: f64, w: &Window<'_>, buckets: usize, raw: usize) {
-        self.idx.clear();
-        let n = w.len();
-        if n <= 2 * buckets {
-            self.idx.extend(w.start..w.total());
-        } else {
-            for b in 0..buckets {
-                let lo = w.start + b * n / buckets;
-                let hi = (w.start + (b + 1) * n / buckets).max(lo + 1);
-                let (mut imin, mut imax) = (lo, lo);
-                let (mut vmin, mut vmax) = (w.get(lo).1, w.get(lo).1);
-                for i in lo + 1..hi {
-                    let v = w.get(i).1;
-                    // NaN never wins a comparison, so a gap does not hide real extremes.
-                    if v < vmin || vmin.is_nan() {
-                        (imin, vmin) = (i, v);
-                    }
-                    if v > vmax || vmax.is_nan() {
-                        (imax, vmax) = (i, v);
-                    }
-                }
-                let (a, b) = if imin <= imax {
-                    (imin, imax)
-                } else {
-                    (imax, imin)
-                };
-                self.idx.push(a);
-                if b != a {
-                    self.idx.push(b);
-                }
-            }
+    /// One dataset block: its window reduced to about `2 * buckets` points (the min and
+    /// max of each bucket, in time order, so spikes survive) – from the overview for the
+    /// part older than the raw samples, buckets shared by time span – and its newest `raw`
+    /// samples as they are. `span`: (buckets, window length in seconds).
+    pub fn dataset(
+        &mut self,
+        index: u32,
+        last: f64,
+        overview: &Overview<'_>,
+        w: &Window<'_>,
+        (buckets, span_s): (usize, f64),
+        raw: usize,
+    ) {
+        self.points.clear();
+        let mut raw_buckets = buckets;
+        if overview.len() > 0 {
+            let old_from = overview.get(overview.start).t0;
+            let old_to = w.first_time().unwrap_or(old_from);
+            let share = ((old_to - old_from) / span_s.max(f64::MIN_POSITIVE)).clamp(0.0, 1.0);
+            let old_buckets = ((buckets as f64 * share).round() as usize).clamp(1, buckets);
+            raw_buckets = buckets.saturating_sub(old_buckets).max(1);
+            decimate_blocks(overview, old_buckets, &mut self.points);
         }
+        decimate_samples(w, raw_buckets, &mut self.points);
         let raw = raw.min(w.total());
+        let n = self.points.len();
         self.buf.extend_from_slice(&index.to_le_bytes());
-        self.buf
-            .extend_from_slice(&(self.idx.len() as u32).to_le_bytes());
+        self.buf.extend_from_slice(&(n as u32).to_le_bytes());
         self.buf.extend_from_slice(&(raw as u32).to_le_bytes());
         self.buf.extend_from_slice(&0u32.to_le_bytes());
         self.buf.extend_from_slice(&last.to_le_bytes());
-        self.buf.reserve(8 * (2 * self.idx.len() + 2 * raw));
-        for &i in &self.idx {
-            self.buf.extend_from_slice(&w.get(i).0.to_le_bytes());
+        self.buf.reserve(8 * (2 * n + 2 * raw));
+        for &(t, _) in &self.points {
+            self.buf.extend_from_slice(&t.to_le_bytes());
         }
-        for &i in &self.idx {
-            self.buf.extend_from_slice(&w.get(i).1.to_le_bytes());
+        for &(_, v) in &self.points {
+            self.buf.extend_from_slice(&v.to_le_bytes());
         }
         let first_raw = w.total() - raw;
         for i in first_raw..w.total() {

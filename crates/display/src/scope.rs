@@ -11,7 +11,7 @@ use sextant_devices::Chunk;
 use sextant_telemetry::pipeline::DatasetInfo;
 use sextant_telemetry::{FrameEvent, Value};
 
-use crate::encode::{Encoder, Window};
+use crate::encode::{Encoder, Overview, Window};
 
 /// Newest samples kept per dataset: the most any window or raw tail can show.
 pub const WINDOW_SAMPLES: usize = 1 << 16;
@@ -89,11 +89,57 @@ pub(crate) struct ConsoleRecord {
     pub bytes: Vec<u8>,
 }
 
-/// Newest samples of one dataset in two columns; grows to [`WINDOW_SAMPLES`] only if used.
+/// Raw samples per overview block.
+pub const BLOCK: usize = 256;
+/// Overview blocks kept per dataset: with [`BLOCK`], the newest ~4.2 M samples (42 s at
+/// 100 k frames/s) stay drawable as min/max even after the raw window has moved on.
+pub const OVERVIEW_BLOCKS: usize = 16 * 1024;
+
+/// The extremes of [`BLOCK`] consecutive samples: what min/max decimation keeps of them.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Block {
+    /// Times of the first and last sample.
+    pub t0: f64,
+    pub t1: f64,
+    pub tmin: f64,
+    pub vmin: f64,
+    pub tmax: f64,
+    pub vmax: f64,
+}
+
+impl Block {
+    fn new(t: f64, v: f64) -> Block {
+        Block {
+            t0: t,
+            t1: t,
+            tmin: t,
+            vmin: v,
+            tmax: t,
+            vmax: v,
+        }
+    }
+
+    fn add(&mut self, t: f64, v: f64) {
+        self.t1 = t;
+        // NaN never wins a comparison, so a gap does not hide real extremes.
+        if v < self.vmin || self.vmin.is_nan() {
+            (self.tmin, self.vmin) = (t, v);
+        }
+        if v > self.vmax || self.vmax.is_nan() {
+            (self.tmax, self.vmax) = (t, v);
+        }
+    }
+}
+
+/// One dataset: its newest samples in two columns (up to [`WINDOW_SAMPLES`], grown only
+/// if used) and, for windows longer than that, a min/max overview of older blocks – a
+/// two-level pyramid, so a 10 s plot at 100 k frames/s is still the whole 10 s.
 #[derive(Default)]
 pub(crate) struct Series {
     pub t: VecDeque<f64>,
     pub v: VecDeque<f64>,
+    pub overview: VecDeque<Block>,
+    open: Option<(Block, usize)>,
 }
 
 impl Series {
@@ -104,6 +150,20 @@ impl Series {
         }
         self.t.push_back(t);
         self.v.push_back(v);
+        match &mut self.open {
+            Some((block, n)) => {
+                block.add(t, v);
+                *n += 1;
+                if *n == BLOCK {
+                    if self.overview.len() == OVERVIEW_BLOCKS {
+                        self.overview.pop_front();
+                    }
+                    self.overview.push_back(*block);
+                    self.open = None;
+                }
+            }
+            None => self.open = Some((Block::new(t, v), 1)),
+        }
     }
 }
 
@@ -268,11 +328,13 @@ impl Scope {
                 .raw
                 .get(&(i as u32))
                 .map_or(0, |&n| (n as usize).min(WINDOW_SAMPLES));
+            let window = Window::new(&series.t, &series.v, from_t);
             enc.dataset(
                 i as u32,
                 s.last[i],
-                &Window::new(&series.t, &series.v, from_t),
-                buckets,
+                &Overview::new(&series.overview, from_t, window.first_time()),
+                &window,
+                (buckets, now - from_t),
                 raw,
             );
         }

@@ -357,3 +357,48 @@ fn options_out_of_range_are_refused_by_name() {
     assert_eq!(o.raw.get(&3), Some(&1024));
     assert!(serde_json::from_str::<DisplayOptions>(r#"{"bogus": 1}"#).is_err());
 }
+
+#[test]
+fn windows_longer_than_the_raw_samples_come_from_the_overview_spikes_included() {
+    let scope = Scope::new();
+    let mut sink = scope.sink();
+    let ds = info(1);
+    // 20 s at 10 kHz: the raw window keeps the last ~6.5 s; the overview the rest.
+    let rate = 10_000.0;
+    let f = |i: usize| {
+        if i == 60_000 {
+            -500.0 // one sample at t = 6 s, long gone from the raw window
+        } else {
+            (i as f64 / rate).sin()
+        }
+    };
+    for i in 0..200_000 {
+        push(&mut sink, i as f64 / rate, &[Value::Number(f(i))], &ds);
+    }
+    let opts = DisplayOptions {
+        points: 1000,
+        time_range_s: 15.0,
+        ..DisplayOptions::default()
+    };
+    let frame = decode(&scope.frame(&opts, &mut scope.subscribe()).unwrap());
+    let b = &frame.blocks[0];
+    assert!(b.t.len() <= 1002 && b.t.len() > 500, "{} points", b.t.len());
+    assert!(b.t.windows(2).all(|w| w[0] <= w[1]), "time order");
+    let now = 199_999.0 / rate;
+    assert!(
+        b.t[0] >= now - 15.0 && b.t[0] < now - 14.9,
+        "the whole 15 s: starts at {}",
+        b.t[0]
+    );
+    assert!(b.v.contains(&-500.0), "the old spike survives");
+    for (t, v) in b.t.iter().zip(&b.v) {
+        let i = (t * rate).round() as usize;
+        assert_eq!(*v, f(i), "t={t}: a real sample");
+    }
+    // Points spread over the span like the time does (no crowding in the raw part).
+    let old = b.t.iter().filter(|t| **t < now - 6.6).count() as f64 / b.t.len() as f64;
+    assert!(
+        (0.45..0.7).contains(&old),
+        "share of points before the raw window: {old}"
+    );
+}
