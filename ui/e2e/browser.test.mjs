@@ -163,6 +163,20 @@ test("a Serial Studio project imports and its widgets appear", async () => {
   await page.close();
 });
 
+test("a project file dropped on the window opens", async () => {
+  page = await fresh();
+  await nav(page, "project");
+  const project = { ...(await import("./harness.mjs")).demoProject(), title: "Dropped bench" };
+  await page.evaluate((text) => {
+    const data = new DataTransfer();
+    data.items.add(new File([text], "dropped.json", { type: "application/json" }));
+    window.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
+  }, JSON.stringify(project));
+  await waitFor("the dropped project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Dropped bench", 10000);
+  await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
+  await page.close();
+});
+
 test("a recording is replayed", async () => {
   page = await fresh();
   await nav(page, "recording");

@@ -114,3 +114,19 @@ export function optNumber(text: string): number | null | undefined {
 export function baseName(path: string): string {
   return path.split(/[\\/]/).pop() || path;
 }
+
+/** Largest project file a browser drop sends as text (projects are kilobytes; this stops
+ *  a dropped capture or video from being read and sent). */
+export const MAX_DROP_BYTES = 16 * 1024 * 1024;
+
+/** Why a dropped file is not sent to project.openContent, as a string key and its
+ *  values, or null when it may be. */
+export function dropProblem(
+  file: { name: string; size: number } | null | undefined,
+  max = MAX_DROP_BYTES,
+): { key: string; vars: Record<string, string | number> } | null {
+  if (!file) return { key: "project.msg.dropNothing", vars: {} };
+  if (file.size === 0) return { key: "project.msg.dropEmpty", vars: { name: file.name } };
+  if (file.size > max) return { key: "project.msg.dropTooBig", vars: { name: file.name, mb: Math.round(max / (1024 * 1024)) } };
+  return null;
+}
