@@ -1,0 +1,347 @@
+//! The one fold: a state machine over a chat's log that derives the model's history, the
+//! UI's projection and every event's surface label together, so they can never disagree.
+//! Nothing it produces is stored; it is rebuilt from the log whenever needed.
+//!
+//! Rules:
+//!
+//! - An assistant message and the tool calls after it form one assistant turn; tool
+//!   results go into the user message right after it. Consecutive messages of one role
+//!   are merged.
+//! - Never a call without its result: when the conversation moves on (a user or assistant
+//!   message) or the log ends while calls are open, each open call gets the result
+//!   [`INTERRUPTED`] in the history. The UI shows such a call as `interrupted`, or
+//!   `pending` while it is the log's tail (it may still be running).
+//! - A result whose call is not open (late, duplicate, unknown id) is not shown to the
+//!   model; the UI card still shows how the call really ended.
+//! - A compaction record removes from the history everything that came from events up to
+//!   its `through`, results whose calls went with them, and puts its summary first.
+//! - Structural events are log-only: the UI shows them as notices, the model never.
+
+use std::collections::{BTreeMap, HashMap, HashSet};
+
+use serde::Serialize;
+use serde_json::Value;
+
+use crate::chatlog::event::{Event, LoggedEvent, Seq};
+
+/// The result the model sees for a call that never got one.
+pub const INTERRUPTED: &str = "Error: no result (interrupted)";
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    User,
+    Assistant,
+}
+
+/// A content block of a model message (provider-neutral).
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum Block {
+    Text {
+        text: String,
+    },
+    ToolUse {
+        id: String,
+        name: String,
+        input: Value,
+    },
+    ToolResult {
+        tool_use_id: String,
+        content: String,
+        is_error: bool,
+    },
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Message {
+    pub role: Role,
+    pub content: Vec<Block>,
+}
+
+/// A tool card's state in the UI.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    Pending,
+    Ok,
+    Error,
+    Denied,
+    /// The conversation moved on without a result.
+    Interrupted,
+}
+
+/// One element of the chat as the UI draws it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum UiItem {
+    User {
+        seq: Seq,
+        text: String,
+    },
+    Assistant {
+        seq: Seq,
+        text: String,
+    },
+    ToolCard {
+        seq: Seq,
+        id: String,
+        name: String,
+        args: Value,
+        status: ToolStatus,
+        result: Option<String>,
+    },
+    /// "Earlier messages were summarized."
+    Compaction {
+        seq: Seq,
+        through: Seq,
+        summary: String,
+    },
+    Notice {
+        seq: Seq,
+        kind: String,
+        payload: Value,
+    },
+}
+
+/// Whether the model still sees an event (spec 30, A2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Surface {
+    Current,
+    /// Replaced by a compaction.
+    Shadowed,
+    /// Never shown to the model.
+    LogOnly,
+}
+
+/// Everything derived from one log.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Folded {
+    pub history: Vec<Message>,
+    pub ui: Vec<UiItem>,
+    /// Every event's label, by seq.
+    pub surface: BTreeMap<Seq, Surface>,
+}
+
+/// A block of the history and the event it came from.
+#[derive(Debug, Clone)]
+struct Item {
+    seq: Seq,
+    role: Role,
+    block: Block,
+}
+
+/// The state machine. Feed events in order with [`Fold::apply`], then [`Fold::finish`].
+#[derive(Debug, Default)]
+pub struct Fold {
+    items: Vec<Item>,
+    /// Calls waiting for a result: id → the call's seq, in call order.
+    open: Vec<(String, Seq)>,
+    /// Every call id ever seen (a repeated id is not shown to the model twice).
+    seen_calls: HashSet<String>,
+    ui: Vec<UiItem>,
+    cards: HashMap<String, usize>,
+    shadowed: HashSet<Seq>,
+    seqs: Vec<Seq>,
+    last_seq: Seq,
+}
+
+impl Fold {
+    pub fn new() -> Fold {
+        Fold::default()
+    }
+
+    pub fn apply(&mut self, logged: &LoggedEvent) {
+        let seq = logged.seq;
+        self.seqs.push(seq);
+        self.last_seq = seq;
+        match &logged.event {
+            Event::User { text } => {
+                self.interrupt_open(true);
+                self.push(seq, Role::User, Block::Text { text: text.clone() });
+                self.ui.push(UiItem::User {
+                    seq,
+                    text: text.clone(),
+                });
+            }
+            Event::Assistant { text } => {
+                self.interrupt_open(true);
+                self.push(seq, Role::Assistant, Block::Text { text: text.clone() });
+                self.ui.push(UiItem::Assistant {
+                    seq,
+                    text: text.clone(),
+                });
+            }
+            Event::ToolCall { id, name, args } => {
+                if self.seen_calls.insert(id.clone()) {
+                    self.open.push((id.clone(), seq));
+                    self.push(
+                        seq,
+                        Role::Assistant,
+                        Block::ToolUse {
+                            id: id.clone(),
+                            name: name.clone(),
+                            input: args.clone(),
+                        },
+                    );
+                }
+                self.cards.insert(id.clone(), self.ui.len());
+                self.ui.push(UiItem::ToolCard {
+                    seq,
+                    id: id.clone(),
+                    name: name.clone(),
+                    args: args.clone(),
+                    status: ToolStatus::Pending,
+                    result: None,
+                });
+            }
+            Event::ToolResult {
+                id,
+                content,
+                is_error,
+                denied,
+            } => {
+                if let Some(pos) = self.open.iter().position(|(open, _)| open == id) {
+                    self.open.remove(pos);
+                    self.push(
+                        seq,
+                        Role::User,
+                        Block::ToolResult {
+                            tool_use_id: id.clone(),
+                            content: content.clone(),
+                            is_error: *is_error,
+                        },
+                    );
+                }
+                let status = match (denied, is_error) {
+                    (true, _) => ToolStatus::Denied,
+                    (false, true) => ToolStatus::Error,
+                    (false, false) => ToolStatus::Ok,
+                };
+                self.set_card(id, status, Some(content.clone()));
+            }
+            Event::Compaction { through, summary } => {
+                let through = *through;
+                let mut gone_calls = HashSet::new();
+                for item in self.items.iter().filter(|i| i.seq <= through) {
+                    self.shadowed.insert(item.seq);
+                    if let Block::ToolUse { id, .. } = &item.block {
+                        gone_calls.insert(id.clone());
+                    }
+                }
+                self.items.retain(|i| i.seq > through);
+                // A result whose call was summarized away would dangle.
+                self.items.retain(|i| match &i.block {
+                    Block::ToolResult { tool_use_id, .. } if gone_calls.contains(tool_use_id) => {
+                        self.shadowed.insert(i.seq);
+                        false
+                    }
+                    _ => true,
+                });
+                self.open.retain(|(id, _)| !gone_calls.contains(id));
+                self.items.insert(
+                    0,
+                    Item {
+                        seq,
+                        role: Role::User,
+                        block: Block::Text {
+                            text: format!("[Summary of the earlier conversation]\n{summary}"),
+                        },
+                    },
+                );
+                self.ui.push(UiItem::Compaction {
+                    seq,
+                    through,
+                    summary: summary.clone(),
+                });
+            }
+            Event::Structural(s) => self.ui.push(UiItem::Notice {
+                seq,
+                kind: s.kind.clone(),
+                payload: s.payload.clone(),
+            }),
+        }
+    }
+
+    fn push(&mut self, seq: Seq, role: Role, block: Block) {
+        self.items.push(Item { seq, role, block });
+    }
+
+    fn set_card(&mut self, id: &str, status: ToolStatus, result: Option<String>) {
+        if let Some(UiItem::ToolCard {
+            status: s,
+            result: r,
+            ..
+        }) = self.cards.get(id).and_then(|&i| self.ui.get_mut(i))
+        {
+            *s = status;
+            if result.is_some() {
+                *r = result;
+            }
+        }
+    }
+
+    /// Gives every open call its "interrupted" result; `moved_on` marks the UI cards
+    /// interrupted too (at the log's end they stay pending).
+    fn interrupt_open(&mut self, moved_on: bool) {
+        for (id, call_seq) in std::mem::take(&mut self.open) {
+            self.push(
+                call_seq,
+                Role::User,
+                Block::ToolResult {
+                    tool_use_id: id.clone(),
+                    content: INTERRUPTED.to_string(),
+                    is_error: true,
+                },
+            );
+            if moved_on {
+                self.set_card(&id, ToolStatus::Interrupted, None);
+            }
+        }
+    }
+
+    pub fn finish(mut self) -> Folded {
+        self.interrupt_open(false);
+        let mut history: Vec<Message> = Vec::new();
+        let mut current = HashSet::new();
+        for item in self.items {
+            current.insert(item.seq);
+            match history.last_mut() {
+                Some(m) if m.role == item.role => m.content.push(item.block),
+                _ => history.push(Message {
+                    role: item.role,
+                    content: vec![item.block],
+                }),
+            }
+        }
+        let surface = self
+            .seqs
+            .iter()
+            .map(|&seq| {
+                let label = if current.contains(&seq) {
+                    Surface::Current
+                } else if self.shadowed.contains(&seq) {
+                    Surface::Shadowed
+                } else {
+                    Surface::LogOnly
+                };
+                (seq, label)
+            })
+            .collect();
+        Folded {
+            history,
+            ui: self.ui,
+            surface,
+        }
+    }
+}
+
+/// Folds a whole log.
+pub fn fold(events: &[LoggedEvent]) -> Folded {
+    let mut f = Fold::new();
+    for e in events {
+        f.apply(e);
+    }
+    f.finish()
+}

@@ -1,0 +1,148 @@
+//! The chat database file: opening it in WAL mode, the versioned schema, and migrations.
+//!
+//! Same scheme as the sessions database: the version lives in `meta` (`schema_version`);
+//! [`MIGRATIONS`] holds at index `n` the step from version `n` to `n + 1` (0 is an empty
+//! file); a file from a newer Sextant, or a file with other tables and no version, is
+//! refused rather than guessed at.
+//!
+//! Tables (version 1):
+//!
+//! - `chats`: id, title, creation time (Unix ms). The title is a label of the chat, not
+//!   part of the conversation, so renaming changes this row and logs no event.
+//! - `events`: (chat, seq) → time, kind, JSON payload. Triggers make the table
+//!   append-only: an update always fails, and a delete fails unless its chat is already
+//!   gone (deleting a whole chat cascades to its events).
+
+use std::path::Path;
+use std::time::Duration;
+
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
+
+use crate::chatlog::ChatLogError;
+
+/// The newest schema this build reads and writes.
+pub const SCHEMA_VERSION: i64 = 1;
+
+const V1: &str = r#"
+CREATE TABLE meta (
+    key TEXT PRIMARY KEY,
+    value TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE chats (
+    id INTEGER PRIMARY KEY,
+    title TEXT NOT NULL,
+    created_unix_ms INTEGER NOT NULL
+);
+CREATE TABLE events (
+    chat INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    unix_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    payload TEXT NOT NULL,
+    PRIMARY KEY (chat, seq)
+) WITHOUT ROWID;
+CREATE TRIGGER events_append_only_update BEFORE UPDATE ON events
+BEGIN
+    SELECT RAISE(ABORT, 'chat events are append-only');
+END;
+CREATE TRIGGER events_append_only_delete BEFORE DELETE ON events
+WHEN EXISTS (SELECT 1 FROM chats WHERE id = OLD.chat)
+BEGIN
+    SELECT RAISE(ABORT, 'chat events are append-only; delete the whole chat instead');
+END;
+"#;
+
+/// Step `n` brings a database from version `n` to `n + 1`.
+const MIGRATIONS: &[&str] = &[V1];
+
+/// Opens (creating if needed) and migrates the database at `path`.
+pub fn open(path: &Path) -> Result<Connection, ChatLogError> {
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_CREATE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+    let opened =
+        Connection::open_with_flags(path, flags).and_then(|conn| configure(&conn).map(|()| conn));
+    let mut conn = opened.map_err(|e| ChatLogError::from_sql(e, path))?;
+    migrate(&mut conn, path)?;
+    Ok(conn)
+}
+
+fn configure(conn: &Connection) -> rusqlite::Result<()> {
+    // Two handles (the chat's writer and a browser, or two windows) wait for each other's
+    // transactions instead of failing at once.
+    conn.busy_timeout(Duration::from_secs(10))?;
+    // WAL: readers never block the appender, and a crash loses at most the transaction in
+    // flight; NORMAL sync is crash-safe for the application in WAL mode.
+    let mode: String = conn.query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))?;
+    if !mode.eq_ignore_ascii_case("wal") {
+        tracing::warn!(mode, "the chat database could not switch to WAL mode");
+    }
+    conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    Ok(())
+}
+
+/// The schema version recorded in the file; 0 for an empty file.
+fn version(conn: &Connection, path: &Path) -> Result<i64, ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    let has_meta: bool = conn
+        .query_row(
+            "SELECT count(*) > 0 FROM sqlite_master WHERE type = 'table' AND name = 'meta'",
+            [],
+            |r| r.get(0),
+        )
+        .map_err(sql)?;
+    let foreign = || ChatLogError::Foreign {
+        path: path.display().to_string(),
+    };
+    if !has_meta {
+        let tables: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'",
+                [],
+                |r| r.get(0),
+            )
+            .map_err(sql)?;
+        return if tables == 0 { Ok(0) } else { Err(foreign()) };
+    }
+    let value: Option<String> = conn
+        .query_row(
+            "SELECT CAST(value AS TEXT) FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(sql)?;
+    value
+        .and_then(|v| v.trim().parse::<i64>().ok())
+        .filter(|v| *v >= 0)
+        .ok_or_else(foreign)
+}
+
+fn migrate(conn: &mut Connection, path: &Path) -> Result<(), ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    // IMMEDIATE: two handles opening a fresh file at once cannot both create the schema.
+    let tx = conn
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(sql)?;
+    let found = version(&tx, path)?;
+    if found > SCHEMA_VERSION {
+        return Err(ChatLogError::TooNew {
+            path: path.display().to_string(),
+            found,
+            supported: SCHEMA_VERSION,
+        });
+    }
+    if found == SCHEMA_VERSION {
+        return Ok(());
+    }
+    for step in &MIGRATIONS[found as usize..] {
+        tx.execute_batch(step).map_err(sql)?;
+    }
+    tx.execute(
+        "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",
+        [SCHEMA_VERSION.to_string()],
+    )
+    .map_err(sql)?;
+    tx.commit().map_err(sql)?;
+    Ok(())
+}

@@ -1,0 +1,14 @@
+//! The assistant's foundations, usable without the desktop shell.
+//!
+//! - [`pipeline`]: every tool call the assistant makes goes through one pipeline with fixed
+//!   stations (pre-execute waterfall, guards, execute wrappers, post-execute, observers).
+//!   Tools only execute; all policy – the command safety tiers included – lives at the
+//!   stations.
+//! - [`chatlog`]: every chat is an append-only event log in SQLite; the model's history
+//!   and the UI's projection are both derived from it by one fold and never stored.
+//!
+//! Architecture invariant: the assistant reaches the workspace only through registry
+//! commands (a [`sextant_runtime::RuntimeHandle`]), never by touching the project itself.
+
+pub mod chatlog;
+pub mod pipeline;

@@ -1,0 +1,540 @@
+//! The chat log: append-only storage, the one fold, and what survives a restart.
+
+use serde_json::json;
+use sextant_assistant::chatlog::{
+    fold, kinds, Block, ChatLog, ChatLogError, Event, Folded, Message, Role, Surface, ToolStatus,
+    UiItem, INTERRUPTED,
+};
+
+fn db() -> (tempfile::TempDir, std::path::PathBuf) {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("chats.sqlite");
+    (dir, path)
+}
+
+fn denied(id: &str, content: &str) -> Event {
+    Event::ToolResult {
+        id: id.into(),
+        content: content.into(),
+        is_error: true,
+        denied: true,
+    }
+}
+
+/// A chat with every kind of event.
+fn conversation() -> Vec<Event> {
+    vec![
+        Event::user("add a temperature dataset"),
+        Event::structural(kinds::SKILL_LOADED, json!({"skill": "datasets"})),
+        Event::assistant("Looking at the project first."),
+        Event::tool_call("t1", "project.get", json!({})),
+        Event::tool_result("t1", r#"{"title":"Rover"}"#, false),
+        Event::tool_call("t2", "project.dataset.add", json!({"title": "Temp"})),
+        Event::structural(kinds::CHECKPOINT_CREATED, json!({"id": 7})),
+        Event::tool_result("t2", "Error: group 3 does not exist", true),
+        Event::tool_call("t3", "console.send", json!({"data": "RESET"})),
+        denied("t3", "Error: denied: device control is off"),
+        Event::assistant("Done, with one error."),
+    ]
+}
+
+#[test]
+fn the_fold_after_reopening_equals_the_fold_before() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("Temperature").unwrap();
+    let other = log.create_chat("Other").unwrap();
+    for (i, e) in conversation().iter().enumerate() {
+        assert_eq!(log.append(chat, e).unwrap(), i as u64 + 1);
+    }
+    log.append(other, &Event::user("unrelated")).unwrap();
+    let before = log.fold(chat).unwrap();
+    let events_before = log.events(chat).unwrap();
+    drop(log);
+
+    let log = ChatLog::open(&path).unwrap();
+    assert_eq!(log.events(chat).unwrap(), events_before);
+    let after = log.fold(chat).unwrap();
+    assert_eq!(after, before);
+    // And the events read back are the events written.
+    let read: Vec<Event> = events_before.into_iter().map(|e| e.event).collect();
+    assert_eq!(read, conversation());
+    // The history is well-formed: user, assistant(text, use), user(result), …
+    let roles: Vec<Role> = after.history.iter().map(|m| m.role).collect();
+    assert_eq!(
+        roles,
+        [
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant,
+            Role::User,
+            Role::Assistant
+        ]
+    );
+    assert_eq!(
+        after.history[1],
+        Message {
+            role: Role::Assistant,
+            content: vec![
+                Block::Text {
+                    text: "Looking at the project first.".into()
+                },
+                Block::ToolUse {
+                    id: "t1".into(),
+                    name: "project.get".into(),
+                    input: json!({})
+                },
+            ]
+        }
+    );
+    // Structural events never reach the model.
+    let text = serde_json::to_string(&after.history).unwrap();
+    assert!(!text.contains("skill"), "{text}");
+    assert_eq!(after.surface[&2], Surface::LogOnly);
+    assert_eq!(after.surface[&1], Surface::Current);
+}
+
+#[test]
+fn a_dangling_tool_call_gets_an_interrupted_result() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("t").unwrap();
+    for e in [
+        Event::user("read the port"),
+        Event::tool_call("a", "io.status", json!({})),
+        Event::tool_call("b", "io.read", json!({})),
+        Event::tool_result("b", "42", false),
+        // The app crashed before `a` answered; the user carries on.
+        Event::user("hello?"),
+        Event::tool_call("c", "io.status", json!({})),
+    ] {
+        log.append(chat, &e).unwrap();
+    }
+    let f = log.fold(chat).unwrap();
+    let results: Vec<(&str, &str, bool)> = f
+        .history
+        .iter()
+        .flat_map(|m| &m.content)
+        .filter_map(|b| match b {
+            Block::ToolResult {
+                tool_use_id,
+                content,
+                is_error,
+            } => Some((tool_use_id.as_str(), content.as_str(), *is_error)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        results,
+        [
+            ("b", "42", false),
+            ("a", INTERRUPTED, true),
+            ("c", INTERRUPTED, true)
+        ]
+    );
+    assert_eq!(INTERRUPTED, "Error: no result (interrupted)");
+    // Every tool_use is answered in the very next message.
+    for (i, m) in f.history.iter().enumerate() {
+        for b in &m.content {
+            if let Block::ToolUse { id, .. } = b {
+                let next = &f.history[i + 1];
+                assert_eq!(next.role, Role::User);
+                assert!(
+                    next.content.iter().any(
+                        |r| matches!(r, Block::ToolResult { tool_use_id, .. } if tool_use_id == id)
+                    ),
+                    "{id}"
+                );
+            }
+        }
+    }
+    // The "hello?" comes after the results in the same user message.
+    let user = &f.history[2];
+    assert!(matches!(user.content.last(), Some(Block::Text { text }) if text == "hello?"));
+    let status = |id: &str| {
+        f.ui.iter()
+            .find_map(|u| match u {
+                UiItem::ToolCard { id: i, status, .. } if i == id => Some(*status),
+                _ => None,
+            })
+            .unwrap()
+    };
+    assert_eq!(status("a"), ToolStatus::Interrupted);
+    assert_eq!(status("b"), ToolStatus::Ok);
+    assert_eq!(
+        status("c"),
+        ToolStatus::Pending,
+        "the tail may still be running"
+    );
+}
+
+#[test]
+fn the_ui_projection_shows_every_tool_status() {
+    let mut events: Vec<_> = conversation()
+        .into_iter()
+        .enumerate()
+        .map(|(i, event)| sextant_assistant::chatlog::LoggedEvent {
+            seq: i as u64 + 1,
+            unix_ms: 0,
+            event,
+        })
+        .collect();
+    events.push(sextant_assistant::chatlog::LoggedEvent {
+        seq: 12,
+        unix_ms: 0,
+        event: Event::tool_call("t4", "project.save", json!({})),
+    });
+    let f: Folded = fold(&events);
+    let cards: Vec<(String, ToolStatus, Option<String>)> =
+        f.ui.iter()
+            .filter_map(|u| match u {
+                UiItem::ToolCard {
+                    id, status, result, ..
+                } => Some((id.clone(), *status, result.clone())),
+                _ => None,
+            })
+            .collect();
+    assert_eq!(
+        cards,
+        [
+            (
+                "t1".into(),
+                ToolStatus::Ok,
+                Some(r#"{"title":"Rover"}"#.into())
+            ),
+            (
+                "t2".into(),
+                ToolStatus::Error,
+                Some("Error: group 3 does not exist".into())
+            ),
+            (
+                "t3".into(),
+                ToolStatus::Denied,
+                Some("Error: denied: device control is off".into())
+            ),
+            ("t4".into(), ToolStatus::Pending, None),
+        ]
+    );
+    let notices =
+        f.ui.iter()
+            .filter(|u| matches!(u, UiItem::Notice { .. }))
+            .count();
+    assert_eq!(notices, 2);
+    assert!(matches!(&f.ui[0], UiItem::User { seq: 1, .. }));
+}
+
+#[test]
+fn a_compaction_record_replaces_the_folded_prefix() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("t").unwrap();
+    for e in conversation() {
+        log.append(chat, &e).unwrap();
+    }
+    // Summarize everything through the first tool result (seq 5).
+    let seq = log
+        .append(
+            chat,
+            &Event::Compaction {
+                through: 5,
+                summary: "The user wants a temperature dataset; the project is Rover.".into(),
+            },
+        )
+        .unwrap();
+    log.append(chat, &Event::user("try again")).unwrap();
+    let f = log.fold(chat).unwrap();
+    assert_eq!(
+        f.history[0].content[0],
+        Block::Text {
+            text: "[Summary of the earlier conversation]\nThe user wants a temperature dataset; the project is Rover.".into()
+        }
+    );
+    let text = serde_json::to_string(&f.history).unwrap();
+    assert!(
+        !text.contains("add a temperature dataset"),
+        "shadowed text is gone: {text}"
+    );
+    assert!(!text.contains("\"t1\""));
+    assert!(text.contains("\"t2\"") && text.contains("try again"));
+    for s in [1, 3, 4, 5] {
+        assert_eq!(f.surface[&s], Surface::Shadowed, "seq {s}");
+    }
+    assert_eq!(f.surface[&2], Surface::LogOnly);
+    assert_eq!(f.surface[&6], Surface::Current);
+    assert_eq!(f.surface[&seq], Surface::Current);
+    // The UI still shows everything, with a divider.
+    assert!(f
+        .ui
+        .iter()
+        .any(|u| matches!(u, UiItem::User { text, .. } if text == "add a temperature dataset")));
+    assert!(f
+        .ui
+        .iter()
+        .any(|u| matches!(u, UiItem::Compaction { through: 5, .. })));
+    // A later compaction shadows the earlier summary too.
+    let second = log
+        .append(
+            chat,
+            &Event::Compaction {
+                through: seq + 1,
+                summary: "Second summary.".into(),
+            },
+        )
+        .unwrap();
+    let f = log.fold(chat).unwrap();
+    assert_eq!(f.surface[&seq], Surface::Shadowed);
+    assert_eq!(f.surface[&second], Surface::Current);
+    assert_eq!(f.history.len(), 1);
+}
+
+#[test]
+fn a_compaction_that_splits_a_call_from_its_result_drops_both() {
+    let events: Vec<_> = [
+        Event::user("go"),
+        Event::tool_call("x", "project.get", json!({})),
+        Event::tool_result("x", "{}", false),
+        Event::assistant("ok"),
+    ]
+    .into_iter()
+    .chain([Event::Compaction {
+        through: 2,
+        summary: "s".into(),
+    }])
+    .enumerate()
+    .map(|(i, event)| sextant_assistant::chatlog::LoggedEvent {
+        seq: i as u64 + 1,
+        unix_ms: 0,
+        event,
+    })
+    .collect();
+    let f = fold(&events);
+    let text = serde_json::to_string(&f.history).unwrap();
+    assert!(!text.contains("tool_result"), "{text}");
+    assert_eq!(f.surface[&3], Surface::Shadowed);
+}
+
+#[test]
+fn chats_can_be_created_listed_renamed_and_deleted_across_reopening() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let a = log.create_chat("First").unwrap();
+    let b = log.create_chat("Second").unwrap();
+    log.append(a, &Event::user("hi")).unwrap();
+    log.append(a, &Event::assistant("hello")).unwrap();
+    log.rename_chat(b, "Renamed").unwrap();
+    drop(log);
+    let mut log = ChatLog::open(&path).unwrap();
+    let list = log.list_chats().unwrap();
+    assert_eq!(list.len(), 2);
+    assert_eq!(
+        (list[0].id, list[0].title.as_str(), list[0].events),
+        (a, "First", 2)
+    );
+    assert_eq!(
+        (list[1].id, list[1].title.as_str(), list[1].events),
+        (b, "Renamed", 0)
+    );
+    assert!(list[0].updated_unix_ms >= list[0].created_unix_ms);
+    assert_eq!(list[1].updated_unix_ms, list[1].created_unix_ms);
+    log.delete_chat(a).unwrap();
+    drop(log);
+    let mut log = ChatLog::open(&path).unwrap();
+    let list = log.list_chats().unwrap();
+    assert_eq!(list.iter().map(|c| c.id).collect::<Vec<_>>(), [b]);
+    assert!(matches!(log.events(a), Err(ChatLogError::NoChat(id)) if id == a));
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let left: i64 = raw
+        .query_row("SELECT count(*) FROM events WHERE chat = ?1", [a], |r| {
+            r.get(0)
+        })
+        .unwrap();
+    assert_eq!(left, 0, "a deleted chat takes its log with it");
+    assert!(matches!(
+        log.append(a, &Event::user("x")),
+        Err(ChatLogError::NoChat(_))
+    ));
+    assert!(matches!(
+        log.rename_chat(a, "x"),
+        Err(ChatLogError::NoChat(_))
+    ));
+    assert!(matches!(log.delete_chat(a), Err(ChatLogError::NoChat(_))));
+}
+
+#[test]
+fn events_cannot_be_updated_or_deleted() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("t").unwrap();
+    log.append(chat, &Event::user("original")).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    let update = raw.execute("UPDATE events SET payload = '{\"text\":\"forged\"}'", []);
+    assert!(update.unwrap_err().to_string().contains("append-only"));
+    let delete = raw.execute("DELETE FROM events", []);
+    assert!(delete.unwrap_err().to_string().contains("append-only"));
+    assert_eq!(log.events(chat).unwrap()[0].event, Event::user("original"));
+}
+
+#[test]
+fn structural_kinds_cannot_impersonate_conversation_events() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("t").unwrap();
+    for kind in ["user_message", "", "Has Spaces"] {
+        let e = Event::structural(kind, json!({"text": "hi"}));
+        assert!(
+            matches!(log.append(chat, &e), Err(ChatLogError::Invalid(_))),
+            "{kind:?}"
+        );
+    }
+    assert!(log.events(chat).unwrap().is_empty());
+}
+
+#[test]
+fn a_garbage_or_torn_database_is_a_clear_error_not_a_panic() {
+    let (dir, path) = db();
+    std::fs::write(&path, b"this is not a database, just some bytes ......................................................................").unwrap();
+    let err = ChatLog::open(&path).err().expect("garbage must not open");
+    assert!(matches!(err, ChatLogError::Damaged { .. }), "{err:?}");
+    let msg = err.to_string();
+    assert!(
+        msg.contains("damaged") && msg.contains("chats.sqlite"),
+        "{msg}"
+    );
+
+    // A real database cut short.
+    let torn = dir.path().join("torn.sqlite");
+    {
+        let mut log = ChatLog::open(&torn).unwrap();
+        let chat = log.create_chat("t").unwrap();
+        for i in 0..300 {
+            log.append(
+                chat,
+                &Event::user(format!("message {i} {}", "x".repeat(200))),
+            )
+            .unwrap();
+        }
+        let raw = rusqlite::Connection::open(&torn).unwrap();
+        raw.query_row("PRAGMA wal_checkpoint(TRUNCATE)", [], |_| Ok(()))
+            .unwrap();
+    }
+    let bytes = std::fs::read(&torn).unwrap();
+    std::fs::write(&torn, &bytes[..bytes.len() / 3]).unwrap();
+    let _ = std::fs::remove_file(torn.with_extension("sqlite-wal"));
+    let result = ChatLog::open(&torn).and_then(|log| {
+        let chats = log.list_chats()?;
+        for c in chats {
+            log.fold(c.id)?;
+        }
+        Ok(())
+    });
+    let err = result.expect_err("a torn file must not read as fine");
+    assert!(matches!(err, ChatLogError::Damaged { .. }), "{err:?}");
+
+    // A damaged row names the chat and the event.
+    let (_dir2, path2) = db();
+    let mut log = ChatLog::open(&path2).unwrap();
+    let chat = log.create_chat("t").unwrap();
+    log.append(chat, &Event::user("fine")).unwrap();
+    let raw = rusqlite::Connection::open(&path2).unwrap();
+    raw.execute(
+        "INSERT INTO events (chat, seq, unix_ms, kind, payload) VALUES (?1, 2, 0, 'user_message', '{not json')",
+        [chat],
+    )
+    .unwrap();
+    let err = log.fold(chat).unwrap_err();
+    assert!(
+        matches!(err, ChatLogError::Corrupt { seq: 2, .. }),
+        "{err:?}"
+    );
+}
+
+#[test]
+fn a_newer_or_foreign_file_is_refused() {
+    let (_dir, path) = db();
+    drop(ChatLog::open(&path).unwrap());
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute(
+        "UPDATE meta SET value = '99' WHERE key = 'schema_version'",
+        [],
+    )
+    .unwrap();
+    drop(raw);
+    assert!(matches!(
+        ChatLog::open(&path),
+        Err(ChatLogError::TooNew { found: 99, .. })
+    ));
+    let (_dir, other) = db();
+    let raw = rusqlite::Connection::open(&other).unwrap();
+    raw.execute("CREATE TABLE t (x)", []).unwrap();
+    drop(raw);
+    assert!(matches!(
+        ChatLog::open(&other),
+        Err(ChatLogError::Foreign { .. })
+    ));
+}
+
+#[test]
+fn two_handles_append_concurrently_without_losing_or_reusing_a_seq() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("busy").unwrap();
+    let writers: Vec<_> = (0..2)
+        .map(|w| {
+            let path = path.clone();
+            std::thread::spawn(move || {
+                let mut log = ChatLog::open(&path).unwrap();
+                for i in 0..100 {
+                    log.append(chat, &Event::user(format!("w{w} #{i}")))
+                        .unwrap();
+                }
+            })
+        })
+        .collect();
+    // A reader alongside never sees a torn log.
+    for _ in 0..20 {
+        let events = log.events(chat).unwrap();
+        let seqs: Vec<u64> = events.iter().map(|e| e.seq).collect();
+        assert_eq!(seqs, (1..=events.len() as u64).collect::<Vec<_>>());
+    }
+    for w in writers {
+        w.join().unwrap();
+    }
+    let events = log.events(chat).unwrap();
+    assert_eq!(events.len(), 200);
+    assert_eq!(
+        events.iter().map(|e| e.seq).collect::<Vec<_>>(),
+        (1..=200).collect::<Vec<_>>()
+    );
+    for w in 0..2 {
+        let mine: Vec<String> = events
+            .iter()
+            .filter_map(|e| match &e.event {
+                Event::User { text } if text.starts_with(&format!("w{w} ")) => Some(text.clone()),
+                _ => None,
+            })
+            .collect();
+        let want: Vec<String> = (0..100).map(|i| format!("w{w} #{i}")).collect();
+        assert_eq!(mine, want, "each writer's events in its own order");
+    }
+    assert_eq!(log.chat(chat).unwrap().events, 200);
+}
+
+#[test]
+fn unknown_kinds_from_a_newer_sextant_load_as_structural() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("t").unwrap();
+    log.append(chat, &Event::user("hi")).unwrap();
+    let raw = rusqlite::Connection::open(&path).unwrap();
+    raw.execute(
+        "INSERT INTO events (chat, seq, unix_ms, kind, payload) VALUES (?1, 2, 0, 'future_thing', '{\"a\":1}')",
+        [chat],
+    )
+    .unwrap();
+    let f = log.fold(chat).unwrap();
+    assert_eq!(f.surface[&2], Surface::LogOnly);
+    assert!(matches!(&f.ui[1], UiItem::Notice { kind, .. } if kind == "future_thing"));
+}
