@@ -1,0 +1,163 @@
+//! Typed errors of every provider call.
+//!
+//! Owns the one error enum callers match on. Messages say what failed, on which provider,
+//! and what to do next; none of them ever contains an API key (keys only travel in headers,
+//! and [`crate::ApiKey`] redacts itself).
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::model::PartialToolCall;
+
+/// Which wire format an error came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Api {
+    Anthropic,
+    OpenAi,
+}
+
+impl fmt::Display for Api {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Api::Anthropic => "Anthropic",
+            Api::OpenAi => "OpenAI-compatible",
+        })
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ProviderError {
+    #[error(
+        "{api} API refused the API key (HTTP {status}): {message} – check the key in Settings"
+    )]
+    BadKey {
+        api: Api,
+        status: u16,
+        message: String,
+    },
+
+    #[error(
+        "{api} API does not know model `{model}` or the endpoint (HTTP 404): {message} – check the \
+         model name and the base URL"
+    )]
+    NotFound {
+        api: Api,
+        model: String,
+        message: String,
+    },
+
+    #[error("{api} API rejected the request (HTTP 400): {message}")]
+    BadRequest { api: Api, message: String },
+
+    #[error(
+        "{api} API is rate limiting (HTTP 429) after {attempts} attempt(s): {message} – wait and \
+         try again{}",
+        retry_after.map(|d| format!(" (the server asked for {} s)", d.as_secs())).unwrap_or_default()
+    )]
+    RateLimited {
+        api: Api,
+        attempts: u32,
+        retry_after: Option<Duration>,
+        message: String,
+    },
+
+    #[error("{api} API failed (HTTP {status}) after {attempts} attempt(s): {message}")]
+    Server {
+        api: Api,
+        status: u16,
+        attempts: u32,
+        message: String,
+    },
+
+    #[error("{api} API answered HTTP {status}: {message}")]
+    Http {
+        api: Api,
+        status: u16,
+        message: String,
+    },
+
+    #[error(
+        "could not reach {url} after {attempts} attempt(s): {detail} – is the server running?"
+    )]
+    Connect {
+        url: String,
+        attempts: u32,
+        detail: String,
+    },
+
+    #[error("{api} API sent nothing for {} s – the server stopped responding", timeout.as_secs_f32())]
+    Timeout { api: Api, timeout: Duration },
+
+    /// The stream ended (connection closed, or a transport error) before the reply's stop
+    /// event. Tool calls that were under way are reported, never silently dropped.
+    #[error(
+        "{api} reply was cut off before it finished ({detail}){}",
+        describe_partial(partial_tool_calls)
+    )]
+    StreamCut {
+        api: Api,
+        detail: String,
+        partial_tool_calls: Vec<PartialToolCall>,
+    },
+
+    #[error(
+        "{api} model called tool `{name}` ({id}) with arguments that are not valid JSON ({error}); \
+         raw arguments: {raw}"
+    )]
+    MalformedToolArguments {
+        api: Api,
+        id: String,
+        name: String,
+        raw: String,
+        error: String,
+    },
+
+    #[error("{api} reply exceeded the size cap of {limit} bytes and was stopped")]
+    ReplyTooLarge { api: Api, limit: usize },
+
+    /// The provider reported an error inside the stream (Anthropic `event: error`, e.g.
+    /// `overloaded_error`; an OpenAI-compatible `{"error": …}` chunk).
+    #[error("{api} API reported an error mid-reply: {kind}: {message}")]
+    Api {
+        api: Api,
+        kind: String,
+        message: String,
+    },
+
+    /// Something that does not follow the provider's wire format.
+    #[error("{api} API sent something this client cannot read ({detail}): {data}")]
+    Protocol {
+        api: Api,
+        detail: String,
+        data: String,
+    },
+
+    #[error("invalid client configuration: {0}")]
+    Config(String),
+}
+
+impl ProviderError {
+    /// Whether trying the same request again later could succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(
+            self,
+            ProviderError::RateLimited { .. }
+                | ProviderError::Server { .. }
+                | ProviderError::Connect { .. }
+                | ProviderError::Timeout { .. }
+                | ProviderError::StreamCut { .. }
+        ) || matches!(self, ProviderError::Api { kind, .. } if kind == "overloaded_error")
+    }
+}
+
+fn describe_partial(calls: &[PartialToolCall]) -> String {
+    calls
+        .iter()
+        .map(|c| {
+            format!(
+                "; tool call `{}` ({}) was incomplete, arguments so far: {}",
+                c.name, c.id, c.raw_arguments
+            )
+        })
+        .collect()
+}

@@ -1,0 +1,385 @@
+//! The OpenAI-compatible client against the scripted server (transcripts in
+//! fixtures/providers).
+
+mod common;
+
+use common::{collect, fast_http, tool_request};
+use serde_json::json;
+use sextant_providers::script::{Script, ScriptServer};
+use sextant_providers::{
+    ApiKey, Event, HttpConfig, Message, OpenAiClient, OpenAiConfig, ProviderError, Request,
+    StopReason, ToolCall, Usage,
+};
+
+const KEY: &str = "sk-test-abcdef0123456789";
+
+async fn serve_with(fixture: &str, http: HttpConfig) -> (ScriptServer, OpenAiClient) {
+    let server = ScriptServer::start(Script::fixture(fixture)).await;
+    let mut config = OpenAiConfig::new(format!("{}/v1", server.url()), Some(ApiKey::new(KEY)));
+    config.http = http;
+    (server, OpenAiClient::new(config).unwrap())
+}
+
+async fn serve(fixture: &str) -> (ScriptServer, OpenAiClient) {
+    serve_with(fixture, fast_http()).await
+}
+
+#[tokio::test]
+async fn streams_text_with_crlf_and_cached_usage() {
+    let (server, client) = serve("openai_text").await;
+    let reply = collect(
+        client
+            .stream(&Request::new("test-model", 256))
+            .await
+            .unwrap(),
+    )
+    .await
+    .ok();
+    assert_eq!(reply.text(), "Voltage is 3.3 V – stable ✓");
+    assert_eq!(reply.stop(), Some(StopReason::EndTurn));
+    assert_eq!(
+        reply.last_usage(),
+        Some(Usage {
+            input_tokens: 3000 - 2048,
+            output_tokens: 12,
+            cache_read_tokens: 2048,
+            cache_creation_tokens: 0
+        })
+    );
+    let sent = &server.requests()[0];
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("POST", "/v1/chat/completions")
+    );
+    assert_eq!(
+        sent.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    let body = sent.json();
+    assert_eq!(body["stream"], json!(true));
+    assert_eq!(body["stream_options"], json!({"include_usage": true}));
+}
+
+#[tokio::test]
+async fn two_parallel_tool_calls_then_the_tool_results_round_trip() {
+    let (server, client) = serve("openai_parallel_tools").await;
+    let mut request = tool_request();
+    let reply = collect(client.stream(&request).await.unwrap()).await.ok();
+    assert_eq!(reply.stop(), Some(StopReason::ToolUse));
+    let calls = reply.tool_calls();
+    assert_eq!(
+        calls,
+        vec![
+            ToolCall {
+                id: "call_A".into(),
+                name: "project_dataset_get".into(),
+                arguments: json!({"id": "ds-7"})
+            },
+            ToolCall {
+                id: "call_B".into(),
+                name: "io_status".into(),
+                arguments: json!({})
+            },
+        ]
+    );
+    // The argument deltas kept their own call's index while interleaving.
+    let deltas: Vec<_> = reply
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCallArgsDelta { index, delta } => Some((*index, delta.as_str())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deltas, vec![(0, "{\"id\":"), (1, "{}"), (0, " \"ds-7\"}")]);
+    assert_eq!(reply.last_usage().map(|u| u.input_tokens), Some(410));
+
+    request.messages.push(Message::Assistant {
+        text: reply.text(),
+        tool_calls: calls,
+    });
+    request.messages.push(Message::tool_result(
+        "call_A",
+        r#"{"id":"ds-7","title":"Voltage"}"#,
+    ));
+    request
+        .messages
+        .push(Message::tool_result("call_B", "connected"));
+    let reply = collect(client.stream(&request).await.unwrap()).await.ok();
+    assert_eq!(reply.text(), "ds-7 is Voltage; the source is connected.");
+
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let body = requests[1].json();
+    assert_eq!(
+        body["messages"],
+        json!([
+            {"role": "system", "content": "You are Sextant's assistant.\n\nProject: demo.ssproj"},
+            {"role": "user", "content": "What is ds-7, and is the source up?"},
+            // `content: ""`, never null: llama.cpp answers 500 to null.
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "call_A", "type": "function",
+                 "function": {"name": "project_dataset_get", "arguments": "{\"id\":\"ds-7\"}"}},
+                {"id": "call_B", "type": "function", "function": {"name": "io_status", "arguments": "{}"}}
+            ]},
+            {"role": "tool", "tool_call_id": "call_A", "content": "{\"id\":\"ds-7\",\"title\":\"Voltage\"}"},
+            {"role": "tool", "tool_call_id": "call_B", "content": "connected"}
+        ])
+    );
+    assert_eq!(body["tools"][0]["type"], json!("function"));
+    assert_eq!(
+        body["tools"][0]["function"]["name"],
+        json!("project_dataset_get")
+    );
+    assert!(!String::from_utf8_lossy(&requests[1].body).contains("cache_control"));
+}
+
+#[tokio::test]
+async fn server_error_is_retried_then_succeeds() {
+    let (server, client) = serve("openai_server_error").await;
+    let reply = collect(
+        client
+            .stream(&Request::new("test-model", 16))
+            .await
+            .unwrap(),
+    )
+    .await
+    .ok();
+    assert_eq!(reply.text(), "ok");
+    assert_eq!(server.requests().len(), 2, "one failure, one retry");
+}
+
+#[tokio::test]
+async fn server_errors_past_the_retry_budget_are_reported_with_the_attempts() {
+    let mut http = fast_http();
+    http.retry.max_retries = 0;
+    let (server, client) = serve_with("openai_server_error", http).await;
+    let error = client
+        .stream(&Request::new("test-model", 16))
+        .await
+        .err()
+        .expect("an error");
+    match &error {
+        ProviderError::Server {
+            status: 500,
+            attempts: 1,
+            message,
+            ..
+        } => {
+            assert_eq!(message, "Internal server error");
+        }
+        other => panic!("expected Server, got {other:?}"),
+    }
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn bad_key_is_a_typed_error_and_not_retried() {
+    let (server, client) = serve("openai_bad_key").await;
+    let error = client
+        .stream(&Request::new("test-model", 16))
+        .await
+        .err()
+        .expect("an error");
+    assert!(
+        matches!(error, ProviderError::BadKey { status: 401, .. }),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("check the key"), "{error}");
+    assert_eq!(server.requests().len(), 1, "a 401 is never retried");
+}
+
+#[tokio::test]
+async fn bad_request_carries_the_providers_message() {
+    let (server, client) = serve("openai_bad_request").await;
+    let error = client
+        .stream(&Request::new("test-model", 16))
+        .await
+        .err()
+        .expect("an error");
+    match &error {
+        ProviderError::BadRequest { message, .. } => {
+            assert_eq!(message, "'messages' must contain at least one message");
+        }
+        other => panic!("expected BadRequest, got {other:?}"),
+    }
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn body_ending_mid_tool_call_reports_the_partial_call() {
+    let (_server, client) = serve("openai_cut_mid_tool").await;
+    let reply = collect(client.stream(&tool_request()).await.unwrap()).await;
+    assert!(reply.tool_calls().is_empty());
+    match &reply.error {
+        Some(
+            error @ ProviderError::StreamCut {
+                partial_tool_calls, ..
+            },
+        ) => {
+            assert_eq!(partial_tool_calls.len(), 1);
+            let call = &partial_tool_calls[0];
+            assert_eq!(
+                (call.id.as_str(), call.name.as_str()),
+                ("call_C", "project_source_update")
+            );
+            assert_eq!(call.raw_arguments, r#"{"id": "src-1", "baudRate": 1152"#);
+            let text = error.to_string();
+            assert!(
+                text.contains("project_source_update") && text.contains("1152"),
+                "{text}"
+            );
+        }
+        other => panic!("expected StreamCut, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn malformed_tool_arguments_name_the_raw_text() {
+    let (_server, client) = serve("openai_malformed_args").await;
+    let reply = collect(client.stream(&tool_request()).await.unwrap()).await;
+    match reply.error {
+        Some(ProviderError::MalformedToolArguments { id, name, raw, .. }) => {
+            assert_eq!(
+                (id.as_str(), name.as_str()),
+                ("call_D", "project_dataset_add")
+            );
+            assert_eq!(raw, "{'title': 'Temp'}");
+        }
+        other => panic!("expected MalformedToolArguments, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn reply_larger_than_the_cap_ends_in_an_error() {
+    let mut http = fast_http();
+    http.max_reply_bytes = 2048;
+    let (_server, client) = serve_with("openai_reply_cap", http).await;
+    let reply = collect(
+        client
+            .stream(&Request::new("test-model", 16))
+            .await
+            .unwrap(),
+    )
+    .await;
+    assert!(
+        matches!(
+            reply.error,
+            Some(ProviderError::ReplyTooLarge { limit: 2048, .. })
+        ),
+        "{:?}",
+        reply.error
+    );
+    assert!(
+        reply.text().len() < 2048,
+        "text stops near the cap, not at the end of the reply"
+    );
+
+    // The same script under the default cap streams to the end.
+    let (_server, client) = serve("openai_reply_cap").await;
+    let reply = collect(
+        client
+            .stream(&Request::new("test-model", 16))
+            .await
+            .unwrap(),
+    )
+    .await
+    .ok();
+    assert_eq!(reply.text().len(), 20 * 400);
+}
+
+#[tokio::test]
+async fn same_request_gives_byte_identical_bodies() {
+    let (server, client) = serve("openai_two_replies").await;
+    collect(client.stream(&tool_request()).await.unwrap())
+        .await
+        .ok();
+    collect(client.stream(&tool_request()).await.unwrap())
+        .await
+        .ok();
+    let requests = server.requests();
+    assert_eq!(requests[0].body, requests[1].body);
+    let body = String::from_utf8(requests[0].body.clone()).unwrap();
+    let order = [
+        "\"type\":\"object\"",
+        "\"properties\"",
+        "\"required\"",
+        "\"additionalProperties\"",
+    ];
+    let positions: Vec<usize> = order.iter().map(|k| body.find(k).unwrap()).collect();
+    assert!(positions.windows(2).all(|w| w[0] < w[1]), "{body}");
+}
+
+#[tokio::test]
+async fn lists_models_without_a_key() {
+    let server = ScriptServer::start(Script::fixture("openai_models")).await;
+    let mut config = OpenAiConfig::new(format!("{}/v1/", server.url()), None);
+    config.http = fast_http();
+    let client = OpenAiClient::new(config).unwrap();
+    let models = client.list_models().await.unwrap();
+    let ids: Vec<_> = models.iter().map(|m| m.id.as_str()).collect();
+    assert_eq!(ids, ["qwen2.5:7b", "smollm2:135m"]);
+    let sent = &server.requests()[0];
+    assert_eq!(
+        (sent.method.as_str(), sent.path.as_str()),
+        ("GET", "/v1/models")
+    );
+    assert_eq!(sent.header("authorization"), None, "no key, no header");
+}
+
+#[tokio::test]
+async fn nothing_listening_is_a_connect_error_after_the_retries() {
+    // Bind and drop a listener to get a port nobody listens on.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut config = OpenAiConfig::new(
+        format!("http://127.0.0.1:{port}/v1"),
+        Some(ApiKey::new(KEY)),
+    );
+    config.http = fast_http();
+    let error = OpenAiClient::new(config)
+        .unwrap()
+        .stream(&Request::new("m", 1))
+        .await
+        .err()
+        .unwrap();
+    match &error {
+        ProviderError::Connect { attempts, .. } => assert_eq!(*attempts, 4),
+        other => panic!("expected Connect, got {other:?}"),
+    }
+    assert!(!format!("{error} {error:?}").contains(KEY));
+}
+
+#[test]
+fn client_debug_never_shows_the_key() {
+    let config = OpenAiConfig::new("http://127.0.0.1:1/v1", Some(ApiKey::new(KEY)));
+    let client = OpenAiClient::new(config.clone()).unwrap();
+    for shown in [format!("{config:?}"), format!("{client:?}")] {
+        assert!(!shown.contains("abcdef0123456789"), "{shown}");
+    }
+}
+
+#[tokio::test]
+async fn silence_mid_tool_call_times_out_with_the_partial_call() {
+    let mut http = fast_http();
+    http.read_timeout = std::time::Duration::from_millis(300);
+    let (_server, client) = serve_with("openai_stall_mid_tool", http).await;
+    let reply = collect(client.stream(&tool_request()).await.unwrap()).await;
+    match &reply.error {
+        Some(ProviderError::StreamCut {
+            partial_tool_calls,
+            detail,
+            ..
+        }) => {
+            assert!(detail.contains("no data"), "{detail}");
+            assert_eq!(
+                partial_tool_calls[0].raw_arguments,
+                r#"{"id": "src-1", "baud"#
+            );
+        }
+        other => panic!("expected StreamCut, got {other:?}"),
+    }
+}
