@@ -126,6 +126,10 @@ impl MqttDriver {
         if !self.settings.tls {
             return Ok(None);
         }
+        // rumqttc builds its rustls config from the process-wide default provider, which
+        // rustls cannot pick by itself once two crates enable different backends (ring for
+        // the HTTP clients, aws-lc through rumqttc): name one. Already installed is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
         Ok(Some(match &self.settings.ca_file {
             None => rumqttc::Transport::tls_with_default_config(),
             Some(path) => {
