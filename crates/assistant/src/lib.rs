@@ -11,4 +11,7 @@
 //! commands (a [`sextant_runtime::RuntimeHandle`]), never by touching the project itself.
 
 pub mod chatlog;
+pub mod context;
+pub mod conversation;
 pub mod pipeline;
+pub mod tools;

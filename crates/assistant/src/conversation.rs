@@ -1,0 +1,904 @@
+//! The conversation loop: one turn of a chat, end to end.
+//!
+//! Owns what happens between "the user pressed send" and "the turn is over": the user
+//! message goes into the chat log; the log is folded into the model's history, which is
+//! trimmed to a token budget; the provider's reply is streamed (text deltas forwarded to
+//! the UI); the reply's text and every tool call are appended to the log as they complete;
+//! the calls run through the tool [`Pipeline`] in parallel and their results are appended
+//! as they finish; and the next request carries the results. The turn ends when the model
+//! answers without a tool call, when it has made [`MAX_TOOL_CALLS`] calls, when the caller
+//! cancels, or when the provider fails.
+//!
+//! The log is the only state: every request is rebuilt from a fresh fold, so what a
+//! request says is exactly what the same chat says after a restart. Every way a turn can
+//! end leaves the log reconciled – each logged call has a logged result (`Error: …` when it
+//! never ran) – and what the stream delivered before a fault is kept: the received text,
+//! finished calls, and the raw arguments of calls cut off mid-way (in a structural event).
+//! A provider failure is recorded as a structural event and never poisons the chat: the
+//! next turn starts from the same log.
+//!
+//! It does not build the system prompt or the tool list (the context builder does; they
+//! come in as a [`Prompt`]), and it knows no provider's wire format.
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex, MutexGuard};
+
+use futures_util::stream::{FuturesUnordered, StreamExt};
+use serde_json::{json, Value};
+use sextant_providers::{
+    AnthropicClient, Client, Event as ProviderEvent, EventStream, Message, OpenAiClient,
+    ProviderError, Request, StopReason, SystemBlock, ToolCall, ToolDefinition, Usage,
+};
+use tokio::sync::mpsc::UnboundedSender;
+
+use crate::chatlog::{self, Block, ChatId, ChatLog, ChatLogError, Event, Role};
+use crate::pipeline::{self, BoxFuture, CallerInfo, CancelToken, Pipeline, ResultStatus};
+
+/// Most tool calls one turn may make. A model stuck in a loop (or a prompt injection
+/// steering it into one) stops here instead of running commands without end.
+pub const MAX_TOOL_CALLS: usize = 25;
+
+/// Structural event kinds this loop writes (log-only: the model never sees them).
+pub mod kinds {
+    /// The provider failed (before or during the reply); payload `{error, partialToolCalls}`.
+    pub const TURN_FAILED: &str = "turn_failed";
+    /// The caller cancelled the turn; payload `{partialToolCalls}`.
+    pub const TURN_CANCELLED: &str = "turn_cancelled";
+    /// The turn reached its tool-call cap; payload `{limit, refused}`.
+    pub const TOOL_CALL_LIMIT: &str = "tool_call_limit";
+    /// Calls a reply had begun when a malformed call ended its stream; payload `{calls}`.
+    pub const PARTIAL_TOOL_CALLS: &str = "partial_tool_calls";
+}
+
+/// A model that streams replies. Implemented for the provider clients; a trait so the
+/// loop does not care which one it talks to.
+pub trait ChatModel: Send + Sync {
+    fn stream<'a>(
+        &'a self,
+        request: &'a Request,
+    ) -> BoxFuture<'a, Result<EventStream, ProviderError>>;
+}
+
+impl ChatModel for Client {
+    fn stream<'a>(
+        &'a self,
+        request: &'a Request,
+    ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
+        Box::pin(Client::stream(self, request))
+    }
+}
+
+impl ChatModel for AnthropicClient {
+    fn stream<'a>(
+        &'a self,
+        request: &'a Request,
+    ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
+        Box::pin(AnthropicClient::stream(self, request))
+    }
+}
+
+impl ChatModel for OpenAiClient {
+    fn stream<'a>(
+        &'a self,
+        request: &'a Request,
+    ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
+        Box::pin(OpenAiClient::stream(self, request))
+    }
+}
+
+/// The fixed part of every request: system blocks and tools, built by the context builder.
+/// For the prompt cache to hit, pass the same values for every turn of a chat.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Prompt {
+    pub system: Vec<SystemBlock>,
+    pub tools: Vec<ToolDefinition>,
+    /// Mark the last tool as a cache breakpoint (see [`Request::cache_tools`]).
+    pub cache_tools: bool,
+}
+
+impl Prompt {
+    pub fn new(system: Vec<SystemBlock>, tools: Vec<ToolDefinition>) -> Prompt {
+        Prompt {
+            system,
+            tools,
+            cache_tools: true,
+        }
+    }
+}
+
+/// Per-chat request settings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Settings {
+    pub model: String,
+    pub max_tokens: u32,
+    pub temperature: Option<f32>,
+    /// Estimated tokens of history sent (see [`budget`]); the current turn is always sent.
+    pub history_budget_tokens: usize,
+    pub max_tool_calls: usize,
+}
+
+impl Settings {
+    pub fn new(model: impl Into<String>) -> Settings {
+        Settings {
+            model: model.into(),
+            max_tokens: 4096,
+            temperature: None,
+            history_budget_tokens: 100_000,
+            max_tool_calls: MAX_TOOL_CALLS,
+        }
+    }
+}
+
+/// What the UI hears while a turn runs.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEvent {
+    TextDelta(String),
+    /// The model began a call; its arguments are still streaming.
+    ToolCallStarted {
+        id: String,
+        name: String,
+    },
+    /// The call is complete and logged; it runs once the reply is complete.
+    ToolCallPending {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolCallRunning {
+        id: String,
+    },
+    /// The call's result is logged. `content` starts with `Error:` unless `status` is `Ok`.
+    ToolCallDone {
+        id: String,
+        status: ResultStatus,
+        content: String,
+    },
+    /// Token usage of the latest reply (totals for that reply).
+    Usage(Usage),
+    /// Always the last event of a turn.
+    Ended(TurnEnd),
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum TurnEnd {
+    /// The model answered without calling a tool.
+    Finished {
+        stop: StopReason,
+    },
+    /// The turn made its maximum number of tool calls; further calls were refused.
+    ToolCallLimit {
+        limit: usize,
+    },
+    Cancelled,
+    /// The provider failed; the error is in the log as a structural event.
+    Failed {
+        message: String,
+    },
+}
+
+/// A summary of one turn.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TurnReport {
+    pub end: TurnEnd,
+    /// Requests sent to the provider.
+    pub requests: usize,
+    /// Tool calls the model made (run, refused or malformed).
+    pub tool_calls: usize,
+    /// Usage summed over the turn's replies.
+    pub usage: Usage,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConversationError {
+    /// Without the log nothing of the turn can be kept, so the turn stops here.
+    #[error("could not record chat {chat} in the chat log: {source}")]
+    Log {
+        chat: ChatId,
+        #[source]
+        source: ChatLogError,
+    },
+}
+
+/// One chat's conversation: the model, the log, the pipeline and the settings.
+pub struct Conversation<M> {
+    model: M,
+    log: Arc<Mutex<ChatLog>>,
+    chat: ChatId,
+    pipeline: Arc<Pipeline>,
+    caller: CallerInfo,
+    settings: Settings,
+}
+
+/// A call the stream began but did not finish.
+#[derive(Debug, Clone)]
+struct Partial {
+    id: String,
+    name: String,
+    raw: String,
+}
+
+/// How a reply's stream ended.
+enum StreamEnd {
+    Complete(StopReason),
+    /// A finished call whose arguments are not JSON; the provider ends the stream there.
+    Malformed {
+        id: String,
+        name: String,
+        raw: String,
+        error: String,
+    },
+    /// The provider failed: its message, and whether trying again later could work.
+    Failed {
+        message: String,
+        transient: bool,
+    },
+    Cancelled,
+}
+
+impl StreamEnd {
+    fn failed(error: ProviderError) -> StreamEnd {
+        StreamEnd::Failed {
+            message: error.to_string(),
+            transient: error.is_transient(),
+        }
+    }
+}
+
+/// What one reply delivered, beyond what is already in the log.
+struct Reply {
+    /// Calls logged, in the order they completed.
+    calls: Vec<ToolCall>,
+    /// Text after the first logged call. Logging it at once would close the calls before
+    /// their results (the fold reads an assistant message as "the conversation moved
+    /// on"), so it waits until the results are in.
+    trailing: String,
+    partial: BTreeMap<usize, Partial>,
+    usage: Usage,
+    end: StreamEnd,
+}
+
+impl<M: ChatModel> Conversation<M> {
+    /// `caller.chat` is set to `chat`, so the pipeline's audit knows which chat called.
+    pub fn new(
+        model: M,
+        log: Arc<Mutex<ChatLog>>,
+        chat: ChatId,
+        pipeline: Arc<Pipeline>,
+        mut caller: CallerInfo,
+        settings: Settings,
+    ) -> Conversation<M> {
+        caller.chat = Some(chat);
+        Conversation {
+            model,
+            log,
+            chat,
+            pipeline,
+            caller,
+            settings,
+        }
+    }
+
+    pub fn chat(&self) -> ChatId {
+        self.chat
+    }
+
+    /// The request the log would produce now: a fresh fold, budgeted.
+    pub fn request(&self, prompt: &Prompt) -> Result<Request, ConversationError> {
+        let folded = self.lock().fold(self.chat).map_err(|e| self.log_error(e))?;
+        let messages = budget(
+            to_provider(&folded.history),
+            self.settings.history_budget_tokens,
+        );
+        Ok(Request {
+            model: self.settings.model.clone(),
+            system: prompt.system.clone(),
+            messages,
+            tools: prompt.tools.clone(),
+            cache_tools: prompt.cache_tools && !prompt.tools.is_empty(),
+            max_tokens: self.settings.max_tokens,
+            temperature: self.settings.temperature,
+        })
+    }
+
+    /// Runs one turn for the user's `text`. UI updates go to `events` (a closed receiver is
+    /// fine: the turn still runs and is logged). Provider failures, cancellation and the
+    /// call cap end the turn normally, with a [`TurnEnd`] saying how; only a log that
+    /// cannot be written is an error.
+    pub async fn send(
+        &self,
+        text: &str,
+        prompt: &Prompt,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<TurnReport, ConversationError> {
+        let result = self.run(text, prompt, events, cancel).await;
+        let end = match &result {
+            Ok(report) => report.end.clone(),
+            Err(e) => TurnEnd::Failed {
+                message: e.to_string(),
+            },
+        };
+        let _ = events.send(TurnEvent::Ended(end));
+        result
+    }
+
+    async fn run(
+        &self,
+        text: &str,
+        prompt: &Prompt,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<TurnReport, ConversationError> {
+        self.append(&Event::user(text))?;
+        let mut report = TurnReport {
+            end: TurnEnd::Cancelled,
+            requests: 0,
+            tool_calls: 0,
+            usage: Usage::default(),
+        };
+        loop {
+            if cancel.is_cancelled() {
+                self.cancelled(&BTreeMap::new())?;
+                report.end = TurnEnd::Cancelled;
+                return Ok(report);
+            }
+            let request = self.request(prompt)?;
+            report.requests += 1;
+            let reply = self.stream_reply(&request, events, cancel).await?;
+            add_usage(&mut report.usage, reply.usage);
+            let Reply {
+                calls,
+                trailing,
+                partial,
+                end,
+                ..
+            } = reply;
+            let before = report.tool_calls;
+            report.tool_calls += calls.len();
+            let malformed_call = match end {
+                StreamEnd::Cancelled => {
+                    for call in &calls {
+                        self.append_result(events, &call.id, ResultStatus::Error, cancelled())?;
+                    }
+                    self.append_text(&trailing)?;
+                    self.cancelled(&partial)?;
+                    report.end = TurnEnd::Cancelled;
+                    return Ok(report);
+                }
+                StreamEnd::Failed { message, transient } => {
+                    // The reply is incomplete: run none of its calls, not even finished
+                    // ones – the model had not said its last word about them.
+                    for call in &calls {
+                        self.append_result(
+                            events,
+                            &call.id,
+                            ResultStatus::Error,
+                            "Error: not run – the reply was cut off before it finished".to_string(),
+                        )?;
+                    }
+                    self.append_text(&trailing)?;
+                    report.end = self.failed(message, transient, &partial)?;
+                    return Ok(report);
+                }
+                StreamEnd::Malformed {
+                    id,
+                    name,
+                    raw,
+                    error,
+                } => {
+                    report.tool_calls += 1;
+                    if !partial.is_empty() {
+                        // Calls begun after the malformed one are gone with the stream.
+                        self.append(&Event::structural(
+                            kinds::PARTIAL_TOOL_CALLS,
+                            json!({ "calls": partial_json(&partial) }),
+                        ))?;
+                    }
+                    Some((id, name, raw, error))
+                }
+                StreamEnd::Complete(stop) => {
+                    if calls.is_empty() {
+                        self.append_text(&trailing)?;
+                        report.end = TurnEnd::Finished { stop };
+                        return Ok(report);
+                    }
+                    None
+                }
+            };
+            // The malformed call is logged and answered at once: the model gets the
+            // error and its raw text back and can correct itself in the next request.
+            if let Some((id, name, raw, error)) = malformed_call {
+                self.append_call(events, &id, &name, &json!({}))?;
+                self.append_result(
+                    events,
+                    &id,
+                    ResultStatus::Error,
+                    format!(
+                        "Error: invalid arguments – not valid JSON ({error}); raw arguments: \
+                         {raw} – call the tool again with a JSON object"
+                    ),
+                )?;
+            }
+            // The cap counts calls in the order the model made them; this reply's finished
+            // calls come before its malformed one.
+            let allowed = self.settings.max_tool_calls.saturating_sub(before);
+            let (run, refused) = calls.split_at(allowed.min(calls.len()));
+            for call in refused {
+                self.append_result(
+                    events,
+                    &call.id,
+                    ResultStatus::Error,
+                    format!(
+                        "Error: not run – this turn reached its limit of {} tool calls; tell the \
+                         user what is left to do",
+                        self.settings.max_tool_calls
+                    ),
+                )?;
+            }
+            let finished = self.run_calls(run, events, cancel).await?;
+            self.append_text(&trailing)?;
+            if !finished {
+                self.cancelled(&BTreeMap::new())?;
+                report.end = TurnEnd::Cancelled;
+                return Ok(report);
+            }
+            // Past the cap (a refused call, or a malformed one beyond it): stop here, so
+            // not even a model that only sends broken calls can loop for ever.
+            if report.tool_calls > self.settings.max_tool_calls {
+                self.append(&Event::structural(
+                    kinds::TOOL_CALL_LIMIT,
+                    json!({
+                        "limit": self.settings.max_tool_calls,
+                        "refused": refused.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+                    }),
+                ))?;
+                report.end = TurnEnd::ToolCallLimit {
+                    limit: self.settings.max_tool_calls,
+                };
+                return Ok(report);
+            }
+        }
+    }
+
+    /// Streams one reply, logging its text and finished calls as they complete.
+    async fn stream_reply(
+        &self,
+        request: &Request,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<Reply, ConversationError> {
+        let mut reply = Reply {
+            calls: Vec::new(),
+            trailing: String::new(),
+            partial: BTreeMap::new(),
+            usage: Usage::default(),
+            end: StreamEnd::Cancelled,
+        };
+        // Retries with backoff can take a while; a cancel must not wait for them.
+        let started = tokio::select! {
+            biased;
+            _ = cancel.cancelled() => return Ok(reply),
+            started = self.model.stream(request) => started,
+        };
+        let mut stream = match started {
+            Ok(stream) => stream,
+            Err(e) => {
+                reply.end = StreamEnd::failed(e);
+                return Ok(reply);
+            }
+        };
+        // Text before the first call; logged when a call completes or the reply ends.
+        let mut text = String::new();
+        reply.end = loop {
+            let item = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break StreamEnd::Cancelled,
+                item = stream.next() => item,
+            };
+            let event = match item {
+                Some(Ok(event)) => event,
+                Some(Err(ProviderError::MalformedToolArguments {
+                    id,
+                    name,
+                    raw,
+                    error,
+                    ..
+                })) => {
+                    reply.partial.retain(|_, p| p.id != id);
+                    break StreamEnd::Malformed {
+                        id,
+                        name,
+                        raw,
+                        error,
+                    };
+                }
+                Some(Err(e)) => break StreamEnd::failed(e),
+                // The clients always end with `Stop` or an error; this is a safety net.
+                None => {
+                    break StreamEnd::Failed {
+                        message: "the reply ended without a stop event".into(),
+                        transient: true,
+                    }
+                }
+            };
+            match event {
+                ProviderEvent::TextDelta(delta) => {
+                    if reply.calls.is_empty() {
+                        text.push_str(&delta);
+                    } else {
+                        reply.trailing.push_str(&delta);
+                    }
+                    let _ = events.send(TurnEvent::TextDelta(delta));
+                }
+                ProviderEvent::ToolCallStart { index, id, name } => {
+                    let _ = events.send(TurnEvent::ToolCallStarted {
+                        id: id.clone(),
+                        name: name.clone(),
+                    });
+                    reply.partial.insert(
+                        index,
+                        Partial {
+                            id,
+                            name,
+                            raw: String::new(),
+                        },
+                    );
+                }
+                ProviderEvent::ToolCallArgsDelta { index, delta } => {
+                    if let Some(p) = reply.partial.get_mut(&index) {
+                        p.raw.push_str(&delta);
+                    }
+                }
+                ProviderEvent::ToolCallEnd { index, call } => {
+                    reply.partial.remove(&index);
+                    self.append_text(&std::mem::take(&mut text))?;
+                    self.append_call(events, &call.id, &call.name, &call.arguments)?;
+                    reply.calls.push(call);
+                }
+                ProviderEvent::Usage(usage) => {
+                    reply.usage = usage;
+                    let _ = events.send(TurnEvent::Usage(usage));
+                }
+                ProviderEvent::Stop(stop) => break StreamEnd::Complete(stop),
+            }
+        };
+        // A malformed call ends the stream like a call would: the text before it goes first.
+        self.append_text(&text)?;
+        Ok(reply)
+    }
+
+    /// Runs `calls` in parallel, appending each result as it arrives. Returns `false` when
+    /// cancelled; every call still running then gets an `Error: cancelled` result.
+    async fn run_calls(
+        &self,
+        calls: &[ToolCall],
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<bool, ConversationError> {
+        let mut running = FuturesUnordered::new();
+        for call in calls {
+            let _ = events.send(TurnEvent::ToolCallRunning {
+                id: call.id.clone(),
+            });
+            let pipeline_call = pipeline::ToolCall {
+                id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.arguments.clone(),
+            };
+            let token = cancel.child();
+            running.push(
+                self.pipeline
+                    .run_with_cancel(pipeline_call, self.caller.clone(), token),
+            );
+        }
+        let mut done = HashSet::new();
+        loop {
+            let next = tokio::select! {
+                biased;
+                _ = cancel.cancelled() => break,
+                next = running.next() => next,
+            };
+            let Some(outcome) = next else {
+                return Ok(true);
+            };
+            let result = outcome.result;
+            done.insert(result.id.clone());
+            self.append_result(events, &result.id, result.status, result.content)?;
+        }
+        // A tool that ignores its cancel signal (or an approval prompt nobody answers) must
+        // not hold the turn open; its future is dropped here.
+        drop(running);
+        for call in calls.iter().filter(|c| !done.contains(&c.id)) {
+            self.append_result(events, &call.id, ResultStatus::Error, cancelled())?;
+        }
+        Ok(false)
+    }
+
+    fn cancelled(&self, partial: &BTreeMap<usize, Partial>) -> Result<(), ConversationError> {
+        self.append(&Event::structural(
+            kinds::TURN_CANCELLED,
+            json!({ "partialToolCalls": partial_json(partial) }),
+        ))?;
+        Ok(())
+    }
+
+    fn failed(
+        &self,
+        message: String,
+        transient: bool,
+        partial: &BTreeMap<usize, Partial>,
+    ) -> Result<TurnEnd, ConversationError> {
+        self.append(&Event::structural(
+            kinds::TURN_FAILED,
+            json!({
+                "error": message,
+                "transient": transient,
+                "partialToolCalls": partial_json(partial),
+            }),
+        ))?;
+        Ok(TurnEnd::Failed { message })
+    }
+
+    fn append_text(&self, text: &str) -> Result<(), ConversationError> {
+        if !text.is_empty() {
+            self.append(&Event::assistant(text))?;
+        }
+        Ok(())
+    }
+
+    fn append_call(
+        &self,
+        events: &UnboundedSender<TurnEvent>,
+        id: &str,
+        name: &str,
+        args: &Value,
+    ) -> Result<(), ConversationError> {
+        self.append(&Event::tool_call(id, name, args.clone()))?;
+        let _ = events.send(TurnEvent::ToolCallPending {
+            id: id.to_string(),
+            name: name.to_string(),
+            args: args.clone(),
+        });
+        Ok(())
+    }
+
+    fn append_result(
+        &self,
+        events: &UnboundedSender<TurnEvent>,
+        id: &str,
+        status: ResultStatus,
+        content: String,
+    ) -> Result<(), ConversationError> {
+        self.append(&Event::ToolResult {
+            id: id.to_string(),
+            content: content.clone(),
+            is_error: status != ResultStatus::Ok,
+            denied: status == ResultStatus::Denied,
+        })?;
+        let _ = events.send(TurnEvent::ToolCallDone {
+            id: id.to_string(),
+            status,
+            content,
+        });
+        Ok(())
+    }
+
+    fn append(&self, event: &Event) -> Result<(), ConversationError> {
+        self.lock()
+            .append(self.chat, event)
+            .map(|_| ())
+            .map_err(|e| self.log_error(e))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, ChatLog> {
+        // A panic elsewhere cannot leave the log half-written (appends are transactions).
+        self.log.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn log_error(&self, source: ChatLogError) -> ConversationError {
+        ConversationError::Log {
+            chat: self.chat,
+            source,
+        }
+    }
+}
+
+fn cancelled() -> String {
+    "Error: cancelled – the user stopped the turn; the call may not have finished".to_string()
+}
+
+fn partial_json(partial: &BTreeMap<usize, Partial>) -> Value {
+    partial
+        .values()
+        .map(|p| json!({ "id": p.id, "name": p.name, "rawArguments": p.raw }))
+        .collect()
+}
+
+fn add_usage(total: &mut Usage, reply: Usage) {
+    total.input_tokens += reply.input_tokens;
+    total.output_tokens += reply.output_tokens;
+    total.cache_read_tokens += reply.cache_read_tokens;
+    total.cache_creation_tokens += reply.cache_creation_tokens;
+}
+
+/// The fold's history as provider messages. An assistant message becomes one message
+/// (its texts joined, its calls in order); a user message becomes its texts and tool
+/// results in order (the Anthropic client merges them back into one user message).
+pub fn to_provider(history: &[chatlog::Message]) -> Vec<Message> {
+    let mut out = Vec::new();
+    for message in history {
+        match message.role {
+            Role::Assistant => {
+                let mut texts = Vec::new();
+                let mut tool_calls = Vec::new();
+                for block in &message.content {
+                    match block {
+                        Block::Text { text } if !text.is_empty() => texts.push(text.as_str()),
+                        Block::Text { .. } => {}
+                        Block::ToolUse { id, name, input } => tool_calls.push(ToolCall {
+                            id: id.clone(),
+                            name: name.clone(),
+                            arguments: input.clone(),
+                        }),
+                        // The fold never puts a result in an assistant message.
+                        Block::ToolResult { .. } => {}
+                    }
+                }
+                out.push(Message::Assistant {
+                    text: texts.join("\n\n"),
+                    tool_calls,
+                });
+            }
+            Role::User => {
+                for block in &message.content {
+                    match block {
+                        Block::Text { text } => out.push(Message::user(text.clone())),
+                        Block::ToolResult {
+                            tool_use_id,
+                            content,
+                            is_error,
+                        } => out.push(Message::ToolResult {
+                            call_id: tool_use_id.clone(),
+                            content: content.clone(),
+                            is_error: *is_error,
+                        }),
+                        Block::ToolUse { .. } => {}
+                    }
+                }
+            }
+        }
+    }
+    out
+}
+
+/// A rough token count: bytes / 4, which over-counts English a little and is all a budget
+/// needs (providers tokenize differently anyway).
+pub fn estimate_tokens(message: &Message) -> usize {
+    let bytes = match message {
+        Message::User { text } => text.len(),
+        Message::Assistant { text, tool_calls } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|c| c.id.len() + c.name.len() + c.arguments.to_string().len())
+                    .sum::<usize>()
+        }
+        Message::ToolResult {
+            call_id, content, ..
+        } => call_id.len() + content.len(),
+    };
+    // A few tokens of framing per message (role, block type).
+    bytes.div_ceil(4) + 4
+}
+
+/// Keeps the newest messages that fit `max_tokens`. Messages are kept in units – a user
+/// message alone, or an assistant message with the tool results after it – so a call is
+/// never sent without its result or a result without its call. Everything from the last
+/// user message on (the turn in progress) is always kept, and the history starts with a
+/// user message, as providers require.
+pub fn budget(messages: Vec<Message>, max_tokens: usize) -> Vec<Message> {
+    // Unit boundaries: every user or assistant message starts one; results join the unit.
+    let starts: Vec<usize> = messages
+        .iter()
+        .enumerate()
+        .filter(|(_, m)| !matches!(m, Message::ToolResult { .. }))
+        .map(|(i, _)| i)
+        .collect();
+    let Some(current) = messages
+        .iter()
+        .rposition(|m| matches!(m, Message::User { .. }))
+    else {
+        return messages;
+    };
+    let mut used: usize = messages[current..].iter().map(estimate_tokens).sum();
+    let mut keep_from = current;
+    for window in starts.windows(2).rev() {
+        let (start, end) = (window[0], window[1]);
+        if end > current {
+            continue;
+        }
+        let cost: usize = messages[start..end].iter().map(estimate_tokens).sum();
+        if used + cost > max_tokens {
+            break;
+        }
+        used += cost;
+        keep_from = start;
+    }
+    // Begin at a user message; a unit cut off at its front cannot be sent.
+    while !matches!(messages.get(keep_from), Some(Message::User { .. })) {
+        keep_from += 1;
+    }
+    messages.into_iter().skip(keep_from).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(id: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: json!({}),
+        }
+    }
+
+    fn history() -> Vec<Message> {
+        vec![
+            Message::user("a".repeat(400)),
+            Message::Assistant {
+                text: String::new(),
+                tool_calls: vec![call("1"), call("2")],
+            },
+            Message::tool_result("1", "x".repeat(400)),
+            Message::tool_result("2", "y".repeat(400)),
+            Message::assistant("done"),
+            Message::user("next"),
+            Message::Assistant {
+                text: "b".into(),
+                tool_calls: vec![call("3")],
+            },
+            Message::tool_result("3", "z"),
+        ]
+    }
+
+    #[test]
+    fn a_large_budget_keeps_everything() {
+        assert_eq!(budget(history(), 1_000_000), history());
+    }
+
+    #[test]
+    fn the_turn_in_progress_is_kept_even_over_budget() {
+        let kept = budget(history(), 0);
+        assert_eq!(kept, history()[5..].to_vec());
+    }
+
+    #[test]
+    fn calls_and_results_are_dropped_together_and_the_history_starts_with_a_user_message() {
+        let all = history();
+        for max in 0..400 {
+            let kept = budget(all.clone(), max);
+            assert!(matches!(kept[0], Message::User { .. }), "{max}: {kept:?}");
+            let calls: HashSet<&str> = kept
+                .iter()
+                .flat_map(|m| match m {
+                    Message::Assistant { tool_calls, .. } => {
+                        tool_calls.iter().map(|c| c.id.as_str()).collect()
+                    }
+                    _ => Vec::new(),
+                })
+                .collect();
+            for m in &kept {
+                if let Message::ToolResult { call_id, .. } = m {
+                    assert!(calls.contains(call_id.as_str()), "{max}: orphan {call_id}");
+                }
+            }
+            // A suffix of the original, never reordered.
+            assert_eq!(kept[..], all[all.len() - kept.len()..]);
+        }
+        // Somewhere in between, the first user message goes but the rest stays.
+        let mid = budget(all.clone(), 330);
+        assert_eq!(mid.len(), all.len() - 5, "{mid:?}");
+    }
+}
