@@ -208,6 +208,9 @@ pub struct Conversation<M> {
     pipeline: Arc<Pipeline>,
     caller: CallerInfo,
     settings: Settings,
+    /// Maps the model's tool names back to commands (and unwraps `meta_executeCommand`
+    /// into the named command, so the pipeline applies that command's tier).
+    tools: Option<Arc<crate::tools::ToolSet>>,
 }
 
 /// A call the stream began but did not finish.
@@ -276,7 +279,15 @@ impl<M: ChatModel> Conversation<M> {
             pipeline,
             caller,
             settings,
+            tools: None,
         }
+    }
+
+    /// Resolves every call through `tools` before the pipeline sees it. Without it, calls
+    /// reach the pipeline under the model's tool name as they are.
+    pub fn with_tools(mut self, tools: Arc<crate::tools::ToolSet>) -> Conversation<M> {
+        self.tools = Some(tools);
+        self
     }
 
     pub fn chat(&self) -> ChatId {
@@ -577,14 +588,31 @@ impl<M: ChatModel> Conversation<M> {
         cancel: &CancelToken,
     ) -> Result<bool, ConversationError> {
         let mut running = FuturesUnordered::new();
+        let mut done = HashSet::new();
         for call in calls {
             let _ = events.send(TurnEvent::ToolCallRunning {
                 id: call.id.clone(),
             });
-            let pipeline_call = pipeline::ToolCall {
-                id: call.id.clone(),
-                name: call.name.clone(),
-                args: call.arguments.clone(),
+            let pipeline_call = match &self.tools {
+                None => pipeline::ToolCall {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    args: call.arguments.clone(),
+                },
+                Some(tools) => match tools.resolve(call) {
+                    Ok(resolved) => resolved,
+                    // A call that names no command is answered here, like any bad call.
+                    Err(e) => {
+                        done.insert(call.id.clone());
+                        self.append_result(
+                            events,
+                            &call.id,
+                            ResultStatus::Error,
+                            format!("Error: {e}"),
+                        )?;
+                        continue;
+                    }
+                },
             };
             let token = cancel.child();
             running.push(
@@ -592,7 +620,6 @@ impl<M: ChatModel> Conversation<M> {
                     .run_with_cancel(pipeline_call, self.caller.clone(), token),
             );
         }
-        let mut done = HashSet::new();
         loop {
             let next = tokio::select! {
                 biased;

@@ -14,4 +14,5 @@ pub mod chatlog;
 pub mod context;
 pub mod conversation;
 pub mod pipeline;
+pub mod service;
 pub mod tools;

@@ -1,0 +1,686 @@
+//! The chat service: the one object the doors (the desktop app, `sextant serve`) talk to.
+//!
+//! Owns the chats as a door sees them – list, create, rename, delete, the UI history – and
+//! running turns: [`ChatService::send`] builds each turn's prompt (role and docs blocks,
+//! the live state read through the runtime, the essential tools plus discovery), runs
+//! [`Conversation::send`] on a task of its own and publishes what happens as
+//! [`ServiceEvent`]s on one broadcast channel (each carries its chat id and serializes to
+//! JSON, so a door forwards them verbatim). It also owns approvals through the UI: a call
+//! that needs a person publishes [`ServiceEventKind::ApprovalRequested`] and waits for
+//! [`ChatService::approve`], [`ChatService::deny`], [`ChatService::approve_all`], a cancel,
+//! or the approval timeout (then it is denied with "no answer").
+//!
+//! One turn at a time per chat: a second `send` while one runs is refused, because two
+//! turns appending to one log would interleave their calls and results.
+
+use std::collections::HashMap;
+use std::fmt;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use sextant_commands::{Policy, Tier};
+use sextant_providers::{
+    AnthropicClient, AnthropicConfig, ApiKey, Client, OpenAiClient, OpenAiConfig, ProviderError,
+    StopReason,
+};
+use sextant_runtime::RuntimeHandle;
+use tokio::sync::{broadcast, mpsc, oneshot};
+use tokio::task::JoinHandle;
+
+use crate::chatlog::{ChatId, ChatLog, ChatLogError, ChatSummary, UiItem};
+use crate::context::{Envelope, LiveState, SystemContext, DOCS_TEXT};
+use crate::conversation::{
+    Conversation, ConversationError, Prompt, Settings, TurnEnd, TurnEvent, TurnReport,
+};
+use crate::pipeline::{
+    Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
+    ResultStatus, RuntimeExecutor,
+};
+use crate::tools::{ToolSet, ToolsError};
+
+/// How many events a subscriber may fall behind before it misses some (it then gets
+/// `RecvError::Lagged` and should re-read [`ChatService::history`]).
+const EVENT_CAPACITY: usize = 1024;
+
+/// Which wire format the provider speaks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ProviderKind {
+    Anthropic,
+    /// Chat Completions: OpenAI, Ollama, llama.cpp, vLLM, LM Studio, OpenRouter, …
+    OpenaiCompatible,
+}
+
+/// The user's assistant settings. `Debug` never shows the API key.
+#[derive(Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceSettings {
+    pub provider: ProviderKind,
+    /// Anthropic: without `/v1`; OpenAI-compatible: with the version path.
+    pub base_url: String,
+    pub model: String,
+    /// Held in memory only; never serialized, so a door echoing settings cannot leak it.
+    #[serde(skip_serializing, default)]
+    pub api_key: Option<String>,
+    pub auto_approve_edits: bool,
+    pub allow_device_control: bool,
+    /// Spec 20: the docs block in the system prompt.
+    pub docs_block: bool,
+    /// Spec 20: the live state block (project summary, connection status) in every turn.
+    pub live_state: bool,
+    /// How long an approval prompt waits for an answer before the call is denied.
+    pub approval_timeout: Duration,
+}
+
+impl ServiceSettings {
+    pub fn new(
+        provider: ProviderKind,
+        base_url: impl Into<String>,
+        model: impl Into<String>,
+    ) -> Self {
+        ServiceSettings {
+            provider,
+            base_url: base_url.into(),
+            model: model.into(),
+            api_key: None,
+            auto_approve_edits: false,
+            allow_device_control: false,
+            docs_block: true,
+            live_state: true,
+            approval_timeout: Duration::from_secs(300),
+        }
+    }
+
+    fn policy(&self) -> Policy {
+        Policy {
+            auto_approve_edits: self.auto_approve_edits,
+            allow_device_control: self.allow_device_control,
+            non_interactive: false,
+        }
+    }
+
+    fn client(&self) -> Result<Client, ProviderError> {
+        let key = self.api_key.clone().map(ApiKey::new);
+        Ok(match self.provider {
+            ProviderKind::Anthropic => {
+                let mut config = AnthropicConfig::new(key.unwrap_or_else(|| ApiKey::new("")));
+                config.base_url = self.base_url.clone();
+                Client::Anthropic(AnthropicClient::new(config)?)
+            }
+            ProviderKind::OpenaiCompatible => {
+                Client::OpenAi(OpenAiClient::new(OpenAiConfig::new(&self.base_url, key))?)
+            }
+        })
+    }
+}
+
+impl fmt::Debug for ServiceSettings {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ServiceSettings")
+            .field("provider", &self.provider)
+            .field("base_url", &self.base_url)
+            .field("model", &self.model)
+            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
+            .field("auto_approve_edits", &self.auto_approve_edits)
+            .field("allow_device_control", &self.allow_device_control)
+            .field("docs_block", &self.docs_block)
+            .field("live_state", &self.live_state)
+            .field("approval_timeout", &self.approval_timeout)
+            .finish()
+    }
+}
+
+/// One event of one chat, as doors forward it.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct ServiceEvent {
+    pub chat: ChatId,
+    #[serde(flatten)]
+    pub kind: ServiceEventKind,
+}
+
+/// What happened. Mirrors [`TurnEvent`] plus the approval prompts.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+#[serde(
+    tag = "type",
+    rename_all = "camelCase",
+    rename_all_fields = "camelCase"
+)]
+pub enum ServiceEventKind {
+    TextDelta {
+        text: String,
+    },
+    ToolCallStarted {
+        id: String,
+        name: String,
+    },
+    ToolCallPending {
+        id: String,
+        name: String,
+        args: Value,
+    },
+    ToolCallRunning {
+        id: String,
+    },
+    ToolCallDone {
+        id: String,
+        status: ResultStatus,
+        content: String,
+    },
+    Usage {
+        input_tokens: u64,
+        output_tokens: u64,
+        cache_read_tokens: u64,
+        cache_creation_tokens: u64,
+    },
+    /// A call waits for the person: answer with approve / deny / approveAll.
+    ApprovalRequested {
+        call_id: String,
+        name: String,
+        args: Value,
+        tier: Option<Tier>,
+    },
+    /// The prompt is closed (answered, timed out or cancelled).
+    ApprovalResolved {
+        call_id: String,
+        approved: bool,
+    },
+    /// Always the last event of a turn; a new `send` is accepted from here on.
+    TurnEnded {
+        /// `finished`, `toolCallLimit`, `cancelled` or `failed`.
+        end: &'static str,
+        /// The stop reason, the call limit or the failure, as text.
+        detail: Option<String>,
+    },
+}
+
+impl ServiceEventKind {
+    fn from_turn(event: TurnEvent) -> Option<ServiceEventKind> {
+        Some(match event {
+            TurnEvent::TextDelta(text) => ServiceEventKind::TextDelta { text },
+            TurnEvent::ToolCallStarted { id, name } => {
+                ServiceEventKind::ToolCallStarted { id, name }
+            }
+            TurnEvent::ToolCallPending { id, name, args } => {
+                ServiceEventKind::ToolCallPending { id, name, args }
+            }
+            TurnEvent::ToolCallRunning { id } => ServiceEventKind::ToolCallRunning { id },
+            TurnEvent::ToolCallDone {
+                id,
+                status,
+                content,
+            } => ServiceEventKind::ToolCallDone {
+                id,
+                status,
+                content,
+            },
+            TurnEvent::Usage(u) => ServiceEventKind::Usage {
+                input_tokens: u.input_tokens,
+                output_tokens: u.output_tokens,
+                cache_read_tokens: u.cache_read_tokens,
+                cache_creation_tokens: u.cache_creation_tokens,
+            },
+            // The service publishes the end itself, after the chat is free again.
+            TurnEvent::Ended(_) => return None,
+        })
+    }
+
+    fn ended(end: &TurnEnd) -> ServiceEventKind {
+        let (end, detail) = match end {
+            TurnEnd::Finished { stop } => ("finished", Some(stop_text(stop))),
+            TurnEnd::ToolCallLimit { limit } => ("toolCallLimit", Some(limit.to_string())),
+            TurnEnd::Cancelled => ("cancelled", None),
+            TurnEnd::Failed { message } => ("failed", Some(message.clone())),
+        };
+        ServiceEventKind::TurnEnded { end, detail }
+    }
+}
+
+fn stop_text(stop: &StopReason) -> String {
+    match stop {
+        StopReason::EndTurn => "end_turn".into(),
+        StopReason::MaxTokens => "max_tokens".into(),
+        StopReason::ToolUse => "tool_use".into(),
+        StopReason::StopSequence => "stop_sequence".into(),
+        StopReason::Refusal => "refusal".into(),
+        StopReason::Other(other) => other.clone(),
+    }
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ServiceError {
+    #[error("chat log: {0}")]
+    Log(#[from] ChatLogError),
+    #[error("chat {0} already has a turn running; wait for it to end or cancel it")]
+    TurnRunning(ChatId),
+    #[error("no approval is pending for call `{0}` (already answered, timed out or cancelled)")]
+    NoPendingApproval(String),
+    #[error("could not set up the provider client: {0}; check the provider settings")]
+    Provider(#[from] ProviderError),
+    #[error("could not build the tool list: {0}")]
+    Tools(#[from] ToolsError),
+    #[error(transparent)]
+    Conversation(#[from] ConversationError),
+    #[error("the turn of chat {0} stopped unexpectedly (its task panicked or was aborted)")]
+    TurnAborted(ChatId),
+}
+
+/// A running turn, returned by [`ChatService::send`]. Dropping it does not stop the turn.
+pub struct TurnHandle {
+    chat: ChatId,
+    task: JoinHandle<Result<TurnReport, ConversationError>>,
+}
+
+impl TurnHandle {
+    pub fn chat(&self) -> ChatId {
+        self.chat
+    }
+
+    /// Waits for the turn to end.
+    pub async fn wait(self) -> Result<TurnReport, ServiceError> {
+        match self.task.await {
+            Ok(result) => Ok(result?),
+            Err(_) => Err(ServiceError::TurnAborted(self.chat)),
+        }
+    }
+}
+
+/// What the service keeps about a running turn.
+struct RunningTurn {
+    cancel: CancelToken,
+    /// Set by `approve_all`: the rest of this turn's Confirm calls need no prompt.
+    approve_confirm: Arc<AtomicBool>,
+}
+
+struct PendingApproval {
+    chat: ChatId,
+    tier: Option<Tier>,
+    answer: oneshot::Sender<Approval>,
+}
+
+struct Inner {
+    log: Arc<Mutex<ChatLog>>,
+    runtime: RuntimeHandle,
+    settings: Mutex<ServiceSettings>,
+    events: broadcast::Sender<ServiceEvent>,
+    turns: Mutex<HashMap<ChatId, RunningTurn>>,
+    pending: Mutex<HashMap<String, PendingApproval>>,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    // Every critical section here is a map update or a log append (a transaction): a panic
+    // elsewhere cannot leave them half-done.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+impl Inner {
+    fn publish(&self, chat: ChatId, kind: ServiceEventKind) {
+        // No subscriber is fine: the log has everything.
+        let _ = self.events.send(ServiceEvent { chat, kind });
+    }
+
+    /// Answers a pending prompt; `false` when there was none.
+    fn answer(&self, call_id: &str, approval: Approval) -> bool {
+        let Some(pending) = lock(&self.pending).remove(call_id) else {
+            return false;
+        };
+        let approved = !matches!(approval, Approval::Denied(_));
+        // The asking call may have been dropped (cancel) in between; then nobody waits.
+        let _ = pending.answer.send(approval);
+        self.publish(
+            pending.chat,
+            ServiceEventKind::ApprovalResolved {
+                call_id: call_id.to_string(),
+                approved,
+            },
+        );
+        true
+    }
+
+    fn deny_all(&self, chat: ChatId, reason: &str) {
+        let ids: Vec<String> = lock(&self.pending)
+            .iter()
+            .filter(|(_, p)| p.chat == chat)
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.answer(&id, Approval::Denied(Some(reason.to_string())));
+        }
+    }
+}
+
+/// The approver of one turn: asks through the service's events.
+struct UiApprover {
+    inner: Arc<Inner>,
+    chat: ChatId,
+    approve_confirm: Arc<AtomicBool>,
+    timeout: Duration,
+}
+
+impl Approver for UiApprover {
+    fn ask<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        _request: &'a AskRequest,
+    ) -> BoxFuture<'a, Approval> {
+        Box::pin(async move {
+            // "Approve all" is consent to this turn's project edits only: device control
+            // and destructive steps are asked about one by one, always.
+            if ctx.tier() == Some(Tier::Confirm) && self.approve_confirm.load(Ordering::SeqCst) {
+                return Approval::AllowedOnce;
+            }
+            let (tx, rx) = oneshot::channel();
+            lock(&self.inner.pending).insert(
+                ctx.id().to_string(),
+                PendingApproval {
+                    chat: self.chat,
+                    tier: ctx.tier(),
+                    answer: tx,
+                },
+            );
+            let guard = ScopedPending {
+                inner: &self.inner,
+                chat: self.chat,
+                call_id: ctx.id().to_string(),
+            };
+            self.inner.publish(
+                self.chat,
+                ServiceEventKind::ApprovalRequested {
+                    call_id: ctx.id().to_string(),
+                    name: ctx.name().to_string(),
+                    args: ctx.args().clone(),
+                    tier: ctx.tier(),
+                },
+            );
+            let answer = match tokio::time::timeout(self.timeout, rx).await {
+                Ok(Ok(answer)) => answer,
+                Ok(Err(_)) => Approval::Denied(Some("the approval prompt was closed".into())),
+                Err(_) => Approval::Denied(Some("no answer".into())),
+            };
+            drop(guard);
+            answer
+        })
+    }
+}
+
+/// Removes a prompt nobody answered when the asking call goes away (cancel, timeout) and
+/// tells the UI to close it.
+struct ScopedPending<'a> {
+    inner: &'a Inner,
+    chat: ChatId,
+    call_id: String,
+}
+
+impl Drop for ScopedPending<'_> {
+    fn drop(&mut self) {
+        if lock(&self.inner.pending).remove(&self.call_id).is_some() {
+            self.inner.publish(
+                self.chat,
+                ServiceEventKind::ApprovalResolved {
+                    call_id: self.call_id.clone(),
+                    approved: false,
+                },
+            );
+        }
+    }
+}
+
+/// The chat service; cheap to clone (all clones share the chats and turns).
+#[derive(Clone)]
+pub struct ChatService {
+    inner: Arc<Inner>,
+}
+
+impl ChatService {
+    /// Opens (or creates) the chat database at `db_path`.
+    pub fn open(
+        db_path: impl AsRef<Path>,
+        runtime: RuntimeHandle,
+        settings: ServiceSettings,
+    ) -> Result<ChatService, ServiceError> {
+        let log = ChatLog::open(db_path)?;
+        let (events, _) = broadcast::channel(EVENT_CAPACITY);
+        Ok(ChatService {
+            inner: Arc::new(Inner {
+                log: Arc::new(Mutex::new(log)),
+                runtime,
+                settings: Mutex::new(settings),
+                events,
+                turns: Mutex::new(HashMap::new()),
+                pending: Mutex::new(HashMap::new()),
+            }),
+        })
+    }
+
+    /// Every chat's events, each with its chat id.
+    pub fn subscribe(&self) -> broadcast::Receiver<ServiceEvent> {
+        self.inner.events.subscribe()
+    }
+
+    pub fn settings(&self) -> ServiceSettings {
+        lock(&self.inner.settings).clone()
+    }
+
+    /// Takes effect from the next turn; a running turn keeps the settings it started with.
+    pub fn set_settings(&self, settings: ServiceSettings) {
+        *lock(&self.inner.settings) = settings;
+    }
+
+    pub fn list_chats(&self) -> Result<Vec<ChatSummary>, ServiceError> {
+        Ok(lock(&self.inner.log).list_chats()?)
+    }
+
+    pub fn create_chat(&self, title: &str) -> Result<ChatId, ServiceError> {
+        Ok(lock(&self.inner.log).create_chat(title)?)
+    }
+
+    pub fn rename_chat(&self, chat: ChatId, title: &str) -> Result<(), ServiceError> {
+        Ok(lock(&self.inner.log).rename_chat(chat, title)?)
+    }
+
+    /// Deletes a chat; refused while it has a turn running.
+    pub fn delete_chat(&self, chat: ChatId) -> Result<(), ServiceError> {
+        if lock(&self.inner.turns).contains_key(&chat) {
+            return Err(ServiceError::TurnRunning(chat));
+        }
+        Ok(lock(&self.inner.log).delete_chat(chat)?)
+    }
+
+    /// The chat as the UI shows it, folded afresh from the log.
+    pub fn history(&self, chat: ChatId) -> Result<Vec<UiItem>, ServiceError> {
+        Ok(lock(&self.inner.log).fold(chat)?.ui)
+    }
+
+    /// Whether `chat` has a turn running.
+    pub fn is_running(&self, chat: ChatId) -> bool {
+        lock(&self.inner.turns).contains_key(&chat)
+    }
+
+    /// Starts a turn for the user's `text`. Its events go to the subscribers ([`subscribe`](Self::subscribe));
+    /// the last one is `turnEnded`.
+    pub async fn send(&self, chat: ChatId, text: &str) -> Result<TurnHandle, ServiceError> {
+        lock(&self.inner.log).chat(chat)?;
+        let settings = self.settings();
+        let cancel = CancelToken::new();
+        let approve_confirm = Arc::new(AtomicBool::new(false));
+        {
+            let mut turns = lock(&self.inner.turns);
+            if turns.contains_key(&chat) {
+                return Err(ServiceError::TurnRunning(chat));
+            }
+            turns.insert(
+                chat,
+                RunningTurn {
+                    cancel: cancel.clone(),
+                    approve_confirm: approve_confirm.clone(),
+                },
+            );
+        }
+        // Frees the chat again if preparing fails or this future is dropped.
+        let slot = TurnSlot {
+            inner: &self.inner,
+            chat,
+        };
+        let (conversation, prompt) = self.prepare(chat, &settings, approve_confirm).await?;
+        // From here the turn's task owns the chat's entry and frees it when it ends.
+        std::mem::forget(slot);
+        let inner = self.inner.clone();
+        let text = text.to_string();
+        let task = tokio::spawn(run_turn(inner, chat, conversation, prompt, text, cancel));
+        Ok(TurnHandle { chat, task })
+    }
+
+    async fn prepare(
+        &self,
+        chat: ChatId,
+        settings: &ServiceSettings,
+        approve_confirm: Arc<AtomicBool>,
+    ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
+        let runtime = &self.inner.runtime;
+        let live = if settings.live_state {
+            // A turn without the live state is still useful; the model can read it itself.
+            match LiveState::fetch(runtime).await {
+                Ok(live) => Some(live),
+                Err(e) => {
+                    tracing::warn!(chat, error = %e, "live state left out of the prompt");
+                    None
+                }
+            }
+        } else {
+            None
+        };
+        let context = SystemContext {
+            docs: settings.docs_block.then(|| DOCS_TEXT.to_string()),
+            live,
+            ..SystemContext::default()
+        };
+        let tools = ToolSet::new(runtime.specs())?;
+        let prompt = Prompt::new(
+            context.blocks(&Envelope::random()),
+            tools.definitions().to_vec(),
+        );
+        let approver = UiApprover {
+            inner: self.inner.clone(),
+            chat,
+            approve_confirm,
+            timeout: settings.approval_timeout,
+        };
+        let pipeline = Pipeline::new(RuntimeExecutor::new(runtime.clone()))
+            .approver(approver)
+            .with_safety_tiers(runtime.clone());
+        let conversation = Conversation::new(
+            settings.client()?,
+            self.inner.log.clone(),
+            chat,
+            Arc::new(pipeline),
+            CallerInfo::assistant(settings.policy()),
+            Settings::new(settings.model.clone()),
+        )
+        .with_tools(Arc::new(tools));
+        Ok((conversation, prompt))
+    }
+
+    /// Approves one pending call.
+    pub fn approve(&self, call_id: &str) -> Result<(), ServiceError> {
+        if self.inner.answer(call_id, Approval::AllowedOnce) {
+            Ok(())
+        } else {
+            Err(ServiceError::NoPendingApproval(call_id.to_string()))
+        }
+    }
+
+    /// Denies one pending call; the model reads `reason` in the call's `Error:` result.
+    pub fn deny(&self, call_id: &str, reason: &str) -> Result<(), ServiceError> {
+        if self
+            .inner
+            .answer(call_id, Approval::Denied(Some(reason.to_string())))
+        {
+            Ok(())
+        } else {
+            Err(ServiceError::NoPendingApproval(call_id.to_string()))
+        }
+    }
+
+    /// Approves every pending Confirm-tier call of `chat` and the rest of the running
+    /// turn's Confirm calls. DeviceGated and AlwaysConfirm calls still ask one by one.
+    /// Without a running turn there is nothing to approve and nothing happens.
+    pub fn approve_all(&self, chat: ChatId) -> Result<(), ServiceError> {
+        match lock(&self.inner.turns).get(&chat) {
+            Some(turn) => turn.approve_confirm.store(true, Ordering::SeqCst),
+            None => return Ok(()),
+        }
+        let ids: Vec<String> = lock(&self.inner.pending)
+            .iter()
+            .filter(|(_, p)| p.chat == chat && p.tier == Some(Tier::Confirm))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for id in ids {
+            self.inner.answer(&id, Approval::AllowedOnce);
+        }
+        Ok(())
+    }
+
+    /// Stops the chat's running turn (no-op without one). Every logged call gets a result.
+    pub fn cancel(&self, chat: ChatId) {
+        if let Some(turn) = lock(&self.inner.turns).get(&chat) {
+            turn.cancel.cancel();
+        }
+        self.inner.deny_all(chat, "cancelled");
+    }
+}
+
+async fn run_turn(
+    inner: Arc<Inner>,
+    chat: ChatId,
+    conversation: Conversation<Client>,
+    prompt: Prompt,
+    text: String,
+    cancel: CancelToken,
+) -> Result<TurnReport, ConversationError> {
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let forward = {
+        let inner = inner.clone();
+        tokio::spawn(async move {
+            while let Some(event) = rx.recv().await {
+                if let Some(kind) = ServiceEventKind::from_turn(event) {
+                    inner.publish(chat, kind);
+                }
+            }
+        })
+    };
+    // Frees the chat even if the conversation panics.
+    let slot = TurnSlot {
+        inner: &inner,
+        chat,
+    };
+    let result = conversation.send(&text, &prompt, &tx, &cancel).await;
+    drop(tx);
+    let _ = forward.await;
+    // Free the chat before announcing the end, so a door may send again on `turnEnded`.
+    drop(slot);
+    inner.deny_all(chat, "the turn ended");
+    let end = match &result {
+        Ok(report) => report.end.clone(),
+        Err(e) => TurnEnd::Failed {
+            message: e.to_string(),
+        },
+    };
+    inner.publish(chat, ServiceEventKind::ended(&end));
+    result
+}
+
+/// A running turn's entry in the service; removed when the turn's task ends, however.
+struct TurnSlot<'a> {
+    inner: &'a Inner,
+    chat: ChatId,
+}
+
+impl Drop for TurnSlot<'_> {
+    fn drop(&mut self) {
+        lock(&self.inner.turns).remove(&self.chat);
+    }
+}

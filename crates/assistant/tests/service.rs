@@ -1,0 +1,444 @@
+//! The chat service end to end: the providers crate's scripted server as the model
+//! (transcripts in fixtures/providers/service) and a real spawned runtime.
+
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sextant_assistant::chatlog::{ChatId, Event};
+use sextant_assistant::pipeline::ResultStatus;
+use sextant_assistant::service::{
+    ChatService, ProviderKind, ServiceError, ServiceEvent, ServiceEventKind, ServiceSettings,
+};
+use sextant_commands::{Policy, Tier};
+use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
+use sextant_runtime::{Caller, Runtime, RuntimeHandle, Workspace};
+use sextant_telemetry::project::{Project, Source};
+use tokio::sync::broadcast;
+
+// ---- harness ----------------------------------------------------------------------------
+
+fn script(name: &str) -> Script {
+    Script::load(&fixtures_dir().join("service").join(format!("{name}.json")))
+}
+
+struct Setup {
+    dir: tempfile::TempDir,
+    server: ScriptServer,
+    runtime: RuntimeHandle,
+    service: ChatService,
+    events: broadcast::Receiver<ServiceEvent>,
+    chat: ChatId,
+}
+
+fn settings(server: &ScriptServer) -> ServiceSettings {
+    let mut settings = ServiceSettings::new(ProviderKind::Anthropic, server.url(), "claude-test");
+    settings.api_key = Some("sk-ant-test".into());
+    settings
+}
+
+async fn setup(script: Script, tweak: impl FnOnce(&mut ServiceSettings)) -> Setup {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(script).await;
+    // One source, so a dataset the model adds has something to feed it.
+    let project = Project {
+        sources: vec![Source::default()],
+        ..Project::default()
+    };
+    let runtime = Runtime::new(Workspace::new(project)).spawn(None);
+    let mut s = settings(&server);
+    tweak(&mut s);
+    let service = ChatService::open(dir.path().join("chats.sqlite"), runtime.clone(), s).unwrap();
+    let events = service.subscribe();
+    let chat = service.create_chat("test").unwrap();
+    Setup {
+        dir,
+        server,
+        runtime,
+        service,
+        events,
+        chat,
+    }
+}
+
+async fn next(events: &mut broadcast::Receiver<ServiceEvent>) -> ServiceEvent {
+    tokio::time::timeout(Duration::from_secs(20), events.recv())
+        .await
+        .expect("an event within 20 s")
+        .expect("no lag")
+}
+
+/// Runs until the turn ends, answering every approval prompt with `answer`; returns every
+/// event seen.
+async fn drive(
+    events: &mut broadcast::Receiver<ServiceEvent>,
+    mut answer: impl FnMut(&ServiceEventKind),
+) -> Vec<ServiceEventKind> {
+    let mut seen = Vec::new();
+    loop {
+        let event = next(events).await;
+        answer(&event.kind);
+        let end = matches!(event.kind, ServiceEventKind::TurnEnded { .. });
+        seen.push(event.kind);
+        if end {
+            return seen;
+        }
+    }
+}
+
+fn asked(seen: &[ServiceEventKind]) -> Vec<(String, Option<Tier>)> {
+    seen.iter()
+        .filter_map(|e| match e {
+            ServiceEventKind::ApprovalRequested { call_id, tier, .. } => {
+                Some((call_id.clone(), *tier))
+            }
+            _ => None,
+        })
+        .collect()
+}
+
+fn done(seen: &[ServiceEventKind], id: &str) -> (ResultStatus, String) {
+    seen.iter()
+        .find_map(|e| match e {
+            ServiceEventKind::ToolCallDone {
+                id: i,
+                status,
+                content,
+            } if i == id => Some((*status, content.clone())),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("no result for {id}: {seen:#?}"))
+}
+
+async fn ui_call(runtime: &RuntimeHandle, command: &str) -> Value {
+    runtime
+        .call(Caller::Ui, command, json!({}), Policy::default())
+        .await
+        .unwrap()
+}
+
+// ---- tests ------------------------------------------------------------------------------
+
+#[tokio::test]
+async fn the_model_builds_a_gauge_through_approved_tool_calls() {
+    let mut s = setup(script("anthropic_gauge"), |_| {}).await;
+    let turn = s
+        .service
+        .send(s.chat, "Show the RPM as a gauge")
+        .await
+        .unwrap();
+    let service = s.service.clone();
+    let seen = drive(&mut s.events, |e| {
+        if let ServiceEventKind::ApprovalRequested { call_id, .. } = e {
+            service.approve(call_id).unwrap();
+        }
+    })
+    .await;
+    let report = turn.wait().await.unwrap();
+    assert_eq!((report.requests, report.tool_calls), (3, 2));
+    assert_eq!(
+        asked(&seen),
+        vec![
+            ("toolu_g1".to_string(), Some(Tier::Confirm)),
+            ("toolu_g2".to_string(), Some(Tier::Confirm))
+        ]
+    );
+    for id in ["toolu_g1", "toolu_g2"] {
+        let (status, content) = done(&seen, id);
+        assert_eq!(status, ResultStatus::Ok, "{content}");
+    }
+    assert!(
+        matches!(
+            seen.last(),
+            Some(ServiceEventKind::TurnEnded {
+                end: "finished",
+                ..
+            })
+        ),
+        "{seen:?}"
+    );
+
+    let project = ui_call(&s.runtime, "project.get").await;
+    let group = &project["groups"][0];
+    assert_eq!(group["title"], json!("Engine"));
+    assert_eq!(group["datasets"][0]["title"], json!("RPM"));
+    assert_eq!(group["datasets"][0]["widget"], json!("gauge"));
+    let checkpoints = ui_call(&s.runtime, "assistant.listCheckpoints").await;
+    let labels: Vec<&str> = checkpoints
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|c| c["label"].as_str())
+        .collect();
+    assert!(labels.contains(&"before project.group.add"), "{labels:?}");
+    assert!(labels.contains(&"before project.dataset.add"), "{labels:?}");
+
+    // The prompt: role, docs and live state blocks; the essential tools plus discovery.
+    let first = s.server.requests()[0].json();
+    let system = first["system"].to_string();
+    assert!(system.contains("Live state"), "{system}");
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    for tool in [
+        "project_group_add",
+        "project_dataset_add",
+        "meta_executeCommand",
+    ] {
+        assert!(tools.contains(&tool), "{tools:?}");
+    }
+
+    // Events are JSON a door forwards verbatim.
+    let wire = serde_json::to_value(ServiceEvent {
+        chat: s.chat,
+        kind: seen[seen.len() - 1].clone(),
+    })
+    .unwrap();
+    assert_eq!(wire["type"], json!("turnEnded"));
+    assert_eq!(wire["chat"], json!(s.chat));
+}
+
+#[tokio::test]
+async fn a_denial_becomes_an_error_result_the_next_request_carries() {
+    let mut s = setup(script("anthropic_one_edit"), |_| {}).await;
+    let turn = s.service.send(s.chat, "Add a group").await.unwrap();
+    let service = s.service.clone();
+    let seen = drive(&mut s.events, |e| {
+        if let ServiceEventKind::ApprovalRequested { call_id, .. } = e {
+            service.deny(call_id, "not now").unwrap();
+        }
+    })
+    .await;
+    turn.wait().await.unwrap();
+    let (status, content) = done(&seen, "toolu_d1");
+    assert_eq!(status, ResultStatus::Denied);
+    assert!(
+        content.starts_with("Error:") && content.contains("not now"),
+        "{content}"
+    );
+    assert_eq!(
+        ui_call(&s.runtime, "project.get").await["groups"],
+        json!([])
+    );
+
+    let requests = s.server.requests();
+    assert_eq!(requests.len(), 2);
+    let result = requests[1].json()["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == json!("tool_result"))
+        .expect("the denied call's result in the second request");
+    assert_eq!(result["tool_use_id"], json!("toolu_d1"));
+    assert_eq!(result["is_error"], json!(true));
+    assert!(result["content"].to_string().contains("Error:"), "{result}");
+}
+
+#[tokio::test]
+async fn nobody_answering_denies_with_no_answer() {
+    let mut s = setup(script("anthropic_one_edit"), |s| {
+        s.approval_timeout = Duration::from_millis(100)
+    })
+    .await;
+    let turn = s.service.send(s.chat, "Add a group").await.unwrap();
+    let seen = drive(&mut s.events, |_| {}).await;
+    turn.wait().await.unwrap();
+    let (status, content) = done(&seen, "toolu_d1");
+    assert_eq!(status, ResultStatus::Denied);
+    assert!(content.contains("no answer"), "{content}");
+    assert!(seen.contains(&ServiceEventKind::ApprovalResolved {
+        call_id: "toolu_d1".into(),
+        approved: false
+    }));
+}
+
+/// Runs the approve-all script, approving all at the first prompt and denying any other.
+async fn approve_all_turn(allow_device_control: bool) -> Vec<ServiceEventKind> {
+    let mut s = setup(script("anthropic_approve_all"), |s| {
+        s.allow_device_control = allow_device_control
+    })
+    .await;
+    let turn = s.service.send(s.chat, "Two groups and fire").await.unwrap();
+    let service = s.service.clone();
+    let chat = s.chat;
+    let seen = drive(&mut s.events, |e| {
+        if let ServiceEventKind::ApprovalRequested { call_id, .. } = e {
+            if call_id == "toolu_a1" {
+                service.approve_all(chat).unwrap();
+            } else {
+                service.deny(call_id, "not the device").unwrap();
+            }
+        }
+    })
+    .await;
+    turn.wait().await.unwrap();
+    let titles: Vec<Value> = ui_call(&s.runtime, "project.get").await["groups"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|g| g["title"].clone())
+        .collect();
+    assert_eq!(titles, vec![json!("One"), json!("Two")]);
+    seen
+}
+
+#[tokio::test]
+async fn approve_all_covers_the_turns_edits_but_device_control_still_asks() {
+    let seen = approve_all_turn(true).await;
+    assert_eq!(
+        asked(&seen),
+        vec![
+            ("toolu_a1".to_string(), Some(Tier::Confirm)),
+            ("toolu_a3".to_string(), Some(Tier::DeviceGated))
+        ]
+    );
+    assert_eq!(done(&seen, "toolu_a2").0, ResultStatus::Ok);
+    let (status, content) = done(&seen, "toolu_a3");
+    assert_eq!(status, ResultStatus::Denied);
+    assert!(content.contains("not the device"), "{content}");
+}
+
+#[tokio::test]
+async fn approve_all_never_lets_device_control_through_when_it_is_off() {
+    let seen = approve_all_turn(false).await;
+    assert_eq!(
+        asked(&seen),
+        vec![("toolu_a1".to_string(), Some(Tier::Confirm))]
+    );
+    assert_eq!(done(&seen, "toolu_a2").0, ResultStatus::Ok);
+    let (status, content) = done(&seen, "toolu_a3");
+    assert_eq!(status, ResultStatus::Denied, "{content}");
+}
+
+#[tokio::test]
+async fn chats_survive_reopening_the_service() {
+    let mut s = setup(Script::fixture("anthropic_text"), |_| {}).await;
+    s.service.rename_chat(s.chat, "Kept").unwrap();
+    let other = s.service.create_chat("Gone").unwrap();
+    s.service.delete_chat(other).unwrap();
+    s.service
+        .send(s.chat, "Hello")
+        .await
+        .unwrap()
+        .wait()
+        .await
+        .unwrap();
+    drive(&mut s.events, |_| {}).await;
+    let history = s.service.history(s.chat).unwrap();
+    assert!(history.len() >= 2, "{history:?}");
+    let chats = s.service.list_chats().unwrap();
+    assert_eq!(chats.len(), 1);
+    assert_eq!(chats[0].title, "Kept");
+    let path = s.dir.path().join("chats.sqlite");
+    let settings = s.service.settings();
+    drop(s.service);
+
+    let reopened = ChatService::open(&path, s.runtime.clone(), settings).unwrap();
+    assert_eq!(reopened.history(s.chat).unwrap(), history);
+    assert_eq!(reopened.list_chats().unwrap(), chats);
+}
+
+#[tokio::test]
+async fn a_second_send_is_refused_and_cancel_answers_every_call() {
+    let mut s = setup(script("anthropic_one_edit"), |_| {}).await;
+    let turn = s.service.send(s.chat, "Add a group").await.unwrap();
+    // Wait until the call asks; nobody answers it.
+    loop {
+        if let ServiceEventKind::ApprovalRequested { .. } = next(&mut s.events).await.kind {
+            break;
+        }
+    }
+    assert!(s.service.is_running(s.chat));
+    let refused = s.service.send(s.chat, "And another").await;
+    assert!(
+        matches!(refused, Err(ServiceError::TurnRunning(c)) if c == s.chat),
+        "{:?}",
+        refused.err()
+    );
+    s.service.cancel(s.chat);
+    let seen = drive(&mut s.events, |_| {}).await;
+    assert!(
+        matches!(
+            seen.last(),
+            Some(ServiceEventKind::TurnEnded {
+                end: "cancelled",
+                ..
+            })
+        ),
+        "{seen:?}"
+    );
+    turn.wait().await.unwrap();
+    assert!(!s.service.is_running(s.chat));
+
+    // Every logged call has a logged result.
+    let log = sextant_assistant::chatlog::ChatLog::open(s.dir.path().join("chats.sqlite")).unwrap();
+    let events: Vec<Event> = log
+        .events(s.chat)
+        .unwrap()
+        .into_iter()
+        .map(|e| e.event)
+        .collect();
+    let calls: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(calls, vec!["toolu_d1"]);
+    for id in calls {
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, Event::ToolResult { id: r, .. } if r == id)),
+            "{events:#?}"
+        );
+    }
+    assert_eq!(
+        ui_call(&s.runtime, "project.get").await["groups"],
+        json!([])
+    );
+    // The chat is free again.
+    assert!(s.service.send(s.chat, "again").await.is_ok());
+}
+
+#[test]
+fn settings_debug_never_shows_the_key() {
+    let mut settings = ServiceSettings::new(ProviderKind::OpenaiCompatible, "http://x/v1", "m");
+    settings.api_key = Some("sk-secret-123".into());
+    let debug = format!("{settings:?}");
+    assert!(
+        !debug.contains("sk-secret-123") && debug.contains("redacted"),
+        "{debug}"
+    );
+    let json = serde_json::to_string(&settings).unwrap();
+    assert!(!json.contains("sk-secret-123"), "{json}");
+}
+
+#[tokio::test]
+async fn a_command_run_through_execute_command_asks_under_its_own_tier() {
+    let mut s = setup(script("anthropic_execute_command"), |_| {}).await;
+    let turn = s.service.send(s.chat, "Rename the project").await.unwrap();
+    let service = s.service.clone();
+    let seen = drive(&mut s.events, |e| {
+        if let ServiceEventKind::ApprovalRequested { call_id, name, .. } = e {
+            // The person is asked about the named command, not the wrapper.
+            assert_eq!(name, "project.setTitle");
+            service.approve(call_id).unwrap();
+        }
+    })
+    .await;
+    turn.wait().await.unwrap();
+    assert!(seen
+        .iter()
+        .any(|e| matches!(e, ServiceEventKind::ApprovalRequested { .. })));
+    let (status, content) = done(&seen, "toolu_d1");
+    assert_eq!(status, ResultStatus::Ok, "{content}");
+    assert_eq!(
+        ui_call(&s.runtime, "project.get").await["title"],
+        json!("Via execute")
+    );
+}
