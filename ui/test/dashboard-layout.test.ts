@@ -102,3 +102,24 @@ describe("settle", () => {
     expect(tiles[1].y).toBe(0); // input untouched
   });
 });
+
+describe("tile views", () => {
+  const project: any = {
+    groups: [{ id: "g", title: "G", widget: "none", datasets: [{ id: "v", title: "Vibration", widget: "gauge", graph: true, fft: true }] }],
+  };
+  it("a tile naming a view shows that view, whatever its position", () => {
+    const ws: any = { id: "w", title: "W", tiles: [{ dataset: "v", view: "fft", x: 0, y: 0, w: 3, h: 3 }, { dataset: "v", view: "widget", x: 3, y: 0, w: 3, h: 3 }] };
+    expect(resolveTiles(ws, project).map((t) => t.kind)).toEqual(["fft", "gauge"]);
+  });
+  it("tiles without a view keep the n-th view rule", () => {
+    const ws: any = { id: "w", title: "W", tiles: [{ dataset: "v", x: 0, y: 0, w: 3, h: 3 }, { dataset: "v", x: 3, y: 0, w: 3, h: 3 }] };
+    expect(resolveTiles(ws, project).map((t) => t.kind)).toEqual(["gauge", "plot"]);
+  });
+  it("the automatic layout names each view and keeps it when saved", () => {
+    const tiles = autoTiles(project);
+    expect(tiles.map((t) => t.view)).toEqual(["widget", "plot", "fft"]);
+    expect(tiles.map((t) => plainTile(t).view)).toEqual(["widget", "plot", "fft"]);
+    const ws: any = { id: "w", title: "W", tiles: tiles.reverse() };
+    expect(resolveTiles(ws, project).map((t) => t.kind)).toEqual(["fft", "plot", "gauge"]);
+  });
+});

@@ -6,8 +6,8 @@
 
 use sextant_telemetry::project::{
     AlarmBand, Connection, Dataset, DatasetWidget, Group, GroupWidget, ParserConfig, Project, Role,
-    Severity, SimChannel, SimulatorSettings, Source, Tile, Transform, TransformLanguage, Waveform,
-    Workspace,
+    Severity, SimChannel, SimulatorSettings, Source, Tile, TileView, Transform, TransformLanguage,
+    Waveform, Workspace,
 };
 
 /// A seeded xorshift generator: fast, reproducible, no dependencies.
@@ -301,7 +301,10 @@ pub fn demo_project() -> Project {
                     tile(Some("grp-1"), None, (8, 0, 4, 4)),
                     tile(None, Some("ds-1"), (0, 4, 3, 4)),
                     tile(None, Some("ds-2"), (3, 4, 3, 4)),
-                    tile(None, Some("ds-5"), (6, 4, 6, 4)),
+                    Tile {
+                        view: Some(TileView::Fft),
+                        ..tile(None, Some("ds-5"), (6, 4, 6, 4))
+                    },
                 ],
                 extra: Default::default(),
             },
@@ -325,6 +328,7 @@ fn tile(group: Option<&str>, dataset: Option<&str>, (x, y, w, h): (u32, u32, u32
     Tile {
         group: group.map(Into::into),
         dataset: dataset.map(Into::into),
+        view: None,
         x,
         y,
         w,

@@ -1,6 +1,6 @@
 /** Workspace layout: which widget a tile shows, the automatic layout for projects without
  *  workspaces, and grid moves/resizes. Pure, so it is tested without a browser. */
-import type { Dataset, Group, Project, Tile, WidgetKind, Workspace } from "./model";
+import type { Dataset, Group, Project, Tile, TileView, WidgetKind, Workspace } from "./model";
 
 export const COLS = 12;
 
@@ -37,8 +37,8 @@ export function groupKind(g: Group): WidgetKind {
 }
 
 /** Every view a dataset asks for, in a fixed order: its widget, its graph, FFT, LED.
- *  A workspace tile only names the dataset, so the n-th tile of a dataset in a workspace
- *  shows its n-th view – the automatic layout emits them in this order. */
+ *  A tile says which one with `view`; an older tile without it shows the n-th view for the
+ *  dataset's n-th tile in a workspace. */
 export function datasetViews(d: Dataset): WidgetKind[] {
   const out: WidgetKind[] = [];
   if (d.widget && d.widget !== "none") out.push(d.widget);
@@ -57,10 +57,10 @@ const SIZE: Record<WidgetKind, [number, number]> = {
 /** Tiles for a project without workspaces: each group with a widget, then each dataset view,
  *  packed row by row into COLS columns. */
 export function autoTiles(p: Project): Tile[] {
-  const items: { group?: string; dataset?: string; kind: WidgetKind }[] = [];
+  const items: { group?: string; dataset?: string; kind: WidgetKind; view?: TileView }[] = [];
   for (const g of p.groups ?? []) if (g.widget && g.widget !== "none") items.push({ group: g.id, kind: groupKind(g) });
   for (const g of p.groups ?? [])
-    for (const d of g.datasets ?? []) for (const kind of datasetViews(d)) items.push({ dataset: d.id, kind });
+    for (const d of g.datasets ?? []) for (const kind of datasetViews(d)) items.push({ dataset: d.id, kind, view: viewOf(d, kind) });
   const tiles: Tile[] = [];
   let x = 0, y = 0, rowH = 0;
   for (const it of items) {
@@ -70,7 +70,7 @@ export function autoTiles(p: Project): Tile[] {
       y += rowH;
       rowH = 0;
     }
-    tiles.push({ ...(it.group ? { group: it.group } : { dataset: it.dataset }), x, y, w, h });
+    tiles.push({ ...(it.group ? { group: it.group } : { dataset: it.dataset, view: it.view }), x, y, w, h });
     x += w;
     rowH = Math.max(rowH, h);
   }
@@ -102,7 +102,8 @@ export function resolveTiles(ws: Workspace, p: Project): TileSpec[] {
       const views = datasetViews(d);
       const n = seen.get(d.id) ?? 0;
       seen.set(d.id, n + 1);
-      const kind = views.length ? views[n % views.length] : "plot";
+      const named = tile.view ? kindOf(d, tile.view) : null;
+      const kind = named ?? (views.length ? views[n % views.length] : "plot");
       out.push({ ...base, kind, title: d.title, datasetRef: d });
     }
   });
@@ -130,7 +131,20 @@ export function plainTile(t: Tile): Tile {
   const out: Tile = { x: t.x, y: t.y, w: t.w, h: t.h };
   if (t.group) out.group = t.group;
   if (t.dataset) out.dataset = t.dataset;
+  if (t.dataset && t.view) out.view = t.view;
   return out;
+}
+
+/** The widget a named view draws for `d`; `widget` without a widget of its own is a plot. */
+export function kindOf(d: Dataset, view: TileView): WidgetKind {
+  if (view === "widget") return d.widget && d.widget !== "none" ? d.widget : "plot";
+  return view;
+}
+
+/** The view name of a widget kind drawn for `d` (inverse of kindOf). */
+export function viewOf(d: Dataset, kind: WidgetKind): TileView {
+  if (kind === "plot" || kind === "fft" || kind === "led") return kind;
+  return d.widget === kind ? "widget" : "plot";
 }
 
 const overlaps = (a: Tile, b: Tile) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;

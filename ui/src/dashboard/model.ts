@@ -32,9 +32,13 @@ export interface Group {
   datasets: Dataset[];
 }
 
+/** Which of a dataset's views a tile shows (the backend's `TileView`). */
+export type TileView = "widget" | "plot" | "fft" | "led";
+
 export interface Tile {
   group?: string | null;
   dataset?: string | null;
+  view?: TileView | null;
   x: number;
   y: number;
   w: number;

@@ -859,10 +859,24 @@ pub struct Workspace {
 pub struct Tile {
     pub group: Option<String>,
     pub dataset: Option<String>,
+    /// Which of a dataset's views the tile shows; absent: the dataset's first view.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub view: Option<TileView>,
     pub x: u32,
     pub y: u32,
     pub w: u32,
     pub h: u32,
+}
+
+/// One of the ways a dataset can be drawn (it may have several: a gauge, a plot, an FFT…).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TileView {
+    /// The dataset's own widget (gauge, bar, compass, meter, clock).
+    Widget,
+    Plot,
+    Fft,
+    Led,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
