@@ -8,7 +8,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use reqwest::header::{HeaderName, HeaderValue, ACCEPT, CONTENT_TYPE};
+use reqwest::header::{HeaderName, HeaderValue};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -70,21 +70,15 @@ impl AnthropicClient {
             url: &url,
             model: &request.model,
         };
-        let response = http::send_with_retries(&self.config.http, &call, || {
-            self.http
-                .post(&url)
-                .headers(headers.clone())
-                .header(CONTENT_TYPE, "application/json")
-                .header(ACCEPT, "text/event-stream")
-                .body(body.clone())
-        })
-        .await?;
-        Ok(stream::event_stream(
-            Box::pin(response.bytes_stream()),
+        stream::post_sse(
+            &self.http,
+            &self.config.http,
+            &call,
+            &headers,
+            body,
             AnthropicDecoder::default(),
-            self.config.http.max_reply_bytes,
-            self.config.http.read_timeout,
-        ))
+        )
+        .await
     }
 
     /// The models this key may use.

@@ -12,7 +12,7 @@
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
 
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue, ACCEPT, AUTHORIZATION, CONTENT_TYPE};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
@@ -80,21 +80,15 @@ impl OpenAiClient {
             url: &url,
             model: &request.model,
         };
-        let response = http::send_with_retries(&self.config.http, &call, || {
-            self.http
-                .post(&url)
-                .headers(headers.clone())
-                .header(CONTENT_TYPE, "application/json")
-                .header(ACCEPT, "text/event-stream")
-                .body(body.clone())
-        })
-        .await?;
-        Ok(stream::event_stream(
-            Box::pin(response.bytes_stream()),
+        stream::post_sse(
+            &self.http,
+            &self.config.http,
+            &call,
+            &headers,
+            body,
             OpenAiDecoder::default(),
-            self.config.http.max_reply_bytes,
-            self.config.http.read_timeout,
-        ))
+        )
+        .await
     }
 
     /// The models the server offers.

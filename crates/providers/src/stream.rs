@@ -12,7 +12,7 @@ use bytes::Bytes;
 use futures_util::{Stream, StreamExt};
 
 use crate::error::{Api, ProviderError};
-use crate::http::error_chain;
+use crate::http::{self, error_chain, Call, HttpConfig};
 use crate::model::{Event, PartialToolCall};
 use crate::sse::{SseEvent, SseParser};
 
@@ -52,6 +52,34 @@ struct State<D> {
 }
 
 /// Drive `decoder` over `body` as a stream of events.
+/// POSTs a JSON `body` (retrying as [`http::send_with_retries`] allows) and decodes the
+/// server-sent events of the reply with `decoder`: the whole round trip both clients share.
+pub(crate) async fn post_sse<D: Decoder>(
+    client: &reqwest::Client,
+    config: &HttpConfig,
+    call: &Call<'_>,
+    headers: &reqwest::header::HeaderMap,
+    body: Vec<u8>,
+    decoder: D,
+) -> Result<EventStream, ProviderError> {
+    use reqwest::header::{ACCEPT, CONTENT_TYPE};
+    let response = http::send_with_retries(config, call, || {
+        client
+            .post(call.url)
+            .headers(headers.clone())
+            .header(CONTENT_TYPE, "application/json")
+            .header(ACCEPT, "text/event-stream")
+            .body(body.clone())
+    })
+    .await?;
+    Ok(event_stream(
+        Box::pin(response.bytes_stream()),
+        decoder,
+        config.max_reply_bytes,
+        config.read_timeout,
+    ))
+}
+
 pub(crate) fn event_stream<D: Decoder>(
     body: ByteStream,
     decoder: D,
