@@ -30,6 +30,7 @@ pub enum Event {
     CheckpointTaken { id: u64, label: String },
     Connected,
     Disconnected,
+    ViewChanged { view: DashboardView },
 }
 
 /// A named snapshot of the project.

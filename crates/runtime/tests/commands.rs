@@ -826,3 +826,34 @@ fn a_dropped_file_opens_from_its_text_and_titles_and_actions_change_in_place() {
         .unwrap_err();
     assert_eq!(e.code, ErrorCode::InvalidParams);
 }
+
+#[test]
+fn a_view_change_is_all_or_nothing_and_announced() {
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    rt.workspace.take_events();
+    let before = call(&mut rt, "dashboard.getView", json!({}));
+    let e = rt
+        .execute(
+            Caller::Api,
+            "dashboard.setView",
+            json!({"timeRangeS": 30, "points": 3}),
+            edits(),
+            false,
+        )
+        .unwrap_err();
+    assert_eq!(e.path.as_deref(), Some("points"));
+    assert_eq!(
+        call(&mut rt, "dashboard.getView", json!({})),
+        before,
+        "nothing applied"
+    );
+    assert!(rt.workspace.take_events().is_empty());
+
+    let view = call(&mut rt, "dashboard.setView", json!({"timeRangeS": 30}));
+    assert_eq!(view["timeRangeS"], 30.0);
+    let events = serde_json::to_value(rt.workspace.take_events()).unwrap();
+    assert_eq!(events, json!([{"event": "viewChanged", "view": view}]));
+    // The same view again is no news.
+    call(&mut rt, "dashboard.setView", json!({"timeRangeS": 30}));
+    assert!(rt.workspace.take_events().is_empty());
+}

@@ -531,6 +531,7 @@ pub fn register(r: &mut Registry<Workspace>) {
         Tier::Safe,
         "Changes how the dashboard shows data (view state only: the project is untouched).",
         |ws: &mut Workspace, p: ViewParams| {
+            // Check everything before changing anything: a bad field leaves the view as it was.
             if let Some(t) = p.time_range_s {
                 if !(t.is_finite() && (0.1..=86_400.0).contains(&t)) {
                     return Err(CommandError::invalid(
@@ -538,7 +539,6 @@ pub fn register(r: &mut Registry<Workspace>) {
                         "the time range must be 0.1 s to 24 h",
                     ));
                 }
-                ws.view.time_range_s = t;
             }
             if let Some(n) = p.points {
                 if !(10..=1_000_000).contains(&n) {
@@ -547,7 +547,6 @@ pub fn register(r: &mut Registry<Workspace>) {
                         "points must be 10 to 1 000 000",
                     ));
                 }
-                ws.view.points = n;
             }
             if let Some(hz) = p.refresh_hz {
                 if !(1..=240).contains(&hz) {
@@ -556,12 +555,26 @@ pub fn register(r: &mut Registry<Workspace>) {
                         "the refresh rate must be 1 to 240 Hz",
                     ));
                 }
+            }
+            let before = ws.view.clone();
+            if let Some(t) = p.time_range_s {
+                ws.view.time_range_s = t;
+            }
+            if let Some(n) = p.points {
+                ws.view.points = n;
+            }
+            if let Some(hz) = p.refresh_hz {
                 ws.view.refresh_hz = hz;
             }
             if let Some(paused) = p.paused {
                 // Freeze what the reads return; ingestion itself never pauses.
                 ws.frozen = if paused { Some(live_frame(ws)) } else { None };
                 ws.view.paused = paused;
+            }
+            // Every door's dashboard follows a change made from another (the assistant, the API).
+            if ws.view != before {
+                let view = ws.view.clone();
+                ws.push_event(Event::ViewChanged { view });
             }
             Ok(ws.view.clone())
         },

@@ -1,0 +1,28 @@
+/** Following the backend's dashboard view (`dashboard.setView` from any door, e.g. the
+ *  assistant): which local display settings change. Pure, so it is tested without a page. */
+import type { Settings } from "../lib/settings.svelte";
+
+export interface BackendView {
+  timeRangeS?: number;
+  points?: number;
+  refreshHz?: number;
+  paused?: boolean;
+}
+
+/** The settings to change for `view`, or null when it changes nothing. The backend allows
+ *  more points than the display does, so they are clamped to what the UI can request. */
+export function settingsForView(current: Settings, view: BackendView): Partial<Settings> | null {
+  const next: Partial<Settings> = {};
+  if (typeof view.timeRangeS === "number" && Number.isFinite(view.timeRangeS) && view.timeRangeS > 0 && view.timeRangeS !== current.timeRangeS) {
+    next.timeRangeS = view.timeRangeS;
+  }
+  if (typeof view.points === "number" && Number.isFinite(view.points)) {
+    const points = Math.min(100000, Math.max(2, Math.round(view.points)));
+    if (points !== current.points) next.points = points;
+  }
+  if (typeof view.refreshHz === "number" && Number.isFinite(view.refreshHz)) {
+    const hz = Math.min(240, Math.max(1, Math.round(view.refreshHz)));
+    if (hz !== current.displayRateHz) next.displayRateHz = hz;
+  }
+  return Object.keys(next).length ? next : null;
+}
