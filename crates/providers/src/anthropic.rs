@@ -93,11 +93,8 @@ impl AnthropicClient {
             url: &url,
             model: "",
         };
-        let response = http::send_with_retries(&self.config.http, &call, || {
-            self.http.get(&url).headers(headers.clone())
-        })
-        .await?;
-        let list: ModelList = http::read_json(response, &self.config.http, Api::Anthropic).await?;
+        let list: ModelList =
+            http::get_json(&self.http, &self.config.http, &call, &headers).await?;
         Ok(list
             .data
             .into_iter()

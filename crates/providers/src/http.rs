@@ -248,6 +248,20 @@ async fn read_error_body(mut response: Response, config: &HttpConfig) -> Vec<u8>
 }
 
 /// Read a whole (non-streamed) JSON body, within the reply cap and the read timeout.
+/// GETs `call.url` (retrying as [`send_with_retries`] allows) and reads a JSON reply.
+pub(crate) async fn get_json<T: serde::de::DeserializeOwned>(
+    client: &reqwest::Client,
+    config: &HttpConfig,
+    call: &Call<'_>,
+    headers: &HeaderMap,
+) -> Result<T, ProviderError> {
+    let response = send_with_retries(config, call, || {
+        client.get(call.url).headers(headers.clone())
+    })
+    .await?;
+    read_json(response, config, call.api).await
+}
+
 pub(crate) async fn read_json<T: serde::de::DeserializeOwned>(
     mut response: Response,
     config: &HttpConfig,

@@ -100,11 +100,8 @@ impl OpenAiClient {
             url: &url,
             model: "",
         };
-        let response = http::send_with_retries(&self.config.http, &call, || {
-            self.http.get(&url).headers(headers.clone())
-        })
-        .await?;
-        let list: ModelList = http::read_json(response, &self.config.http, Api::OpenAi).await?;
+        let list: ModelList =
+            http::get_json(&self.http, &self.config.http, &call, &headers).await?;
         Ok(list
             .data
             .into_iter()
