@@ -4,7 +4,9 @@
 //! from `sextant serve`; live data reaches the UI as binary display frames over a
 //! `tauri::ipc::Channel`, one per display tick, read straight from the runtime's display
 //! scope (never through the command queue, so a busy runtime cannot stall the dashboard).
-//! No business logic lives here: only startup, window plumbing and these four commands.
+//! The assistant's chat panel talks to the same [`ChatDoor`] as `sextant serve` does
+//! (`chat`, `subscribe_chat`). No business logic lives here: only startup, window plumbing
+//! and these six commands.
 //!
 //! `sextant-desktop [PROJECT] [--connect]`: with no project it opens the demo device (the
 //! sample project, connected), so a first run without hardware shows moving data.
@@ -17,6 +19,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::{json, Value};
+use sextant_assistant::door::ChatDoor;
 use sextant_display::{DisplayOptions, Subscriber};
 use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
 use tauri::async_runtime::JoinHandle;
@@ -30,6 +33,52 @@ struct Shell {
     /// One display cursor for the window: re-subscribing with new options never replays
     /// console bytes the UI already has.
     subscriber: Arc<Mutex<Subscriber>>,
+    /// An error when the assistant's folder could not be opened (the reason is logged and
+    /// returned to every chat request; the rest of the app works without it).
+    chat: Result<Arc<ChatDoor>, sextant_commands::CommandError>,
+}
+
+impl Shell {
+    fn chat(&self) -> Result<&Arc<ChatDoor>, sextant_commands::CommandError> {
+        self.chat.as_ref().map_err(Clone::clone)
+    }
+}
+
+/// One request of the chat panel (`docs/ui-protocol.md`, "The assistant's chats").
+#[tauri::command]
+async fn chat(
+    shell: State<'_, Shell>,
+    request: Value,
+) -> Result<Value, sextant_commands::CommandError> {
+    let door = shell.chat()?.clone();
+    door.handle(request).await
+}
+
+/// Forwards every chat's events to `channel`.
+#[tauri::command]
+fn subscribe_chat(
+    shell: State<'_, Shell>,
+    channel: Channel<Value>,
+) -> Result<(), sextant_commands::CommandError> {
+    let mut events = shell.chat()?.service().subscribe();
+    tauri::async_runtime::spawn(async move {
+        loop {
+            match events.recv().await {
+                Ok(e) => {
+                    let Ok(value) = serde_json::to_value(&e) else {
+                        continue;
+                    };
+                    if channel.send(value).is_err() {
+                        return;
+                    }
+                }
+                // The UI re-reads the history when a turn ends; nothing is lost.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                Err(_) => return,
+            }
+        }
+    });
+    Ok(())
 }
 
 /// Runs a registry command for the UI. `approved`: the person confirmed a destructive step.
@@ -202,8 +251,16 @@ fn main() {
             let runtime = tauri::async_runtime::block_on(async {
                 Runtime::new(workspace).spawn(Some(Duration::from_secs(1)))
             });
+            let chat = app
+                .path()
+                .app_data_dir()
+                .map_err(|e| sextant_commands::CommandError::failed(format!("no data folder: {e}")))
+                .and_then(|dir| ChatDoor::open(&dir.join("assistant"), runtime.clone()))
+                .map(Arc::new)
+                .inspect_err(|e| log::error!("the assistant is unavailable: {}", e.message));
             app.manage(Shell {
                 runtime: runtime.clone(),
+                chat,
                 next_display: AtomicU32::new(1),
                 displays: Mutex::new(HashMap::new()),
                 subscriber: Arc::new(Mutex::new(Subscriber::default())),
@@ -226,7 +283,9 @@ fn main() {
             call,
             display,
             display_stop,
-            subscribe_events
+            subscribe_events,
+            chat,
+            subscribe_chat
         ])
         .run(tauri::generate_context!())
         .unwrap_or_else(|e| {

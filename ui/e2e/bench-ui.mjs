@@ -37,7 +37,7 @@ const projectPath = join(dir, "bench.json");
 writeFileSync(projectPath, JSON.stringify(project));
 
 const port = 7900 + Math.floor(Math.random() * 90);
-const server = start("bench-serve", sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--project", projectPath]);
+const server = start("bench-serve", sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--project", projectPath, "--data-dir", join(dir, "assistant")]);
 const url = `http://127.0.0.1:${port}/`;
 await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
 const browser = await chromium.launch({

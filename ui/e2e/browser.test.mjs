@@ -19,7 +19,7 @@ let server, browser, page, pty, stopFeed, dir, base;
 
 async function serve(args = []) {
   const port = 7100 + Math.floor(Math.random() * 800);
-  const proc = start(`serve-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), ...args], {
+  const proc = start(`serve-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--data-dir", join(dir, "assistant"), ...args], {
     cwd: dir,
   });
   const url = `http://127.0.0.1:${port}/`;

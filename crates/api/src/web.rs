@@ -2,13 +2,17 @@
 //! carrying the API's JSON messages as the UI door (a person at the controls) plus binary
 //! display frames (`docs/ui-protocol.md`).
 //!
+//! With a [`ChatDoor`], the same socket carries the assistant's chats: `{"type":"chat",…}`
+//! requests (answered on a task of their own, so a slow provider never holds up commands)
+//! and every chat event as `{"type":"chatEvent","event":…}`.
+//!
 //! The page's `Origin` must be this machine or the address the page was served from (the
 //! `Host` it asked for), so another website open in the same browser cannot drive the
 //! devices. Any bind address other than loopback needs a token, which the UI sends first.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -20,6 +24,7 @@ use axum::routing::get;
 use axum::Router;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
+use sextant_assistant::door::ChatDoor;
 use sextant_commands::door::RateLimiter;
 use sextant_commands::ErrorCode;
 use sextant_display::DisplayOptions;
@@ -38,6 +43,7 @@ struct Shared {
     clients: AtomicUsize,
     /// Bound to a non-loopback address (a token is then required).
     lan: bool,
+    chat: Option<Arc<ChatDoor>>,
 }
 
 pub struct WebServer {
@@ -46,13 +52,15 @@ pub struct WebServer {
 }
 
 impl WebServer {
-    /// Serves the UI built into `ui_dir` (it must hold `index.html`) and its WebSocket.
+    /// Serves the UI built into `ui_dir` (it must hold `index.html`) and its WebSocket;
+    /// with `chat`, the assistant's chat panel works too.
     pub async fn bind(
         addr: SocketAddr,
         runtime: RuntimeHandle,
         options: ApiOptions,
         allowed_origins: Vec<String>,
         ui_dir: &Path,
+        chat: Option<Arc<ChatDoor>>,
     ) -> Result<WebServer, ApiError> {
         if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
             return Err(ApiError::TokenRequired(addr));
@@ -73,6 +81,7 @@ impl WebServer {
             origins: allowed_origins,
             clients: AtomicUsize::new(0),
             lan: !addr.ip().is_loopback(),
+            chat,
         });
         let files = ServeDir::new(PathBuf::from(ui_dir)).fallback(ServeFile::new(index));
         let app = Router::new()
@@ -171,6 +180,15 @@ async fn serve(socket: WebSocket, shared: &Shared) {
         display_rx,
         frames_tx,
     ));
+    // Chat events flow only once the client may see them (after `auth` on a LAN bind).
+    let authenticated = Arc::new(AtomicBool::new(session.is_authenticated()));
+    let chat_events = shared.chat.as_ref().map(|door| {
+        tokio::spawn(chat_event_loop(
+            door.clone(),
+            authenticated.clone(),
+            out.clone(),
+        ))
+    });
     while let Some(msg) = source.next().await {
         let reply = match msg {
             Ok(Message::Text(text)) if !bucket.take(&limits) => {
@@ -180,6 +198,39 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                     ErrorCode::BadRequest,
                     "rate limit exceeded; slow down",
                 ))
+            }
+            Ok(Message::Text(text)) if is_chat_request(text.as_str()) => {
+                let id = serde_json::from_str::<Value>(text.as_str())
+                    .ok()
+                    .and_then(|v| v.get("id").cloned())
+                    .unwrap_or(Value::Null);
+                match (&shared.chat, session.is_authenticated()) {
+                    (_, false) => Some(error_message(
+                        id,
+                        ErrorCode::NotAllowed,
+                        "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
+                    )),
+                    (None, true) => Some(error_message(
+                        id,
+                        ErrorCode::NotAllowed,
+                        "this server runs without the assistant",
+                    )),
+                    (Some(door), true) => {
+                        // On a task: `listModels` or a slow provider must not stall commands.
+                        let (door, out, text) = (door.clone(), out.clone(), text.to_string());
+                        tokio::spawn(async move {
+                            let request = serde_json::from_str::<Value>(&text).unwrap_or_default();
+                            let reply = match door.handle(request).await {
+                                Ok(result) => serde_json::json!({"type": "response", "id": id,
+                                                                "success": true, "result": result}),
+                                Err(e) => serde_json::json!({"type": "response", "id": id,
+                                                             "success": false, "error": e}),
+                            };
+                            let _ = out.send(reply).await;
+                        });
+                        None
+                    }
+                }
             }
             Ok(Message::Text(text)) => match display_request(text.as_str()) {
                 Some(request) if !session.is_authenticated() => Some(error_message(
@@ -215,6 +266,7 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                 break;
             }
         };
+        authenticated.store(session.is_authenticated(), Ordering::SeqCst);
         if let Some(reply) = reply {
             if out.send(reply).await.is_err() {
                 break;
@@ -222,9 +274,48 @@ async fn serve(socket: WebSocket, shared: &Shared) {
         }
     }
     display.abort();
+    if let Some(task) = chat_events {
+        task.abort();
+    }
     drop(session);
     drop(out);
     let _ = writer.await;
+}
+
+/// A `{"type":"chat",…}` message.
+fn is_chat_request(text: &str) -> bool {
+    // Cheap pre-check so ordinary commands are parsed once, by the API handler.
+    text.contains("\"chat\"")
+        && serde_json::from_str::<Value>(text)
+            .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("chat"))
+}
+
+/// Forwards every chat's events to this client.
+async fn chat_event_loop(
+    door: Arc<ChatDoor>,
+    authenticated: Arc<AtomicBool>,
+    out: mpsc::Sender<Value>,
+) {
+    let mut events = door.service().subscribe();
+    loop {
+        match events.recv().await {
+            Ok(event) => {
+                if !authenticated.load(Ordering::SeqCst) {
+                    continue;
+                }
+                let msg = serde_json::json!({"type": "chatEvent", "event": event});
+                if out.send(msg).await.is_err() {
+                    return;
+                }
+            }
+            // The UI re-reads a chat's history at the end of each turn; a lagging client
+            // shows a gap in the live text until then, nothing is lost from the log.
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
+                tracing::warn!("a UI client fell {n} chat events behind");
+            }
+            Err(_) => return,
+        }
+    }
 }
 
 struct DisplayRequest {

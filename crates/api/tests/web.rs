@@ -2,11 +2,14 @@
 //! and binary display frames over the WebSocket, origin and token rules.
 
 use std::path::Path;
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures_util::{SinkExt, StreamExt};
 use serde_json::{json, Value};
 use sextant_api::{ApiError, ApiOptions, WebServer};
+use sextant_assistant::door::ChatDoor;
+use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
 use sextant_runtime::{Runtime, Workspace};
 use sextant_telemetry::Project;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -33,6 +36,7 @@ async fn server(project: Project, ui: &Path) -> WebServer {
         ApiOptions::default(),
         Vec::new(),
         ui,
+        None,
     )
     .await
     .unwrap()
@@ -230,6 +234,7 @@ async fn refuses_to_start_without_a_ui_or_on_a_lan_without_a_token() {
         ApiOptions::default(),
         vec![],
         empty.path(),
+        None,
     )
     .await
     .err()
@@ -243,6 +248,7 @@ async fn refuses_to_start_without_a_ui_or_on_a_lan_without_a_token() {
         ApiOptions::default(),
         vec![],
         ui.path(),
+        None,
     )
     .await
     .err()
@@ -265,6 +271,7 @@ async fn a_lan_server_serves_display_frames_only_after_the_token() {
         options,
         vec![],
         ui.path(),
+        None,
     )
     .await
     .unwrap();
@@ -306,4 +313,156 @@ async fn a_lan_server_serves_display_frames_only_after_the_token() {
             break;
         }
     }
+}
+
+/// A server with the assistant: its chat door keeps keys in an encrypted file in `data`.
+async fn chat_server(addr: &str, options: ApiOptions, ui: &Path, data: &Path) -> WebServer {
+    let project = Project {
+        sources: vec![sextant_telemetry::project::Source::default()],
+        ..Project::default()
+    };
+    let runtime = Runtime::new(Workspace::new(project)).spawn(None);
+    let secrets = sextant_secrets::SecretStore::encrypted_file(data).unwrap();
+    let door = ChatDoor::open_with(data, runtime.clone(), secrets).unwrap();
+    WebServer::bind(
+        addr.parse().unwrap(),
+        runtime,
+        options,
+        vec![],
+        ui,
+        Some(Arc::new(door)),
+    )
+    .await
+    .unwrap()
+}
+
+async fn chat(ws: &mut Ws, id: u64, request: Value) -> Value {
+    let mut msg = request;
+    msg["type"] = json!("chat");
+    msg["id"] = json!(id);
+    ws.send(Message::text(msg.to_string())).await.unwrap();
+    reply(ws, id).await
+}
+
+#[tokio::test]
+async fn the_socket_carries_chats_and_streams_their_events() {
+    let (ui, data) = (ui_dir(), tempfile::tempdir().unwrap());
+    let provider = ScriptServer::start(Script::load(
+        &fixtures_dir().join("service/anthropic_one_edit.json"),
+    ))
+    .await;
+    let server = chat_server("127.0.0.1:0", ApiOptions::default(), ui.path(), data.path()).await;
+    let url = format!("ws://{}/ws", server.local_addr());
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+
+    let r = chat(
+        &mut ws,
+        1,
+        json!({"op": "setSettings", "baseUrl": provider.url(),
+                                     "model": "claude-test", "apiKey": "k"}),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["result"]["hasApiKey"], true);
+    let r = chat(
+        &mut ws,
+        2,
+        json!({"op": "create", "title": "over the socket"}),
+    )
+    .await;
+    let id = r["result"]["id"].clone();
+    let r = chat(
+        &mut ws,
+        3,
+        json!({"op": "send", "chat": id, "text": "Add a group"}),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+
+    // Events stream in; the person approves the prompt over the same socket.
+    let mut kinds = Vec::new();
+    loop {
+        let Message::Text(t) = next(&mut ws).await else {
+            continue;
+        };
+        let v: Value = serde_json::from_str(&t).unwrap();
+        if v["type"] != "chatEvent" {
+            continue;
+        }
+        let event = &v["event"];
+        assert_eq!(event["chat"], id);
+        kinds.push(event["type"].as_str().unwrap().to_string());
+        if event["type"] == "approvalRequested" {
+            let r = chat(
+                &mut ws,
+                4,
+                json!({"op": "approve", "callId": event["callId"]}),
+            )
+            .await;
+            assert_eq!(r["success"], true, "{r}");
+        }
+        if event["type"] == "turnEnded" {
+            assert_eq!(event["end"], "finished", "{event}");
+            break;
+        }
+    }
+    for kind in [
+        "textDelta",
+        "approvalRequested",
+        "approvalResolved",
+        "toolCallDone",
+    ] {
+        assert!(kinds.iter().any(|k| k == kind), "no {kind} in {kinds:?}");
+    }
+    let r = chat(&mut ws, 5, json!({"op": "history", "chat": id})).await;
+    let items = r["result"]["items"].as_array().unwrap();
+    assert!(
+        items
+            .iter()
+            .any(|i| i["type"] == "toolCard" && i["status"] == "ok"),
+        "{r}"
+    );
+
+    let r = chat(&mut ws, 6, json!({"op": "warp"})).await;
+    assert_eq!(r["success"], false);
+    assert_eq!(r["error"]["code"], "invalid_params", "{r}");
+}
+
+#[tokio::test]
+async fn chats_need_the_token_on_a_lan_and_an_assistant_to_exist() {
+    let (ui, data) = (ui_dir(), tempfile::tempdir().unwrap());
+    let options = ApiOptions {
+        token: Some("s3cret".into()),
+        ..ApiOptions::default()
+    };
+    let server = chat_server("0.0.0.0:0", options, ui.path(), data.path()).await;
+    let url = format!("ws://127.0.0.1:{}/ws", server.local_addr().port());
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let r = chat(&mut ws, 1, json!({"op": "list"})).await;
+    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    ws.send(Message::text(
+        json!({"type": "auth", "id": 2, "token": "s3cret"}).to_string(),
+    ))
+    .await
+    .unwrap();
+    assert_eq!(reply(&mut ws, 2).await["success"], true);
+    let r = chat(&mut ws, 3, json!({"op": "list"})).await;
+    assert_eq!(r["result"], json!([]), "{r}");
+
+    let plain = server_without_chat().await;
+    let url = format!("ws://{}/ws", plain.0.local_addr());
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let r = chat(&mut ws, 1, json!({"op": "list"})).await;
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("without the assistant"),
+        "{r}"
+    );
+}
+
+async fn server_without_chat() -> (WebServer, tempfile::TempDir) {
+    let ui = ui_dir();
+    (server(Project::default(), ui.path()).await, ui)
 }

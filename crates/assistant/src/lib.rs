@@ -13,6 +13,7 @@
 pub mod chatlog;
 pub mod context;
 pub mod conversation;
+pub mod door;
 pub mod pipeline;
 pub mod service;
 pub mod tools;

@@ -24,8 +24,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sextant_commands::{Policy, Tier};
 use sextant_providers::{
-    AnthropicClient, AnthropicConfig, ApiKey, Client, OpenAiClient, OpenAiConfig, ProviderError,
-    StopReason,
+    AnthropicClient, AnthropicConfig, ApiKey, Client, ModelInfo, OpenAiClient, OpenAiConfig,
+    ProviderError, StopReason,
 };
 use sextant_runtime::RuntimeHandle;
 use tokio::sync::{broadcast, mpsc, oneshot};
@@ -298,6 +298,8 @@ struct RunningTurn {
 
 struct PendingApproval {
     chat: ChatId,
+    name: String,
+    args: Value,
     tier: Option<Tier>,
     answer: oneshot::Sender<Approval>,
 }
@@ -378,6 +380,8 @@ impl Approver for UiApprover {
                 ctx.id().to_string(),
                 PendingApproval {
                     chat: self.chat,
+                    name: ctx.name().to_string(),
+                    args: ctx.args().clone(),
                     tier: ctx.tier(),
                     answer: tx,
                 },
@@ -493,6 +497,29 @@ impl ChatService {
     /// The chat as the UI shows it, folded afresh from the log.
     pub fn history(&self, chat: ChatId) -> Result<Vec<UiItem>, ServiceError> {
         Ok(lock(&self.inner.log).fold(chat)?.ui)
+    }
+
+    /// The prompts of `chat` still waiting for an answer, as `approvalRequested` events (a
+    /// page opened mid-turn shows them from here).
+    pub fn pending_approvals(&self, chat: ChatId) -> Vec<ServiceEventKind> {
+        let mut open: Vec<ServiceEventKind> = lock(&self.inner.pending)
+            .iter()
+            .filter(|(_, p)| p.chat == chat)
+            .map(|(id, p)| ServiceEventKind::ApprovalRequested {
+                call_id: id.clone(),
+                name: p.name.clone(),
+                args: p.args.clone(),
+                tier: p.tier,
+            })
+            .collect();
+        open.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
+        open
+    }
+
+    /// The models the configured provider offers.
+    pub async fn list_models(&self) -> Result<Vec<ModelInfo>, ServiceError> {
+        let client = self.settings().client()?;
+        Ok(client.list_models().await?)
     }
 
     /// Whether `chat` has a turn running.

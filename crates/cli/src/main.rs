@@ -118,6 +118,10 @@ enum Command {
         /// Project to open; edits are auto-saved to it.
         #[arg(long)]
         project: Option<PathBuf>,
+        /// Where the assistant keeps its chats and settings (default: the user's data
+        /// folder, e.g. ~/.local/share/sextant).
+        #[arg(long, env = "SEXTANT_DATA_DIR")]
+        data_dir: Option<PathBuf>,
     },
     /// Serve the command registry to an agent over MCP (JSON-RPC on stdin/stdout).
     Mcp {
@@ -208,6 +212,7 @@ fn run(cli: Cli) -> Result<()> {
             token,
             allow_device_control,
             project,
+            data_dir,
         } => serve(Serve {
             web: http_port.map(|p| std::net::SocketAddr::new(bind, p)),
             ui,
@@ -218,6 +223,7 @@ fn run(cli: Cli) -> Result<()> {
             token,
             allow_device_control,
             project,
+            data_dir,
         }),
         Command::Call {
             command,
@@ -259,6 +265,17 @@ struct Serve {
     token: Option<String>,
     allow_device_control: bool,
     project: Option<PathBuf>,
+    data_dir: Option<PathBuf>,
+}
+
+/// The assistant's folder: the flag, else the platform's per-user data folder.
+fn data_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
+    match flag {
+        Some(dir) => Ok(dir),
+        None => Ok(dirs::data_dir()
+            .context("no per-user data folder on this system; pass --data-dir")?
+            .join("sextant")),
+    }
 }
 
 /// Where the built UI is: the flag, the environment, next to an installed binary, or the
@@ -297,12 +314,24 @@ fn serve(s: Serve) -> Result<()> {
         let _web = match s.web {
             Some(addr) => {
                 let dir = ui_dir(s.ui);
+                let data = data_dir(s.data_dir)?;
+                let chat = sextant_assistant::door::ChatDoor::open(&data, handle.clone())
+                    .map_err(|e| anyhow::anyhow!("the assistant could not start: {e}"))?;
+                eprintln!(
+                    "Assistant chats in {} (API keys: {})",
+                    data.display(),
+                    match chat.key_backend() {
+                        sextant_secrets::Backend::Keyring => "the OS keyring",
+                        sextant_secrets::Backend::EncryptedFile => "an encrypted file there",
+                    }
+                );
                 let server = sextant_api::WebServer::bind(
                     addr,
                     handle.clone(),
                     options.clone(),
                     s.allow_origin.clone(),
                     &dir,
+                    Some(std::sync::Arc::new(chat)),
                 )
                 .await?;
                 eprintln!("Sextant UI on http://{}/", server.local_addr());

@@ -129,6 +129,33 @@ struct Shared {
     requests: Mutex<Vec<RecordedRequest>>,
 }
 
+/// Where a test in another process (the browser tests) reads what the server received:
+/// a JSON array of `{method, path, headers, body}` (`body` parsed when it is JSON). Not
+/// recorded itself and never a scripted turn.
+pub const REQUESTS_PATH: &str = "/_script/requests";
+
+async fn recorded(State(shared): State<Arc<Shared>>) -> Response {
+    let requests: Vec<Value> = shared
+        .requests
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|r| {
+            serde_json::json!({
+                "method": r.method,
+                "path": r.path,
+                "headers": r.headers.iter().cloned().collect::<BTreeMap<_, _>>(),
+                "body": serde_json::from_slice::<Value>(&r.body)
+                    .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&r.body).into())),
+            })
+        })
+        .collect();
+    Response::builder()
+        .header("content-type", "application/json")
+        .body(Body::from(serde_json::to_vec(&requests).unwrap()))
+        .unwrap()
+}
+
 /// The running server; stops when dropped.
 pub struct ScriptServer {
     addr: std::net::SocketAddr,
@@ -144,6 +171,7 @@ impl ScriptServer {
             requests: Mutex::new(Vec::new()),
         });
         let app = axum::Router::new()
+            .route(REQUESTS_PATH, axum::routing::get(recorded))
             .fallback(respond)
             .with_state(shared.clone());
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")

@@ -71,9 +71,9 @@ pub enum ToolStatus {
     Interrupted,
 }
 
-/// One element of the chat as the UI draws it.
+/// One element of the chat as the UI draws it (`docs/ui-protocol.md`).
 #[derive(Debug, Clone, PartialEq, Serialize)]
-#[serde(tag = "type", rename_all = "snake_case")]
+#[serde(tag = "type", rename_all = "camelCase")]
 pub enum UiItem {
     User {
         seq: Seq,

@@ -1,0 +1,392 @@
+//! The chat door: what the UI's chat panel sends, answered the same way from the desktop
+//! app (a Tauri command) and from `sextant serve` (WebSocket `{"type":"chat",…}`).
+//!
+//! Owns the assistant's data folder – `chats.sqlite` (the chat log), `assistant.json` (the
+//! settings, never the key) – and the API keys, which live in a [`SecretStore`] (the OS
+//! keyring, or an encrypted file where there is none). The wire format is
+//! `docs/ui-protocol.md`, "The assistant's chats".
+//!
+//! This is deliberately not a registry command set: the assistant's tools are registry
+//! commands, and a model that could call `chat.send` or `chat.approve` could approve its
+//! own edits.
+
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Map, Value};
+use sextant_commands::{CommandError, ErrorCode};
+use sextant_runtime::RuntimeHandle;
+use sextant_secrets::{Backend, SecretStore};
+
+use crate::chatlog::{ChatId, ChatLogError};
+use crate::service::{ChatService, ProviderKind, ServiceError, ServiceSettings};
+
+/// The settings file, next to the chat database.
+pub const SETTINGS_FILE: &str = "assistant.json";
+/// The chat database.
+pub const CHATS_FILE: &str = "chats.sqlite";
+
+/// Settings as stored in `assistant.json`: everything the person chose except the key.
+/// Every field has a default, so a file from an older version still loads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase", default)]
+struct StoredSettings {
+    provider: ProviderKind,
+    base_url: String,
+    model: String,
+    auto_approve_edits: bool,
+    allow_device_control: bool,
+}
+
+impl Default for StoredSettings {
+    fn default() -> Self {
+        StoredSettings {
+            provider: ProviderKind::Anthropic,
+            base_url: default_base_url(ProviderKind::Anthropic).into(),
+            model: "claude-sonnet-4-5".into(),
+            auto_approve_edits: false,
+            allow_device_control: false,
+        }
+    }
+}
+
+fn default_base_url(provider: ProviderKind) -> &'static str {
+    match provider {
+        ProviderKind::Anthropic => "https://api.anthropic.com",
+        ProviderKind::OpenaiCompatible => "https://api.openai.com/v1",
+    }
+}
+
+/// The keyring entry of a provider's key. Per provider and address, so switching between a
+/// local server and a hosted one keeps both keys.
+fn key_name(provider: ProviderKind, base_url: &str) -> String {
+    let provider = match provider {
+        ProviderKind::Anthropic => "anthropic",
+        ProviderKind::OpenaiCompatible => "openai-compatible",
+    };
+    format!("api-key:{provider}:{}", base_url.trim_end_matches('/'))
+}
+
+/// The chat panel's backend: one per app.
+pub struct ChatDoor {
+    service: ChatService,
+    dir: PathBuf,
+    secrets: SecretStore,
+    /// Serializes settings changes (read-modify-write of the file and the key). Async: a
+    /// change waits on the keyring, which may take a while (an unlock prompt).
+    settings: tokio::sync::Mutex<StoredSettings>,
+}
+
+impl ChatDoor {
+    /// Opens the assistant's data in `dir` (created if missing), with API keys in the OS
+    /// keyring when there is one.
+    pub fn open(dir: &Path, runtime: RuntimeHandle) -> Result<ChatDoor, CommandError> {
+        Self::open_with(dir, runtime, SecretStore::open(dir))
+    }
+
+    /// As [`open`](Self::open), with the key store chosen by the caller.
+    pub fn open_with(
+        dir: &Path,
+        runtime: RuntimeHandle,
+        secrets: SecretStore,
+    ) -> Result<ChatDoor, CommandError> {
+        std::fs::create_dir_all(dir).map_err(|e| {
+            CommandError::failed(format!(
+                "could not create the assistant's folder {}: {e}",
+                dir.display()
+            ))
+        })?;
+        let stored = load_settings(&dir.join(SETTINGS_FILE));
+        let mut settings = ServiceSettings::new(stored.provider, &stored.base_url, &stored.model);
+        settings.auto_approve_edits = stored.auto_approve_edits;
+        settings.allow_device_control = stored.allow_device_control;
+        settings.api_key = read_key(&secrets, &stored);
+        let service =
+            ChatService::open(dir.join(CHATS_FILE), runtime, settings).map_err(service_error)?;
+        Ok(ChatDoor {
+            service,
+            dir: dir.to_path_buf(),
+            secrets,
+            settings: tokio::sync::Mutex::new(stored),
+        })
+    }
+
+    pub fn service(&self) -> &ChatService {
+        &self.service
+    }
+
+    pub fn key_backend(&self) -> Backend {
+        self.secrets.backend()
+    }
+
+    /// Answers one request `{"op": …, …}`; any `type`/`id` framing is ignored.
+    pub async fn handle(&self, request: Value) -> Result<Value, CommandError> {
+        let Value::Object(mut fields) = request else {
+            return Err(CommandError::new(
+                ErrorCode::BadRequest,
+                "a chat request is a JSON object with an `op`",
+            ));
+        };
+        fields.remove("type");
+        fields.remove("id");
+        let op = match fields.remove("op") {
+            Some(Value::String(op)) => op,
+            _ => return Err(CommandError::invalid("op", "missing `op` (a string)")),
+        };
+        let service = &self.service;
+        match op.as_str() {
+            "list" => {
+                let chats = service.list_chats().map_err(service_error)?;
+                let list: Vec<Value> = chats
+                    .into_iter()
+                    .map(|c| {
+                        let running = service.is_running(c.id);
+                        let mut v = to_value(&c);
+                        v["running"] = running.into();
+                        v
+                    })
+                    .collect();
+                Ok(Value::Array(list))
+            }
+            "create" => {
+                let title = optional_str(&fields, "title")?.unwrap_or("New chat");
+                let id = service.create_chat(title).map_err(service_error)?;
+                Ok(json!({ "id": id }))
+            }
+            "rename" => {
+                let chat = chat_id(&fields)?;
+                let title = required_str(&fields, "title")?;
+                service.rename_chat(chat, title).map_err(service_error)?;
+                Ok(Value::Null)
+            }
+            "delete" => {
+                service
+                    .delete_chat(chat_id(&fields)?)
+                    .map_err(service_error)?;
+                Ok(Value::Null)
+            }
+            "history" => {
+                let chat = chat_id(&fields)?;
+                let items = service.history(chat).map_err(service_error)?;
+                Ok(json!({
+                    "items": items,
+                    "running": service.is_running(chat),
+                    "approvals": service.pending_approvals(chat),
+                }))
+            }
+            "send" => {
+                let chat = chat_id(&fields)?;
+                let text = required_str(&fields, "text")?;
+                if text.trim().is_empty() {
+                    return Err(CommandError::invalid("text", "the message is empty"));
+                }
+                service.send(chat, text).await.map_err(service_error)?;
+                Ok(Value::Null)
+            }
+            "approve" => {
+                service
+                    .approve(required_str(&fields, "callId")?)
+                    .map_err(service_error)?;
+                Ok(Value::Null)
+            }
+            "deny" => {
+                let reason = optional_str(&fields, "reason")?.unwrap_or("the user denied it");
+                service
+                    .deny(required_str(&fields, "callId")?, reason)
+                    .map_err(service_error)?;
+                Ok(Value::Null)
+            }
+            "approveAll" => {
+                service
+                    .approve_all(chat_id(&fields)?)
+                    .map_err(service_error)?;
+                Ok(Value::Null)
+            }
+            "cancel" => {
+                service.cancel(chat_id(&fields)?);
+                Ok(Value::Null)
+            }
+            "getSettings" => {
+                let stored = self.settings.lock().await.clone();
+                Ok(self.settings_view(&stored))
+            }
+            "setSettings" => self.set_settings(fields).await,
+            "listModels" => {
+                let models = service.list_models().await.map_err(service_error)?;
+                Ok(models
+                    .into_iter()
+                    .map(|m| json!({ "id": m.id, "displayName": m.display_name }))
+                    .collect())
+            }
+            other => Err(CommandError::invalid(
+                "op",
+                format!(
+                    "unknown chat op `{other}`; expected one of list, create, rename, delete, \
+                     history, send, approve, deny, approveAll, cancel, getSettings, \
+                     setSettings, listModels"
+                ),
+            )),
+        }
+    }
+
+    fn settings_view(&self, stored: &StoredSettings) -> Value {
+        let mut view = to_value(stored);
+        view["hasApiKey"] = self.service.settings().api_key.is_some().into();
+        view["keyStorage"] = to_value(&self.secrets.backend());
+        view
+    }
+
+    async fn set_settings(&self, mut fields: Map<String, Value>) -> Result<Value, CommandError> {
+        // `apiKey`: absent = keep, null or "" = forget, a string = store.
+        let api_key = match fields.remove("apiKey") {
+            None => None,
+            Some(Value::Null) => Some(None),
+            Some(Value::String(k)) if k.trim().is_empty() => Some(None),
+            Some(Value::String(k)) => Some(Some(k.trim().to_string())),
+            Some(_) => return Err(CommandError::invalid("apiKey", "expected a string or null")),
+        };
+        let mut guard = self.settings.lock().await;
+        let mut merged = to_value(&*guard);
+        for (k, v) in fields {
+            if merged.get(&k).is_none() {
+                return Err(CommandError::invalid(
+                    k.clone(),
+                    format!("unknown setting `{k}`"),
+                ));
+            }
+            merged[k] = v;
+        }
+        let mut next: StoredSettings = serde_path_to_error::deserialize(merged)
+            .map_err(|e| CommandError::invalid(e.path().to_string(), e.inner().to_string()))?;
+        next.base_url = next.base_url.trim().trim_end_matches('/').to_string();
+        if !(next.base_url.starts_with("http://") || next.base_url.starts_with("https://")) {
+            return Err(CommandError::invalid(
+                "baseUrl",
+                "the base URL must start with http:// or https://",
+            ));
+        }
+        next.model = next.model.trim().to_string();
+        if next.model.is_empty() {
+            return Err(CommandError::invalid("model", "choose a model"));
+        }
+        // The key store blocks (disk, or the keyring daemon over D-Bus): off the runtime.
+        let (secrets, stored) = (self.secrets.clone(), next.clone());
+        let key = tokio::task::spawn_blocking(move || {
+            let name = key_name(stored.provider, &stored.base_url);
+            match api_key {
+                Some(Some(key)) => secrets.set(&name, &key).map(|()| Some(key)),
+                Some(None) => secrets.delete(&name).map(|()| None),
+                // The key of the (possibly new) provider and address.
+                None => Ok(read_key(&secrets, &stored)),
+            }
+        })
+        .await
+        .map_err(|e| CommandError::failed(format!("the key store stopped: {e}")))?
+        .map_err(|e| CommandError::failed(format!("could not store the API key: {e}")))?;
+        save_settings(&self.dir.join(SETTINGS_FILE), &next)?;
+        let mut settings = self.service.settings();
+        settings.provider = next.provider;
+        settings.base_url = next.base_url.clone();
+        settings.model = next.model.clone();
+        settings.auto_approve_edits = next.auto_approve_edits;
+        settings.allow_device_control = next.allow_device_control;
+        settings.api_key = key;
+        self.service.set_settings(settings);
+        let view = self.settings_view(&next);
+        *guard = next;
+        Ok(view)
+    }
+}
+
+fn to_value<T: Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).expect("plain data serializes")
+}
+
+fn read_key(secrets: &SecretStore, stored: &StoredSettings) -> Option<String> {
+    match secrets.get(&key_name(stored.provider, &stored.base_url)) {
+        Ok(key) => key,
+        Err(e) => {
+            tracing::warn!("the API key could not be read: {e}");
+            None
+        }
+    }
+}
+
+/// Reads the settings; a damaged file is moved aside (kept, never overwritten) and the
+/// defaults are used.
+fn load_settings(path: &Path) -> StoredSettings {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return StoredSettings::default(),
+        Err(e) => {
+            tracing::warn!("could not read {}: {e}; using defaults", path.display());
+            return StoredSettings::default();
+        }
+    };
+    match serde_json::from_str(&text) {
+        Ok(settings) => settings,
+        Err(e) => {
+            let aside = path.with_extension("json.damaged");
+            let moved = std::fs::rename(path, &aside);
+            tracing::warn!(
+                "{} is damaged ({e}); using defaults{}",
+                path.display(),
+                match moved {
+                    Ok(()) => format!(", the old file is kept as {}", aside.display()),
+                    Err(_) => String::new(),
+                }
+            );
+            StoredSettings::default()
+        }
+    }
+}
+
+/// Writes the settings atomically: a crash leaves the old file or the new one.
+fn save_settings(path: &Path, settings: &StoredSettings) -> Result<(), CommandError> {
+    let fail = |e: std::io::Error| {
+        CommandError::failed(format!(
+            "could not save the assistant settings to {}: {e}",
+            path.display()
+        ))
+    };
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
+    let text = serde_json::to_string_pretty(settings).expect("plain data serializes");
+    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(fail)?;
+    file.as_file().sync_all().map_err(fail)?;
+    file.persist(path).map_err(|e| fail(e.error))?;
+    Ok(())
+}
+
+fn chat_id(fields: &Map<String, Value>) -> Result<ChatId, CommandError> {
+    fields
+        .get("chat")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| CommandError::invalid("chat", "missing `chat` (a chat id, an integer)"))
+}
+
+fn required_str<'a>(fields: &'a Map<String, Value>, name: &str) -> Result<&'a str, CommandError> {
+    optional_str(fields, name)?
+        .ok_or_else(|| CommandError::invalid(name, format!("missing `{name}` (a string)")))
+}
+
+fn optional_str<'a>(
+    fields: &'a Map<String, Value>,
+    name: &str,
+) -> Result<Option<&'a str>, CommandError> {
+    match fields.get(name) {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(s)) => Ok(Some(s)),
+        Some(_) => Err(CommandError::invalid(name, "expected a string")),
+    }
+}
+
+fn service_error(e: ServiceError) -> CommandError {
+    let code = match &e {
+        ServiceError::Log(ChatLogError::NoChat(_)) => ErrorCode::NotFound,
+        ServiceError::NoPendingApproval(_) => ErrorCode::NotFound,
+        ServiceError::TurnRunning(_) => ErrorCode::NotAllowed,
+        _ => ErrorCode::Failed,
+    };
+    CommandError::new(code, e.to_string())
+}

@@ -1,0 +1,271 @@
+//! The chat door as the UI uses it: JSON requests in, JSON results out, settings and API
+//! keys persisted (keys in the encrypted-file store here; the keyring backend has its own
+//! tests in sextant-secrets), the scripted provider server as the model.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde_json::{json, Value};
+use sextant_assistant::door::{ChatDoor, SETTINGS_FILE};
+use sextant_assistant::service::{ServiceEvent, ServiceEventKind};
+use sextant_commands::{CommandError, ErrorCode};
+use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
+use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
+use sextant_secrets::SecretStore;
+use sextant_telemetry::project::{Project, Source};
+use tokio::sync::broadcast;
+
+fn runtime() -> RuntimeHandle {
+    let project = Project {
+        sources: vec![Source::default()],
+        ..Project::default()
+    };
+    Runtime::new(Workspace::new(project)).spawn(None)
+}
+
+fn open(dir: &Path, runtime: RuntimeHandle) -> ChatDoor {
+    let secrets = SecretStore::encrypted_file(dir).unwrap();
+    ChatDoor::open_with(dir, runtime, secrets).unwrap()
+}
+
+async fn ok(door: &ChatDoor, request: Value) -> Value {
+    match door.handle(request.clone()).await {
+        Ok(v) => v,
+        Err(e) => panic!("{request} failed: {e:?}"),
+    }
+}
+
+async fn err(door: &ChatDoor, request: Value) -> CommandError {
+    door.handle(request.clone())
+        .await
+        .expect_err(&format!("{request} should fail"))
+}
+
+async fn next(events: &mut broadcast::Receiver<ServiceEvent>) -> ServiceEventKind {
+    tokio::time::timeout(Duration::from_secs(20), events.recv())
+        .await
+        .expect("an event within 20 s")
+        .expect("no lag")
+        .kind
+}
+
+fn script(name: &str) -> Script {
+    Script::load(&fixtures_dir().join("service").join(format!("{name}.json")))
+}
+
+#[tokio::test]
+async fn settings_and_the_key_persist_and_the_key_never_reaches_the_settings_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(script("anthropic_one_edit")).await;
+    let door = open(dir.path(), runtime());
+
+    let fresh = ok(&door, json!({"op": "getSettings"})).await;
+    assert_eq!(fresh["provider"], "anthropic");
+    assert_eq!(fresh["hasApiKey"], false);
+    assert_eq!(fresh["keyStorage"], "encryptedFile");
+
+    let set = ok(
+        &door,
+        json!({"op": "setSettings", "baseUrl": format!("{}/", server.url()), "model": "claude-test",
+               "apiKey": "sk-ant-door-secret", "autoApproveEdits": true}),
+    )
+    .await;
+    assert_eq!(set["hasApiKey"], true);
+    assert_eq!(
+        set["baseUrl"],
+        server.url(),
+        "the trailing slash is dropped"
+    );
+    assert!(set.get("apiKey").is_none(), "the key is write-only: {set}");
+    let file = std::fs::read_to_string(dir.path().join(SETTINGS_FILE)).unwrap();
+    assert!(file.contains("claude-test"), "{file}");
+    for entry in std::fs::read_dir(dir.path()).unwrap() {
+        let bytes = std::fs::read(entry.unwrap().path()).unwrap();
+        let text = String::from_utf8_lossy(&bytes);
+        assert!(
+            !text.contains("sk-ant-door-secret"),
+            "the key in plain text"
+        );
+    }
+    drop(door);
+
+    // A restart finds the settings and the key; the key reaches the provider.
+    let door = open(dir.path(), runtime());
+    let again = ok(&door, json!({"op": "getSettings"})).await;
+    assert_eq!(again, set);
+    let mut events = door.service().subscribe();
+    let chat = ok(&door, json!({"op": "create", "title": "keys"})).await["id"].clone();
+    ok(
+        &door,
+        json!({"op": "send", "chat": chat, "text": "Add a group"}),
+    )
+    .await;
+    // Auto-approve edits is on: the Confirm call runs without a prompt.
+    loop {
+        match next(&mut events).await {
+            ServiceEventKind::ApprovalRequested { .. } => panic!("auto-approve was persisted"),
+            ServiceEventKind::TurnEnded { end, detail } => {
+                assert_eq!(end, "finished", "{detail:?}");
+                break;
+            }
+            _ => {}
+        }
+    }
+    let requests = server.requests();
+    assert_eq!(requests[0].header("x-api-key"), Some("sk-ant-door-secret"));
+
+    // Forgetting the key removes it from the store.
+    let cleared = ok(&door, json!({"op": "setSettings", "apiKey": null})).await;
+    assert_eq!(cleared["hasApiKey"], false);
+    drop(door);
+    let door = open(dir.path(), runtime());
+    assert_eq!(
+        ok(&door, json!({"op": "getSettings"})).await["hasApiKey"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn bad_requests_get_clear_errors_and_change_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let door = open(dir.path(), runtime());
+    let before = ok(&door, json!({"op": "getSettings"})).await;
+
+    let e = err(&door, json!({"op": "fly"})).await;
+    assert_eq!(e.code, ErrorCode::InvalidParams);
+    assert!(e.message.contains("unknown chat op `fly`"), "{}", e.message);
+    assert!(
+        e.message.contains("listModels"),
+        "lists the ops: {}",
+        e.message
+    );
+
+    let e = err(&door, json!({"chat": 1})).await;
+    assert_eq!(e.path.as_deref(), Some("op"));
+    let e = err(&door, json!(["list"])).await;
+    assert_eq!(e.code, ErrorCode::BadRequest);
+
+    let e = err(&door, json!({"op": "history"})).await;
+    assert_eq!(e.path.as_deref(), Some("chat"));
+    let e = err(&door, json!({"op": "history", "chat": 99})).await;
+    assert_eq!(e.code, ErrorCode::NotFound);
+    assert!(e.message.contains("no chat 99"), "{}", e.message);
+    let e = err(&door, json!({"op": "approve", "callId": "toolu_x"})).await;
+    assert_eq!(e.code, ErrorCode::NotFound);
+
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    let e = err(&door, json!({"op": "send", "chat": chat, "text": "   "})).await;
+    assert_eq!(e.path.as_deref(), Some("text"));
+
+    let e = err(&door, json!({"op": "setSettings", "colour": "blue"})).await;
+    assert!(
+        e.message.contains("unknown setting `colour`"),
+        "{}",
+        e.message
+    );
+    let e = err(&door, json!({"op": "setSettings", "baseUrl": "ftp://x"})).await;
+    assert_eq!(e.path.as_deref(), Some("baseUrl"));
+    let e = err(&door, json!({"op": "setSettings", "provider": "skynet"})).await;
+    assert_eq!(e.path.as_deref(), Some("provider"), "{}", e.message);
+    let e = err(&door, json!({"op": "setSettings", "model": " "})).await;
+    assert_eq!(e.path.as_deref(), Some("model"));
+    let e = err(&door, json!({"op": "setSettings", "apiKey": 42})).await;
+    assert_eq!(e.path.as_deref(), Some("apiKey"));
+
+    assert_eq!(ok(&door, json!({"op": "getSettings"})).await, before);
+    assert!(
+        !dir.path().join(SETTINGS_FILE).exists(),
+        "no failed change wrote the settings file"
+    );
+}
+
+#[tokio::test]
+async fn a_damaged_settings_file_is_kept_aside_and_the_defaults_used() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join(SETTINGS_FILE), "{ this is not json").unwrap();
+    let door = open(dir.path(), runtime());
+    let settings = ok(&door, json!({"op": "getSettings"})).await;
+    assert_eq!(settings["provider"], "anthropic");
+    let kept = std::fs::read_to_string(dir.path().join("assistant.json.damaged")).unwrap();
+    assert_eq!(kept, "{ this is not json");
+
+    // An older file without the newer fields still loads.
+    std::fs::write(
+        dir.path().join(SETTINGS_FILE),
+        r#"{"provider": "openai-compatible", "baseUrl": "http://localhost:11434/v1", "model": "qwen3"}"#,
+    )
+    .unwrap();
+    let door = open(dir.path(), runtime());
+    let settings = ok(&door, json!({"op": "getSettings"})).await;
+    assert_eq!(settings["model"], "qwen3");
+    assert_eq!(settings["autoApproveEdits"], false);
+}
+
+#[tokio::test]
+async fn chats_are_listed_renamed_and_deleted_and_history_shows_open_prompts() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(script("anthropic_one_edit")).await;
+    let door = open(dir.path(), runtime());
+    ok(
+        &door,
+        json!({"op": "setSettings", "baseUrl": server.url(), "model": "claude-test", "apiKey": "k"}),
+    )
+    .await;
+    let a = ok(&door, json!({"op": "create", "title": "first"})).await["id"].clone();
+    let b = ok(&door, json!({"op": "create", "title": "second"})).await["id"].clone();
+    ok(
+        &door,
+        json!({"op": "rename", "chat": a, "title": "renamed"}),
+    )
+    .await;
+
+    let mut events = door.service().subscribe();
+    ok(
+        &door,
+        json!({"op": "send", "chat": a, "text": "Add a group"}),
+    )
+    .await;
+    let call_id = loop {
+        if let ServiceEventKind::ApprovalRequested { call_id, .. } = next(&mut events).await {
+            break call_id;
+        }
+    };
+    // A page opened now sees the running turn and the open prompt.
+    let history = ok(&door, json!({"op": "history", "chat": a})).await;
+    assert_eq!(history["running"], true);
+    assert_eq!(history["approvals"][0]["callId"], call_id.as_str());
+    assert_eq!(history["approvals"][0]["name"], "project.group.add");
+    assert_eq!(history["approvals"][0]["tier"], "Confirm");
+    assert_eq!(history["items"][0]["type"], "user");
+    let list = ok(&door, json!({"op": "list"})).await;
+    let row = |id: &Value| {
+        list.as_array()
+            .unwrap()
+            .iter()
+            .find(|c| &c["id"] == id)
+            .cloned()
+            .unwrap()
+    };
+    assert_eq!(row(&a)["title"], "renamed");
+    assert_eq!(row(&a)["running"], true);
+    assert_eq!(row(&b)["running"], false);
+    let e = err(&door, json!({"op": "delete", "chat": a})).await;
+    assert_eq!(e.code, ErrorCode::NotAllowed, "{}", e.message);
+
+    ok(&door, json!({"op": "approve", "callId": call_id})).await;
+    while !matches!(next(&mut events).await, ServiceEventKind::TurnEnded { .. }) {}
+    let history = ok(&door, json!({"op": "history", "chat": a})).await;
+    assert_eq!(history["running"], false);
+    assert_eq!(history["approvals"], json!([]));
+    let card = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "toolCard")
+        .expect("a tool card");
+    assert_eq!(card["status"], "ok");
+
+    ok(&door, json!({"op": "delete", "chat": b})).await;
+    let list = ok(&door, json!({"op": "list"})).await;
+    assert_eq!(list.as_array().unwrap().len(), 1);
+}
