@@ -5,10 +5,12 @@ import { dictionaries } from "../src/lib/i18n/index.svelte";
 import { strings as screens } from "../src/screens/strings";
 import { strings as dashboard } from "../src/dashboard/strings";
 import { strings as shell } from "../src/lib/i18n/shell";
+import { strings as chat } from "../src/chat/strings";
+import { CARD_STATUSES, PROVIDERS, noticeText, type ChatItem } from "../src/chat/protocol";
 import { PARSER_KINDS, SOURCE_TYPES } from "../src/screens/connection";
 import * as enums from "../src/screens/project/enums";
 
-const files = { screens, dashboard, shell };
+const files = { screens, dashboard, shell, chat };
 const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 
 describe("i18n dictionaries", () => {
@@ -67,7 +69,20 @@ const sourceFiles = import.meta.glob(["../src/screens/**/*.svelte", "../src/scre
   query: "?raw", import: "default", eager: true,
 }) as Record<string, string>;
 
+const chatSources = import.meta.glob(["../src/chat/**/*.svelte", "../src/chat/**/*.ts", "../src/App.svelte", "!../src/chat/strings.ts"], {
+  query: "?raw", import: "default", eager: true,
+}) as Record<string, string>;
+
 describe("keys used by the screens", () => {
+  it("every literal t(\"…\") key of the chat panel and the shell exists", () => {
+    expect(Object.keys(chatSources).length).toBeGreaterThan(5);
+    const missing: string[] = [];
+    for (const [p, text] of Object.entries(chatSources)) {
+      for (const m of text.matchAll(/\bt\(\s*"([^"]+)"/g)) if (!(m[1] in dictionaries.en)) missing.push(`${m[1]} in ${p}`);
+    }
+    expect(missing).toEqual([]);
+  });
+
   it("every literal t(\"…\") key exists", () => {
     expect(Object.keys(sourceFiles).length).toBeGreaterThan(10);
     const missing: string[] = [];
@@ -93,6 +108,26 @@ describe("keys used by the screens", () => {
       ...enums.FRAME_MODES.map((x) => `project.fm.${x}`),
       ...enums.DELIMITER_FORMATS.map((x) => `project.df.${x}`),
       ...enums.DECODERS.map((x) => `project.dec.${x}`),
+    ];
+    expect(need.filter((k) => !(k in dictionaries.en))).toEqual([]);
+  });
+
+  it("every key the chat panel builds from a prefix and a value exists", () => {
+    const tiers = ["safe", "confirm", "deviceGated", "alwaysConfirm", "blocked", "unknown"];
+    const notices: Extract<ChatItem, { type: "notice" | "turnEnd" }>[] = [
+      ...["turn_failed", "tool_call_limit", "turn_cancelled", "partial_tool_calls", "checkpoint_created", "skill_loaded"].map(
+        (kind) => ({ type: "notice" as const, key: "k", seq: 1, kind, payload: {} }),
+      ),
+      ...(["finished", "toolCallLimit", "cancelled", "failed"] as const).map((end) => ({ type: "turnEnd" as const, key: "k", end, detail: null })),
+    ];
+    const need = [
+      ...CARD_STATUSES.map((x) => `chat.status.${x}`),
+      ...tiers.map((x) => `chat.tier.${x}`),
+      ...tiers.map((x) => `chat.tierHint.${x}`),
+      ...PROVIDERS.map((x) => `chat.provider.${x}`),
+      ...notices.map((n) => noticeText(n).key),
+      "common.delete",
+      "common.save",
     ];
     expect(need.filter((k) => !(k in dictionaries.en))).toEqual([]);
   });

@@ -160,6 +160,91 @@ describe("WebSocket transport", () => {
     expect(sockets[0].sent.filter((m) => m.stop)).toHaveLength(1);
   });
 
+  it("sends chat requests with an id and matches their responses like calls", async () => {
+    const { t, sockets } = setup();
+    const call = t.call("io.status");
+    const send = t.chat({ op: "send", chat: 1, text: "add a gauge" });
+    const list = t.chat<{ id: number }[]>({ op: "list" });
+    sockets[0].open();
+    await flush();
+    const chats = sockets[0].sent.filter((m) => m.type === "chat");
+    expect(chats).toHaveLength(2);
+    expect(chats[0]).toEqual({ type: "chat", id: chats[0].id, op: "send", chat: 1, text: "add a gauge" });
+    expect(Object.keys(chats[0]).slice(0, 2)).toEqual(["type", "id"]);
+    // One id space for commands and chat requests.
+    const ids = [sockets[0].commands()[0].id, chats[0].id, chats[1].id];
+    expect(new Set(ids).size).toBe(3);
+    sockets[0].reply({ type: "response", id: chats[1].id, success: true, result: [{ id: 4 }] });
+    sockets[0].reply({ type: "response", id: chats[0].id, success: true, result: null });
+    sockets[0].reply({ type: "response", id: ids[0], success: true, result: { connected: false } });
+    await expect(list).resolves.toEqual([{ id: 4 }]);
+    await expect(send).resolves.toBeNull();
+    await expect(call).resolves.toEqual({ connected: false });
+  });
+
+  it("a chat request cannot override the message type or id", async () => {
+    const { t, sockets } = setup();
+    void t.chat({ op: "list", type: "command", id: 0 } as any);
+    sockets[0].open();
+    await flush();
+    const m = sockets[0].sent.find((x) => x.op === "list");
+    expect(m.type).toBe("chat");
+    expect(m.id).toBeGreaterThan(0);
+  });
+
+  it("turns chat error responses into CommandError and rejects them when the socket drops", async () => {
+    const { t, sockets } = setup();
+    const refused = t.chat({ op: "delete", chat: 2 });
+    const hanging = t.chat({ op: "listModels" });
+    sockets[0].open();
+    await flush();
+    const [del] = sockets[0].sent.filter((m) => m.type === "chat");
+    sockets[0].reply({ type: "response", id: del.id, success: false, error: { code: "turnRunning", message: "chat 2 already has a turn running" } });
+    const err = await refused.catch((e) => e);
+    expect(err).toBeInstanceOf(CommandError);
+    expect(err).toMatchObject({ code: "turnRunning", message: "chat 2 already has a turn running" });
+    sockets[0].drop();
+    await expect(hanging).rejects.toThrow(/lost/);
+  });
+
+  it("onChat opens the connection and delivers chat events, apart from project events", async () => {
+    const { t, sockets } = setup();
+    const chat: unknown[] = [];
+    const events: unknown[] = [];
+    const off = t.onChat((e) => chat.push(e));
+    expect(sockets).toHaveLength(1);
+    t.onEvent((e) => events.push(e));
+    sockets[0].open();
+    sockets[0].reply({ type: "chatEvent", event: { chat: 1, type: "textDelta", text: "Hi" } });
+    sockets[0].reply({ type: "event", event: { event: "projectChanged" } });
+    sockets[0].reply({ type: "chatEvent" });
+    expect(chat).toEqual([{ chat: 1, type: "textDelta", text: "Hi" }]);
+    expect(events).toEqual([{ event: "projectChanged" }]);
+    off();
+    sockets[0].reply({ type: "chatEvent", event: { chat: 1, type: "turnEnded", end: "finished" } });
+    expect(chat).toHaveLength(1);
+    // No subscribe message is needed for chat events.
+    expect(sockets[0].sent.filter((m) => m.type === "chat")).toEqual([]);
+  });
+
+  it("reconnects for chat handlers alone, and stops once they are gone", async () => {
+    vi.useFakeTimers();
+    const { t, sockets } = setup();
+    const got: unknown[] = [];
+    const off = t.onChat((e) => got.push(e));
+    sockets[0].open();
+    sockets[0].drop();
+    await vi.advanceTimersByTimeAsync(300);
+    expect(sockets).toHaveLength(2);
+    sockets[1].open();
+    sockets[1].reply({ type: "chatEvent", event: { chat: 3, type: "turnEnded", end: "cancelled", detail: null } });
+    expect(got).toEqual([{ chat: 3, type: "turnEnded", end: "cancelled", detail: null }]);
+    off();
+    sockets[1].drop();
+    await vi.advanceTimersByTimeAsync(10_000);
+    expect(sockets).toHaveLength(2);
+  });
+
   it("forPage derives the URL and token from the page location", () => {
     const t = WebSocketTransport.forPage({ protocol: "https:", host: "box:7790", pathname: "/ui/index.html", search: "?token=abc" } as Location);
     expect((t as any).url).toBe("wss://box:7790/ui/ws");

@@ -190,7 +190,7 @@ impl ChatDoor {
                 Ok(Value::Null)
             }
             "deny" => {
-                let reason = optional_str(&fields, "reason")?.unwrap_or("the user denied it");
+                let reason = optional_str(&fields, "reason")?;
                 service
                     .deny(required_str(&fields, "callId")?, reason)
                     .map_err(service_error)?;

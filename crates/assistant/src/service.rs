@@ -620,11 +620,13 @@ impl ChatService {
         }
     }
 
-    /// Denies one pending call; the model reads `reason` in the call's `Error:` result.
-    pub fn deny(&self, call_id: &str, reason: &str) -> Result<(), ServiceError> {
+    /// Denies one pending call; the model reads "the user declined" and `reason`, if any,
+    /// in the call's `Error:` result.
+    pub fn deny(&self, call_id: &str, reason: Option<&str>) -> Result<(), ServiceError> {
+        let reason = reason.map(str::trim).filter(|r| !r.is_empty());
         if self
             .inner
-            .answer(call_id, Approval::Denied(Some(reason.to_string())))
+            .answer(call_id, Approval::Denied(reason.map(str::to_string)))
         {
             Ok(())
         } else {

@@ -207,7 +207,7 @@ async fn a_denial_becomes_an_error_result_the_next_request_carries() {
     let service = s.service.clone();
     let seen = drive(&mut s.events, |e| {
         if let ServiceEventKind::ApprovalRequested { call_id, .. } = e {
-            service.deny(call_id, "not now").unwrap();
+            service.deny(call_id, Some("not now")).unwrap();
         }
     })
     .await;
@@ -269,7 +269,7 @@ async fn approve_all_turn(allow_device_control: bool) -> Vec<ServiceEventKind> {
             if call_id == "toolu_a1" {
                 service.approve_all(chat).unwrap();
             } else {
-                service.deny(call_id, "not the device").unwrap();
+                service.deny(call_id, Some("not the device")).unwrap();
             }
         }
     })

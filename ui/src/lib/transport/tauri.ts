@@ -1,25 +1,57 @@
-/** The desktop transport: `invoke` for commands, `Channel`s for events and display frames. */
+/** The desktop transport: `invoke` for commands and chat requests, `Channel`s for events,
+ *  chat events and display frames. */
 import { Channel, invoke } from "@tauri-apps/api/core";
 import {
   CommandError,
   type BackendEvent,
+  type ChatEvent,
+  type ChatRequest,
   type DisplayOptions,
   type Transport,
   type Unsubscribe,
 } from "./types";
 
+/** An `invoke` rejection as a CommandError: the backend's `{code, message, path?}`, or its text. */
+function commandError(e: unknown): CommandError {
+  if (e && typeof e === "object" && "message" in e) return new CommandError(e as any);
+  return new CommandError({ code: "failed", message: String(e) });
+}
+
 export class TauriTransport implements Transport {
   readonly kind = "tauri" as const;
   private events = new Set<(e: BackendEvent) => void>();
   private eventChannel: Channel<BackendEvent> | null = null;
+  private chats = new Set<(e: ChatEvent) => void>();
+  private chatChannel: Channel<ChatEvent> | null = null;
 
   async call<T = unknown>(command: string, params: unknown = {}, approved = false): Promise<T> {
     try {
       return await invoke<T>("call", { command, params: params ?? {}, approved });
-    } catch (e: any) {
-      if (e && typeof e === "object" && "message" in e) throw new CommandError(e);
-      throw new CommandError({ code: "failed", message: String(e) });
+    } catch (e) {
+      throw commandError(e);
     }
+  }
+
+  async chat<T = unknown>(request: ChatRequest): Promise<T> {
+    try {
+      return await invoke<T>("chat", { request });
+    } catch (e) {
+      throw commandError(e);
+    }
+  }
+
+  onChat(handler: (e: ChatEvent) => void): Unsubscribe {
+    this.chats.add(handler);
+    if (!this.chatChannel) {
+      const channel = new Channel<ChatEvent>();
+      channel.onmessage = (e) => this.chats.forEach((h) => h(e));
+      this.chatChannel = channel;
+      // A backend without the chat service refuses; the next handler tries again.
+      invoke("subscribe_chat", { channel }).catch(() => {
+        if (this.chatChannel === channel) this.chatChannel = null;
+      });
+    }
+    return () => this.chats.delete(handler);
   }
 
   onEvent(handler: (e: BackendEvent) => void): Unsubscribe {

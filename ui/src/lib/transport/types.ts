@@ -1,4 +1,5 @@
-/** What the UI needs from a backend: commands, pushed events and binary display frames.
+/** What the UI needs from a backend: commands, pushed events, binary display frames and
+ *  the assistant's chats.
  *  Two implementations with the same meaning: Tauri (desktop) and WebSocket (`sextant serve`).
  *  See docs/ui-protocol.md. */
 
@@ -38,12 +39,29 @@ export interface BackendEvent {
 
 export type Unsubscribe = () => void;
 
+/** A request to the assistant's chat service (docs/ui-protocol.md, "The assistant's chats"). */
+export interface ChatRequest {
+  op: string;
+  [key: string]: unknown;
+}
+
+/** A live event of one chat: `{chat, type, …}` (textDelta, toolCallDone, turnEnded, …). */
+export interface ChatEvent {
+  chat: number;
+  type: string;
+  [key: string]: unknown;
+}
+
 export interface Transport {
   readonly kind: "tauri" | "websocket";
   /** Runs a registry command; rejects with CommandError. `approved`: a person confirmed. */
   call<T = unknown>(command: string, params?: unknown, approved?: boolean): Promise<T>;
   /** Pushed project/connection events. */
   onEvent(handler: (e: BackendEvent) => void): Unsubscribe;
+  /** A request to the chat service (not a registry command); rejects with CommandError. */
+  chat<T = unknown>(request: ChatRequest): Promise<T>;
+  /** Every chat's live events. */
+  onChat(handler: (e: ChatEvent) => void): Unsubscribe;
   /** Starts (or re-configures) display frames; each arrives as an ArrayBuffer. */
   display(options: DisplayOptions, handler: (frame: ArrayBuffer) => void): Promise<Unsubscribe>;
 }

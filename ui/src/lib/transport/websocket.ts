@@ -1,9 +1,12 @@
-/** The WebSocket transport for `sextant serve`: JSON text frames for commands and events,
- *  binary frames for display data. Reconnects with backoff; calls in flight when the socket
- *  drops are rejected (never silently retried: a command may have side effects). */
+/** The WebSocket transport for `sextant serve`: JSON text frames for commands, events and
+ *  the assistant's chats, binary frames for display data. Reconnects with backoff; calls
+ *  and chat requests in flight when the socket drops are rejected (never silently retried:
+ *  a command may have side effects). */
 import {
   CommandError,
   type BackendEvent,
+  type ChatEvent,
+  type ChatRequest,
   type DisplayOptions,
   type Transport,
   type Unsubscribe,
@@ -30,6 +33,8 @@ export class WebSocketTransport implements Transport {
   private nextId = 1;
   private pending = new Map<number, Pending>();
   private events = new Set<(e: BackendEvent) => void>();
+  /** Chat events need no subscribe message: the server sends them to every connection. */
+  private chats = new Set<(e: ChatEvent) => void>();
   private frames: ((f: ArrayBuffer) => void) | null = null;
   private displayOptions: DisplayOptions | null = null;
   private retryMs = 250;
@@ -73,7 +78,7 @@ export class WebSocketTransport implements Transport {
         for (const p of this.pending.values()) p.reject(lost);
         this.pending.clear();
         if (!isOpen) reject(new Error(`cannot reach Sextant at ${this.url}`));
-        if (!this.closed && (this.events.size > 0 || this.frames)) {
+        if (!this.closed && (this.events.size > 0 || this.chats.size > 0 || this.frames)) {
           setTimeout(() => void this.connect().catch(() => {}), this.retryMs);
           this.retryMs = Math.min(this.retryMs * 2, 5000);
         }
@@ -101,6 +106,10 @@ export class WebSocketTransport implements Transport {
       for (const h of this.events) h(msg.event as BackendEvent);
       return;
     }
+    if (msg.type === "chatEvent" && msg.event && typeof msg.event === "object") {
+      for (const h of this.chats) h(msg.event as ChatEvent);
+      return;
+    }
     if (msg.type === "response" && typeof msg.id === "number" && msg.id > 0) {
       const p = this.pending.get(msg.id);
       if (!p) return;
@@ -110,13 +119,30 @@ export class WebSocketTransport implements Transport {
     }
   }
 
-  async call<T = unknown>(command: string, params: unknown = {}, approved = false): Promise<T> {
+  /** Sends `build(id)` with a fresh id and waits for the response with that id. */
+  private async request<T>(build: (id: number) => Record<string, unknown>): Promise<T> {
     await this.connect();
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
-      this.raw({ type: "command", id, command, params: params ?? {}, approved });
+      this.raw(build(id));
     });
+  }
+
+  call<T = unknown>(command: string, params: unknown = {}, approved = false): Promise<T> {
+    return this.request<T>((id) => ({ type: "command", id, command, params: params ?? {}, approved }));
+  }
+
+  chat<T = unknown>(request: ChatRequest): Promise<T> {
+    // `type` and `id` first on the wire and set again last, so a stray field in the
+    // request cannot replace them.
+    return this.request<T>((id) => Object.assign({ type: "chat", id }, request, { type: "chat", id }));
+  }
+
+  onChat(handler: (e: ChatEvent) => void): Unsubscribe {
+    this.chats.add(handler);
+    void this.connect().catch(() => {});
+    return () => this.chats.delete(handler);
   }
 
   onEvent(handler: (e: BackendEvent) => void): Unsubscribe {

@@ -1,0 +1,183 @@
+// The assistant in a real browser against `sextant serve`, with the scripted provider
+// server (real HTTP, Anthropic's SSE wire format) as the model: the model adds a group and
+// a gauge through tool calls the person approves in the chat panel, the dashboard shows
+// the gauge, a denied call reaches the model as an `Error:` result, and the chat is still
+// there after the server restarts.
+import assert from "node:assert/strict";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+import {
+  artifacts, demoProject, repo, requireFile, requireProgram, scriptServer, sextantBin, start, tempDir, waitFor,
+} from "./harness.mjs";
+
+const CHROMIUM_ARGS = [
+  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--no-first-run",
+];
+const API_KEY = "sk-ant-e2e-7f3a91";
+let browser, server, provider, dir, dataDir, projectPath, port;
+
+async function serve() {
+  const proc = start(`assistant-serve-${port}-${Date.now()}`, sextantBin, [
+    "serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"),
+    "--project", projectPath, "--data-dir", dataDir,
+  ], { cwd: dir });
+  const url = `http://127.0.0.1:${port}/`;
+  await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
+  return { url, stop: proc.stop, child: proc.child };
+}
+
+async function fresh(url) {
+  const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+  await context.addInitScript(() => {
+    localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en" }));
+  });
+  const p = await context.newPage();
+  p.on("pageerror", (e) => console.error("page error:", e.message));
+  await p.goto(url);
+  await p.waitForSelector(".shell");
+  return p;
+}
+
+/** Runs a registry command from the page, over its own WebSocket. */
+function command(p, name, params = {}) {
+  return p.evaluate(([name, params]) => new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://${location.host}/ws`);
+    ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: name, params }));
+    ws.onmessage = (ev) => {
+      const msg = JSON.parse(ev.data);
+      if (msg.type !== "response" || msg.id !== 1) return;
+      ws.close();
+      msg.success ? resolve(msg.result) : reject(new Error(msg.error.message));
+    };
+  }), [name, params]);
+}
+
+const card = (p, id) => p.locator(`[data-testid="tool-card"][data-call-id="${id}"]`);
+
+async function waitStatus(p, id, status) {
+  await waitFor(`tool card ${id} to be ${status}`, async () =>
+    (await card(p, id).getAttribute("data-status")) === status, 15000);
+}
+
+before(async () => {
+  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
+  requireFile(join(repo, "ui/dist/index.html"), "build the UI with `npm run build` in ui/");
+  const chrome = requireProgram("chromium", "chromium");
+  dir = tempDir("sextant-assistant-");
+  dataDir = join(dir, "assistant");
+  // The demo device without its groups: the model builds the dashboard from nothing.
+  projectPath = join(dir, "bench.json");
+  writeFileSync(projectPath, JSON.stringify({ ...demoProject(), title: "Bench", groups: [], workspaces: [], actions: [] }));
+  port = 7900 + Math.floor(Math.random() * 90);
+  provider = await scriptServer("e2e/anthropic_gauge.json");
+  server = await serve();
+  browser = await chromium.launch({ executablePath: chrome, args: CHROMIUM_ARGS });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.stop();
+  provider?.stop();
+});
+
+test("the model adds a gauge the person approves; a denied call reaches the model as an Error", async () => {
+  const page = await fresh(server.url);
+  await page.click('[data-testid="chat-toggle"]');
+  await page.click('[data-testid="chat-settings"]');
+  await page.selectOption('[data-testid="chat-provider"]', "anthropic");
+  await page.fill('[data-testid="chat-base-url"]', provider.url);
+  await page.fill('[data-testid="chat-model"]', "claude-e2e");
+  await page.fill('[data-testid="chat-api-key"]', API_KEY);
+  await page.click('[data-testid="chat-settings-save"]');
+  await waitFor("the saved settings", () => readdirSync(dataDir).includes("assistant.json"), 10000);
+
+  await page.click('[data-testid="chat-new"]');
+  await page.fill('[data-testid="chat-input"]', "Add a gauge for the engine RPM");
+  await page.click('[data-testid="chat-send"]');
+  await page.locator('[data-testid="chat-user"]', { hasText: "engine RPM" }).waitFor();
+
+  // Each project edit waits for the person.
+  await waitStatus(page, "toolu_e1", "awaiting");
+  assert.match(await card(page, "toolu_e1").textContent(), /project\.group\.add|project_group_add/);
+  assert.match(await card(page, "toolu_e1").textContent(), /Engine/, "the card shows the arguments");
+  await card(page, "toolu_e1").locator('[data-testid="tool-approve"]').click();
+  await waitStatus(page, "toolu_e1", "ok");
+  await waitStatus(page, "toolu_e2", "awaiting");
+  await card(page, "toolu_e2").locator('[data-testid="tool-approve"]').click();
+  await waitStatus(page, "toolu_e2", "ok");
+
+  // The gauge is on the dashboard beside the chat, and moves once the device runs.
+  const gauge = page.locator('[data-testid="widget"][data-widget-kind="gauge"][data-title="RPM"]');
+  await gauge.waitFor({ timeout: 15000 });
+
+  // The rename is denied: the model reads why, and the title stays.
+  await waitStatus(page, "toolu_e3", "awaiting");
+  await card(page, "toolu_e3").locator('[data-testid="tool-deny"]').click();
+  await waitStatus(page, "toolu_e3", "denied");
+  await page.locator('[data-testid="chat-assistant"]', { hasText: "left the project title" }).waitFor({ timeout: 15000 });
+  await waitFor("the turn to end", async () => !(await page.locator('[data-testid="chat-stop"]').isVisible()), 10000);
+  const project = await command(page, "project.get");
+  assert.equal(project.title, "Bench");
+  assert.deepEqual(project.groups.map((g) => g.title), ["Engine"]);
+  assert.equal(project.groups[0].datasets[0].widget, "gauge");
+
+  await command(page, "io.connect");
+  const pixels = () => gauge.locator("canvas").first().evaluate((c) => {
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let sum = 0;
+    for (let k = 0; k < d.length; k += 97) sum = (sum * 31 + d[k]) >>> 0;
+    return sum;
+  });
+  const first = await pixels();
+  await waitFor("the gauge to move with live data", async () => (await pixels()) !== first, 15000, 250);
+  await page.screenshot({ path: join(artifacts, "browser-assistant-gauge-light-en.png") });
+  await command(page, "io.disconnect");
+
+  const requests = await provider.requests();
+  assert.equal(requests.length, 4, "one request per model reply");
+  for (const r of requests) {
+    assert.equal(r.path, "/v1/messages");
+    assert.equal(r.headers["x-api-key"], API_KEY, "the key from the settings reaches the provider");
+  }
+  // The cached prefix (role block and tools) is byte-identical across the turn's requests.
+  const prefix = (r) => JSON.stringify([r.body.system[0], r.body.tools]);
+  for (const r of requests.slice(1)) assert.equal(prefix(r), prefix(requests[0]));
+  const results = requests[3].body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : []))
+    .filter((b) => b.type === "tool_result");
+  const denied = results.find((b) => b.tool_use_id === "toolu_e3");
+  assert.ok(denied, "the denied call's result is in the next request");
+  assert.equal(denied.is_error, true);
+  assert.match(JSON.stringify(denied.content), /Error: denied: the user declined/);
+  const approved = results.find((b) => b.tool_use_id === "toolu_e2");
+  assert.ok(approved && !approved.is_error, "the approved call's result too");
+
+  // The key is in the key store, never in a readable file of the data folder.
+  for (const f of readdirSync(dataDir)) {
+    assert.ok(!readFileSync(join(dataDir, f)).toString("latin1").includes(API_KEY), `${f} holds the API key`);
+  }
+  await page.close();
+});
+
+test("the chat survives a restart of sextant serve", async () => {
+  server.stop();
+  await waitFor("the old server to exit", () => server.child.exitCode !== null || server.child.signalCode !== null, 10000);
+  server = await serve();
+  const page = await fresh(server.url);
+  await page.click('[data-testid="chat-toggle"]');
+  const item = page.locator('[data-testid="chat-item"]').first();
+  await item.waitFor();
+  await item.click();
+  await page.locator('[data-testid="chat-user"]', { hasText: "engine RPM" }).waitFor();
+  await page.locator('[data-testid="chat-assistant"]', { hasText: "left the project title" }).waitFor();
+  assert.equal(await card(page, "toolu_e1").getAttribute("data-status"), "ok");
+  assert.equal(await card(page, "toolu_e2").getAttribute("data-status"), "ok");
+  assert.equal(await card(page, "toolu_e3").getAttribute("data-status"), "denied");
+  await page.click('[data-testid="chat-settings"]');
+  assert.equal(await page.inputValue('[data-testid="chat-base-url"]'), provider.url);
+  assert.equal(await page.inputValue('[data-testid="chat-model"]'), "claude-e2e");
+  assert.equal(await page.inputValue('[data-testid="chat-api-key"]'), "", "the key is never sent back to the page");
+  await page.close();
+});

@@ -1,0 +1,290 @@
+/** The assistant's chats as the UI sees them: the shapes of docs/ui-protocol.md ("The
+ *  assistant's chats") and pure helpers over them. No Svelte, no backend: tests pin these. */
+
+export type Provider = "anthropic" | "openai-compatible";
+export const PROVIDERS: Provider[] = ["anthropic", "openai-compatible"];
+export const DEFAULT_BASE_URL: Record<Provider, string> = {
+  anthropic: "https://api.anthropic.com",
+  "openai-compatible": "https://api.openai.com/v1",
+};
+
+/** One chat in the list (`list`). */
+export interface ChatSummary {
+  id: number;
+  title: string;
+  createdUnixMs: number;
+  updatedUnixMs: number;
+  events: number;
+  running: boolean;
+}
+
+/** The assistant's settings (`getSettings` / `setSettings`); the key itself never comes back. */
+export interface ChatSettings {
+  provider: Provider;
+  baseUrl: string;
+  model: string;
+  autoApproveEdits: boolean;
+  allowDeviceControl: boolean;
+  hasApiKey: boolean;
+  /** `"keyring"` or `"encryptedFile"`. */
+  keyStorage: string | null;
+}
+
+/** The settings fields a person edits. */
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl">;
+
+export interface ModelInfo {
+  id: string;
+  displayName: string;
+}
+
+export interface Usage {
+  inputTokens: number;
+  outputTokens: number;
+  cacheReadTokens: number;
+  cacheCreationTokens: number;
+}
+
+/** How much care a command needs (`sextant_commands::Tier`), as the card shows it. */
+export type Tier = "safe" | "confirm" | "deviceGated" | "alwaysConfirm" | "blocked" | "unknown";
+
+/** A tool card's state: the history's statuses, plus the live ones (`running`, `awaiting`
+ *  an answer, `blocked` by post-execute). */
+export type CardStatus = "pending" | "running" | "awaiting" | "ok" | "error" | "denied" | "blocked" | "interrupted";
+export const CARD_STATUSES: CardStatus[] = ["pending", "running", "awaiting", "ok", "error", "denied", "blocked", "interrupted"];
+
+/** What ended a turn (`turnEnded.end`). */
+export type TurnEnd = "finished" | "toolCallLimit" | "cancelled" | "failed";
+
+export interface Approval {
+  tier: Tier;
+  /** An answer is on its way; the buttons wait. */
+  answering: boolean;
+}
+
+/** One row of the chat. `user`…`notice` come from `history` (and live events); `usage` and
+ *  `turnEnd` are this UI's own, from the `usage` and `turnEnded` events. `key` is stable
+ *  for Svelte's keyed lists; `seq` is the log position (null while only live). */
+export type ChatItem =
+  | { type: "user"; key: string; seq: number | null; text: string }
+  | { type: "assistant"; key: string; seq: number | null; text: string; streaming: boolean }
+  | {
+      type: "toolCard";
+      key: string;
+      seq: number | null;
+      id: string;
+      name: string;
+      /** Undefined while the model is still writing them. */
+      args: unknown;
+      status: CardStatus;
+      result: string | null;
+      approval: Approval | null;
+    }
+  | { type: "compaction"; key: string; seq: number; through: number; summary: string }
+  | { type: "notice"; key: string; seq: number; kind: string; payload: unknown }
+  | { type: "usage"; key: string; usage: Usage }
+  | { type: "turnEnd"; key: string; end: TurnEnd; detail: string | null };
+
+export type ToolCardItem = Extract<ChatItem, { type: "toolCard" }>;
+
+const num = (x: unknown, d = 0) => (typeof x === "number" && Number.isFinite(x) ? x : d);
+const str = (x: unknown) => (typeof x === "string" ? x : x == null ? "" : String(x));
+
+/** A tier as the backend spells it (`"DeviceGated"`, `"device_gated"`, …), or null. */
+export function normalizeTier(x: unknown): Tier {
+  const k = str(x).replace(/[_\s-]/g, "").toLowerCase();
+  const tiers: Record<string, Tier> = {
+    safe: "safe",
+    confirm: "confirm",
+    devicegated: "deviceGated",
+    alwaysconfirm: "alwaysConfirm",
+    blocked: "blocked",
+  };
+  return tiers[k] ?? "unknown";
+}
+
+/** Device control and destructive calls: highlighted, and never covered by "approve all". */
+export const isHighRisk = (tier: Tier) => tier === "deviceGated" || tier === "alwaysConfirm";
+
+/** "Approve all" answers the turn's project edits (Confirm tier) only. */
+export const approveAllCovers = (tier: Tier) => tier === "confirm";
+
+function cardStatus(x: unknown): CardStatus {
+  const s = str(x);
+  return (CARD_STATUSES as string[]).includes(s) ? (s as CardStatus) : "error";
+}
+
+/** `history`'s items as rows. Unknown types become notices, so nothing is dropped. */
+export function normalizeItems(raw: unknown): ChatItem[] {
+  const out: ChatItem[] = [];
+  const cardKeys = new Set<string>();
+  for (const [index, r] of (Array.isArray(raw) ? raw : []).entries()) {
+    if (!r || typeof r !== "object") continue;
+    const it = r as Record<string, unknown>;
+    const seq = num(it.seq, -1 - index);
+    const key = `s${seq}`;
+    // The fold serializes variants in snake_case; the protocol names them in camelCase.
+    const type = str(it.type).replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
+    switch (type) {
+      case "user":
+        out.push({ type: "user", key, seq, text: str(it.text) });
+        break;
+      case "assistant":
+        out.push({ type: "assistant", key, seq, text: str(it.text), streaming: false });
+        break;
+      case "toolCard": {
+        const id = str(it.id);
+        // Keyed by call id so a card keeps its place (and open details) from live to history.
+        const cardKey = cardKeys.has(id) ? key : `c${id}`;
+        cardKeys.add(id);
+        out.push({
+          type: "toolCard",
+          key: cardKey,
+          seq,
+          id,
+          name: str(it.name),
+          args: it.args,
+          status: cardStatus(it.status),
+          result: it.result == null ? null : str(it.result),
+          approval: null,
+        });
+        break;
+      }
+      case "compaction":
+        out.push({ type: "compaction", key, seq, through: num(it.through), summary: str(it.summary) });
+        break;
+      case "notice":
+        out.push({ type: "notice", key, seq, kind: str(it.kind), payload: it.payload ?? null });
+        break;
+      default:
+        out.push({ type: "notice", key, seq, kind: type || "unknown", payload: it });
+    }
+  }
+  return out;
+}
+
+export function normalizeUsage(e: Record<string, unknown>): Usage {
+  return {
+    inputTokens: num(e.inputTokens),
+    outputTokens: num(e.outputTokens),
+    cacheReadTokens: num(e.cacheReadTokens),
+    cacheCreationTokens: num(e.cacheCreationTokens),
+  };
+}
+
+export function addUsage(a: Usage | null, b: Usage): Usage {
+  if (!a) return { ...b };
+  return {
+    inputTokens: a.inputTokens + b.inputTokens,
+    outputTokens: a.outputTokens + b.outputTokens,
+    cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
+    cacheCreationTokens: a.cacheCreationTokens + b.cacheCreationTokens,
+  };
+}
+
+/** The history notice that says the same as a `turnEnded` of this kind (so it is shown once). */
+export const NOTICE_OF_END: Partial<Record<TurnEnd, string>> = {
+  failed: "turn_failed",
+  toolCallLimit: "tool_call_limit",
+  cancelled: "turn_cancelled",
+};
+
+/** A notice as text: an i18n key, its values and how loud it is. */
+export interface NoticeText {
+  key: string;
+  vars: Record<string, string | number>;
+  level: "error" | "warn" | "info";
+  /** Extra text shown as is (an error message, a payload). */
+  detail: string;
+}
+
+/** What to say for a history notice or a turn's end. */
+export function noticeText(item: Extract<ChatItem, { type: "notice" | "turnEnd" }>): NoticeText {
+  if (item.type === "turnEnd") {
+    if (item.end === "failed") return { key: "chat.notice.failed", vars: {}, level: "error", detail: item.detail ?? "" };
+    if (item.end === "toolCallLimit") return { key: "chat.notice.limit", vars: { n: item.detail ?? "?" }, level: "warn", detail: "" };
+    if (item.end === "cancelled") return { key: "chat.notice.cancelled", vars: {}, level: "info", detail: "" };
+    return { key: "chat.notice.finished", vars: {}, level: "info", detail: item.detail ?? "" };
+  }
+  const p = (item.payload && typeof item.payload === "object" ? item.payload : {}) as Record<string, unknown>;
+  switch (item.kind) {
+    case "turn_failed":
+      return { key: "chat.notice.failed", vars: {}, level: "error", detail: str(p.error) };
+    case "tool_call_limit":
+      return { key: "chat.notice.limit", vars: { n: str(p.limit) || "?" }, level: "warn", detail: "" };
+    case "turn_cancelled":
+      return { key: "chat.notice.cancelled", vars: {}, level: "info", detail: "" };
+    case "partial_tool_calls":
+      return { key: "chat.notice.partialCalls", vars: {}, level: "warn", detail: "" };
+    case "checkpoint_created":
+      return { key: "chat.notice.checkpoint", vars: {}, level: "info", detail: "" };
+    default:
+      return { key: "chat.notice.other", vars: { kind: item.kind }, level: "info", detail: "" };
+  }
+}
+
+/** The first lines of a tool result, for the card; `error` when it is an `Error:` result. */
+export function summarizeResult(result: string | null, maxLines = 6, maxChars = 600): { text: string; truncated: boolean; error: boolean } {
+  const full = result ?? "";
+  let text = full.split("\n").slice(0, maxLines).join("\n");
+  if (text.length > maxChars) text = text.slice(0, maxChars);
+  return { text: text.replace(/\s+$/, ""), truncated: text.length < full.trimEnd().length, error: full.startsWith("Error:") };
+}
+
+/** Arguments as indented JSON; "" while they are still streaming. */
+export function prettyArgs(args: unknown): string {
+  if (args === undefined) return "";
+  try {
+    return JSON.stringify(args, null, 2) ?? String(args);
+  } catch {
+    return String(args);
+  }
+}
+
+/** A title for a new chat from its first message: the first line, at most `max` characters. */
+export function titleFrom(text: string, max = 48): string {
+  const line = text.trim().split("\n")[0].trim().replace(/\s+/g, " ");
+  return line.length > max ? `${line.slice(0, max - 1).trimEnd()}…` : line;
+}
+
+/** The base URL after switching provider: the new provider's default when the field held
+ *  the old one's default (or nothing); a custom URL stays. */
+export function baseUrlForProvider(current: string, from: Provider, to: Provider): string {
+  const norm = (u: string) => u.trim().replace(/\/+$/, "");
+  if (from === to) return current;
+  if (!norm(current) || norm(current) === norm(DEFAULT_BASE_URL[from])) return DEFAULT_BASE_URL[to];
+  return current;
+}
+
+/** The `setSettings` request for a form: every editable field, and `apiKey` only when the
+ *  person typed one (`null` forgets the stored key). */
+export function settingsRequest(form: EditableSettings, apiKey?: string | null): Record<string, unknown> & { op: "setSettings" } {
+  const req: Record<string, unknown> & { op: "setSettings" } = {
+    op: "setSettings",
+    provider: form.provider,
+    baseUrl: form.baseUrl.trim(),
+    model: form.model.trim(),
+    autoApproveEdits: form.autoApproveEdits,
+    allowDeviceControl: form.allowDeviceControl,
+  };
+  if (apiKey === null) req.apiKey = null;
+  else if (typeof apiKey === "string" && apiKey.trim()) req.apiKey = apiKey.trim();
+  return req;
+}
+
+/** Tokens as short text: 950, 12.3k, 1.2M. */
+export function formatTokens(n: number): string {
+  if (n < 1000) return String(n);
+  if (n < 1_000_000) return `${(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`;
+  return `${(n / 1_000_000).toFixed(1)}M`;
+}
+
+/** The command a card is about, dotted: `project_dataset_add` → `project.dataset.add`
+ *  (command names have no `_`), `meta_executeCommand {name}` → that name. */
+export function commandName(name: string, args: unknown): string {
+  if (name === "meta_executeCommand" && args && typeof args === "object" && typeof (args as Record<string, unknown>).name === "string") {
+    return commandName((args as Record<string, string>).name, undefined);
+  }
+  if (name.startsWith("meta_")) return name;
+  return name.replace(/_/g, ".");
+}

@@ -1,0 +1,158 @@
+// The assistant's Markdown: nothing in the model's text may become markup by itself, and
+// every prefix of a reply (as it streams) must render sensibly.
+import { describe, expect, it } from "vitest";
+import { escapeHtml, renderMarkdown as md } from "../src/chat/markdown";
+
+/** Every tag the renderer may write. */
+const ALLOWED = new Set(["p", "br", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "ul", "ol", "li", "blockquote", "hr", "table", "thead", "tbody", "tr", "th", "td", "a"]);
+const tags = (html: string) => [...html.matchAll(/<\/?([a-zA-Z][\w-]*)/g)].map((m) => m[1].toLowerCase());
+
+describe("escaping", () => {
+  it("escapes raw HTML everywhere", () => {
+    const cases = [
+      "<script>alert(1)</script>",
+      "**<img src=x onerror=alert(1)>**",
+      "- <iframe src=//evil>",
+      "# <b>hi</b>",
+      "> <svg onload=alert(1)>",
+      "| <a> | b |\n|---|---|\n| <script> | x |",
+      "`<code>` and <style>body{}</style>",
+      "```\n</code></pre><script>x</script>\n```",
+    ];
+    for (const c of cases) {
+      const html = md(c);
+      expect(tags(html).filter((t) => !ALLOWED.has(t)), c).toEqual([]);
+      expect(html).not.toMatch(/<(script|img|iframe|svg|style|b)\b/i);
+    }
+    expect(md("<script>alert(1)</script>")).toBe("<p>&lt;script&gt;alert(1)&lt;/script&gt;</p>");
+    expect(escapeHtml(`<a href="x" onclick='y'>&`)).toBe("&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;");
+  });
+
+  it("links only to http(s), opened safely, and never breaks out of the attribute", () => {
+    expect(md("[docs](https://example.com/a?b=1&c=2)")).toBe(
+      '<p><a href="https://example.com/a?b=1&amp;c=2" target="_blank" rel="noopener noreferrer">docs</a></p>',
+    );
+    for (const bad of ["javascript:alert(1)", "data:text/html,<script>x</script>", "file:///etc/passwd", "/relative", "vbscript:x"]) {
+      const html = md(`[click](${bad})`);
+      expect(html, bad).not.toContain("<a");
+      expect(html).toContain("click");
+    }
+    const quoted = md('[x](https://a.example/"onmouseover="alert(1))');
+    expect(quoted).toContain('href="https://a.example/&quot;onmouseover=&quot;alert(1)"');
+    expect(quoted).not.toMatch(/"\s*onmouseover=/);
+    // Link text is markdown but cannot hold another link.
+    expect(md("[**a** [b](https://b.example)](https://a.example)")).toBe(
+      '<p><a href="https://a.example" target="_blank" rel="noopener noreferrer"><strong>a</strong> [b](https://b.example)</a></p>',
+    );
+  });
+
+  it("autolinks bare and <angle> URLs without trailing punctuation; images are not loaded", () => {
+    expect(md("See https://example.com/x_(y). Done")).toBe(
+      '<p>See <a href="https://example.com/x_(y)" target="_blank" rel="noopener noreferrer">https://example.com/x_(y)</a>. Done</p>',
+    );
+    expect(md("(at https://example.com)")).toContain('href="https://example.com"');
+    expect(md("<https://example.com/a>")).toBe('<p><a href="https://example.com/a" target="_blank" rel="noopener noreferrer">https://example.com/a</a></p>');
+    expect(md("![x](https://tracker.example/p.png)")).not.toContain("<img");
+    expect(md("xhttps://a.example")).not.toContain("<a");
+  });
+});
+
+describe("inline", () => {
+  it("bold, italic, strikethrough and code", () => {
+    expect(md("**bold** *it* _it_ ***both*** ~~gone~~ `x < y`")).toBe(
+      "<p><strong>bold</strong> <em>it</em> <em>it</em> <strong><em>both</em></strong> <del>gone</del> <code>x &lt; y</code></p>",
+    );
+    expect(md("*a **b** c*")).toBe("<p><em>a <strong>b</strong> c</em></p>");
+    expect(md("**a *b***")).toBe("<p><strong>a <em>b</em></strong></p>");
+  });
+
+  it("leaves snake_case, arithmetic and escaped markers alone", () => {
+    expect(md("set dataset_id_2 and max_value")).toBe("<p>set dataset_id_2 and max_value</p>");
+    expect(md("2 * 3 * 4")).toBe("<p>2 * 3 * 4</p>");
+    expect(md("\\*not\\* \\`x\\`")).toBe("<p>*not* `x`</p>");
+  });
+
+  it("code spans are literal", () => {
+    expect(md("`**not bold**` and ``a ` b``")).toBe("<p><code>**not bold**</code> and <code>a ` b</code></p>");
+    expect(md("**bold `with ** inside`**")).toBe("<p><strong>bold <code>with ** inside</code></strong></p>");
+  });
+
+  it("keeps line breaks inside a paragraph", () => {
+    expect(md("one\ntwo\n\nthree")).toBe("<p>one<br>two</p><p>three</p>");
+  });
+});
+
+describe("blocks", () => {
+  it("headings are chat-sized", () => {
+    expect(md("# Title\n## Sub ##\n###### deep\n#hashtag")).toBe("<h3>Title</h3><h4>Sub</h4><h6>deep</h6><p>#hashtag</p>");
+  });
+
+  it("bullet and numbered lists, nested, tight and loose", () => {
+    expect(md("- one\n- **two**\n* three")).toBe("<ul><li>one</li><li><strong>two</strong></li><li>three</li></ul>");
+    expect(md("3. c\n4. d")).toBe('<ol start="3"><li>c</li><li>d</li></ol>');
+    expect(md("1. first\n   - nested a\n   - nested b\n2. second")).toBe(
+      "<ol><li>first<ul><li>nested a</li><li>nested b</li></ul></li><li>second</li></ol>",
+    );
+    expect(md("- a\n\n- b")).toBe("<ul><li><p>a</p></li><li><p>b</p></li></ul>");
+    expect(md("Steps:\n1. connect\n2. plot\n\nDone.")).toBe("<p>Steps:</p><ol><li>connect</li><li>plot</li></ol><p>Done.</p>");
+    expect(md("- item\n  continued\nlazy")).toBe("<ul><li>item<br>continued<br>lazy</li></ul>");
+  });
+
+  it("a list item can hold a code block", () => {
+    expect(md("- run:\n  ```sh\n  sextant demo\n  ```\n- then")).toBe(
+      '<ul><li>run:<pre class="md-code"><code data-lang="sh">sextant demo</code></pre></li><li>then</li></ul>',
+    );
+  });
+
+  it("fenced code blocks keep their text verbatim", () => {
+    expect(md("```rust\nfn main() { println!(\"<hi>\"); }\n\n**x**\n```\nafter")).toBe(
+      '<pre class="md-code"><code data-lang="rust">fn main() { println!(&quot;&lt;hi&gt;&quot;); }\n\n**x**</code></pre><p>after</p>',
+    );
+    expect(md("~~~\na\n~~~")).toBe('<pre class="md-code"><code>a</code></pre>');
+    expect(md('```"><script>\nx\n```')).toBe('<pre class="md-code"><code data-lang="&quot;&gt;&lt;script&gt;">x</code></pre>');
+  });
+
+  it("quotes, rules and tables", () => {
+    expect(md("> quoted **text**\n> more")).toBe("<blockquote><p>quoted <strong>text</strong><br>more</p></blockquote>");
+    expect(md("a\n\n---\n\nb")).toBe("<p>a</p><hr><p>b</p>");
+    expect(md("| Dataset | Value |\n|:--|--:|\n| `temp` | 21.5 |\n| rpm")).toBe(
+      '<table><thead><tr><th style="text-align: left">Dataset</th><th style="text-align: right">Value</th></tr></thead>' +
+        '<tbody><tr><td style="text-align: left"><code>temp</code></td><td style="text-align: right">21.5</td></tr>' +
+        '<tr><td style="text-align: left">rpm</td><td style="text-align: right"></td></tr></tbody></table>',
+    );
+    expect(md("a | b\n---")).toBe("<p>a | b</p><hr>");
+  });
+});
+
+describe("streaming", () => {
+  it("an unclosed fence is a code block to the end", () => {
+    expect(md("Here:\n```js\nconst a = 1;\n")).toBe('<p>Here:</p><pre class="md-code"><code data-lang="js">const a = 1;</code></pre>');
+    expect(md("```")).toBe('<pre class="md-code"><code></code></pre>');
+    // Markdown-looking lines inside stay literal.
+    expect(md("```\n# not a heading\n- not a list")).toBe('<pre class="md-code"><code># not a heading\n- not a list</code></pre>');
+  });
+
+  it("half-written inline markup is plain text until it closes", () => {
+    expect(md("this is **bo")).toBe("<p>this is **bo</p>");
+    expect(md("call `project.da")).toBe("<p>call `project.da</p>");
+    expect(md("see [the docs](https://exa")).toBe("<p>see [the docs](https://exa</p>");
+    expect(md("see [the do")).toBe("<p>see [the do</p>");
+    expect(md("*")).toBe("<ul><li></li></ul>");
+  });
+
+  it("every prefix of a reply renders with only the allowed tags", () => {
+    const reply =
+      "# Plan\nI will **add a gauge** for `rpm`:\n\n1. Create the *group*\n2. Add [the widget](https://docs.example/w)\n   - min `0`\n\n```json\n{\"widget\": \"gauge\"}\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n> done <script>";
+    for (let n = 0; n <= reply.length; n++) {
+      const html = md(reply.slice(0, n));
+      expect(tags(html).filter((t) => !ALLOWED.has(t)), reply.slice(0, n)).toEqual([]);
+      expect(html).not.toContain("<script");
+    }
+  });
+
+  it("deep nesting is bounded", () => {
+    const deep = Array.from({ length: 200 }, (_, k) => `${" ".repeat(k * 2)}- level ${k}`).join("\n");
+    expect(() => md(deep)).not.toThrow();
+    expect(() => md(">".repeat(5000) + " x")).not.toThrow();
+  });
+});

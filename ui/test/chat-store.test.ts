@@ -1,0 +1,546 @@
+// The chat store against a fake chat service: protocol-shaped replies and events, in the
+// order the service sends them (crates/assistant/src/service.rs, conversation.rs).
+import { describe, expect, it } from "vitest";
+import type { ChatEvent, ChatRequest } from "../src/lib/transport/types";
+import { CommandError } from "../src/lib/transport/types";
+import { ChatStore, type ChatBackend } from "../src/chat/store.svelte";
+import {
+  baseUrlForProvider,
+  normalizeItems,
+  normalizeTier,
+  noticeText,
+  prettyArgs,
+  settingsRequest,
+  summarizeResult,
+  titleFrom,
+  formatTokens,
+  commandName,
+  type ChatItem,
+} from "../src/chat/protocol";
+
+type Handler = (req: ChatRequest) => unknown;
+
+class FakeService implements ChatBackend {
+  requests: ChatRequest[] = [];
+  handlers: Record<string, Handler> = {};
+  listeners = new Set<(e: ChatEvent) => void>();
+  /** Requests whose reply the test releases by hand. */
+  held: { req: ChatRequest; release: () => void }[] = [];
+  hold = new Set<string>();
+
+  async chat<T>(req: ChatRequest): Promise<T> {
+    this.requests.push(req);
+    if (this.hold.has(req.op)) await new Promise<void>((release) => this.held.push({ req, release }));
+    const h = this.handlers[req.op];
+    if (!h) return null as T;
+    return (await h(req)) as T;
+  }
+  onChat(handler: (e: ChatEvent) => void) {
+    this.listeners.add(handler);
+    return () => this.listeners.delete(handler);
+  }
+  emit(chat: number, type: string, fields: Record<string, unknown> = {}) {
+    for (const h of this.listeners) h({ chat, type, ...fields });
+  }
+  ops(op: string) {
+    return this.requests.filter((r) => r.op === op);
+  }
+}
+
+const flush = async () => {
+  for (let i = 0; i < 5; i++) await new Promise((r) => setTimeout(r, 0));
+};
+
+const summary = (id: number, title: string, running = false) => ({ id, title, createdUnixMs: id, updatedUnixMs: id, events: 0, running });
+
+/** A store with chats 1 and 2, chat 1 open with an empty history. */
+async function setup(history: Record<number, unknown> = {}) {
+  const svc = new FakeService();
+  svc.handlers.list = () => [summary(2, "Other"), summary(1, "Gauges")];
+  svc.handlers.history = (r) => history[r.chat as number] ?? { items: [], running: false, approvals: [] };
+  const store = new ChatStore(svc);
+  const off = store.start();
+  await flush();
+  await store.select(1);
+  return { svc, store, off };
+}
+
+const types = (items: ChatItem[]) => items.map((i) => i.type);
+const card = (store: ChatStore, id: string) => store.items.find((i) => i.type === "toolCard" && i.id === id) as Extract<ChatItem, { type: "toolCard" }>;
+
+describe("chat store: chats", () => {
+  it("lists chats and opens one with its history (snake- or camelCase item types)", async () => {
+    const { svc, store } = await setup({
+      1: {
+        items: [
+          { type: "user", seq: 1, text: "add a gauge" },
+          { type: "assistant", seq: 2, text: "Adding it." },
+          { type: "tool_card", seq: 3, id: "c1", name: "project.dataset.add", args: { title: "rpm" }, status: "ok", result: "{\"id\":\"ds-3\"}" },
+          { type: "toolCard", seq: 4, id: "c2", name: "io.send", args: { data: "x" }, status: "pending", result: null },
+          { type: "compaction", seq: 5, through: 2, summary: "earlier" },
+          { type: "notice", seq: 6, kind: "checkpoint_created", payload: {} },
+        ],
+        running: true,
+        approvals: [{ chat: 1, type: "approvalRequested", callId: "c2", name: "io.send", args: { data: "x" }, tier: "DeviceGated" }],
+      },
+    });
+    expect(store.chats.map((c) => c.id)).toEqual([2, 1]);
+    expect(svc.ops("history")).toEqual([{ op: "history", chat: 1 }]);
+    expect(types(store.items)).toEqual(["user", "assistant", "toolCard", "toolCard", "compaction", "notice"]);
+    expect(card(store, "c1")).toMatchObject({ status: "ok", result: '{"id":"ds-3"}', key: "cc1", approval: null });
+    // The open prompt from `approvals` marks its card.
+    expect(card(store, "c2")).toMatchObject({ status: "awaiting", approval: { tier: "deviceGated", answering: false } });
+    expect(store.running).toBe(true);
+    expect(store.chats.find((c) => c.id === 1)!.running).toBe(true);
+  });
+
+  it("creates, renames and deletes chats", async () => {
+    const { svc, store } = await setup();
+    let next = 3;
+    svc.handlers.create = () => ({ id: next++ });
+    svc.handlers.list = () => [summary(3, "New"), summary(2, "Other"), summary(1, "Gauges")];
+    expect(await store.create("  New  ")).toBe(3);
+    expect(svc.ops("create")).toEqual([{ op: "create", title: "New" }]);
+    expect(store.current).toBe(3);
+    expect(await store.rename(2, " Renamed ")).toBe(true);
+    expect(svc.ops("rename")).toEqual([{ op: "rename", chat: 2, title: "Renamed" }]);
+    expect(store.chats.find((c) => c.id === 2)!.title).toBe("Renamed");
+    expect(await store.rename(2, "   ")).toBe(false);
+    svc.handlers.list = () => [summary(2, "Renamed"), summary(1, "Gauges")];
+    expect(await store.remove(3)).toBe(true);
+    expect(svc.ops("delete")).toEqual([{ op: "delete", chat: 3 }]);
+    expect(store.current).toBeNull();
+    expect(store.items).toEqual([]);
+    expect(store.chats.map((c) => c.id)).toEqual([2, 1]);
+  });
+
+  it("shows a refusal verbatim and keeps the chat", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.delete = () => {
+      throw new CommandError({ code: "turnRunning", message: "chat 1 already has a turn running" });
+    };
+    expect(await store.remove(1)).toBe(false);
+    expect(store.error).toBe("delete: chat 1 already has a turn running (turnRunning)");
+    expect(store.current).toBe(1);
+    store.clearError();
+    expect(store.error).toBe("");
+  });
+
+  it("a message sent while a new chat is being created goes to that chat", async () => {
+    const { svc, store } = await setup();
+    svc.hold.add("create");
+    svc.handlers.create = () => ({ id: 5 });
+    const created = store.create();
+    await flush();
+    const sent = store.send("hello new chat");
+    svc.handlers.list = () => [summary(5, "New"), summary(2, "Other"), summary(1, "Gauges")];
+    svc.held[0].release();
+    await Promise.all([created, sent]);
+    expect(svc.ops("create")).toHaveLength(1);
+    expect(svc.ops("send")).toEqual([{ op: "send", chat: 5, text: "hello new chat" }]);
+    expect(store.current).toBe(5);
+    expect(store.items).toMatchObject([{ type: "user", text: "hello new chat" }]);
+  });
+
+  it("a chat made with a stand-in title is named after its first message", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.create = () => ({ id: 7 });
+    await store.create("New chat", true);
+    expect(svc.ops("create")).toEqual([{ op: "create", title: "New chat" }]);
+    await store.send("Why is the temperature flat?");
+    await flush();
+    expect(svc.ops("rename")).toEqual([{ op: "rename", chat: 7, title: "Why is the temperature flat?" }]);
+    // Only once.
+    svc.emit(7, "turnEnded", { end: "finished", detail: "end_turn" });
+    await flush();
+    await store.send("and the pressure?");
+    await flush();
+    expect(svc.ops("rename")).toHaveLength(1);
+  });
+
+  it("a list answered late neither hides a new chat nor closes it", async () => {
+    const { svc, store } = await setup();
+    svc.hold.add("list");
+    const stale = store.refreshList();
+    await flush();
+    svc.hold.delete("list");
+    svc.handlers.create = () => ({ id: 6 });
+    const fresh = [summary(6, "New"), summary(2, "Other"), summary(1, "Gauges")];
+    svc.handlers.list = () => fresh;
+    await store.create();
+    expect(store.chats.map((c) => c.id)).toEqual([6, 2, 1]);
+    // The old request answers with the old list.
+    svc.handlers.list = () => [summary(2, "Other"), summary(1, "Gauges")];
+    svc.held[0].release();
+    await stale;
+    expect(store.chats.map((c) => c.id)).toEqual([6, 2, 1]);
+    expect(store.current).toBe(6);
+  });
+
+  it("a chat deleted elsewhere is closed on the next list", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.list = () => [summary(2, "Other")];
+    await store.refreshList();
+    expect(store.current).toBeNull();
+    expect(store.items).toEqual([]);
+  });
+
+  it("sending without an open chat creates one titled after the message", async () => {
+    const svc = new FakeService();
+    svc.handlers.list = () => (svc.ops("create").length ? [summary(9, "Plot the")] : []);
+    svc.handlers.create = () => ({ id: 9 });
+    const store = new ChatStore(svc);
+    store.start();
+    await flush();
+    expect(await store.send("Plot the temperature of every sensor in one workspace please\nthanks")).toBe(true);
+    expect(svc.ops("create")).toEqual([{ op: "create", title: "Plot the temperature of every sensor in one wor…" }]);
+    expect(svc.ops("send")).toEqual([{ op: "send", chat: 9, text: "Plot the temperature of every sensor in one workspace please\nthanks" }]);
+    expect(store.current).toBe(9);
+  });
+});
+
+describe("chat store: a turn", () => {
+  it("streams text into one assistant message; a call ends it, later text starts another", async () => {
+    const { svc, store } = await setup();
+    expect(await store.send("  add a gauge for rpm ")).toBe(true);
+    expect(svc.ops("send")).toEqual([{ op: "send", chat: 1, text: "add a gauge for rpm" }]);
+    expect(store.items).toMatchObject([{ type: "user", text: "add a gauge for rpm", seq: null }]);
+    expect(store.running).toBe(true);
+    expect(store.chats.find((c) => c.id === 1)!.running).toBe(true);
+    // A second message while the turn runs is not sent.
+    expect(await store.send("again")).toBe(false);
+
+    svc.emit(1, "textDelta", { text: "I'll add " });
+    svc.emit(1, "textDelta", { text: "a **gauge**." });
+    expect(types(store.items)).toEqual(["user", "assistant"]);
+    expect(store.items[1]).toMatchObject({ text: "I'll add a **gauge**.", streaming: true });
+
+    svc.emit(1, "toolCallStarted", { id: "c1", name: "project_dataset_add" });
+    expect(store.items[1]).toMatchObject({ streaming: false });
+    expect(card(store, "c1")).toMatchObject({ status: "pending", name: "project_dataset_add", args: undefined });
+    svc.emit(1, "textDelta", { text: "Done" });
+    expect(types(store.items)).toEqual(["user", "assistant", "toolCard", "assistant"]);
+    expect(store.items[3]).toMatchObject({ text: "Done", streaming: true });
+  });
+
+  it("a call that asks for approval, is approved and succeeds", async () => {
+    const { svc, store } = await setup();
+    await store.send("add a gauge");
+    svc.emit(1, "toolCallStarted", { id: "toolu_1", name: "project_dataset_add" });
+    svc.emit(1, "toolCallPending", { id: "toolu_1", name: "project_dataset_add", args: { groupId: "g-1", title: "rpm", widget: "gauge" } });
+    expect(card(store, "toolu_1")).toMatchObject({ status: "pending", args: { groupId: "g-1", title: "rpm", widget: "gauge" } });
+    svc.emit(1, "toolCallRunning", { id: "toolu_1" });
+    expect(card(store, "toolu_1").status).toBe("running");
+    svc.emit(1, "approvalRequested", { callId: "toolu_1", name: "project.dataset.add", args: { groupId: "g-1", title: "rpm", widget: "gauge" }, tier: "Confirm" });
+    expect(card(store, "toolu_1")).toMatchObject({ status: "awaiting", approval: { tier: "confirm", answering: false } });
+
+    svc.hold.add("approve");
+    const answering = store.approve("toolu_1");
+    await flush();
+    expect(svc.ops("approve")).toEqual([{ op: "approve", callId: "toolu_1" }]);
+    expect(card(store, "toolu_1").approval).toMatchObject({ answering: true });
+    svc.emit(1, "approvalResolved", { callId: "toolu_1", approved: true });
+    svc.held[0].release();
+    await answering;
+    expect(card(store, "toolu_1")).toMatchObject({ status: "running", approval: null });
+    svc.emit(1, "toolCallDone", { id: "toolu_1", status: "ok", content: '{"id":"ds-7"}' });
+    expect(card(store, "toolu_1")).toMatchObject({ status: "ok", result: '{"id":"ds-7"}', approval: null });
+    // Still one card for the call.
+    expect(store.items.filter((i) => i.type === "toolCard")).toHaveLength(1);
+  });
+
+  it("a denied call", async () => {
+    const { svc, store } = await setup();
+    await store.send("send hello to the device");
+    svc.emit(1, "toolCallPending", { id: "c9", name: "io_send", args: { data: "hello" } });
+    svc.emit(1, "toolCallRunning", { id: "c9" });
+    svc.emit(1, "approvalRequested", { callId: "c9", name: "io.send", args: { data: "hello" }, tier: "DeviceGated" });
+    expect(card(store, "c9").approval).toMatchObject({ tier: "deviceGated" });
+    await store.deny("c9", " not now ");
+    expect(svc.ops("deny")).toEqual([{ op: "deny", callId: "c9", reason: "not now" }]);
+    svc.emit(1, "approvalResolved", { callId: "c9", approved: false });
+    expect(card(store, "c9").approval).toBeNull();
+    svc.emit(1, "toolCallDone", { id: "c9", status: "denied", content: "Error: denied: not now" });
+    expect(card(store, "c9")).toMatchObject({ status: "denied", result: "Error: denied: not now" });
+    await store.deny("c9");
+    expect(svc.ops("deny")[1]).toEqual({ op: "deny", callId: "c9" });
+  });
+
+  it("a refused answer lets the person try again", async () => {
+    const { svc, store } = await setup();
+    await store.send("x");
+    svc.emit(1, "approvalRequested", { callId: "c1", name: "project.group.add", args: {}, tier: "Confirm" });
+    svc.handlers.approve = () => {
+      throw new CommandError({ code: "noPendingApproval", message: "no approval is pending for call `c1`" });
+    };
+    await store.approve("c1");
+    expect(card(store, "c1").approval).toMatchObject({ answering: false });
+    expect(store.error).toMatch(/^approve: no approval is pending/);
+  });
+
+  it("approve all answers the Confirm prompts only", async () => {
+    const { svc, store } = await setup();
+    await store.send("set it up");
+    svc.emit(1, "approvalRequested", { callId: "a", name: "project.group.add", args: {}, tier: "Confirm" });
+    svc.emit(1, "approvalRequested", { callId: "b", name: "io.send", args: {}, tier: "DeviceGated" });
+    svc.hold.add("approveAll");
+    const p = store.approveAll();
+    await flush();
+    expect(svc.ops("approveAll")).toEqual([{ op: "approveAll", chat: 1 }]);
+    expect(card(store, "a").approval!.answering).toBe(true);
+    expect(card(store, "b").approval!.answering).toBe(false);
+    svc.held[0].release();
+    await p;
+    svc.emit(1, "approvalResolved", { callId: "a", approved: true });
+    expect(card(store, "a").approval).toBeNull();
+    expect(card(store, "b").status).toBe("awaiting");
+  });
+
+  it("turnEnded stops the turn and re-reads the history, keeping the turn's usage", async () => {
+    const { svc, store } = await setup();
+    await store.send("hi");
+    svc.emit(1, "textDelta", { text: "Hello" });
+    svc.emit(1, "usage", { inputTokens: 1200, outputTokens: 40, cacheReadTokens: 1000, cacheCreationTokens: 0 });
+    svc.emit(1, "usage", { inputTokens: 1300, outputTokens: 10, cacheReadTokens: 1100, cacheCreationTokens: 5 });
+    expect(store.turnUsage).toEqual({ inputTokens: 2500, outputTokens: 50, cacheReadTokens: 2100, cacheCreationTokens: 5 });
+    svc.handlers.history = () => ({
+      items: [
+        { type: "user", seq: 1, text: "hi" },
+        { type: "assistant", seq: 2, text: "Hello!" },
+      ],
+      running: false,
+      approvals: [],
+    });
+    svc.emit(1, "turnEnded", { end: "finished", detail: "end_turn" });
+    expect(store.running).toBe(false);
+    expect(store.items[1]).toMatchObject({ streaming: false });
+    await flush();
+    expect(svc.ops("history")).toHaveLength(2);
+    // The truth replaces the live view; the usage stays after the turn.
+    expect(types(store.items)).toEqual(["user", "assistant", "usage"]);
+    expect(store.items[1]).toMatchObject({ seq: 2, text: "Hello!" });
+    expect(store.items[2]).toMatchObject({ usage: { inputTokens: 2500, outputTokens: 50, cacheReadTokens: 2100, cacheCreationTokens: 5 } });
+    expect(store.turnUsage).toBeNull();
+    // The list was re-read too.
+    expect(svc.ops("list").length).toBeGreaterThanOrEqual(2);
+
+    // The next turn's extras go after the next user message's turn; earlier ones stay.
+    await store.send("again");
+    svc.emit(1, "usage", { inputTokens: 10, outputTokens: 1, cacheReadTokens: 0, cacheCreationTokens: 0 });
+    svc.handlers.history = () => ({
+      items: [
+        { type: "user", seq: 1, text: "hi" },
+        { type: "assistant", seq: 2, text: "Hello!" },
+        { type: "user", seq: 3, text: "again" },
+        { type: "assistant", seq: 4, text: "Sure." },
+      ],
+      running: false,
+      approvals: [],
+    });
+    svc.emit(1, "turnEnded", { end: "finished", detail: "end_turn" });
+    await flush();
+    expect(types(store.items)).toEqual(["user", "assistant", "usage", "user", "assistant", "usage"]);
+    expect(store.items[5]).toMatchObject({ usage: { inputTokens: 10 } });
+  });
+
+  it("a failed turn shows its detail once, and the history's notice replaces it", async () => {
+    const { svc, store } = await setup();
+    await store.send("hi");
+    svc.hold.add("history");
+    svc.emit(1, "turnEnded", { end: "failed", detail: "provider: 401 invalid x-api-key" });
+    expect(store.items.at(-1)).toMatchObject({ type: "turnEnd", end: "failed", detail: "provider: 401 invalid x-api-key" });
+    expect(noticeText(store.items.at(-1) as any)).toMatchObject({ key: "chat.notice.failed", level: "error", detail: "provider: 401 invalid x-api-key" });
+    svc.handlers.history = () => ({
+      items: [
+        { type: "user", seq: 1, text: "hi" },
+        { type: "notice", seq: 2, kind: "turn_failed", payload: { error: "provider: 401 invalid x-api-key", transient: false, partialToolCalls: [] } },
+      ],
+      running: false,
+      approvals: [],
+    });
+    await flush();
+    svc.held.forEach((h) => h.release());
+    await flush();
+    expect(types(store.items)).toEqual(["user", "notice"]);
+    expect(noticeText(store.items[1] as any)).toMatchObject({ key: "chat.notice.failed", detail: "provider: 401 invalid x-api-key" });
+  });
+
+  it("a turn stopped at the call limit keeps its notice when the history has none", async () => {
+    const { svc, store } = await setup();
+    await store.send("loop");
+    svc.handlers.history = () => ({ items: [{ type: "user", seq: 1, text: "loop" }], running: false, approvals: [] });
+    svc.emit(1, "turnEnded", { end: "toolCallLimit", detail: "25" });
+    await flush();
+    expect(store.items).toMatchObject([{ type: "user" }, { type: "turnEnd", end: "toolCallLimit", detail: "25" }]);
+    expect(noticeText(store.items[1] as any)).toMatchObject({ key: "chat.notice.limit", vars: { n: "25" }, level: "warn" });
+  });
+
+  it("stop sends cancel for the open chat", async () => {
+    const { svc, store } = await setup();
+    await store.send("x");
+    await store.cancel();
+    expect(svc.ops("cancel")).toEqual([{ op: "cancel", chat: 1 }]);
+  });
+
+  it("a refused send takes the message back", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.send = () => {
+      throw new CommandError({ code: "provider", message: "could not set up the provider client: no API key" });
+    };
+    expect(await store.send("hello")).toBe(false);
+    expect(store.items).toEqual([]);
+    expect(store.running).toBe(false);
+    expect(store.error).toBe("send: could not set up the provider client: no API key (provider)");
+  });
+
+  it("events of another chat only mark the list", async () => {
+    const { svc, store } = await setup();
+    svc.emit(2, "textDelta", { text: "elsewhere" });
+    svc.emit(2, "toolCallPending", { id: "z", name: "io_status", args: {} });
+    svc.emit(2, "approvalRequested", { callId: "z", name: "io.status", args: {}, tier: "Confirm" });
+    expect(store.items).toEqual([]);
+    expect(store.running).toBe(false);
+    expect(store.chats.find((c) => c.id === 2)!.running).toBe(true);
+    expect(store.anyRunning).toBe(true);
+    svc.emit(2, "turnEnded", { end: "finished", detail: "end_turn" });
+    await flush();
+    expect(store.chats.find((c) => c.id === 2)!.running).toBe(false);
+    expect(svc.ops("history")).toEqual([{ op: "history", chat: 1 }]);
+    expect(store.items).toEqual([]);
+  });
+
+  it("events that arrive while the history is read are applied on top of it", async () => {
+    const { svc, store } = await setup();
+    svc.hold.add("history");
+    svc.handlers.history = () => ({
+      items: [
+        { type: "user", seq: 1, text: "hi" },
+        { type: "toolCard", seq: 2, id: "c1", name: "project.get", args: {}, status: "pending", result: null },
+      ],
+      running: true,
+      approvals: [],
+    });
+    const loading = store.select(2).then(() => store.select(1));
+    await flush();
+    // Reading chat 1 again (the select(2) read was released below).
+    svc.held.forEach((h) => h.release());
+    await flush();
+    expect(store.loading).toBe(true);
+    svc.emit(1, "toolCallDone", { id: "c1", status: "ok", content: "{}" });
+    svc.emit(1, "textDelta", { text: "Here" });
+    expect(store.items.some((i) => i.type === "assistant")).toBe(false);
+    svc.held.forEach((h) => h.release());
+    await loading;
+    expect(store.loading).toBe(false);
+    expect(types(store.items)).toEqual(["user", "toolCard", "assistant"]);
+    expect(card(store, "c1")).toMatchObject({ status: "ok", result: "{}" });
+    expect(store.running).toBe(true);
+  });
+
+  it("a message sent while the history is on its way survives its arrival", async () => {
+    const { svc, store } = await setup();
+    svc.hold.add("history");
+    const reading = store.loadHistory();
+    await flush();
+    await store.send("quick");
+    svc.held.forEach((h) => h.release());
+    await reading;
+    expect(store.items).toMatchObject([{ type: "user", text: "quick", seq: null }]);
+    expect(store.running).toBe(true);
+  });
+
+  it("stops listening when told", async () => {
+    const { svc, store, off } = await setup();
+    off();
+    svc.emit(1, "textDelta", { text: "x" });
+    expect(store.items).toEqual([]);
+  });
+});
+
+describe("chat store: settings", () => {
+  const saved = { provider: "anthropic", baseUrl: "https://api.anthropic.com", model: "claude-sonnet-4-5", autoApproveEdits: false, allowDeviceControl: false, hasApiKey: true, keyStorage: "keyring" };
+
+  it("loads and saves; the key only when typed, null to forget it", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.getSettings = () => saved;
+    svc.handlers.setSettings = (r) => ({ ...saved, ...r, op: undefined, apiKey: undefined, hasApiKey: r.apiKey === null ? false : true });
+    expect(await store.loadSettings()).toEqual(saved);
+    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false };
+    await store.saveSettings(form);
+    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false });
+    await store.saveSettings(form, "  ");
+    expect("apiKey" in svc.ops("setSettings")[1]).toBe(false);
+    await store.saveSettings(form, " sk-123 ");
+    expect(svc.ops("setSettings")[2].apiKey).toBe("sk-123");
+    await store.saveSettings(form, null);
+    expect(svc.ops("setSettings")[3].apiKey).toBeNull();
+    expect(store.settings!.hasApiKey).toBe(false);
+  });
+
+  it("lists models, storing the connection fields first when asked", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.setSettings = (r) => ({ ...saved, provider: r.provider, baseUrl: r.baseUrl });
+    svc.handlers.listModels = () => [{ id: "gpt-4.1", displayName: "GPT-4.1" }, { id: "o3" }];
+    expect(await store.loadModels({ provider: "openai-compatible", baseUrl: "https://api.openai.com/v1", apiKey: "" })).toBe(true);
+    expect(svc.ops("setSettings")).toEqual([{ op: "setSettings", provider: "openai-compatible", baseUrl: "https://api.openai.com/v1" }]);
+    expect(store.models).toEqual([{ id: "gpt-4.1", displayName: "GPT-4.1" }, { id: "o3", displayName: "o3" }]);
+    svc.handlers.listModels = () => {
+      throw new CommandError({ code: "provider", message: "401" });
+    };
+    expect(await store.loadModels()).toBe(false);
+    expect(store.error).toBe("listModels: 401 (provider)");
+    expect(store.models).toHaveLength(2);
+  });
+});
+
+describe("chat helpers", () => {
+  it("tiers in any spelling", () => {
+    expect(["Confirm", "DeviceGated", "device_gated", "AlwaysConfirm", "Safe", "Blocked", null, "x"].map(normalizeTier)).toEqual([
+      "confirm", "deviceGated", "deviceGated", "alwaysConfirm", "safe", "blocked", "unknown", "unknown",
+    ]);
+  });
+
+  it("base URL defaults follow the provider unless customised", () => {
+    expect(baseUrlForProvider("https://api.anthropic.com/", "anthropic", "openai-compatible")).toBe("https://api.openai.com/v1");
+    expect(baseUrlForProvider("", "anthropic", "openai-compatible")).toBe("https://api.openai.com/v1");
+    expect(baseUrlForProvider("https://api.openai.com/v1", "openai-compatible", "anthropic")).toBe("https://api.anthropic.com");
+    expect(baseUrlForProvider("http://localhost:11434/v1", "openai-compatible", "anthropic")).toBe("http://localhost:11434/v1");
+  });
+
+  it("result summaries: first lines, errors marked", () => {
+    expect(summarizeResult("a\nb\nc", 2)).toEqual({ text: "a\nb", truncated: true, error: false });
+    expect(summarizeResult("Error: no such dataset `ds-9`\n")).toEqual({ text: "Error: no such dataset `ds-9`", truncated: false, error: true });
+    expect(summarizeResult(null)).toEqual({ text: "", truncated: false, error: false });
+    expect(summarizeResult("x".repeat(1000)).text).toHaveLength(600);
+  });
+
+  it("command names as the person knows them", () => {
+    expect(commandName("project_dataset_add", {})).toBe("project.dataset.add");
+    expect(commandName("project.dataset.add", {})).toBe("project.dataset.add");
+    expect(commandName("meta_executeCommand", { name: "io_send", params: {} })).toBe("io.send");
+    expect(commandName("meta_executeCommand", undefined)).toBe("meta_executeCommand");
+    expect(commandName("meta_listCommands", {})).toBe("meta_listCommands");
+  });
+
+  it("titles, args, tokens, request shapes", () => {
+    expect(titleFrom("  short one \n second")).toBe("short one");
+    expect(prettyArgs(undefined)).toBe("");
+    expect(prettyArgs({ a: 1 })).toBe('{\n  "a": 1\n}');
+    expect([950, 12_345, 1_500, 2_500_000].map(formatTokens)).toEqual(["950", "12k", "1.5k", "2.5M"]);
+    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true })).not.toHaveProperty("apiKey");
+  });
+
+  it("unknown history items become notices instead of vanishing; duplicate call ids get their own keys", () => {
+    const items = normalizeItems([
+      { type: "skill_card", seq: 1, x: 1 },
+      { type: "tool_card", seq: 2, id: "a", name: "n", args: {}, status: "interrupted", result: null },
+      { type: "tool_card", seq: 3, id: "a", name: "n", args: {}, status: "weird", result: null },
+      null,
+    ]);
+    expect(items.map((i) => [i.type, i.key])).toEqual([["notice", "s1"], ["toolCard", "ca"], ["toolCard", "s3"]]);
+    expect(items[0]).toMatchObject({ kind: "skillCard" });
+    expect(items[1]).toMatchObject({ status: "interrupted" });
+    expect(items[2]).toMatchObject({ status: "error" });
+    expect(noticeText(items[0] as any)).toMatchObject({ key: "chat.notice.other", vars: { kind: "skillCard" } });
+  });
+});
