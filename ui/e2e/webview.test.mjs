@@ -1,16 +1,17 @@
 // The desktop app in the real webview (WebKitGTK) under Xvfb, driven by tauri-driver:
 // it starts on the demo device, a plot moves, workspaces switch, and a line typed in the
-// console arrives at a real pty peer.
+// console arrives at a real pty peer, and the assistant's chat panel streams a reply from
+// the scripted provider through the app's own chat commands.
 import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import {
   CANVAS_PIXELS, WebDriver, changedShare, decodePng, demoProject, regionChange, desktopBin, listen, ptyPair,
-  requireFile, requireProgram, sleep, start, tempDir, waitFor, xvfb,
+  requireFile, requireProgram, scriptServer, sleep, start, tempDir, waitFor, xvfb,
 } from "./harness.mjs";
 
-let x, driverProc, pty, wd, dir;
+let x, driverProc, pty, wd, dir, provider;
 
 before(async () => {
   requireFile(desktopBin, "build it with `cargo build -p sextant-desktop` (./dev test does)");
@@ -38,6 +39,7 @@ before(async () => {
 });
 
 after(async () => {
+  provider?.stop();
   await wd?.screenshot("webview-last.png").catch(() => {});
   await wd?.close();
   driverProc?.stop();
@@ -98,4 +100,42 @@ test("the console sends a line that arrives at the pty peer", async () => {
   } finally {
     peer.stop();
   }
+});
+
+/** Sets a form field the way typing would (Svelte listens for input/change events). */
+function setField(css, value) {
+  return wd.exec(
+    `const el = document.querySelector(arguments[0]); el.value = arguments[1];
+     el.dispatchEvent(new Event("input", {bubbles: true})); el.dispatchEvent(new Event("change", {bubbles: true}));`,
+    [css, value],
+  );
+}
+
+test("the chat panel streams a reply through the app's chat commands", async () => {
+  provider = await scriptServer("anthropic_text.json");
+  await wd.click(await wd.waitFind('[data-testid="chat-toggle"]'));
+  await wd.click(await wd.waitFind('[data-testid="chat-settings"]'));
+  await wd.waitFind('[data-testid="chat-base-url"]');
+  await setField('[data-testid="chat-provider"]', "anthropic");
+  await setField('[data-testid="chat-base-url"]', provider.url);
+  await setField('[data-testid="chat-model"]', "claude-webview");
+  await setField('[data-testid="chat-api-key"]', "sk-ant-webview");
+  await wd.click(await wd.find('[data-testid="chat-settings-save"]'));
+  // The app reports where the key went (no Secret Service here: the encrypted file).
+  await waitFor("the stored key", async () =>
+    /encrypted|keyring/i.test(await wd.text(await wd.find('[data-testid="chat-key-status"]'))), 10000);
+  await wd.click(await wd.find('[data-testid="chat-new"]'));
+  await wd.type(await wd.waitFind('[data-testid="chat-input"]'), "How is the supply?");
+  await wd.click(await wd.find('[data-testid="chat-send"]'));
+  await waitFor("the streamed reply", async () => {
+    const texts = await wd.exec(
+      `return [...document.querySelectorAll('[data-testid="chat-assistant"]')].map((e) => e.textContent)`);
+    return texts.some((t) => t.includes("3.3 V – stable ✓"));
+  }, 20000, 200);
+  const requests = await provider.requests();
+  assert.equal(requests.length, 1);
+  assert.equal(requests[0].headers["x-api-key"], "sk-ant-webview");
+  assert.equal(requests[0].body.model, "claude-webview");
+  assert.equal(requests[0].body.messages.at(-1).content.at(-1).text ?? requests[0].body.messages.at(-1).content, "How is the supply?");
+  await wd.screenshot("webview-assistant-light-en.png");
 });

@@ -269,3 +269,56 @@ async fn chats_are_listed_renamed_and_deleted_and_history_shows_open_prompts() {
     let list = ok(&door, json!({"op": "list"})).await;
     assert_eq!(list.as_array().unwrap().len(), 1);
 }
+
+#[tokio::test]
+async fn an_openai_compatible_endpoint_with_a_version_path_works_like_geminis() {
+    let dir = tempfile::tempdir().unwrap();
+    let text = ScriptServer::start(Script::load(&fixtures_dir().join("openai_text.json"))).await;
+    let door = open(dir.path(), runtime());
+    // Gemini's OpenAI-compatible endpoint is `…/v1beta/openai`: the path is kept as given.
+    let base = format!("{}/v1beta/openai", text.url());
+    let set = ok(
+        &door,
+        json!({"op": "setSettings", "provider": "openai-compatible", "baseUrl": base,
+               "model": "gemini-2.5-flash", "apiKey": "AIza-test"}),
+    )
+    .await;
+    assert_eq!(set["provider"], "openai-compatible");
+    let mut events = door.service().subscribe();
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    ok(
+        &door,
+        json!({"op": "send", "chat": chat, "text": "How is the supply?"}),
+    )
+    .await;
+    let mut reply = String::new();
+    loop {
+        match next(&mut events).await {
+            ServiceEventKind::TextDelta { text } => reply.push_str(&text),
+            ServiceEventKind::TurnEnded { end, detail } => {
+                assert_eq!(end, "finished", "{detail:?}");
+                break;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(reply, "Voltage is 3.3 V – stable ✓");
+    let request = &text.requests()[0];
+    assert_eq!(request.path, "/v1beta/openai/chat/completions");
+    assert_eq!(request.header("authorization"), Some("Bearer AIza-test"));
+    assert_eq!(request.json()["model"], "gemini-2.5-flash");
+
+    // The model list comes from the same endpoint.
+    let models =
+        ScriptServer::start(Script::load(&fixtures_dir().join("openai_models.json"))).await;
+    let base = format!("{}/v1beta/openai", models.url());
+    ok(
+        &door,
+        json!({"op": "setSettings", "baseUrl": base, "apiKey": "AIza-test"}),
+    )
+    .await;
+    let list = ok(&door, json!({"op": "listModels"})).await;
+    assert!(!list.as_array().unwrap().is_empty(), "{list}");
+    assert!(list[0]["id"].is_string(), "{list}");
+    assert_eq!(models.requests()[0].path, "/v1beta/openai/models");
+}

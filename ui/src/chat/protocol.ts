@@ -3,6 +3,20 @@
 
 export type Provider = "anthropic" | "openai-compatible";
 export const PROVIDERS: Provider[] = ["anthropic", "openai-compatible"];
+/** Well-known Chat Completions endpoints, offered as suggestions for the base URL (the
+ *  field stays free text: any OpenAI-compatible server works). */
+export const OPENAI_COMPATIBLE_ENDPOINTS: { name: string; url: string }[] = [
+  { name: "OpenAI", url: "https://api.openai.com/v1" },
+  { name: "Google Gemini", url: "https://generativelanguage.googleapis.com/v1beta/openai" },
+  { name: "DeepSeek", url: "https://api.deepseek.com/v1" },
+  { name: "OpenRouter", url: "https://openrouter.ai/api/v1" },
+  { name: "Groq", url: "https://api.groq.com/openai/v1" },
+  { name: "Mistral", url: "https://api.mistral.ai/v1" },
+  { name: "Ollama (this computer)", url: "http://localhost:11434/v1" },
+  { name: "LM Studio (this computer)", url: "http://localhost:1234/v1" },
+  { name: "llama.cpp server / vLLM (this computer)", url: "http://localhost:8080/v1" },
+];
+
 export const DEFAULT_BASE_URL: Record<Provider, string> = {
   anthropic: "https://api.anthropic.com",
   "openai-compatible": "https://api.openai.com/v1",
