@@ -115,6 +115,7 @@ test("the model adds a gauge the person approves; a denied call reaches the mode
 
   // The rename is denied: the model reads why, and the title stays.
   await waitStatus(page, "toolu_e3", "awaiting");
+  await card(page, "toolu_e3").locator('[data-testid="tool-deny-reason"]').fill("keep the bench name");
   await card(page, "toolu_e3").locator('[data-testid="tool-deny"]').click();
   await waitStatus(page, "toolu_e3", "denied");
   await page.locator('[data-testid="chat-assistant"]', { hasText: "left the project title" }).waitFor({ timeout: 15000 });
@@ -150,7 +151,7 @@ test("the model adds a gauge the person approves; a denied call reaches the mode
   const denied = results.find((b) => b.tool_use_id === "toolu_e3");
   assert.ok(denied, "the denied call's result is in the next request");
   assert.equal(denied.is_error, true);
-  assert.match(JSON.stringify(denied.content), /Error: denied: the user declined/);
+  assert.match(JSON.stringify(denied.content), /Error: denied: the user declined: keep the bench name/);
   const approved = results.find((b) => b.tool_use_id === "toolu_e2");
   assert.ok(approved && !approved.is_error, "the approved call's result too");
 

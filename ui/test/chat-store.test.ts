@@ -409,6 +409,18 @@ describe("chat store: a turn", () => {
     expect(store.items).toEqual([]);
   });
 
+  it("a resync after a reconnect re-reads the list and the open chat", async () => {
+    const { svc, store } = await setup({
+      1: { items: [{ type: "user", seq: 1, text: "hi" }, { type: "assistant", seq: 2, text: "done meanwhile" }], running: false, approvals: [] },
+    });
+    const lists = svc.ops("list").length;
+    svc.emit(-1, "resync");
+    await flush();
+    expect(svc.ops("list").length).toBe(lists + 1);
+    expect(svc.ops("history")).toEqual([{ op: "history", chat: 1 }, { op: "history", chat: 1 }]);
+    expect(types(store.items)).toEqual(["user", "assistant"]);
+  });
+
   it("events that arrive while the history is read are applied on top of it", async () => {
     const { svc, store } = await setup();
     svc.hold.add("history");

@@ -335,6 +335,12 @@ export class ChatStore {
   /** Applies one live event (any chat's). */
   apply(e: ChatEvent) {
     if (!e || typeof e.chat !== "number") return;
+    if (e.type === "resync") {
+      // The connection dropped and came back: anything may have happened meanwhile.
+      void this.refreshList();
+      if (this.current !== null) void this.loadHistory();
+      return;
+    }
     const ended = e.type === "turnEnded";
     const entry = this.chats.find((c) => c.id === e.chat);
     if (entry) entry.running = !ended;

@@ -45,7 +45,9 @@ export interface ChatRequest {
   [key: string]: unknown;
 }
 
-/** A live event of one chat: `{chat, type, …}` (textDelta, toolCallDone, turnEnded, …). */
+/** A live event of one chat: `{chat, type, …}` (textDelta, toolCallDone, turnEnded, …).
+ *  The WebSocket transport adds `{chat: -1, type: "resync"}` after a reconnect: events may
+ *  have been missed, so views re-read the chats they show. */
 export interface ChatEvent {
   chat: number;
   type: string;

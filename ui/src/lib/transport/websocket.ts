@@ -26,6 +26,9 @@ export interface SocketLike {
 }
 export type SocketFactory = (url: string) => SocketLike;
 
+/** The `chat` of the transport's own `resync` event (not a real chat id). */
+export const RESYNC_CHAT = -1;
+
 export class WebSocketTransport implements Transport {
   readonly kind = "websocket" as const;
   private socket: SocketLike | null = null;
@@ -38,6 +41,7 @@ export class WebSocketTransport implements Transport {
   private frames: ((f: ArrayBuffer) => void) | null = null;
   private displayOptions: DisplayOptions | null = null;
   private retryMs = 250;
+  private everOpened = false;
   private closed = false;
 
   constructor(
@@ -68,6 +72,10 @@ export class WebSocketTransport implements Transport {
         // Events are always wanted; display resumes with its last options.
         this.raw({ type: "command", id: 0, command: "api.subscribe", params: { frames: false, events: true } });
         if (this.displayOptions) this.raw({ type: "display", id: 0, ...this.displayOptions });
+        // Chat events sent while the socket was down are gone: tell the chat views to
+        // re-read what they show (the server's history is the truth).
+        if (this.everOpened) for (const h of this.chats) h({ chat: RESYNC_CHAT, type: "resync" });
+        this.everOpened = true;
         resolve();
       };
       socket.onmessage = (ev) => this.receive(ev.data);
