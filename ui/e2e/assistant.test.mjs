@@ -118,6 +118,7 @@ test("the model adds a gauge the person approves; a denied call reaches the mode
   await card(page, "toolu_e3").locator('[data-testid="tool-deny-reason"]').fill("keep the bench name");
   await card(page, "toolu_e3").locator('[data-testid="tool-deny"]').click();
   await waitStatus(page, "toolu_e3", "denied");
+  assert.match(await card(page, "toolu_e3").locator('[data-testid="tool-decision"]').textContent(), /Denied by you: .?keep the bench name/);
   await page.locator('[data-testid="chat-assistant"]', { hasText: "left the project title" }).waitFor({ timeout: 15000 });
   await waitFor("the turn to end", async () => !(await page.locator('[data-testid="chat-stop"]').isVisible()), 10000);
   const project = await command(page, "project.get");
@@ -176,6 +177,10 @@ test("the chat survives a restart of sextant serve", async () => {
   assert.equal(await card(page, "toolu_e1").getAttribute("data-status"), "ok");
   assert.equal(await card(page, "toolu_e2").getAttribute("data-status"), "ok");
   assert.equal(await card(page, "toolu_e3").getAttribute("data-status"), "denied");
+  // Who answered each prompt is part of the chat's record.
+  for (const id of ["toolu_e1", "toolu_e2", "toolu_e3"]) {
+    assert.equal(await card(page, id).locator('[data-testid="tool-decision"]').getAttribute("data-by"), "person");
+  }
   await page.click('[data-testid="chat-settings"]');
   assert.equal(await page.inputValue('[data-testid="chat-base-url"]'), provider.url);
   assert.equal(await page.inputValue('[data-testid="chat-model"]'), "claude-e2e");

@@ -409,6 +409,32 @@ describe("chat store: a turn", () => {
     expect(store.items).toEqual([]);
   });
 
+  it("approval records from the log sit on their cards; live answers show at once", async () => {
+    const { svc, store } = await setup({
+      1: {
+        items: [
+          { type: "user", seq: 1, text: "add two" },
+          { type: "toolCard", seq: 2, id: "a", name: "project.group.add", args: {}, status: "ok", result: "{}" },
+          { type: "notice", seq: 3, kind: "approval", payload: { callId: "a", approved: true, by: "approveAll", reason: null } },
+          { type: "toolCard", seq: 5, id: "b", name: "io.write", args: {}, status: "denied", result: "Error: denied" },
+          { type: "notice", seq: 6, kind: "approval", payload: { callId: "b", approved: false, by: "person", reason: "wrong port" } },
+          { type: "notice", seq: 7, kind: "approval", payload: { callId: "gone", approved: true, by: "person" } },
+        ],
+        running: false,
+        approvals: [],
+      },
+    });
+    expect(types(store.items)).toEqual(["user", "toolCard", "toolCard", "notice"]);
+    expect(card(store, "a").decision).toEqual({ approved: true, by: "approveAll", reason: null });
+    expect(card(store, "b").decision).toEqual({ approved: false, by: "person", reason: "wrong port" });
+    svc.emit(1, "toolCallPending", { id: "c", name: "project_group_add", args: { title: "X" } });
+    svc.emit(1, "approvalRequested", { callId: "c", name: "project.group.add", args: { title: "X" }, tier: "Confirm" });
+    expect(card(store, "c").decision).toBeNull();
+    svc.emit(1, "approvalResolved", { callId: "c", approved: false, by: "timeout", reason: "no answer" });
+    expect(card(store, "c").decision).toEqual({ approved: false, by: "timeout", reason: "no answer" });
+    expect(card(store, "c").approval).toBeNull();
+  });
+
   it("a resync after a reconnect re-reads the list and the open chat", async () => {
     const { svc, store } = await setup({
       1: { items: [{ type: "user", seq: 1, text: "hi" }, { type: "assistant", seq: 2, text: "done meanwhile" }], running: false, approvals: [] },

@@ -126,6 +126,9 @@ describe("keys used by the screens", () => {
       ...tiers.map((x) => `chat.tierHint.${x}`),
       ...PROVIDERS.map((x) => `chat.provider.${x}`),
       ...notices.map((n) => noticeText(n).key),
+      ...["approved", "denied"].flatMap((a) =>
+        ["person", "approveAll", "timeout", "cancelled", "turnEnded"].map((by) => `chat.decision.${a}.${by}`),
+      ),
       "common.delete",
       "common.save",
     ];

@@ -31,7 +31,7 @@ use sextant_runtime::RuntimeHandle;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::chatlog::{ChatId, ChatLog, ChatLogError, ChatSummary, UiItem};
+use crate::chatlog::{kinds, ChatId, ChatLog, ChatLogError, ChatSummary, Event, UiItem};
 use crate::context::{Envelope, LiveState, SystemContext, DOCS_TEXT};
 use crate::conversation::{
     Conversation, ConversationError, Prompt, Settings, TurnEnd, TurnEvent, TurnReport,
@@ -188,6 +188,9 @@ pub enum ServiceEventKind {
     ApprovalResolved {
         call_id: String,
         approved: bool,
+        by: Decider,
+        /// A denial's reason, as the model reads it.
+        reason: Option<String>,
     },
     /// Always the last event of a turn; a new `send` is accepted from here on.
     TurnEnded {
@@ -238,6 +241,23 @@ impl ServiceEventKind {
         };
         ServiceEventKind::TurnEnded { end, detail }
     }
+}
+
+/// Who or what closed an approval prompt. Recorded in the chat log with the decision
+/// (a structural `approval` event), so a chat shows afterwards who let each edit through.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Decider {
+    /// The person pressed Approve or Deny.
+    Person,
+    /// The person's "approve all" for this turn's project edits.
+    ApproveAll,
+    /// Nobody answered within the approval timeout.
+    Timeout,
+    /// The person stopped the turn.
+    Cancelled,
+    /// The turn ended while the prompt was open.
+    TurnEnded,
 }
 
 fn stop_text(stop: &StopReason) -> String {
@@ -301,7 +321,7 @@ struct PendingApproval {
     name: String,
     args: Value,
     tier: Option<Tier>,
-    answer: oneshot::Sender<Approval>,
+    answer: oneshot::Sender<(Approval, Decider)>,
 }
 
 struct Inner {
@@ -326,31 +346,59 @@ impl Inner {
     }
 
     /// Answers a pending prompt; `false` when there was none.
-    fn answer(&self, call_id: &str, approval: Approval) -> bool {
+    fn answer(&self, call_id: &str, approval: Approval, by: Decider) -> bool {
         let Some(pending) = lock(&self.pending).remove(call_id) else {
             return false;
         };
-        let approved = !matches!(approval, Approval::Denied(_));
+        let reason = match &approval {
+            Approval::Denied(reason) => Some(reason.clone()),
+            _ => None,
+        };
         // The asking call may have been dropped (cancel) in between; then nobody waits.
-        let _ = pending.answer.send(approval);
+        let _ = pending.answer.send((approval, by));
         self.publish(
             pending.chat,
             ServiceEventKind::ApprovalResolved {
                 call_id: call_id.to_string(),
-                approved,
+                approved: reason.is_none(),
+                by,
+                reason: reason.flatten(),
             },
         );
         true
     }
 
-    fn deny_all(&self, chat: ChatId, reason: &str) {
+    /// Records a decision in the chat log. The decision stands even if this fails (it is
+    /// also in the call's result); the failure is logged.
+    fn record(&self, chat: ChatId, ctx: &CallContext, approval: &Approval, by: Decider) {
+        let (approved, reason) = match approval {
+            Approval::Denied(reason) => (false, reason.clone()),
+            _ => (true, None),
+        };
+        let event = Event::structural(
+            kinds::APPROVAL,
+            serde_json::json!({
+                "callId": ctx.id(),
+                "name": ctx.name(),
+                "tier": ctx.tier(),
+                "approved": approved,
+                "by": by,
+                "reason": reason,
+            }),
+        );
+        if let Err(e) = lock(&self.log).append(chat, &event) {
+            tracing::warn!(chat, call = ctx.id(), error = %e, "approval not recorded");
+        }
+    }
+
+    fn deny_all(&self, chat: ChatId, reason: &str, by: Decider) {
         let ids: Vec<String> = lock(&self.pending)
             .iter()
             .filter(|(_, p)| p.chat == chat)
             .map(|(id, _)| id.clone())
             .collect();
         for id in ids {
-            self.answer(&id, Approval::Denied(Some(reason.to_string())));
+            self.answer(&id, Approval::Denied(Some(reason.to_string())), by);
         }
     }
 }
@@ -373,7 +421,10 @@ impl Approver for UiApprover {
             // "Approve all" is consent to this turn's project edits only: device control
             // and destructive steps are asked about one by one, always.
             if ctx.tier() == Some(Tier::Confirm) && self.approve_confirm.load(Ordering::SeqCst) {
-                return Approval::AllowedOnce;
+                let approval = Approval::AllowedOnce;
+                self.inner
+                    .record(self.chat, ctx, &approval, Decider::ApproveAll);
+                return approval;
             }
             let (tx, rx) = oneshot::channel();
             lock(&self.inner.pending).insert(
@@ -400,12 +451,22 @@ impl Approver for UiApprover {
                     tier: ctx.tier(),
                 },
             );
-            let answer = match tokio::time::timeout(self.timeout, rx).await {
-                Ok(Ok(answer)) => answer,
-                Ok(Err(_)) => Approval::Denied(Some("the approval prompt was closed".into())),
-                Err(_) => Approval::Denied(Some("no answer".into())),
+            let (answer, by) = match tokio::time::timeout(self.timeout, rx).await {
+                Ok(Ok(answered)) => answered,
+                // Only a cancel drops the prompt without an answer.
+                Ok(Err(_)) => (
+                    Approval::Denied(Some("the approval prompt was closed".into())),
+                    Decider::Cancelled,
+                ),
+                Err(_) => {
+                    let no_answer = Approval::Denied(Some("no answer".into()));
+                    self.inner
+                        .answer(ctx.id(), no_answer.clone(), Decider::Timeout);
+                    (no_answer, Decider::Timeout)
+                }
             };
             drop(guard);
+            self.inner.record(self.chat, ctx, &answer, by);
             answer
         })
     }
@@ -427,6 +488,8 @@ impl Drop for ScopedPending<'_> {
                 ServiceEventKind::ApprovalResolved {
                     call_id: self.call_id.clone(),
                     approved: false,
+                    by: Decider::Cancelled,
+                    reason: Some("cancelled".into()),
                 },
             );
         }
@@ -613,7 +676,10 @@ impl ChatService {
 
     /// Approves one pending call.
     pub fn approve(&self, call_id: &str) -> Result<(), ServiceError> {
-        if self.inner.answer(call_id, Approval::AllowedOnce) {
+        if self
+            .inner
+            .answer(call_id, Approval::AllowedOnce, Decider::Person)
+        {
             Ok(())
         } else {
             Err(ServiceError::NoPendingApproval(call_id.to_string()))
@@ -624,10 +690,11 @@ impl ChatService {
     /// in the call's `Error:` result.
     pub fn deny(&self, call_id: &str, reason: Option<&str>) -> Result<(), ServiceError> {
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
-        if self
-            .inner
-            .answer(call_id, Approval::Denied(reason.map(str::to_string)))
-        {
+        if self.inner.answer(
+            call_id,
+            Approval::Denied(reason.map(str::to_string)),
+            Decider::Person,
+        ) {
             Ok(())
         } else {
             Err(ServiceError::NoPendingApproval(call_id.to_string()))
@@ -648,7 +715,8 @@ impl ChatService {
             .map(|(id, _)| id.clone())
             .collect();
         for id in ids {
-            self.inner.answer(&id, Approval::AllowedOnce);
+            self.inner
+                .answer(&id, Approval::AllowedOnce, Decider::ApproveAll);
         }
         Ok(())
     }
@@ -658,7 +726,7 @@ impl ChatService {
         if let Some(turn) = lock(&self.inner.turns).get(&chat) {
             turn.cancel.cancel();
         }
-        self.inner.deny_all(chat, "cancelled");
+        self.inner.deny_all(chat, "cancelled", Decider::Cancelled);
     }
 }
 
@@ -691,7 +759,7 @@ async fn run_turn(
     let _ = forward.await;
     // Free the chat before announcing the end, so a door may send again on `turnEnded`.
     drop(slot);
-    inner.deny_all(chat, "the turn ended");
+    inner.deny_all(chat, "the turn ended", Decider::TurnEnded);
     let end = match &result {
         Ok(report) => report.end.clone(),
         Err(e) => TurnEnd::Failed {

@@ -4,10 +4,11 @@
 use std::time::Duration;
 
 use serde_json::{json, Value};
-use sextant_assistant::chatlog::{ChatId, Event};
+use sextant_assistant::chatlog::{kinds, ChatId, Event};
 use sextant_assistant::pipeline::ResultStatus;
 use sextant_assistant::service::{
-    ChatService, ProviderKind, ServiceError, ServiceEvent, ServiceEventKind, ServiceSettings,
+    ChatService, Decider, ProviderKind, ServiceError, ServiceEvent, ServiceEventKind,
+    ServiceSettings,
 };
 use sextant_commands::{Policy, Tier};
 use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
@@ -251,8 +252,30 @@ async fn nobody_answering_denies_with_no_answer() {
     assert!(content.contains("no answer"), "{content}");
     assert!(seen.contains(&ServiceEventKind::ApprovalResolved {
         call_id: "toolu_d1".into(),
-        approved: false
+        approved: false,
+        by: Decider::Timeout,
+        reason: Some("no answer".into()),
     }));
+    assert_eq!(
+        approvals(&s),
+        vec![
+            json!({"callId": "toolu_d1", "name": "project.group.add", "tier": "Confirm",
+                    "approved": false, "by": "timeout", "reason": "no answer"})
+        ]
+    );
+}
+
+/// The approval decisions recorded in the chat's log, in order.
+fn approvals(s: &Setup) -> Vec<Value> {
+    let log = sextant_assistant::chatlog::ChatLog::open(s.dir.path().join("chats.sqlite")).unwrap();
+    log.events(s.chat)
+        .unwrap()
+        .into_iter()
+        .filter_map(|e| match e.event {
+            Event::Structural(st) if st.kind == kinds::APPROVAL => Some(st.payload),
+            _ => None,
+        })
+        .collect()
 }
 
 /// Runs the approve-all script, approving all at the first prompt and denying any other.
@@ -282,6 +305,19 @@ async fn approve_all_turn(allow_device_control: bool) -> Vec<ServiceEventKind> {
         .map(|g| g["title"].clone())
         .collect();
     assert_eq!(titles, vec![json!("One"), json!("Two")]);
+    // Who let each call through is on record: the person, then their approve-all.
+    let by: Vec<(Value, Value, Value)> = approvals(&s)
+        .into_iter()
+        .map(|a| (a["callId"].clone(), a["by"].clone(), a["approved"].clone()))
+        .collect();
+    let mut expected = vec![
+        (json!("toolu_a1"), json!("approveAll"), json!(true)),
+        (json!("toolu_a2"), json!("approveAll"), json!(true)),
+    ];
+    if allow_device_control {
+        expected.push((json!("toolu_a3"), json!("person"), json!(false)));
+    }
+    assert_eq!(by, expected);
     seen
 }
 

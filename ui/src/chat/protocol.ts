@@ -76,6 +76,23 @@ export interface Approval {
   answering: boolean;
 }
 
+/** Who answered an approval prompt, and how (docs/ui-protocol.md: `by`). */
+export interface Decision {
+  approved: boolean;
+  by: "person" | "approveAll" | "timeout" | "cancelled" | "turnEnded";
+  reason: string | null;
+}
+
+export function normalizeDecision(x: Record<string, unknown>): Decision {
+  const by = str(x.by);
+  const known = ["person", "approveAll", "timeout", "cancelled", "turnEnded"];
+  return {
+    approved: x.approved === true,
+    by: (known.includes(by) ? by : "person") as Decision["by"],
+    reason: x.reason == null || x.reason === "" ? null : str(x.reason),
+  };
+}
+
 /** One row of the chat. `user`…`notice` come from `history` (and live events); `usage` and
  *  `turnEnd` are this UI's own, from the `usage` and `turnEnded` events. `key` is stable
  *  for Svelte's keyed lists; `seq` is the log position (null while only live). */
@@ -93,6 +110,8 @@ export type ChatItem =
       status: CardStatus;
       result: string | null;
       approval: Approval | null;
+      /** How the prompt was answered, once it was (from the log's `approval` record). */
+      decision: Decision | null;
     }
   | { type: "compaction"; key: string; seq: number; through: number; summary: string }
   | { type: "notice"; key: string; seq: number; kind: string; payload: unknown }
@@ -161,15 +180,30 @@ export function normalizeItems(raw: unknown): ChatItem[] {
           status: cardStatus(it.status),
           result: it.result == null ? null : str(it.result),
           approval: null,
+          decision: null,
         });
         break;
       }
       case "compaction":
         out.push({ type: "compaction", key, seq, through: num(it.through), summary: str(it.summary) });
         break;
-      case "notice":
+      case "notice": {
+        // An approval record belongs on its call's card, not in the conversation.
+        const p = it.payload as Record<string, unknown> | null;
+        if (it.kind === "approval" && p && typeof p === "object") {
+          let card: ToolCardItem | undefined;
+          for (let k = out.length - 1; k >= 0 && !card; k--) {
+            const c = out[k];
+            if (c.type === "toolCard" && c.id === str(p.callId)) card = c;
+          }
+          if (card) {
+            card.decision = normalizeDecision(p);
+            break;
+          }
+        }
         out.push({ type: "notice", key, seq, kind: str(it.kind), payload: it.payload ?? null });
         break;
+      }
       default:
         out.push({ type: "notice", key, seq, kind: type || "unknown", payload: it });
     }

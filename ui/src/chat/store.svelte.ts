@@ -11,6 +11,7 @@ import { errorText } from "../screens/util";
 import {
   NOTICE_OF_END,
   addUsage,
+  normalizeDecision,
   normalizeItems,
   normalizeTier,
   normalizeUsage,
@@ -391,6 +392,7 @@ export class ChatStore {
         const card = this.card(str(e.callId));
         if (card) {
           card.approval = null;
+          card.decision = normalizeDecision(e);
           if (card.status === "awaiting") card.status = "running";
         }
         break;
@@ -447,7 +449,7 @@ export class ChatStore {
       return found;
     }
     this.endStreaming();
-    this.items.push({ type: "toolCard", key: `c${id}`, seq: null, id, name, args: undefined, status: "pending", result: null, approval: null });
+    this.items.push({ type: "toolCard", key: `c${id}`, seq: null, id, name, args: undefined, status: "pending", result: null, approval: null, decision: null });
     return this.items.at(-1) as ToolCardItem;
   }
 

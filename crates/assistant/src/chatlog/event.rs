@@ -17,6 +17,9 @@ pub mod kinds {
     pub const PROBE_VERDICT: &str = "probe_verdict";
     pub const CHECKPOINT_CREATED: &str = "checkpoint_created";
     pub const HANDOFF_SEEDED: &str = "handoff_seeded";
+    /// A person's (or the timeout's) answer to an approval prompt: `{callId, name, tier,
+    /// approved, by, reason}`.
+    pub const APPROVAL: &str = "approval";
 }
 
 const USER: &str = "user_message";
