@@ -322,3 +322,70 @@ async fn an_openai_compatible_endpoint_with_a_version_path_works_like_geminis() 
     assert!(list[0]["id"].is_string(), "{list}");
     assert_eq!(models.requests()[0].path, "/v1beta/openai/models");
 }
+
+/// Runs the approve-all script (two project edits, then a DeviceGated action) with device
+/// control set through the door; approves Confirm prompts, denies others. Returns the
+/// prompts asked (call, tier) and the action call's result.
+async fn device_control_turn(allow: bool) -> (Vec<(String, Value)>, (String, String)) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(script("anthropic_approve_all")).await;
+    let door = open(dir.path(), runtime());
+    ok(
+        &door,
+        json!({"op": "setSettings", "baseUrl": server.url(), "model": "claude-test",
+               "apiKey": "k", "allowDeviceControl": allow}),
+    )
+    .await;
+    let mut events = door.service().subscribe();
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    ok(
+        &door,
+        json!({"op": "send", "chat": chat, "text": "Two groups and fire"}),
+    )
+    .await;
+    let (mut asked, mut action) = (Vec::new(), None);
+    loop {
+        match next(&mut events).await {
+            ServiceEventKind::ApprovalRequested { call_id, tier, .. } => {
+                let tier = serde_json::to_value(tier).unwrap();
+                let op = if tier == "Confirm" { "approve" } else { "deny" };
+                ok(&door, json!({"op": op, "callId": call_id})).await;
+                asked.push((call_id, tier));
+            }
+            ServiceEventKind::ToolCallDone {
+                id,
+                status,
+                content,
+            } if id == "toolu_a3" => {
+                action = Some((serde_json::to_value(status).unwrap().to_string(), content));
+            }
+            ServiceEventKind::TurnEnded { .. } => break,
+            _ => {}
+        }
+    }
+    (asked, action.expect("the action call got a result"))
+}
+
+#[tokio::test]
+async fn device_control_from_the_settings_decides_whether_a_device_gated_call_may_ask() {
+    let confirm = |id: &str| (id.to_string(), json!("Confirm"));
+    let (asked, (status, content)) = device_control_turn(false).await;
+    assert_eq!(asked, vec![confirm("toolu_a1"), confirm("toolu_a2")]);
+    assert_eq!(status, "\"denied\"");
+    assert!(content.contains("device control"), "{content}");
+
+    let (asked, (status, content)) = device_control_turn(true).await;
+    assert_eq!(
+        asked,
+        vec![
+            confirm("toolu_a1"),
+            confirm("toolu_a2"),
+            ("toolu_a3".to_string(), json!("DeviceGated"))
+        ]
+    );
+    assert_eq!(
+        status, "\"denied\"",
+        "denied by the person this time: {content}"
+    );
+    assert!(content.contains("the user declined"), "{content}");
+}
