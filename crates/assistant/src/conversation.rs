@@ -106,6 +106,14 @@ impl Prompt {
     }
 }
 
+/// Rebuilds a turn's system blocks before each of its requests after the first: the live
+/// state block says "read for this request", and after the model's own edits in this turn
+/// the ids it read before may be gone. Must keep the cached blocks (role, docs) identical,
+/// so only the per-request blocks after the breakpoint change.
+pub trait SystemSource: Send + Sync {
+    fn system(&self) -> crate::pipeline::BoxFuture<'_, Vec<SystemBlock>>;
+}
+
 /// Per-chat request settings.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Settings {
@@ -211,6 +219,7 @@ pub struct Conversation<M> {
     /// Maps the model's tool names back to commands (and unwraps `meta_executeCommand`
     /// into the named command, so the pipeline applies that command's tier).
     tools: Option<Arc<crate::tools::ToolSet>>,
+    system_source: Option<Arc<dyn SystemSource>>,
 }
 
 /// A call the stream began but did not finish.
@@ -280,7 +289,15 @@ impl<M: ChatModel> Conversation<M> {
             caller,
             settings,
             tools: None,
+            system_source: None,
         }
+    }
+
+    /// Refreshes the system blocks before every request of a turn but its first (which
+    /// uses the [`Prompt`] as given).
+    pub fn with_system_source(mut self, source: Arc<dyn SystemSource>) -> Conversation<M> {
+        self.system_source = Some(source);
+        self
     }
 
     /// Resolves every call through `tools` before the pipeline sees it. Without it, calls
@@ -342,6 +359,7 @@ impl<M: ChatModel> Conversation<M> {
         cancel: &CancelToken,
     ) -> Result<TurnReport, ConversationError> {
         self.append(&Event::user(text))?;
+        let mut prompt = std::borrow::Cow::Borrowed(prompt);
         let mut report = TurnReport {
             end: TurnEnd::Cancelled,
             requests: 0,
@@ -354,7 +372,12 @@ impl<M: ChatModel> Conversation<M> {
                 report.end = TurnEnd::Cancelled;
                 return Ok(report);
             }
-            let request = self.request(prompt)?;
+            if report.requests > 0 {
+                if let Some(source) = &self.system_source {
+                    prompt.to_mut().system = source.system().await;
+                }
+            }
+            let request = self.request(&prompt)?;
             report.requests += 1;
             let reply = self.stream_reply(&request, events, cancel).await?;
             add_usage(&mut report.usage, reply.usage);

@@ -34,7 +34,7 @@ use tokio::task::JoinHandle;
 use crate::chatlog::{kinds, ChatId, ChatLog, ChatLogError, ChatSummary, Event, UiItem};
 use crate::context::{Envelope, LiveState, SystemContext, DOCS_TEXT};
 use crate::conversation::{
-    Conversation, ConversationError, Prompt, Settings, TurnEnd, TurnEvent, TurnReport,
+    Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent, TurnReport,
 };
 use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
@@ -631,28 +631,15 @@ impl ChatService {
         approve_confirm: Arc<AtomicBool>,
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
         let runtime = &self.inner.runtime;
-        let live = if settings.live_state {
-            // A turn without the live state is still useful; the model can read it itself.
-            match LiveState::fetch(runtime).await {
-                Ok(live) => Some(live),
-                Err(e) => {
-                    tracing::warn!(chat, error = %e, "live state left out of the prompt");
-                    None
-                }
-            }
-        } else {
-            None
-        };
-        let context = SystemContext {
+        let system = Arc::new(LiveSystem {
+            runtime: runtime.clone(),
+            chat,
             docs: settings.docs_block.then(|| DOCS_TEXT.to_string()),
-            live,
-            ..SystemContext::default()
-        };
+            live_state: settings.live_state,
+            envelope: Envelope::random(),
+        });
         let tools = ToolSet::new(runtime.specs())?;
-        let prompt = Prompt::new(
-            context.blocks(&Envelope::random()),
-            tools.definitions().to_vec(),
-        );
+        let prompt = Prompt::new(system.system().await, tools.definitions().to_vec());
         let approver = UiApprover {
             inner: self.inner.clone(),
             chat,
@@ -670,7 +657,8 @@ impl ChatService {
             CallerInfo::assistant(settings.policy()),
             Settings::new(settings.model.clone()),
         )
-        .with_tools(Arc::new(tools));
+        .with_tools(Arc::new(tools))
+        .with_system_source(system);
         Ok((conversation, prompt))
     }
 
@@ -727,6 +715,43 @@ impl ChatService {
             turn.cancel.cancel();
         }
         self.inner.deny_all(chat, "cancelled", Decider::Cancelled);
+    }
+}
+
+/// A turn's system blocks, rebuilt for each request: the role and docs blocks never change
+/// within a chat (they are the cached prefix); the live state is read afresh, so after the
+/// model's own edits it reads the project as it now is.
+struct LiveSystem {
+    runtime: RuntimeHandle,
+    chat: ChatId,
+    docs: Option<String>,
+    live_state: bool,
+    /// One per turn: the nonce stays out of the cached blocks either way.
+    envelope: Envelope,
+}
+
+impl SystemSource for LiveSystem {
+    fn system(&self) -> BoxFuture<'_, Vec<sextant_providers::SystemBlock>> {
+        Box::pin(async move {
+            let live = if self.live_state {
+                // A request without the live state is still useful; the model can read it.
+                match LiveState::fetch(&self.runtime).await {
+                    Ok(live) => Some(live),
+                    Err(e) => {
+                        tracing::warn!(chat = self.chat, error = %e, "live state left out of the prompt");
+                        None
+                    }
+                }
+            } else {
+                None
+            };
+            let context = SystemContext {
+                docs: self.docs.clone(),
+                live,
+                ..SystemContext::default()
+            };
+            context.blocks(&self.envelope)
+        })
     }
 }
 

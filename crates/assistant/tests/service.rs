@@ -191,6 +191,20 @@ async fn the_model_builds_a_gauge_through_approved_tool_calls() {
         assert!(tools.contains(&tool), "{tools:?}");
     }
 
+    // The live state is read for each request: after its own edits the model reads the
+    // project as it now is, while the cached blocks (role, docs) stay byte-identical.
+    let requests: Vec<Value> = s.server.requests().iter().map(|r| r.json()).collect();
+    let live = |r: &Value| r["system"].as_array().unwrap().last().unwrap()["text"].to_string();
+    let cached = |r: &Value| {
+        let blocks = r["system"].as_array().unwrap();
+        json!([blocks[..blocks.len() - 1], r["tools"]]).to_string()
+    };
+    assert!(!live(&requests[0]).contains("Engine"));
+    assert!(live(&requests[1]).contains("Engine") && !live(&requests[1]).contains("RPM"));
+    assert!(live(&requests[2]).contains("RPM"), "{}", live(&requests[2]));
+    assert_eq!(cached(&requests[1]), cached(&requests[0]));
+    assert_eq!(cached(&requests[2]), cached(&requests[0]));
+
     // Events are JSON a door forwards verbatim.
     let wire = serde_json::to_value(ServiceEvent {
         chat: s.chat,
