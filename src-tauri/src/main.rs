@@ -72,8 +72,13 @@ fn subscribe_chat(
                         return;
                     }
                 }
-                // The UI re-reads the history when a turn ends; nothing is lost.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+                // Nothing is lost from the log, but the page missed events (maybe a
+                // prompt or a turn's end): it re-reads what it shows on `resync`.
+                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
+                    if channel.send(json!({"chat": -1, "type": "resync"})).is_err() {
+                        return;
+                    }
+                }
                 Err(_) => return,
             }
         }

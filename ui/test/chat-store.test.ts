@@ -237,7 +237,7 @@ describe("chat store: a turn", () => {
     svc.hold.add("approve");
     const answering = store.approve("toolu_1");
     await flush();
-    expect(svc.ops("approve")).toEqual([{ op: "approve", callId: "toolu_1" }]);
+    expect(svc.ops("approve")).toEqual([{ op: "approve", chat: 1, callId: "toolu_1" }]);
     expect(card(store, "toolu_1").approval).toMatchObject({ answering: true });
     svc.emit(1, "approvalResolved", { callId: "toolu_1", approved: true });
     svc.held[0].release();
@@ -257,13 +257,13 @@ describe("chat store: a turn", () => {
     svc.emit(1, "approvalRequested", { callId: "c9", name: "io.send", args: { data: "hello" }, tier: "DeviceGated" });
     expect(card(store, "c9").approval).toMatchObject({ tier: "deviceGated" });
     await store.deny("c9", " not now ");
-    expect(svc.ops("deny")).toEqual([{ op: "deny", callId: "c9", reason: "not now" }]);
+    expect(svc.ops("deny")).toEqual([{ op: "deny", chat: 1, callId: "c9", reason: "not now" }]);
     svc.emit(1, "approvalResolved", { callId: "c9", approved: false });
     expect(card(store, "c9").approval).toBeNull();
     svc.emit(1, "toolCallDone", { id: "c9", status: "denied", content: "Error: denied: not now" });
     expect(card(store, "c9")).toMatchObject({ status: "denied", result: "Error: denied: not now" });
     await store.deny("c9");
-    expect(svc.ops("deny")[1]).toEqual({ op: "deny", callId: "c9" });
+    expect(svc.ops("deny")[1]).toEqual({ op: "deny", chat: 1, callId: "c9" });
   });
 
   it("a refused answer lets the person try again", async () => {

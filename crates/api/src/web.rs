@@ -189,6 +189,12 @@ async fn serve(socket: WebSocket, shared: &Shared) {
             out.clone(),
         ))
     });
+    // Chat requests are answered in order, one at a time, beside the command loop.
+    let (chat_tx, chat_rx) = mpsc::channel::<(Value, Value)>(CHAT_QUEUE);
+    let chat_worker = shared
+        .chat
+        .as_ref()
+        .map(|door| tokio::spawn(chat_worker(door.clone(), chat_rx, out.clone())));
     while let Some(msg) = source.next().await {
         let reply = match msg {
             Ok(Message::Text(text)) if !bucket.take(&limits) => {
@@ -215,20 +221,17 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                         ErrorCode::NotAllowed,
                         "this server runs without the assistant",
                     )),
-                    (Some(door), true) => {
-                        // On a task: `listModels` or a slow provider must not stall commands.
-                        let (door, out, text) = (door.clone(), out.clone(), text.to_string());
-                        tokio::spawn(async move {
-                            let request = serde_json::from_str::<Value>(&text).unwrap_or_default();
-                            let reply = match door.handle(request).await {
-                                Ok(result) => serde_json::json!({"type": "response", "id": id,
-                                                                "success": true, "result": result}),
-                                Err(e) => serde_json::json!({"type": "response", "id": id,
-                                                             "success": false, "error": e}),
-                            };
-                            let _ = out.send(reply).await;
-                        });
-                        None
+                    (Some(_), true) => {
+                        let request =
+                            serde_json::from_str::<Value>(text.as_str()).unwrap_or_default();
+                        match chat_tx.try_send((id.clone(), request)) {
+                            Ok(()) => None,
+                            Err(_) => Some(error_message(
+                                id,
+                                ErrorCode::BadRequest,
+                                "too many chat requests waiting; wait for the answers first",
+                            )),
+                        }
                     }
                 }
             }
@@ -274,7 +277,9 @@ async fn serve(socket: WebSocket, shared: &Shared) {
         }
     }
     display.abort();
-    if let Some(task) = chat_events {
+    // A chat request can wait on the keyring or a provider: do not let it keep the
+    // connection (and its client slot) alive.
+    for task in [chat_events, chat_worker].into_iter().flatten() {
         task.abort();
     }
     drop(session);
@@ -288,6 +293,57 @@ fn is_chat_request(text: &str) -> bool {
     text.contains("\"chat\"")
         && serde_json::from_str::<Value>(text)
             .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("chat"))
+}
+
+/// Chat requests a client may have queued before it gets an error.
+const CHAT_QUEUE: usize = 32;
+/// Model-list requests (a provider round trip each) one client may have running at once.
+const MODEL_LISTS: usize = 2;
+
+fn chat_reply(id: Value, answer: Result<Value, sextant_commands::CommandError>) -> Value {
+    match answer {
+        Ok(result) => {
+            serde_json::json!({"type": "response", "id": id, "success": true, "result": result})
+        }
+        Err(e) => serde_json::json!({"type": "response", "id": id, "success": false, "error": e}),
+    }
+}
+
+/// Answers one client's chat requests in the order sent: an `approveAll` sent before a
+/// `send` is applied before it. Only `listModels` – a provider round trip that changes
+/// nothing – runs beside the queue, so a slow provider never holds up an approval.
+async fn chat_worker(
+    door: Arc<ChatDoor>,
+    mut requests: mpsc::Receiver<(Value, Value)>,
+    out: mpsc::Sender<Value>,
+) {
+    // Dropped (and its tasks aborted) with the worker, when the client goes.
+    let mut beside = tokio::task::JoinSet::new();
+    while let Some((id, request)) = requests.recv().await {
+        while beside.try_join_next().is_some() {}
+        if request.get("op").and_then(Value::as_str) == Some("listModels") {
+            if beside.len() >= MODEL_LISTS {
+                let busy = error_message(
+                    id,
+                    ErrorCode::BadRequest,
+                    "the model list is already being fetched; wait for it",
+                );
+                if out.send(busy).await.is_err() {
+                    return;
+                }
+                continue;
+            }
+            let (door, out) = (door.clone(), out.clone());
+            beside.spawn(async move {
+                let _ = out.send(chat_reply(id, door.handle(request).await)).await;
+            });
+            continue;
+        }
+        let reply = chat_reply(id, door.handle(request).await);
+        if out.send(reply).await.is_err() {
+            return;
+        }
+    }
 }
 
 /// Forwards every chat's events to this client.
@@ -308,10 +364,15 @@ async fn chat_event_loop(
                     return;
                 }
             }
-            // The UI re-reads a chat's history at the end of each turn; a lagging client
-            // shows a gap in the live text until then, nothing is lost from the log.
+            // Nothing is lost from the log, but the client missed events (maybe a prompt
+            // or a turn's end): tell it to re-read what it shows.
             Err(tokio::sync::broadcast::error::RecvError::Lagged(n)) => {
-                tracing::warn!("a UI client fell {n} chat events behind");
+                tracing::warn!("a UI client fell {n} chat events behind; asking it to resync");
+                let resync = serde_json::json!({"type": "chatEvent",
+                                                "event": {"chat": -1, "type": "resync"}});
+                if out.send(resync).await.is_err() {
+                    return;
+                }
             }
             Err(_) => return,
         }

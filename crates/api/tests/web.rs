@@ -396,7 +396,7 @@ async fn the_socket_carries_chats_and_streams_their_events() {
             let r = chat(
                 &mut ws,
                 4,
-                json!({"op": "approve", "callId": event["callId"]}),
+                json!({"op": "approve", "chat": id, "callId": event["callId"]}),
             )
             .await;
             assert_eq!(r["success"], true, "{r}");
@@ -465,4 +465,35 @@ async fn chats_need_the_token_on_a_lan_and_an_assistant_to_exist() {
 async fn server_without_chat() -> (WebServer, tempfile::TempDir) {
     let ui = ui_dir();
     (server(Project::default(), ui.path()).await, ui)
+}
+
+#[tokio::test]
+async fn a_clients_chat_requests_are_answered_in_the_order_sent() {
+    let (ui, data) = (ui_dir(), tempfile::tempdir().unwrap());
+    let server = chat_server("127.0.0.1:0", ApiOptions::default(), ui.path(), data.path()).await;
+    let url = format!("ws://{}/ws", server.local_addr());
+    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    // Ten creates and a list, sent without waiting: the list sees all ten.
+    for id in 1..=10 {
+        let msg = json!({"type": "chat", "id": id, "op": "create", "title": format!("c{id}")});
+        ws.send(Message::text(msg.to_string())).await.unwrap();
+    }
+    let list = json!({"type": "chat", "id": 11, "op": "list"});
+    ws.send(Message::text(list.to_string())).await.unwrap();
+    let mut order = Vec::new();
+    let listed = loop {
+        let Message::Text(t) = next(&mut ws).await else {
+            continue;
+        };
+        let v: Value = serde_json::from_str(&t).unwrap();
+        if v["type"] != "response" {
+            continue;
+        }
+        order.push(v["id"].as_u64().unwrap());
+        if v["id"] == 11 {
+            break v["result"].as_array().unwrap().len();
+        }
+    };
+    assert_eq!(order, (1..=11).collect::<Vec<u64>>());
+    assert_eq!(listed, 10);
 }

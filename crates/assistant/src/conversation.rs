@@ -222,10 +222,53 @@ pub struct Conversation<M> {
     system_source: Option<Arc<dyn SystemSource>>,
 }
 
+/// Gives every call of a chat its own id. Providers reuse ids – an OpenAI-compatible
+/// server without ids gets `call_0`, `call_1`, … in every reply, some local servers send
+/// one fixed id – and the fold pairs each result to its call by id, so a repeated id would
+/// hand one call's result to another. A repeat is renamed for good: the log, the UI and
+/// every later request use the new id (the provider accepts any id it is sent back).
+struct CallIds {
+    taken: HashSet<String>,
+    /// Stream index → the id this reply's call got.
+    by_index: BTreeMap<usize, String>,
+}
+
+impl CallIds {
+    fn new(taken: HashSet<String>) -> CallIds {
+        CallIds {
+            taken,
+            by_index: BTreeMap::new(),
+        }
+    }
+
+    /// The id for the call the provider started at `index` as `provider_id`.
+    fn start(&mut self, index: usize, provider_id: &str) -> String {
+        if let Some(id) = self.by_index.get(&index) {
+            return id.clone();
+        }
+        let base = if provider_id.is_empty() {
+            "call"
+        } else {
+            provider_id
+        };
+        let mut id = base.to_string();
+        let mut n = 1;
+        while self.taken.contains(&id) {
+            n += 1;
+            id = format!("{base}_{n}");
+        }
+        self.taken.insert(id.clone());
+        self.by_index.insert(index, id.clone());
+        id
+    }
+}
+
 /// A call the stream began but did not finish.
 #[derive(Debug, Clone)]
 struct Partial {
     id: String,
+    /// The id the provider gave it (its malformed-arguments error names that one).
+    provider_id: String,
     name: String,
     raw: String,
 }
@@ -524,6 +567,11 @@ impl<M: ChatModel> Conversation<M> {
         };
         // Text before the first call; logged when a call completes or the reply ends.
         let mut text = String::new();
+        let mut ids = CallIds::new(
+            self.lock()
+                .tool_call_ids(self.chat)
+                .map_err(|e| self.log_error(e))?,
+        );
         reply.end = loop {
             let item = tokio::select! {
                 biased;
@@ -539,6 +587,15 @@ impl<M: ChatModel> Conversation<M> {
                     error,
                     ..
                 })) => {
+                    let index = reply
+                        .partial
+                        .iter()
+                        .find(|(_, p)| p.provider_id == id)
+                        .map(|(i, _)| *i);
+                    let id = match index {
+                        Some(index) => ids.start(index, &id),
+                        None => ids.start(usize::MAX, &id),
+                    };
                     reply.partial.retain(|_, p| p.id != id);
                     break StreamEnd::Malformed {
                         id,
@@ -566,6 +623,8 @@ impl<M: ChatModel> Conversation<M> {
                     let _ = events.send(TurnEvent::TextDelta(delta));
                 }
                 ProviderEvent::ToolCallStart { index, id, name } => {
+                    let provider_id = id;
+                    let id = ids.start(index, &provider_id);
                     let _ = events.send(TurnEvent::ToolCallStarted {
                         id: id.clone(),
                         name: name.clone(),
@@ -574,6 +633,7 @@ impl<M: ChatModel> Conversation<M> {
                         index,
                         Partial {
                             id,
+                            provider_id,
                             name,
                             raw: String::new(),
                         },
@@ -584,7 +644,8 @@ impl<M: ChatModel> Conversation<M> {
                         p.raw.push_str(&delta);
                     }
                 }
-                ProviderEvent::ToolCallEnd { index, call } => {
+                ProviderEvent::ToolCallEnd { index, mut call } => {
+                    call.id = ids.start(index, &call.id);
                     reply.partial.remove(&index);
                     self.append_text(&std::mem::take(&mut text))?;
                     self.append_call(events, &call.id, &call.name, &call.arguments)?;

@@ -21,6 +21,9 @@ use sextant_secrets::{Backend, SecretStore};
 use crate::chatlog::{ChatId, ChatLogError};
 use crate::service::{ChatService, ProviderKind, ServiceError, ServiceSettings};
 
+/// How long a settings change waits for the key store.
+const KEY_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
+
 /// The settings file, next to the chat database.
 pub const SETTINGS_FILE: &str = "assistant.json";
 /// The chat database.
@@ -185,14 +188,14 @@ impl ChatDoor {
             }
             "approve" => {
                 service
-                    .approve(required_str(&fields, "callId")?)
+                    .approve(chat_id(&fields)?, required_str(&fields, "callId")?)
                     .map_err(service_error)?;
                 Ok(Value::Null)
             }
             "deny" => {
                 let reason = optional_str(&fields, "reason")?;
                 service
-                    .deny(required_str(&fields, "callId")?, reason)
+                    .deny(chat_id(&fields)?, required_str(&fields, "callId")?, reason)
                     .map_err(service_error)?;
                 Ok(Value::Null)
             }
@@ -271,7 +274,7 @@ impl ChatDoor {
         }
         // The key store blocks (disk, or the keyring daemon over D-Bus): off the runtime.
         let (secrets, stored) = (self.secrets.clone(), next.clone());
-        let key = tokio::task::spawn_blocking(move || {
+        let store = tokio::task::spawn_blocking(move || {
             let name = key_name(stored.provider, &stored.base_url);
             match api_key {
                 Some(Some(key)) => secrets.set(&name, &key).map(|()| Some(key)),
@@ -279,10 +282,19 @@ impl ChatDoor {
                 // The key of the (possibly new) provider and address.
                 None => Ok(read_key(&secrets, &stored)),
             }
-        })
-        .await
-        .map_err(|e| CommandError::failed(format!("the key store stopped: {e}")))?
-        .map_err(|e| CommandError::failed(format!("could not store the API key: {e}")))?;
+        });
+        // A keyring waiting for an unlock prompt nobody sees would hold the settings forever.
+        let key = tokio::time::timeout(KEY_STORE_TIMEOUT, store)
+            .await
+            .map_err(|_| {
+                CommandError::failed(format!(
+                    "the key store did not answer within {} s; if the system keyring is \
+                     locked, unlock it and save again",
+                    KEY_STORE_TIMEOUT.as_secs()
+                ))
+            })?
+            .map_err(|e| CommandError::failed(format!("the key store stopped: {e}")))?
+            .map_err(|e| CommandError::failed(format!("could not store the API key: {e}")))?;
         save_settings(&self.dir.join(SETTINGS_FILE), &next)?;
         let mut settings = self.service.settings();
         settings.provider = next.provider;

@@ -317,7 +317,6 @@ struct RunningTurn {
 }
 
 struct PendingApproval {
-    chat: ChatId,
     name: String,
     args: Value,
     tier: Option<Tier>,
@@ -330,7 +329,7 @@ struct Inner {
     settings: Mutex<ServiceSettings>,
     events: broadcast::Sender<ServiceEvent>,
     turns: Mutex<HashMap<ChatId, RunningTurn>>,
-    pending: Mutex<HashMap<String, PendingApproval>>,
+    pending: Mutex<HashMap<PendingKey, PendingApproval>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -339,66 +338,81 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|e| e.into_inner())
 }
 
+/// Prompts are per chat: two chats may well use the same call id (`call_0`).
+type PendingKey = (ChatId, String);
+
 impl Inner {
     fn publish(&self, chat: ChatId, kind: ServiceEventKind) {
         // No subscriber is fine: the log has everything.
         let _ = self.events.send(ServiceEvent { chat, kind });
     }
 
-    /// Answers a pending prompt; `false` when there was none.
-    fn answer(&self, call_id: &str, approval: Approval, by: Decider) -> bool {
-        let Some(pending) = lock(&self.pending).remove(call_id) else {
+    /// Answers a pending prompt; `false` when there was none, or when the asking call had
+    /// already gone (timed out or cancelled in between): then nothing was decided here.
+    fn answer(&self, chat: ChatId, call_id: &str, approval: Approval, by: Decider) -> bool {
+        let key = (chat, call_id.to_string());
+        let Some(pending) = lock(&self.pending).remove(&key) else {
             return false;
         };
-        let reason = match &approval {
-            Approval::Denied(reason) => Some(reason.clone()),
-            _ => None,
-        };
-        // The asking call may have been dropped (cancel) in between; then nobody waits.
-        let _ = pending.answer.send((approval, by));
-        self.publish(
-            pending.chat,
-            ServiceEventKind::ApprovalResolved {
-                call_id: call_id.to_string(),
-                approved: reason.is_none(),
-                by,
-                reason: reason.flatten(),
-            },
-        );
+        let (name, tier) = (pending.name.clone(), pending.tier);
+        if pending.answer.send((approval.clone(), by)).is_err() {
+            return false;
+        }
+        self.resolved(chat, call_id, &name, tier, &approval, by);
         true
     }
 
-    /// Records a decision in the chat log. The decision stands even if this fails (it is
-    /// also in the call's result); the failure is logged.
-    fn record(&self, chat: ChatId, ctx: &CallContext, approval: &Approval, by: Decider) {
-        let (approved, reason) = match approval {
-            Approval::Denied(reason) => (false, reason.clone()),
-            _ => (true, None),
+    /// Tells the UI a prompt closed and records the decision in the chat log (who let the
+    /// call through, or why not). The decision stands even if the record cannot be
+    /// written (it is also in the call's result); that failure is logged.
+    fn resolved(
+        &self,
+        chat: ChatId,
+        call_id: &str,
+        name: &str,
+        tier: Option<Tier>,
+        approval: &Approval,
+        by: Decider,
+    ) {
+        let reason = match approval {
+            Approval::Denied(reason) => Some(reason.clone()),
+            _ => None,
         };
+        let approved = reason.is_none();
+        let reason = reason.flatten();
+        self.publish(
+            chat,
+            ServiceEventKind::ApprovalResolved {
+                call_id: call_id.to_string(),
+                approved,
+                by,
+                reason: reason.clone(),
+            },
+        );
         let event = Event::structural(
             kinds::APPROVAL,
             serde_json::json!({
-                "callId": ctx.id(),
-                "name": ctx.name(),
-                "tier": ctx.tier(),
+                "callId": call_id,
+                "name": name,
+                "tier": tier,
                 "approved": approved,
                 "by": by,
                 "reason": reason,
             }),
         );
         if let Err(e) = lock(&self.log).append(chat, &event) {
-            tracing::warn!(chat, call = ctx.id(), error = %e, "approval not recorded");
+            tracing::warn!(chat, call = call_id, error = %e, "approval not recorded");
         }
     }
 
     fn deny_all(&self, chat: ChatId, reason: &str, by: Decider) {
         let ids: Vec<String> = lock(&self.pending)
-            .iter()
-            .filter(|(_, p)| p.chat == chat)
-            .map(|(id, _)| id.clone())
+            .keys()
+            .filter(|(c, _)| *c == chat)
+            .map(|(_, id)| id.clone())
             .collect();
         for id in ids {
-            self.answer(&id, Approval::Denied(Some(reason.to_string())), by);
+            self.answer(chat, &id, Approval::Denied(Some(reason.to_string())), by);
         }
     }
 }
@@ -422,25 +436,31 @@ impl Approver for UiApprover {
             // and destructive steps are asked about one by one, always.
             if ctx.tier() == Some(Tier::Confirm) && self.approve_confirm.load(Ordering::SeqCst) {
                 let approval = Approval::AllowedOnce;
-                self.inner
-                    .record(self.chat, ctx, &approval, Decider::ApproveAll);
+                self.inner.resolved(
+                    self.chat,
+                    ctx.id(),
+                    ctx.name(),
+                    ctx.tier(),
+                    &approval,
+                    Decider::ApproveAll,
+                );
                 return approval;
             }
             let (tx, rx) = oneshot::channel();
+            let key = (self.chat, ctx.id().to_string());
             lock(&self.inner.pending).insert(
-                ctx.id().to_string(),
+                key.clone(),
                 PendingApproval {
-                    chat: self.chat,
                     name: ctx.name().to_string(),
                     args: ctx.args().clone(),
                     tier: ctx.tier(),
                     answer: tx,
                 },
             );
+            // Closes the prompt as cancelled if this future is dropped (the turn stopped).
             let guard = ScopedPending {
                 inner: &self.inner,
-                chat: self.chat,
-                call_id: ctx.id().to_string(),
+                key,
             };
             self.inner.publish(
                 self.chat,
@@ -451,48 +471,53 @@ impl Approver for UiApprover {
                     tier: ctx.tier(),
                 },
             );
-            let (answer, by) = match tokio::time::timeout(self.timeout, rx).await {
-                Ok(Ok(answered)) => answered,
-                // Only a cancel drops the prompt without an answer.
-                Ok(Err(_)) => (
-                    Approval::Denied(Some("the approval prompt was closed".into())),
-                    Decider::Cancelled,
-                ),
-                Err(_) => {
-                    let no_answer = Approval::Denied(Some("no answer".into()));
-                    self.inner
-                        .answer(ctx.id(), no_answer.clone(), Decider::Timeout);
-                    (no_answer, Decider::Timeout)
-                }
+            let (answer, timed_out) = match tokio::time::timeout(self.timeout, rx).await {
+                Ok(Ok((answer, _by))) => (answer, false),
+                // The sender went without a word: only a cancel does that; the guard
+                // reports it.
+                Ok(Err(_)) => (Approval::Denied(Some("cancelled".into())), false),
+                Err(_) => (Approval::Denied(Some("no answer".into())), true),
             };
+            if timed_out {
+                // Take the prompt back first, so a late Approve finds nothing to answer.
+                if let Some(p) = lock(&self.inner.pending).remove(&guard.key) {
+                    self.inner.resolved(
+                        self.chat,
+                        ctx.id(),
+                        &p.name,
+                        p.tier,
+                        &answer,
+                        Decider::Timeout,
+                    );
+                }
+            }
             drop(guard);
-            self.inner.record(self.chat, ctx, &answer, by);
             answer
         })
     }
 }
 
-/// Removes a prompt nobody answered when the asking call goes away (cancel, timeout) and
-/// tells the UI to close it.
+/// Closes a prompt nobody answered when the asking call goes away (a cancel): the UI is
+/// told and the chat log records it.
 struct ScopedPending<'a> {
     inner: &'a Inner,
-    chat: ChatId,
-    call_id: String,
+    key: PendingKey,
 }
 
 impl Drop for ScopedPending<'_> {
     fn drop(&mut self) {
-        if lock(&self.inner.pending).remove(&self.call_id).is_some() {
-            self.inner.publish(
-                self.chat,
-                ServiceEventKind::ApprovalResolved {
-                    call_id: self.call_id.clone(),
-                    approved: false,
-                    by: Decider::Cancelled,
-                    reason: Some("cancelled".into()),
-                },
-            );
-        }
+        let Some(p) = lock(&self.inner.pending).remove(&self.key) else {
+            return;
+        };
+        let (chat, call_id) = &self.key;
+        self.inner.resolved(
+            *chat,
+            call_id,
+            &p.name,
+            p.tier,
+            &Approval::Denied(Some("cancelled".into())),
+            Decider::Cancelled,
+        );
     }
 }
 
@@ -551,10 +576,15 @@ impl ChatService {
 
     /// Deletes a chat; refused while it has a turn running.
     pub fn delete_chat(&self, chat: ChatId) -> Result<(), ServiceError> {
-        if lock(&self.inner.turns).contains_key(&chat) {
+        // Held while deleting: a `send` registers its turn under this lock and only then
+        // checks the chat, so it either blocks this delete or finds the chat gone.
+        let turns = lock(&self.inner.turns);
+        if turns.contains_key(&chat) {
             return Err(ServiceError::TurnRunning(chat));
         }
-        Ok(lock(&self.inner.log).delete_chat(chat)?)
+        let deleted = lock(&self.inner.log).delete_chat(chat);
+        drop(turns);
+        Ok(deleted?)
     }
 
     /// The chat as the UI shows it, folded afresh from the log.
@@ -567,8 +597,8 @@ impl ChatService {
     pub fn pending_approvals(&self, chat: ChatId) -> Vec<ServiceEventKind> {
         let mut open: Vec<ServiceEventKind> = lock(&self.inner.pending)
             .iter()
-            .filter(|(_, p)| p.chat == chat)
-            .map(|(id, p)| ServiceEventKind::ApprovalRequested {
+            .filter(|((c, _), _)| *c == chat)
+            .map(|((_, id), p)| ServiceEventKind::ApprovalRequested {
                 call_id: id.clone(),
                 name: p.name.clone(),
                 args: p.args.clone(),
@@ -593,7 +623,6 @@ impl ChatService {
     /// Starts a turn for the user's `text`. Its events go to the subscribers ([`subscribe`](Self::subscribe));
     /// the last one is `turnEnded`.
     pub async fn send(&self, chat: ChatId, text: &str) -> Result<TurnHandle, ServiceError> {
-        lock(&self.inner.log).chat(chat)?;
         let settings = self.settings();
         let cancel = CancelToken::new();
         let approve_confirm = Arc::new(AtomicBool::new(false));
@@ -615,6 +644,9 @@ impl ChatService {
             inner: &self.inner,
             chat,
         };
+        // Checked after the turn is registered: a concurrent delete either saw the turn
+        // and refused, or finished before this check.
+        lock(&self.inner.log).chat(chat)?;
         let (conversation, prompt) = self.prepare(chat, &settings, approve_confirm).await?;
         // From here the turn's task owns the chat's entry and frees it when it ends.
         std::mem::forget(slot);
@@ -663,10 +695,10 @@ impl ChatService {
     }
 
     /// Approves one pending call.
-    pub fn approve(&self, call_id: &str) -> Result<(), ServiceError> {
+    pub fn approve(&self, chat: ChatId, call_id: &str) -> Result<(), ServiceError> {
         if self
             .inner
-            .answer(call_id, Approval::AllowedOnce, Decider::Person)
+            .answer(chat, call_id, Approval::AllowedOnce, Decider::Person)
         {
             Ok(())
         } else {
@@ -676,9 +708,15 @@ impl ChatService {
 
     /// Denies one pending call; the model reads "the user declined" and `reason`, if any,
     /// in the call's `Error:` result.
-    pub fn deny(&self, call_id: &str, reason: Option<&str>) -> Result<(), ServiceError> {
+    pub fn deny(
+        &self,
+        chat: ChatId,
+        call_id: &str,
+        reason: Option<&str>,
+    ) -> Result<(), ServiceError> {
         let reason = reason.map(str::trim).filter(|r| !r.is_empty());
         if self.inner.answer(
+            chat,
             call_id,
             Approval::Denied(reason.map(str::to_string)),
             Decider::Person,
@@ -699,12 +737,12 @@ impl ChatService {
         }
         let ids: Vec<String> = lock(&self.inner.pending)
             .iter()
-            .filter(|(_, p)| p.chat == chat && p.tier == Some(Tier::Confirm))
-            .map(|(id, _)| id.clone())
+            .filter(|((c, _), p)| *c == chat && p.tier == Some(Tier::Confirm))
+            .map(|((_, id), _)| id.clone())
             .collect();
         for id in ids {
             self.inner
-                .answer(&id, Approval::AllowedOnce, Decider::ApproveAll);
+                .answer(chat, &id, Approval::AllowedOnce, Decider::ApproveAll);
         }
         Ok(())
     }
@@ -774,6 +812,13 @@ async fn run_turn(
             }
         })
     };
+    // Announces the end even if the conversation panics (declared first, so it drops
+    // after the slot: the chat is free by the time the UI hears the turn ended).
+    let mut end_guard = EndGuard {
+        inner: &inner,
+        chat,
+        armed: true,
+    };
     // Frees the chat even if the conversation panics.
     let slot = TurnSlot {
         inner: &inner,
@@ -791,8 +836,33 @@ async fn run_turn(
             message: e.to_string(),
         },
     };
+    end_guard.armed = false;
     inner.publish(chat, ServiceEventKind::ended(&end));
     result
+}
+
+/// Publishes a failed `turnEnded` for a turn that stopped without ending (a panic, an
+/// aborted task): the protocol promises every turn ends with one.
+struct EndGuard<'a> {
+    inner: &'a Inner,
+    chat: ChatId,
+    armed: bool,
+}
+
+impl Drop for EndGuard<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            self.inner
+                .deny_all(self.chat, "the turn stopped", Decider::TurnEnded);
+            self.inner.publish(
+                self.chat,
+                ServiceEventKind::TurnEnded {
+                    end: "failed",
+                    detail: Some("the turn stopped unexpectedly; see the log".into()),
+                },
+            );
+        }
+    }
 }
 
 /// A running turn's entry in the service; removed when the turn's task ends, however.

@@ -833,3 +833,49 @@ async fn cancelling_while_a_tool_runs_ends_the_turn_with_an_error_result() {
     );
     assert_reconciled(&chat.fold());
 }
+
+#[tokio::test]
+async fn repeated_call_ids_are_renamed_so_each_result_pairs_with_its_own_call() {
+    let tools = Counters::default();
+    let pipeline = allow_all(tools.toolbox(&["project_dataset_get"]));
+    let chat = Chat::start_with(script("openai_repeated_ids"), pipeline, open_ai).await;
+    let (report, events) = chat.send("Read ds-1, then ds-2").await;
+    assert!(matches!(report.end, TurnEnd::Finished { .. }), "{report:?}");
+    assert_eq!(tools.calls().len(), 2);
+
+    // Both replies said `call_0`; the second call is logged, shown and sent back as another.
+    let logged: Vec<String> = chat
+        .events()
+        .into_iter()
+        .filter_map(|e| match e {
+            Event::ToolCall { id, .. } => Some(id),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(logged, ["call_0", "call_0_2"]);
+    let started: Vec<&str> = events
+        .iter()
+        .filter_map(|e| match e {
+            TurnEvent::ToolCallStarted { id, .. } => Some(id.as_str()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(started, ["call_0", "call_0_2"]);
+    let last = chat.requests()[2].json();
+    let calls: Vec<&str> = last["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["tool_calls"].as_array().into_iter().flatten())
+        .map(|c| c["id"].as_str().unwrap())
+        .collect();
+    assert_eq!(calls, ["call_0", "call_0_2"]);
+    let results: Vec<(String, String)> = tool_results(&last)
+        .into_iter()
+        .map(|(id, content, _)| (id, content))
+        .collect();
+    assert_eq!(results.len(), 2);
+    assert_eq!(results[0].0, "call_0");
+    assert_eq!(results[1].0, "call_0_2");
+    assert_reconciled(&chat.fold());
+}

@@ -151,6 +151,12 @@ async fn bad_requests_get_clear_errors_and_change_nothing() {
     assert_eq!(e.code, ErrorCode::NotFound);
     assert!(e.message.contains("no chat 99"), "{}", e.message);
     let e = err(&door, json!({"op": "approve", "callId": "toolu_x"})).await;
+    assert_eq!(e.path.as_deref(), Some("chat"), "prompts are per chat");
+    let e = err(
+        &door,
+        json!({"op": "approve", "chat": 1, "callId": "toolu_x"}),
+    )
+    .await;
     assert_eq!(e.code, ErrorCode::NotFound);
 
     let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
@@ -252,7 +258,18 @@ async fn chats_are_listed_renamed_and_deleted_and_history_shows_open_prompts() {
     let e = err(&door, json!({"op": "delete", "chat": a})).await;
     assert_eq!(e.code, ErrorCode::NotAllowed, "{}", e.message);
 
-    ok(&door, json!({"op": "approve", "callId": call_id})).await;
+    // Another chat's prompt of the same id is not this one.
+    let e = err(
+        &door,
+        json!({"op": "approve", "chat": b, "callId": call_id}),
+    )
+    .await;
+    assert_eq!(e.code, ErrorCode::NotFound);
+    ok(
+        &door,
+        json!({"op": "approve", "chat": a, "callId": call_id}),
+    )
+    .await;
     while !matches!(next(&mut events).await, ServiceEventKind::TurnEnded { .. }) {}
     let history = ok(&door, json!({"op": "history", "chat": a})).await;
     assert_eq!(history["running"], false);
@@ -349,7 +366,7 @@ async fn device_control_turn(allow: bool) -> (Vec<(String, Value)>, (String, Str
             ServiceEventKind::ApprovalRequested { call_id, tier, .. } => {
                 let tier = serde_json::to_value(tier).unwrap();
                 let op = if tier == "Confirm" { "approve" } else { "deny" };
-                ok(&door, json!({"op": op, "callId": call_id})).await;
+                ok(&door, json!({"op": op, "chat": chat, "callId": call_id})).await;
                 asked.push((call_id, tier));
             }
             ServiceEventKind::ToolCallDone {

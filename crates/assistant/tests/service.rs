@@ -128,9 +128,10 @@ async fn the_model_builds_a_gauge_through_approved_tool_calls() {
         .await
         .unwrap();
     let service = s.service.clone();
+    let chat = s.chat;
     let seen = drive(&mut s.events, |e| {
         if let ServiceEventKind::ApprovalRequested { call_id, .. } = e {
-            service.approve(call_id).unwrap();
+            service.approve(chat, call_id).unwrap();
         }
     })
     .await;
@@ -220,9 +221,10 @@ async fn a_denial_becomes_an_error_result_the_next_request_carries() {
     let mut s = setup(script("anthropic_one_edit"), |_| {}).await;
     let turn = s.service.send(s.chat, "Add a group").await.unwrap();
     let service = s.service.clone();
+    let chat = s.chat;
     let seen = drive(&mut s.events, |e| {
         if let ServiceEventKind::ApprovalRequested { call_id, .. } = e {
-            service.deny(call_id, Some("not now")).unwrap();
+            service.deny(chat, call_id, Some("not now")).unwrap();
         }
     })
     .await;
@@ -306,7 +308,7 @@ async fn approve_all_turn(allow_device_control: bool) -> Vec<ServiceEventKind> {
             if call_id == "toolu_a1" {
                 service.approve_all(chat).unwrap();
             } else {
-                service.deny(call_id, Some("not the device")).unwrap();
+                service.deny(chat, call_id, Some("not the device")).unwrap();
             }
         }
     })
@@ -422,6 +424,19 @@ async fn a_second_send_is_refused_and_cancel_answers_every_call() {
     );
     turn.wait().await.unwrap();
     assert!(!s.service.is_running(s.chat));
+    // The prompt the cancel closed is on record, and the UI heard it closed exactly once.
+    assert_eq!(
+        approvals(&s),
+        vec![
+            json!({"callId": "toolu_d1", "name": "project.group.add", "tier": "Confirm",
+                    "approved": false, "by": "cancelled", "reason": "cancelled"})
+        ]
+    );
+    let closed = seen
+        .iter()
+        .filter(|e| matches!(e, ServiceEventKind::ApprovalResolved { .. }))
+        .count();
+    assert_eq!(closed, 1, "{seen:?}");
 
     // Every logged call has a logged result.
     let log = sextant_assistant::chatlog::ChatLog::open(s.dir.path().join("chats.sqlite")).unwrap();
@@ -473,11 +488,12 @@ async fn a_command_run_through_execute_command_asks_under_its_own_tier() {
     let mut s = setup(script("anthropic_execute_command"), |_| {}).await;
     let turn = s.service.send(s.chat, "Rename the project").await.unwrap();
     let service = s.service.clone();
+    let chat = s.chat;
     let seen = drive(&mut s.events, |e| {
         if let ServiceEventKind::ApprovalRequested { call_id, name, .. } = e {
             // The person is asked about the named command, not the wrapper.
             assert_eq!(name, "project.setTitle");
-            service.approve(call_id).unwrap();
+            service.approve(chat, call_id).unwrap();
         }
     })
     .await;

@@ -265,12 +265,13 @@ export class ChatStore {
     if (this.current !== null) await this.request({ op: "cancel", chat: this.current });
   }
 
+  // Prompts are per chat (two chats may share a call id): answers name the open chat.
   async approve(callId: string): Promise<void> {
-    await this.answer(callId, { op: "approve", callId });
+    await this.answer(callId, { op: "approve", chat: this.current, callId });
   }
 
   async deny(callId: string, reason?: string): Promise<void> {
-    const req: ChatRequest = { op: "deny", callId };
+    const req: ChatRequest = { op: "deny", chat: this.current, callId };
     if (reason?.trim()) req.reason = reason.trim();
     await this.answer(callId, req);
   }

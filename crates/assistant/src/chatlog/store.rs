@@ -194,6 +194,24 @@ impl ChatLog {
             .collect()
     }
 
+    /// Every tool call id the chat has used (a call id must name one call per chat: the
+    /// fold pairs results to calls by it).
+    pub fn tool_call_ids(
+        &self,
+        chat: ChatId,
+    ) -> Result<std::collections::HashSet<String>, ChatLogError> {
+        self.chat(chat)?;
+        (|| -> rusqlite::Result<std::collections::HashSet<String>> {
+            let mut stmt = self.conn.prepare(
+                "SELECT json_extract(payload, '$.id') FROM events \
+                 WHERE chat = ?1 AND kind = 'tool_call'",
+            )?;
+            let ids = stmt.query_map([chat], |r| r.get::<_, Option<String>>(0))?;
+            ids.filter_map(Result::transpose).collect()
+        })()
+        .map_err(|e| self.sql(e))
+    }
+
     /// The model history and UI projection of a chat, derived from its log.
     pub fn fold(&self, chat: ChatId) -> Result<Folded, ChatLogError> {
         Ok(fold(&self.events(chat)?))
