@@ -786,6 +786,7 @@ impl<M: ChatModel> Conversation<M> {
             content: content.clone(),
             is_error: status != ResultStatus::Ok,
             denied: status == ResultStatus::Denied,
+            blocked: status == ResultStatus::Blocked,
         })?;
         let _ = events.send(TurnEvent::ToolCallDone {
             id: id.to_string(),

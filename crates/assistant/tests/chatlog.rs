@@ -18,6 +18,7 @@ fn denied(id: &str, content: &str) -> Event {
         content: content.into(),
         is_error: true,
         denied: true,
+        blocked: false,
     }
 }
 
@@ -182,11 +183,24 @@ fn the_ui_projection_shows_every_tool_status() {
             event,
         })
         .collect();
-    events.push(sextant_assistant::chatlog::LoggedEvent {
-        seq: 12,
-        unix_ms: 0,
-        event: Event::tool_call("t4", "project.save", json!({})),
-    });
+    let blocked = Event::ToolResult {
+        id: "t5".into(),
+        content: "Error: blocked: contains a credential".into(),
+        is_error: true,
+        denied: false,
+        blocked: true,
+    };
+    for (seq, event) in [
+        (12, Event::tool_call("t5", "project.get", json!({}))),
+        (13, blocked),
+        (14, Event::tool_call("t4", "project.save", json!({}))),
+    ] {
+        events.push(sextant_assistant::chatlog::LoggedEvent {
+            seq,
+            unix_ms: 0,
+            event,
+        });
+    }
     let f: Folded = fold(&events);
     let cards: Vec<(String, ToolStatus, Option<String>)> =
         f.ui.iter()
@@ -215,6 +229,11 @@ fn the_ui_projection_shows_every_tool_status() {
                 ToolStatus::Denied,
                 Some("Error: denied: device control is off".into())
             ),
+            (
+                "t5".into(),
+                ToolStatus::Blocked,
+                Some("Error: blocked: contains a credential".into())
+            ),
             ("t4".into(), ToolStatus::Pending, None),
         ]
     );
@@ -224,6 +243,30 @@ fn the_ui_projection_shows_every_tool_status() {
             .count();
     assert_eq!(notices, 2);
     assert!(matches!(&f.ui[0], UiItem::User { seq: 1, .. }));
+}
+
+#[test]
+fn a_blocked_result_round_trips_and_older_results_read_as_not_blocked() {
+    let blocked = Event::ToolResult {
+        id: "t1".into(),
+        content: "Error: blocked".into(),
+        is_error: true,
+        denied: false,
+        blocked: true,
+    };
+    assert_eq!(
+        Event::from_parts(blocked.kind(), blocked.payload()).unwrap(),
+        blocked
+    );
+    // A result stored before the field existed has no `blocked` key.
+    let old = Event::tool_result("t2", "ok", false);
+    assert!(old.payload().get("blocked").is_none());
+    let read = Event::from_parts(
+        "tool_result",
+        json!({"id": "t2", "content": "ok", "isError": false, "denied": false}),
+    )
+    .unwrap();
+    assert_eq!(read, old);
 }
 
 #[test]

@@ -290,6 +290,7 @@ fn result_of<'a>(events: &'a [Event], call: &str) -> (&'a str, bool, bool) {
                 content,
                 is_error,
                 denied,
+                ..
             } if id == call => Some((content.as_str(), *is_error, *denied)),
             _ => None,
         })

@@ -49,6 +49,8 @@ pub enum Event {
         is_error: bool,
         /// The pipeline refused the call; the tool never ran.
         denied: bool,
+        /// The tool ran, but post-execute withheld its result.
+        blocked: bool,
     },
     /// Everything up to and including `through` is replaced, for the model, by `summary`.
     Compaction {
@@ -88,6 +90,7 @@ impl Event {
             content: content.into(),
             is_error,
             denied: false,
+            blocked: false,
         }
     }
 
@@ -120,7 +123,16 @@ impl Event {
                 content,
                 is_error,
                 denied,
-            } => json!({ "id": id, "content": content, "isError": is_error, "denied": denied }),
+                blocked,
+            } => {
+                let mut payload =
+                    json!({ "id": id, "content": content, "isError": is_error, "denied": denied });
+                // Only when set: logs from before the field read the same.
+                if *blocked {
+                    payload["blocked"] = json!(true);
+                }
+                payload
+            }
             Event::Compaction { through, summary } => {
                 json!({ "through": through, "summary": summary })
             }
@@ -157,6 +169,10 @@ impl Event {
                     .unwrap_or(false),
                 denied: payload
                     .get("denied")
+                    .and_then(Value::as_bool)
+                    .unwrap_or(false),
+                blocked: payload
+                    .get("blocked")
                     .and_then(Value::as_bool)
                     .unwrap_or(false),
             },

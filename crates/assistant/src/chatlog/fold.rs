@@ -67,6 +67,8 @@ pub enum ToolStatus {
     Ok,
     Error,
     Denied,
+    /// The tool ran; post-execute withheld its result.
+    Blocked,
     /// The conversation moved on without a result.
     Interrupted,
 }
@@ -201,6 +203,7 @@ impl Fold {
                 content,
                 is_error,
                 denied,
+                blocked,
             } => {
                 if let Some(pos) = self.open.iter().position(|(open, _)| open == id) {
                     self.open.remove(pos);
@@ -214,10 +217,11 @@ impl Fold {
                         },
                     );
                 }
-                let status = match (denied, is_error) {
-                    (true, _) => ToolStatus::Denied,
-                    (false, true) => ToolStatus::Error,
-                    (false, false) => ToolStatus::Ok,
+                let status = match (denied, blocked, is_error) {
+                    (true, _, _) => ToolStatus::Denied,
+                    (false, true, _) => ToolStatus::Blocked,
+                    (false, false, true) => ToolStatus::Error,
+                    (false, false, false) => ToolStatus::Ok,
                 };
                 self.set_card(id, status, Some(content.clone()));
             }
