@@ -435,6 +435,38 @@ describe("chat store: a turn", () => {
     expect(card(store, "c").approval).toBeNull();
   });
 
+  it("a chat opened mid-reply shows the streamed text once, whatever deltas arrive", async () => {
+    const { svc, store } = await setup({
+      1: {
+        items: [{ type: "user", seq: 1, text: "How is the supply?" }],
+        running: true,
+        approvals: [],
+        streaming: { text: "Voltage: 3.3", end: 12 },
+      },
+    });
+    expect(types(store.items)).toEqual(["user", "assistant"]);
+    // Deltas the snapshot already had are skipped, a straddling one is trimmed.
+    svc.emit(1, "textDelta", { text: "Voltage: ", at: 0 });
+    svc.emit(1, "textDelta", { text: "3.3 V", at: 9 });
+    svc.emit(1, "textDelta", { text: " ✓", at: 14 });
+    const reply = store.items.at(-1) as Extract<ChatItem, { type: "assistant" }>;
+    expect(reply.text).toBe("Voltage: 3.3 V ✓");
+    expect(reply.streaming).toBe(true);
+    // The next turn counts from 0 again and is not trimmed.
+    svc.handlers.history = () => ({
+      items: [{ type: "user", seq: 1, text: "How is the supply?" }, { type: "assistant", seq: 2, text: "Voltage: 3.3 V ✓" }],
+      running: false,
+      approvals: [],
+      streaming: null,
+    });
+    svc.emit(1, "turnEnded", { end: "finished", detail: "end_turn" });
+    await flush();
+    svc.handlers.send = () => null;
+    await store.send("And the current?");
+    svc.emit(1, "textDelta", { text: "Fine", at: 0 });
+    expect((store.items.at(-1) as Extract<ChatItem, { type: "assistant" }>).text).toBe("Fine");
+  });
+
   it("a resync after a reconnect re-reads the list and the open chat", async () => {
     const { svc, store } = await setup({
       1: { items: [{ type: "user", seq: 1, text: "hi" }, { type: "assistant", seq: 2, text: "done meanwhile" }], running: false, approvals: [] },

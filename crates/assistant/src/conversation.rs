@@ -220,6 +220,42 @@ pub struct Conversation<M> {
     /// into the named command, so the pipeline applies that command's tier).
     tools: Option<Arc<crate::tools::ToolSet>>,
     system_source: Option<Arc<dyn SystemSource>>,
+    /// The reply text streamed but not yet in the log, for a door showing a chat mid-reply.
+    unlogged: Option<Arc<Mutex<UnloggedText>>>,
+}
+
+/// A turn's streamed text that is not in the log yet. The reply's text is logged in
+/// pieces – when a call completes, when the reply ends – so between those moments the log
+/// lacks what the person already sees. Positions count UTF-16 code units from the start of
+/// the turn (as the UI's JavaScript counts), so a page that reads this mid-reply can tell
+/// which later `textDelta`s it already has.
+#[derive(Debug, Default, Clone, PartialEq)]
+pub struct UnloggedText {
+    /// The text streamed and not yet logged.
+    pub text: String,
+    /// Everything streamed this turn, in UTF-16 code units (where the next delta starts).
+    pub streamed: u64,
+}
+
+impl UnloggedText {
+    fn push(&mut self, delta: &str) {
+        self.text.push_str(delta);
+        self.streamed += utf16_len(delta);
+    }
+
+    fn logged(&mut self, text: &str) {
+        // Logged in the order streamed: what is logged is the buffer's beginning.
+        if self.text.starts_with(text) {
+            self.text.drain(..text.len());
+        } else {
+            self.text.clear();
+        }
+    }
+}
+
+/// The length of `s` in UTF-16 code units.
+pub fn utf16_len(s: &str) -> u64 {
+    s.encode_utf16().count() as u64
 }
 
 /// Gives every call of a chat its own id. Providers reuse ids – an OpenAI-compatible
@@ -333,7 +369,15 @@ impl<M: ChatModel> Conversation<M> {
             settings,
             tools: None,
             system_source: None,
+            unlogged: None,
         }
+    }
+
+    /// Keeps the streamed text not yet logged in `buffer`, for a door that shows a chat
+    /// mid-reply. Read it while holding the log's lock.
+    pub fn with_unlogged_text(mut self, buffer: Arc<Mutex<UnloggedText>>) -> Conversation<M> {
+        self.unlogged = Some(buffer);
+        self
     }
 
     /// Refreshes the system blocks before every request of a turn but its first (which
@@ -620,6 +664,9 @@ impl<M: ChatModel> Conversation<M> {
                     } else {
                         reply.trailing.push_str(&delta);
                     }
+                    if let Some(live) = &self.unlogged {
+                        live.lock().unwrap_or_else(|e| e.into_inner()).push(&delta);
+                    }
                     let _ = events.send(TurnEvent::TextDelta(delta));
                 }
                 ProviderEvent::ToolCallStart { index, id, name } => {
@@ -752,8 +799,16 @@ impl<M: ChatModel> Conversation<M> {
     }
 
     fn append_text(&self, text: &str) -> Result<(), ConversationError> {
-        if !text.is_empty() {
-            self.append(&Event::assistant(text))?;
+        if text.is_empty() {
+            return Ok(());
+        }
+        let mut log = self.lock();
+        log.append(self.chat, &Event::assistant(text))
+            .map_err(|e| self.log_error(e))?;
+        // Under the log's lock: a reader holding it sees the text in the log or in the
+        // unlogged buffer, never in both or neither.
+        if let Some(live) = &self.unlogged {
+            live.lock().unwrap_or_else(|e| e.into_inner()).logged(text);
         }
         Ok(())
     }

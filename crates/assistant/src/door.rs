@@ -170,11 +170,14 @@ impl ChatDoor {
             }
             "history" => {
                 let chat = chat_id(&fields)?;
-                let items = service.history(chat).map_err(service_error)?;
+                let (items, live) = service.history_live(chat).map_err(service_error)?;
                 Ok(json!({
                     "items": items,
-                    "running": service.is_running(chat),
+                    "running": live.is_some(),
                     "approvals": service.pending_approvals(chat),
+                    // The reply streaming now: its text not yet in `items`, and where the
+                    // next textDelta starts (`at`), so the page skips what it has.
+                    "streaming": live.map(|l| json!({"text": l.text, "end": l.streamed})),
                 }))
             }
             "send" => {

@@ -34,7 +34,8 @@ use tokio::task::JoinHandle;
 use crate::chatlog::{kinds, ChatId, ChatLog, ChatLogError, ChatSummary, Event, UiItem};
 use crate::context::{Envelope, LiveState, SystemContext, DOCS_TEXT};
 use crate::conversation::{
-    Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent, TurnReport,
+    utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
+    TurnReport, UnloggedText,
 };
 use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
@@ -153,6 +154,9 @@ pub struct ServiceEvent {
 pub enum ServiceEventKind {
     TextDelta {
         text: String,
+        /// Where it starts in the turn's streamed text (UTF-16 code units), so a page that
+        /// read the history mid-reply can skip what that already had.
+        at: u64,
     },
     ToolCallStarted {
         id: String,
@@ -204,7 +208,8 @@ pub enum ServiceEventKind {
 impl ServiceEventKind {
     fn from_turn(event: TurnEvent) -> Option<ServiceEventKind> {
         Some(match event {
-            TurnEvent::TextDelta(text) => ServiceEventKind::TextDelta { text },
+            // `at` is filled in by the forwarder, which counts the turn's text.
+            TurnEvent::TextDelta(text) => ServiceEventKind::TextDelta { text, at: 0 },
             TurnEvent::ToolCallStarted { id, name } => {
                 ServiceEventKind::ToolCallStarted { id, name }
             }
@@ -314,6 +319,8 @@ struct RunningTurn {
     cancel: CancelToken,
     /// Set by `approve_all`: the rest of this turn's Confirm calls need no prompt.
     approve_confirm: Arc<AtomicBool>,
+    /// The reply text streamed but not logged yet (read under the log's lock).
+    unlogged: Arc<Mutex<UnloggedText>>,
 }
 
 struct PendingApproval {
@@ -592,6 +599,24 @@ impl ChatService {
         Ok(lock(&self.inner.log).fold(chat)?.ui)
     }
 
+    /// The history plus, while a turn streams, its text not yet in the log: one consistent
+    /// snapshot (both read under the log's lock, which the turn holds while it logs text).
+    pub fn history_live(
+        &self,
+        chat: ChatId,
+    ) -> Result<(Vec<UiItem>, Option<UnloggedText>), ServiceError> {
+        // The turns lock is never held while waiting for the log's (delete holds it while
+        // deleting), so take the buffer first.
+        let unlogged = lock(&self.inner.turns)
+            .get(&chat)
+            .map(|t| t.unlogged.clone());
+        let log = lock(&self.inner.log);
+        let ui = log.fold(chat)?.ui;
+        let live = unlogged.map(|u| lock(&u).clone());
+        drop(log);
+        Ok((ui, live))
+    }
+
     /// The prompts of `chat` still waiting for an answer, as `approvalRequested` events (a
     /// page opened mid-turn shows them from here).
     pub fn pending_approvals(&self, chat: ChatId) -> Vec<ServiceEventKind> {
@@ -626,6 +651,7 @@ impl ChatService {
         let settings = self.settings();
         let cancel = CancelToken::new();
         let approve_confirm = Arc::new(AtomicBool::new(false));
+        let unlogged = Arc::new(Mutex::new(UnloggedText::default()));
         {
             let mut turns = lock(&self.inner.turns);
             if turns.contains_key(&chat) {
@@ -636,6 +662,7 @@ impl ChatService {
                 RunningTurn {
                     cancel: cancel.clone(),
                     approve_confirm: approve_confirm.clone(),
+                    unlogged: unlogged.clone(),
                 },
             );
         }
@@ -647,7 +674,9 @@ impl ChatService {
         // Checked after the turn is registered: a concurrent delete either saw the turn
         // and refused, or finished before this check.
         lock(&self.inner.log).chat(chat)?;
-        let (conversation, prompt) = self.prepare(chat, &settings, approve_confirm).await?;
+        let (conversation, prompt) = self
+            .prepare(chat, &settings, approve_confirm, unlogged)
+            .await?;
         // From here the turn's task owns the chat's entry and frees it when it ends.
         std::mem::forget(slot);
         let inner = self.inner.clone();
@@ -661,6 +690,7 @@ impl ChatService {
         chat: ChatId,
         settings: &ServiceSettings,
         approve_confirm: Arc<AtomicBool>,
+        unlogged: Arc<Mutex<UnloggedText>>,
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
         let runtime = &self.inner.runtime;
         let system = Arc::new(LiveSystem {
@@ -690,7 +720,8 @@ impl ChatService {
             Settings::new(settings.model.clone()),
         )
         .with_tools(Arc::new(tools))
-        .with_system_source(system);
+        .with_system_source(system)
+        .with_unlogged_text(unlogged);
         Ok((conversation, prompt))
     }
 
@@ -805,8 +836,14 @@ async fn run_turn(
     let forward = {
         let inner = inner.clone();
         tokio::spawn(async move {
+            // Counts as the conversation's buffer does, in the same order.
+            let mut streamed = 0;
             while let Some(event) = rx.recv().await {
-                if let Some(kind) = ServiceEventKind::from_turn(event) {
+                if let Some(mut kind) = ServiceEventKind::from_turn(event) {
+                    if let ServiceEventKind::TextDelta { text, at } = &mut kind {
+                        *at = streamed;
+                        streamed += utf16_len(text);
+                    }
                     inner.publish(chat, kind);
                 }
             }

@@ -311,7 +311,7 @@ async fn an_openai_compatible_endpoint_with_a_version_path_works_like_geminis() 
     let mut reply = String::new();
     loop {
         match next(&mut events).await {
-            ServiceEventKind::TextDelta { text } => reply.push_str(&text),
+            ServiceEventKind::TextDelta { text, .. } => reply.push_str(&text),
             ServiceEventKind::TurnEnded { end, detail } => {
                 assert_eq!(end, "finished", "{detail:?}");
                 break;

@@ -508,3 +508,35 @@ async fn a_command_run_through_execute_command_asks_under_its_own_tier() {
         json!("Via execute")
     );
 }
+
+#[tokio::test]
+async fn a_chat_read_mid_reply_has_the_streamed_text_and_where_the_next_delta_starts() {
+    let mut s = setup(script("anthropic_stall_text"), |_| {}).await;
+    let turn = s.service.send(s.chat, "How is the supply?").await.unwrap();
+    let mut deltas = Vec::new();
+    while deltas.len() < 2 {
+        if let ServiceEventKind::TextDelta { text, at } = next(&mut s.events).await.kind {
+            deltas.push((text, at));
+        }
+    }
+    // Positions count UTF-16 units from the turn's start, as the page's JavaScript does.
+    assert_eq!(
+        deltas,
+        [("Voltage: ".to_string(), 0), ("3.3 V ✓ ".to_string(), 9)]
+    );
+    // The reply is silent now: nothing of it is in the log yet, all of it is live.
+    let (items, live) = s.service.history_live(s.chat).unwrap();
+    assert_eq!(items.len(), 1, "only the question is logged: {items:?}");
+    let live = live.expect("a turn is running");
+    assert_eq!(live.text, "Voltage: 3.3 V ✓ ");
+    assert_eq!(live.streamed, 17);
+
+    s.service.cancel(s.chat);
+    turn.wait().await.unwrap();
+    // Stopped: the text is in the log now, and nothing is live.
+    let (items, live) = s.service.history_live(s.chat).unwrap();
+    assert!(live.is_none());
+    let text = serde_json::to_value(&items).unwrap();
+    assert_eq!(text[1]["type"], "assistant", "{text}");
+    assert_eq!(text[1]["text"], "Voltage: 3.3 V ✓ ");
+}

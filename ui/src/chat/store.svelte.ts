@@ -37,6 +37,8 @@ interface HistoryReply {
   items: unknown[];
   running: boolean;
   approvals?: Record<string, unknown>[];
+  /** The reply streaming now: its text not yet in `items`, and where the next delta starts. */
+  streaming?: { text: string; end: number } | null;
 }
 
 /** What this UI adds to a turn: its token usage and how it ended (when not plainly). */
@@ -46,6 +48,7 @@ interface TurnExtras {
 }
 
 const str = (x: unknown) => (typeof x === "string" ? x : x == null ? "" : String(x));
+const num = (x: unknown) => (typeof x === "number" && Number.isFinite(x) ? x : 0);
 
 function findLast<T, S extends T>(list: readonly T[], pred: (x: T) => x is S): S | undefined {
   for (let i = list.length - 1; i >= 0; i--) if (pred(list[i])) return list[i] as S;
@@ -81,6 +84,9 @@ export class ChatStore {
   private loadToken = 0;
   /** Events of the open chat that arrived while its history was being read. */
   private buffer: ChatEvent[] | null = null;
+  /** Where the last history snapshot's streamed text ended (UTF-16 units, from the turn's
+   *  start): deltas before it are already shown. Null outside such a turn. */
+  private streamedEnd: number | null = null;
   /** Per chat: the extras of each finished turn, by the seq of the turn's user message. */
   private extras = new Map<number, Map<number, TurnExtras>>();
   /** The open chat's running turn's extras. */
@@ -231,6 +237,11 @@ export class ChatStore {
       this.turnUsage = null;
     }
     for (const a of reply.approvals ?? []) this.markApproval(a);
+    // Mid-reply: the text streamed so far is not in the log yet; show it, and skip the
+    // deltas it already holds when they arrive.
+    const live = this.running ? reply.streaming : null;
+    this.streamedEnd = live ? num(live.end) : null;
+    if (live?.text) this.items.push({ type: "assistant", key: this.localKey(), seq: null, text: str(live.text), streaming: true });
     const entry = this.chats.find((c) => c.id === chat);
     if (entry) entry.running = this.running;
   }
@@ -250,6 +261,8 @@ export class ChatStore {
     this.turn = { usage: null, end: null };
     this.turnUsage = null;
     this.error = "";
+    // A new turn counts its text from 0.
+    this.streamedEnd = null;
     const ok = (await this.request({ op: "send", chat, text: body })) !== undefined;
     if (ok && this.placeholders.delete(chat)) void this.rename(chat, titleFrom(body));
     if (!ok && this.current === chat) {
@@ -360,9 +373,15 @@ export class ChatStore {
     }
     switch (e.type) {
       case "textDelta": {
+        let text = str(e.text);
+        if (this.streamedEnd !== null && typeof e.at === "number") {
+          const have = this.streamedEnd - e.at;
+          if (have >= text.length) break;
+          if (have > 0) text = text.slice(have);
+        }
         const last = this.items.at(-1);
-        if (last?.type === "assistant" && last.streaming) last.text += str(e.text);
-        else this.items.push({ type: "assistant", key: this.localKey(), seq: null, text: str(e.text), streaming: true });
+        if (last?.type === "assistant" && last.streaming) last.text += text;
+        else this.items.push({ type: "assistant", key: this.localKey(), seq: null, text, streaming: true });
         break;
       }
       case "toolCallStarted":
@@ -404,6 +423,7 @@ export class ChatStore {
         break;
       case "turnEnded": {
         this.running = false;
+        this.streamedEnd = null;
         this.endStreaming();
         const end = str(e.end) as TurnEnd;
         const extras: TurnExtras = this.turn ?? { usage: null, end: null };
