@@ -156,3 +156,73 @@ describe("streaming", () => {
     expect(() => md(">".repeat(5000) + " x")).not.toThrow();
   });
 });
+
+// Inputs that took seconds when every unclosed marker (or `[`) searched the rest of the line
+// for its partner. Their outputs are as they always were: checked on short versions by hand,
+// and on long ones against the same shape. (The test finishing is the speed check.)
+describe("pathological input", () => {
+  const plain = (s: string) => `<p>${escapeHtml(s.trim())}</p>`;
+
+  it("short versions render as before", () => {
+    expect(md("*a *a *a")).toBe("<p>*a *a *a</p>");
+    expect(md("x _a x _a")).toBe("<p>x _a x _a</p>");
+    expect(md("[[[")).toBe("<p>[[[</p>");
+    expect(md("**a *b **a *b")).toBe("<p>**a *b **a *b</p>");
+    expect(md("x _ax _ax _a")).toBe("<p>x _ax _ax _a</p>");
+    // Next to ones that do close.
+    expect(md("*a *b*")).toBe("<p><em>a *b</em></p>");
+    expect(md("*a **b* c**")).toBe("<p><em>a **b</em> c**</p>");
+    expect(md("~~a ~~b~~")).toBe("<p><del>a ~~b</del></p>");
+    expect(md("`a ``b`` ``c")).toBe("<p>`a <code>b</code> ``c</p>");
+    expect(md("[[a](https://x.y)")).toBe("<p>[[a](https://x.y)</p>");
+    expect(md("[a [b](https://x.y) c")).toBe("<p>[a [b](https://x.y) c</p>");
+    expect(md("a[b](https://x.y/\"<>) [c](")).toBe(
+      '<p>a<a href="https://x.y/&quot;&lt;&gt;" target="_blank" rel="noopener noreferrer">b</a> [c](</p>',
+    );
+    // Code spans that close inside other ones, as the search for a closing `~~` sees them.
+    expect(md("*~~-\\```(~~-\\```(~~-\\```(")).toBe("<p>*~~-```(~~-```(~~-```(</p>");
+  });
+
+  it("long runs of unclosed markers render whole and escaped", () => {
+    for (const s of ["*a ".repeat(8000), "x _a".repeat(8000), "**a *b ".repeat(8000), "[".repeat(8000)]) {
+      expect(md(s), s.slice(0, 8)).toBe(plain(s));
+    }
+    // All of them on one line, with what needs escaping (~100 KB).
+    const unit = "*a x _a **a *b [<i>&\"' ~~c ";
+    expect(md(`\`\` ~~ ${unit}${unit}`)).toBe("<p>`` ~~ *a x _a **a *b [&lt;i&gt;&amp;&quot;&#39; ~~c *a x _a **a *b [&lt;i&gt;&amp;&quot;&#39; ~~c</p>");
+    const marked = `\`\` ~~ ${unit.repeat(3800)}`;
+    expect(marked.length).toBeGreaterThan(100_000);
+    const html = md(marked);
+    expect(html).toBe(plain(marked));
+    expect(tags(html)).toEqual(["p", "p"]);
+    expect(md(`${marked}\n\n**ok** [x](https://x.y) \`c\``)).toBe(
+      `${plain(marked)}<p><strong>ok</strong> <a href="https://x.y" target="_blank" rel="noopener noreferrer">x</a> <code>c</code></p>`,
+    );
+    expect(md("*" + "~~-\\```(".repeat(8000))).toBe(plain("*" + "~~-```(".repeat(8000)));
+    expect(md("_x a" + "_".repeat(30000) + "b")).toBe(plain("_x a" + "_".repeat(30000) + "b"));
+  });
+
+  it("long lines of other kinds", () => {
+    const blanks = " ".repeat(30000);
+    expect(md(`# a${blanks}x`)).toBe(`<h3>a${blanks}x</h3>`);
+    expect(md(`# a${blanks}#${blanks}`)).toBe("<h3>a</h3>");
+    expect(md(`a|b\n${blanks}x`)).toBe("<p>a|b<br>x</p>");
+    const closes = ")".repeat(30000);
+    expect(md(`http://a${closes}`)).toBe(`<p><a href="http://a" target="_blank" rel="noopener noreferrer">http://a</a>${closes}</p>`);
+    const dots = ".".repeat(30000);
+    expect(md(`http://a${dots}b`)).toBe(`<p><a href="http://a${dots}b" target="_blank" rel="noopener noreferrer">http://a${dots}b</a></p>`);
+    expect(md(`- a\n${"\n".repeat(30000)}- b`)).toBe("<ul><li><p>a</p></li><li><p>b</p></li></ul>");
+    // A line separator makes a line plain text (not a fence, not a list item).
+    expect(md("```" + "`".repeat(30000) + "\u2028")).toBe(plain("`".repeat(30003)));
+    expect(md(`- ${blanks}a\u2028`)).toBe(`<p>- ${blanks}a</p>`);
+  });
+
+  it("nested emphasis is bounded", () => {
+    const nested = (levels: number) => `<p>a${"<strong><em>".repeat(levels)}${"</em></strong>".repeat(levels)}a</p>`;
+    expect(md(`a${"*".repeat(12)}a`)).toBe(nested(2));
+    expect(md(`a${"*".repeat(96)}a`)).toBe(nested(16));
+    // Deeper, the markers are text (this overflowed the stack).
+    const deep = md(`a${"*".repeat(100_000)}a`);
+    expect(deep).toBe(`<p>a${"<strong><em>".repeat(16)}${"*".repeat(100_000 - 96)}${"</em></strong>".repeat(16)}a</p>`);
+  });
+});

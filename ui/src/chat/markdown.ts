@@ -17,15 +17,86 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-/** How deep lists and quotes may nest before their content is shown as plain paragraphs. */
+/** How deep lists and quotes may nest before their content is shown as plain paragraphs,
+ *  and emphasis before its markers are shown as plain text. */
 const MAX_DEPTH = 16;
 
-const FENCE = /^ {0,3}(`{3,}|~{3,})(.*)$/;
-const HEADING = /^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$/;
+// Every pattern and scan here is linear in its line (the text is untrusted and re-rendered
+// on every streamed piece). `.` stops at U+2028/U+2029, so a line holding one never matches
+// FENCE or LIST_ITEM; their lookahead says so in one pass, where the pattern itself would
+// backtrack quadratically over a long run of backticks or blanks first.
+const FENCE = /^(?=[^\u2028\u2029]*$) {0,3}(`{3,}|~{3,})(.*)$/;
 const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
 const QUOTE = /^ {0,3}> ?(.*)$/;
-const LIST_ITEM = /^( *)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*)|[ \t]*)$/;
-const TABLE_SEP = /^ *\|? *:?-+:? *(?:\| *:?-+:? *)*\|? *$/;
+const LIST_ITEM = /^(?=[^\u2028\u2029]*$)( *)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*)|[ \t]*)$/;
+
+const isBlankChar = (c: string | undefined) => c === " " || c === "\t";
+
+/** An ATX heading (`## Title ##`): its level (the number of `#`s) and its text, or null.
+ *  By hand, as the pattern `^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$` did it in
+ *  quadratic time over a long run of blanks; same result. */
+function heading(line: string): { level: number; text: string } | null {
+  let i = 0;
+  while (i < 3 && line[i] === " ") i++;
+  let h = i;
+  while (line[h] === "#") h++;
+  const level = h - i;
+  if (level < 1 || level > 6) return null;
+  if (h === line.length) return { level, text: "" };
+  if (!isBlankChar(line[h])) return null;
+  let start = h;
+  while (isBlankChar(line[start])) start++;
+  // `.` stops at a line separator, and a line holding one is no heading.
+  if (/[\u2028\u2029]/.test(line.slice(start))) return null;
+  // The text ends before trailing blanks, and before a closing run of `#`s that a blank
+  // separates from it.
+  let end = line.length;
+  while (end > start && isBlankChar(line[end - 1])) end--;
+  if (end > start && line[end - 1] === "#") {
+    let hashes = end - 1;
+    while (hashes > start && line[hashes - 1] === "#") hashes--;
+    let blanks = hashes;
+    while (blanks > start && isBlankChar(line[blanks - 1])) blanks--;
+    if (blanks < hashes) end = blanks;
+  }
+  return { level, text: line.slice(start, end) };
+}
+
+/** A table's delimiter row (`|:--|--:|`), as `^ *\|? *:?-+:? *(?:\| *:?-+:? *)*\|? *$` would
+ *  match it – by hand, as that pattern backtracked quadratically over runs of spaces. */
+function isTableSep(line: string): boolean {
+  let k = 0;
+  const spaces = () => {
+    while (line[k] === " ") k++;
+  };
+  // `:?-+:? *` at k; moves k past it when it is there.
+  const cell = () => {
+    let j = k;
+    if (line[j] === ":") j++;
+    const dashes = j;
+    while (line[j] === "-") j++;
+    if (j === dashes) return false;
+    if (line[j] === ":") j++;
+    k = j;
+    spaces();
+    return true;
+  };
+  spaces();
+  if (line[k] === "|") k++;
+  spaces();
+  if (!cell()) return false;
+  while (line[k] === "|") {
+    const pipe = k++;
+    spaces();
+    if (!cell()) {
+      k = pipe; // the closing pipe
+      break;
+    }
+  }
+  if (line[k] === "|") k++;
+  spaces();
+  return k === line.length;
+}
 
 /** Renders `src` (Markdown) as safe HTML. */
 export function renderMarkdown(src: string): string {
@@ -76,12 +147,12 @@ function blocks(lines: string[], depth: number): string {
       i++;
       continue;
     }
-    const heading = HEADING.exec(line);
-    if (heading) {
+    const head = heading(line);
+    if (head) {
       flush();
       // Chat-sized: `#` is an h3, and so on down to h6.
-      const level = Math.min(6, heading[1].length + 2);
-      out += `<h${level}>${inline((heading[2] ?? "").trim())}</h${level}>`;
+      const level = Math.min(6, head.level + 2);
+      out += `<h${level}>${inline(head.text.trim())}</h${level}>`;
       i++;
       continue;
     }
@@ -109,7 +180,7 @@ function blocks(lines: string[], depth: number): string {
       i = next;
       continue;
     }
-    if (line.includes("|") && i + 1 < lines.length && TABLE_SEP.test(lines[i + 1]) && lines[i + 1].includes("|")) {
+    if (line.includes("|") && i + 1 < lines.length && isTableSep(lines[i + 1]) && lines[i + 1].includes("|")) {
       const head = cells(line);
       const aligns = cells(lines[i + 1]).map((c) => {
         const left = c.startsWith(":");
@@ -174,8 +245,8 @@ function list(lines: string[], start: number, depth: number): [string, number] {
       const continues = indentOf(lines[j]) > base + 1 || (next && next[1].length === base && /\d/.test(next[2]) === ordered);
       if (!continues) break;
       loose = true;
-      items[items.length - 1].push("");
-      i++;
+      // All the blank lines at once (one at a time looked ahead over all of them each time).
+      for (; i < j; i++) items[items.length - 1].push("");
       continue;
     }
     const indent = indentOf(line);
@@ -186,7 +257,7 @@ function list(lines: string[], start: number, depth: number): [string, number] {
     }
     // A lazy continuation of the item's text (not after a blank line, not a new block).
     const last = items[items.length - 1];
-    if (!isBlank(last[last.length - 1]) && !FENCE.test(line) && !HEADING.test(line) && !QUOTE.test(line) && !RULE.test(line)) {
+    if (!isBlank(last[last.length - 1]) && !FENCE.test(line) && !heading(line) && !QUOTE.test(line) && !RULE.test(line)) {
       last.push(line.trim());
       i++;
       continue;
@@ -219,46 +290,209 @@ function link(url: string, text: string): string {
 function bareUrl(s: string, i: number): string | null {
   const m = /^https?:\/\/[^\s<>"'`]+/i.exec(s.slice(i));
   if (!m) return null;
-  let url = m[0].replace(/[.,;:!?*_~]+$/, "");
-  while (url.endsWith(")") && (url.match(/\(/g)?.length ?? 0) < (url.match(/\)/g)?.length ?? 0)) url = url.slice(0, -1);
+  // Trailing punctuation off, then unbalanced closing parentheses – counted once, not
+  // once per parenthesis removed.
+  let end = m[0].length;
+  while (end > 0 && ".,;:!?*_~".includes(m[0][end - 1])) end--;
+  let url = m[0].slice(0, end);
+  const opens = url.split("(").length - 1;
+  let closes = url.split(")").length - 1;
+  while (url.endsWith(")") && opens < closes) {
+    url = url.slice(0, -1);
+    closes--;
+  }
   return /^https?:\/\/./i.test(url) ? url : null;
 }
 
-/** Where the closing `delim` of emphasis opened at `from` is, or -1. */
-function closing(s: string, delim: string, from: number): number {
-  const ch = delim[0];
-  for (let j = from; j < s.length; j++) {
-    if (s[j] === "\\") {
+/** Not looked up yet. */
+const UNKNOWN = -2;
+
+/** A line of inline text, with the look-ups that parsing it needs. Each table is built on
+ *  first use in one pass over the line, or remembers every search it did, so that no
+ *  search for a closing marker scans the rest of the line afresh for each opener without
+ *  one – which made `"*a ".repeat(n)`, `"x _a".repeat(n)` or `"[".repeat(n)` quadratic. */
+class Line {
+  private runStart = 0;
+  private runEnd_ = 0;
+  private closers: Map<string, Map<number, number>> | undefined;
+  private noTicks: Map<number, number> | undefined;
+  private tickRuns: Map<number, number[]> | undefined;
+  private brackets: number[] | undefined;
+  private parens: number[] | undefined;
+  private nextBracket = UNKNOWN;
+
+  constructor(readonly s: string) {}
+
+  /** The index after the run of equal characters that `s[j]` starts (the last run found
+   *  is remembered: scans step through a long run one place at a time). */
+  runEnd(j: number): number {
+    const s = this.s;
+    if (j >= this.runStart && j < this.runEnd_) return this.runEnd_;
+    let end = j + 1;
+    while (end < s.length && s[end] === s[j]) end++;
+    this.runStart = j;
+    this.runEnd_ = end;
+    return end;
+  }
+
+  /** Where the closing `delim` of emphasis opened before `from` is, or -1.
+   *
+   *  A scan to the right that skips escaped characters and code spans. Where it goes next
+   *  depends only on where it is, so scans from different openers that reach the same
+   *  place end alike: each marker, backslash and backtick a scan stops at is remembered
+   *  with its result, and a later scan ends at the first remembered one. (Two scans part
+   *  ways only at a backslash or backtick and, once together again, stop at the same next
+   *  marker, backslash or backtick.) */
+  closing(delim: string, from: number): number {
+    const s = this.s;
+    this.closers ??= new Map();
+    let known = this.closers.get(delim);
+    if (!known) this.closers.set(delim, (known = new Map()));
+    const ch = delim[0];
+    const passed: number[] = [];
+    let found = -1;
+    for (let j = from; j < s.length; j++) {
+      if (s[j] === ch || s[j] === "\\" || s[j] === "`") {
+        const result = known.get(j);
+        if (result !== undefined) {
+          found = result;
+          break;
+        }
+        passed.push(j);
+      }
+      if (s[j] === "\\") {
+        j++;
+        continue;
+      }
+      if (s[j] === "`") {
+        // Code spans bind tighter than emphasis: skip over a closed one.
+        const n = this.runEnd(j) - j;
+        const end = this.backticks(n, j + n);
+        if (end >= 0) j = end + n - 1;
+        continue;
+      }
+      if (!s.startsWith(delim, j)) continue;
+      const run = this.runEnd(j) - j;
+      if (delim.length === 1 && run === 2) {
+        j += 1; // a `**` inside `*…*` belongs to nested strong text
+        continue;
+      }
+      if (isSpace(s[j - 1])) {
+        j += run - 1;
+        continue;
+      }
+      if (ch === "_" && isWord(s[j + delim.length])) {
+        // Within a longer run of `_`, the places up to its last `delim` all go on like
+        // this one (one at a time, that would be quadratic in the run): skip there.
+        const end = this.runEnd(j);
+        if (j + delim.length < end) j = delim.length === 1 ? end - 1 : end - delim.length - 1;
+        continue;
+      }
+      // A longer run closes with its last characters (`*a **b***`: the `*` is the last one).
+      found = j + Math.max(0, run - delim.length);
+      break;
+    }
+    for (const j of passed) known.set(j, found);
+    return found;
+  }
+
+  /** The first `n` backticks in a row at or after `from`, or -1 (a search that found none
+   *  is not repeated from further on). */
+  private backticks(n: number, from: number): number {
+    this.noTicks ??= new Map();
+    const none = this.noTicks.get(n);
+    if (none !== undefined && from >= none) return -1;
+    const at = this.s.indexOf("`".repeat(n), from);
+    if (at < 0) this.noTicks.set(n, from);
+    return at;
+  }
+
+  /** Where the code span whose `n` backticks end at `from` closes: the first run of
+   *  exactly `n` backticks after it, or -1. */
+  codeEnd(n: number, from: number): number {
+    if (!this.tickRuns) {
+      const runs = (this.tickRuns = new Map<number, number[]>());
+      for (let j = this.s.indexOf("`"); j >= 0; j = this.s.indexOf("`", j)) {
+        const end = this.runEnd(j);
+        const starts = runs.get(end - j);
+        if (starts) starts.push(j);
+        else runs.set(end - j, [j]);
+        j = end;
+      }
+    }
+    // The opening run ends at `from`, so the runs from there on are all whole ones.
+    const starts = this.tickRuns.get(n);
+    if (!starts) return -1;
+    let lo = 0;
+    let hi = starts.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (starts[mid] < from) lo = mid + 1;
+      else hi = mid;
+    }
+    return lo < starts.length ? starts[lo] : -1;
+  }
+
+  /** `[text](url "title")` at `s[i]`: the text, the URL and the index after it. */
+  linkAt(i: number): { text: string; url: string; end: number } | null {
+    const s = this.s;
+    this.brackets ??= partners(s, "[", "]", true);
+    const j = this.brackets[i];
+    if (j < 0 || s[j + 1] !== "(") return null;
+    this.parens ??= partners(s, "(", ")", false);
+    const k = this.parens[j + 1];
+    if (k < 0) return null;
+    const target = s.slice(j + 2, k).trim();
+    const url = target.replace(/\s+("[^"]*"|'[^']*')$/, "").replace(/^<(.*)>$/, "$1");
+    return { text: s.slice(i + 1, j), url, end: k + 1 };
+  }
+
+  /** Whether the first `]` after the `[` at `i` is followed by `(`: a link whose URL is
+   *  still streaming in. `i` only grows from one call to the next. */
+  openLink(i: number): boolean {
+    if (this.nextBracket !== -1 && this.nextBracket <= i) this.nextBracket = this.s.indexOf("]", i + 1);
+    return this.nextBracket >= 0 && this.s[this.nextBracket + 1] === "(";
+  }
+}
+
+/** For each `open` in `s`, the `close` that balances it – the first one after it where the
+ *  count of opened minus closed ones, counted from it, drops to zero – or -1. With
+ *  `escapes`, a backslash hides the character after it.
+ *
+ *  One pass for all of them: the running count from the start of `s` is kept, and the
+ *  partner of an `open` at p is the first place after p where that count is one below its
+ *  value at p. (A count from p skips the same escaped characters after p as the count from
+ *  the start does: both are at p + 1 next, whether or not p itself was escaped.) */
+function partners(s: string, open: string, close: string, escapes: boolean): number[] {
+  const n = s.length;
+  // The count after each place, then (from the right) each `open`'s partner in its stead.
+  const at = new Array<number>(n);
+  let d = 0;
+  let low = 0;
+  let high = 0;
+  for (let j = 0; j < n; j++) {
+    if (escapes && s[j] === "\\") {
+      at[j] = d;
+      if (j + 1 < n) at[j + 1] = d;
       j++;
       continue;
     }
-    if (s[j] === "`") {
-      // Code spans bind tighter than emphasis: skip over a closed one.
-      let n = 1;
-      while (s[j + n] === "`") n++;
-      const end = s.indexOf("`".repeat(n), j + n);
-      if (end >= 0) j = end + n - 1;
-      continue;
-    }
-    if (!s.startsWith(delim, j)) continue;
-    let run = 1;
-    while (s[j + run] === ch) run++;
-    if (delim.length === 1 && run === 2) {
-      j += 1; // a `**` inside `*…*` belongs to nested strong text
-      continue;
-    }
-    if (isSpace(s[j - 1])) {
-      j += run - 1;
-      continue;
-    }
-    if (ch === "_" && isWord(s[j + delim.length])) continue;
-    // A longer run closes with its last characters (`*a **b***`: the `*` is the last one).
-    return j + Math.max(0, run - delim.length);
+    if (s[j] === open) high = Math.max(high, ++d);
+    else if (s[j] === close) low = Math.min(low, --d);
+    at[j] = d;
   }
-  return -1;
+  // next[v - low + 1]: the first place right of the current one where the count is v.
+  const next = new Array<number>(high - low + 2).fill(-1);
+  for (let p = n - 1; p >= 0; p--) {
+    const count = at[p];
+    at[p] = s[p] === open ? next[count - low] : -1;
+    next[count - low + 1] = p;
+  }
+  return at;
 }
 
-function inline(s: string, inLink = false): string {
+function inline(s: string, inLink = false, depth = 0): string {
+  let line: Line | undefined;
   let out = "";
   let i = 0;
   while (i < s.length) {
@@ -269,17 +503,11 @@ function inline(s: string, inLink = false): string {
       continue;
     }
     if (c === "`") {
-      let n = 1;
-      while (s[i + n] === "`") n++;
-      const fence = "`".repeat(n);
-      let end = s.indexOf(fence, i + n);
-      while (end >= 0 && s[end + n] === "`") {
-        let k = end;
-        while (s[k] === "`") k++;
-        end = s.indexOf(fence, k);
-      }
+      line ??= new Line(s);
+      const n = line.runEnd(i) - i;
+      const end = line.codeEnd(n, i + n);
       if (end < 0) {
-        out += escapeHtml(fence);
+        out += escapeHtml("`".repeat(n));
         i += n;
         continue;
       }
@@ -290,16 +518,18 @@ function inline(s: string, inLink = false): string {
       continue;
     }
     if (c === "*" || c === "_" || c === "~") {
-      let run = 1;
-      while (s[i + run] === c) run++;
+      line ??= new Line(s);
+      const run = line.runEnd(i) - i;
       const intraword = c === "_" && isWord(s[i - 1]);
-      const delims = c === "~" ? (run === 2 ? ["~~"] : []) : run >= 3 ? [c.repeat(3), c.repeat(2), c] : run === 2 ? [c.repeat(2)] : [c];
+      // Nested too deep (only ever on purpose): the markers are plain text.
+      const delims =
+        depth >= MAX_DEPTH ? [] : c === "~" ? (run === 2 ? ["~~"] : []) : run >= 3 ? [c.repeat(3), c.repeat(2), c] : run === 2 ? [c.repeat(2)] : [c];
       let done = false;
       for (const d of delims) {
         if (intraword || isSpace(s[i + d.length])) break;
-        const j = closing(s, d, i + d.length);
+        const j = line.closing(d, i + d.length);
         if (j < 0) continue;
-        const inner = inline(s.slice(i + d.length, j), inLink);
+        const inner = inline(s.slice(i + d.length, j), inLink, depth + 1);
         out +=
           d === "~~" ? `<del>${inner}</del>` : d.length === 3 ? `<strong><em>${inner}</em></strong>` : d.length === 2 ? `<strong>${inner}</strong>` : `<em>${inner}</em>`;
         i = j + d.length;
@@ -313,15 +543,16 @@ function inline(s: string, inLink = false): string {
       continue;
     }
     if (c === "[" && !inLink) {
-      const m = linkAt(s, i);
+      line ??= new Line(s);
+      const m = line.linkAt(i);
       if (m) {
-        const text = inline(m.text, true);
+        const text = inline(m.text, true, depth + 1);
         out += /^https?:\/\/\S+$/i.test(m.url) ? link(m.url, text) : text;
         i = m.end;
         continue;
       }
       // A link still streaming in (`[text](https://exa`): plain text, not a link to half a URL.
-      if (/^\[[^\]]*\]\(/.test(s.slice(i))) {
+      if (line.openLink(i)) {
         out += escapeHtml(s.slice(i));
         break;
       }
@@ -342,30 +573,8 @@ function inline(s: string, inLink = false): string {
         continue;
       }
     }
-    out += escapeHtml(c);
+    out += ESCAPES[c] ?? c;
     i++;
   }
   return out;
-}
-
-/** `[text](url "title")` at `s[i]`: the text, the URL and the index after it. */
-function linkAt(s: string, i: number): { text: string; url: string; end: number } | null {
-  let depth = 0;
-  let j = i;
-  for (; j < s.length; j++) {
-    if (s[j] === "\\") j++;
-    else if (s[j] === "[") depth++;
-    else if (s[j] === "]" && --depth === 0) break;
-  }
-  if (j >= s.length || s[j + 1] !== "(") return null;
-  let k = j + 2;
-  let parens = 1;
-  for (; k < s.length; k++) {
-    if (s[k] === "(") parens++;
-    else if (s[k] === ")" && --parens === 0) break;
-  }
-  if (k >= s.length) return null;
-  const target = s.slice(j + 2, k).trim();
-  const url = target.replace(/\s+("[^"]*"|'[^']*')$/, "").replace(/^<(.*)>$/, "$1");
-  return { text: s.slice(i + 1, j), url, end: k + 1 };
 }
