@@ -60,29 +60,11 @@ fn subscribe_chat(
     shell: State<'_, Shell>,
     channel: Channel<Value>,
 ) -> Result<(), sextant_commands::CommandError> {
-    let mut events = shell.chat()?.service().subscribe();
-    tauri::async_runtime::spawn(async move {
-        loop {
-            match events.recv().await {
-                Ok(e) => {
-                    let Ok(value) = serde_json::to_value(&e) else {
-                        continue;
-                    };
-                    if channel.send(value).is_err() {
-                        return;
-                    }
-                }
-                // Nothing is lost from the log, but the page missed events (maybe a
-                // prompt or a turn's end): it re-reads what it shows on `resync`.
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {
-                    if channel.send(json!({"chat": -1, "type": "resync"})).is_err() {
-                        return;
-                    }
-                }
-                Err(_) => return,
-            }
-        }
-    });
+    let events = shell.chat()?.service().subscribe();
+    // Nothing is lost from the log, but a page that missed events (maybe a prompt or a
+    // turn's end) re-reads what it shows on `resync`.
+    let resync = json!({"chat": -1, "type": "resync"});
+    tauri::async_runtime::spawn(forward(events, channel, Some(resync)));
     Ok(())
 }
 
@@ -143,23 +125,34 @@ fn display_stop(shell: State<'_, Shell>, id: u32) {
 /// Forwards project and connection events to `channel` as JSON.
 #[tauri::command]
 fn subscribe_events(shell: State<'_, Shell>, channel: Channel<Value>) {
-    let mut events = shell.runtime.subscribe();
-    tauri::async_runtime::spawn(async move {
-        loop {
-            match events.recv().await {
-                Ok(e) => {
-                    let Ok(value) = serde_json::to_value(&e) else {
-                        continue;
-                    };
-                    if channel.send(value).is_err() {
-                        return;
-                    }
-                }
-                Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
-                Err(_) => return,
-            }
+    let events = shell.runtime.subscribe();
+    // Project events say what changed, and the UI re-reads on the next one: a gap is fine.
+    tauri::async_runtime::spawn(forward(events, channel, None));
+}
+
+/// Sends each event to `channel` as JSON until the page goes away; after falling behind,
+/// sends `on_lag` (if any) so the page knows it missed some.
+async fn forward<T: Clone + serde::Serialize>(
+    mut events: tokio::sync::broadcast::Receiver<T>,
+    channel: Channel<Value>,
+    on_lag: Option<Value>,
+) {
+    loop {
+        let value = match events.recv().await {
+            Ok(e) => match serde_json::to_value(&e) {
+                Ok(value) => value,
+                Err(_) => continue,
+            },
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => match &on_lag {
+                Some(notice) => notice.clone(),
+                None => continue,
+            },
+            Err(_) => return,
+        };
+        if channel.send(value).is_err() {
+            return;
         }
-    });
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -292,9 +285,21 @@ fn main() {
             chat,
             subscribe_chat
         ])
-        .run(tauri::generate_context!())
+        .build(tauri::generate_context!())
         .unwrap_or_else(|e| {
             eprintln!("Sextant could not start: {e}");
             std::process::exit(1);
+        })
+        .run(|app, event| {
+            // The runtime's own last-chance save dies with the process: write the edits
+            // the auto-save has not written yet before the app exits.
+            if let tauri::RunEvent::Exit = event {
+                if let Some(shell) = app.try_state::<Shell>() {
+                    let runtime = shell.runtime.clone();
+                    if let Err(e) = tauri::async_runtime::block_on(runtime.flush()) {
+                        log::error!("{}", e.message);
+                    }
+                }
+            }
         });
 }

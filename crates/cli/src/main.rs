@@ -378,20 +378,39 @@ fn serve(s: Serve) -> Result<()> {
             eprintln!("demo device connected");
         }
         eprintln!("Ctrl-C stops");
-        tokio::signal::ctrl_c()
+        stop_requested().await?;
+        // The runtime's own last-chance save dies with this process: write edits now.
+        handle
+            .flush()
             .await
-            .context("waiting for Ctrl-C")?;
+            .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         Ok(())
     })
+}
+
+/// Ctrl-C, or (on Unix) SIGTERM – how a service manager, a container or a test harness
+/// asks a server to stop.
+async fn stop_requested() -> Result<()> {
+    #[cfg(unix)]
+    {
+        let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+            .context("could not listen for SIGTERM")?;
+        tokio::select! {
+            c = tokio::signal::ctrl_c() => c.context("waiting for Ctrl-C")?,
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    tokio::signal::ctrl_c()
+        .await
+        .context("waiting for Ctrl-C")?;
+    Ok(())
 }
 
 /// Serves MCP on stdin/stdout until the client hangs up or Ctrl-C. Stdout carries protocol
 /// messages only; anything meant for a person goes to stderr.
 fn mcp(project: Option<PathBuf>, allow_device_control: bool) -> Result<()> {
-    use sextant_runtime::Caller;
-
     let ws = open_workspace(project.as_deref())?;
-    let saves_back = ws.path().is_some();
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     let result = runtime.block_on(async move {
         let handle = sextant_runtime::Runtime::new(ws).spawn(Some(Duration::from_secs(1)));
@@ -409,20 +428,13 @@ fn mcp(project: Option<PathBuf>, allow_device_control: bool) -> Result<()> {
         );
         tokio::select! {
             served = sextant_mcp::serve_stdio(handle.clone(), options) => served?,
-            _ = tokio::signal::ctrl_c() => {}
+            stop = stop_requested() => stop?,
         }
         // The debounced auto-save may not have fired yet when the client leaves.
-        if saves_back {
-            let policy = sextant_commands::Policy {
-                auto_approve_edits: true,
-                non_interactive: true,
-                ..Default::default()
-            };
-            handle
-                .call(Caller::Cli, "project.save", serde_json::json!({}), policy)
-                .await
-                .map_err(|e| anyhow::anyhow!("could not save the project: {e}"))?;
-        }
+        handle
+            .flush()
+            .await
+            .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         Ok::<(), anyhow::Error>(())
     });
     // Stdin is read on a blocking thread that only input or EOF would end; don't wait for it.

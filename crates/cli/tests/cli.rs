@@ -509,3 +509,54 @@ fn a_serial_studio_file_given_as_project_is_never_overwritten() {
         "the Serial Studio file is untouched"
     );
 }
+
+/// `sextant serve` asked to stop (SIGTERM, as a service manager does) writes the edits the
+/// auto-save had not written yet: the runtime's own last-chance save dies with the process.
+#[cfg(unix)]
+#[test]
+fn serve_stopped_by_sigterm_keeps_the_last_edit() {
+    use std::io::{BufRead, BufReader, Write};
+    let dir = tempfile::tempdir().unwrap();
+    let project = dir.path().join("bench.json");
+    std::fs::write(&project, sextant(&["demo", "--print-project"]).stdout).unwrap();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port().to_string();
+    drop(listener);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["serve", "--api", "--port", &port, "--project"])
+        .arg(&project)
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stream = None;
+    for _ in 0..100 {
+        match std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())) {
+            Ok(s) => {
+                stream = Some(s);
+                break;
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+        }
+    }
+    let mut stream = stream.expect("sextant serve --api listens");
+    let request = r#"{"type":"command","id":1,"command":"project.group.add","params":{"title":"Added just before the stop"}}"#;
+    stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+    let mut reply = String::new();
+    BufReader::new(stream.try_clone().unwrap())
+        .read_line(&mut reply)
+        .unwrap();
+    assert!(reply.contains(r#""success":true"#), "{reply}");
+    // At once: well inside the 1 s auto-save delay.
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = child.wait().unwrap();
+    assert!(exit.success(), "{exit:?}");
+    let saved = std::fs::read_to_string(&project).unwrap();
+    assert!(
+        saved.contains("Added just before the stop"),
+        "the edit was lost"
+    );
+}

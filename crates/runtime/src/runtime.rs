@@ -104,7 +104,13 @@ impl Runtime {
     }
 }
 
-struct Request {
+enum Request {
+    Call(Call),
+    /// Write unsaved edits now (shutdown); the reply says whether that worked.
+    Flush(oneshot::Sender<Result<(), CommandError>>),
+}
+
+struct Call {
     caller: Caller,
     command: String,
     params: Value,
@@ -179,16 +185,30 @@ impl RuntimeHandle {
         approved: bool,
     ) -> Result<Value, CommandError> {
         let (reply, rx) = oneshot::channel();
-        let request = Request {
+        let request = Request::Call(Call {
             caller,
             command: command.to_string(),
             params,
             policy,
             approved,
             reply,
-        };
+        });
         let gone = || CommandError::failed("the workspace has shut down");
         self.tx.send(request).await.map_err(|_| gone())?;
+        rx.await.map_err(|_| gone())?
+    }
+
+    /// Writes the project's unsaved edits to its file now, instead of after the auto-save
+    /// delay: a door calls this before the process exits, since the runtime's task is
+    /// dropped with the process and its own last-chance save never runs. Nothing to do
+    /// for a project without a file or without edits.
+    pub async fn flush(&self) -> Result<(), CommandError> {
+        let (reply, rx) = oneshot::channel();
+        let gone = || CommandError::failed("the workspace has shut down");
+        self.tx
+            .send(Request::Flush(reply))
+            .await
+            .map_err(|_| gone())?;
         rx.await.map_err(|_| gone())?
     }
 
@@ -224,9 +244,24 @@ async fn owner(
         };
         tokio::select! {
             req = rx.recv() => {
-                let Some(req) = req else { break };
-                let result = rt.execute(req.caller, &req.command, req.params, req.policy, req.approved);
-                let _ = req.reply.send(result);
+                match req {
+                    None => break,
+                    Some(Request::Call(req)) => {
+                        let result = rt.execute(req.caller, &req.command, req.params, req.policy, req.approved);
+                        let _ = req.reply.send(result);
+                    }
+                    Some(Request::Flush(reply)) => {
+                        let saved = if rt.workspace.path().is_some() && rt.workspace.has_unsaved_edits() {
+                            rt.workspace.save(None).map(|_| ()).map_err(|e| {
+                                CommandError::failed(format!("could not save the project: {e}"))
+                            })
+                        } else {
+                            Ok(())
+                        };
+                        due = None;
+                        let _ = reply.send(saved);
+                    }
+                }
             }
             _ = sleep => {
                 due = None;

@@ -387,6 +387,52 @@ fn edits_are_undoable_validated_and_precise_about_bad_input() {
 }
 
 #[tokio::test]
+async fn flush_writes_pending_edits_now_and_nothing_without_edits() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("p.sextant.json");
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    call(&mut rt, "project.save", json!({"path": path}));
+    // An hour of debounce: only a flush can write the edit before the process exits.
+    let handle = rt.spawn(Some(std::time::Duration::from_secs(3600)));
+    let before = std::fs::metadata(&path).unwrap().modified().unwrap();
+    handle.flush().await.unwrap();
+    assert_eq!(
+        std::fs::metadata(&path).unwrap().modified().unwrap(),
+        before,
+        "nothing to write, nothing written"
+    );
+    handle
+        .call(
+            Caller::Ui,
+            "project.group.add",
+            json!({"title": "Kept at exit"}),
+            edits(),
+        )
+        .await
+        .unwrap();
+    assert!(!std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("Kept at exit"));
+    handle.flush().await.unwrap();
+    assert!(std::fs::read_to_string(&path)
+        .unwrap()
+        .contains("Kept at exit"));
+
+    // A project without a file has nothing to flush to, and that is fine.
+    let handle = Runtime::new(Workspace::new(Project::default())).spawn(None);
+    handle
+        .call(
+            Caller::Ui,
+            "project.group.add",
+            json!({"title": "x"}),
+            edits(),
+        )
+        .await
+        .unwrap();
+    handle.flush().await.unwrap();
+}
+
+#[tokio::test]
 async fn auto_save_is_debounced_and_not_starved_by_reads() {
     let dir = tempfile::tempdir().unwrap();
     let path = dir.path().join("p.sextant.json");
