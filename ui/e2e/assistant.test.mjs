@@ -181,9 +181,41 @@ test("the chat survives a restart of sextant serve", async () => {
   for (const id of ["toolu_e1", "toolu_e2", "toolu_e3"]) {
     assert.equal(await card(page, id).locator('[data-testid="tool-decision"]').getAttribute("data-by"), "person");
   }
+  // The model's edits were saved to the project file before the server stopped.
+  const project = await command(page, "project.get");
+  assert.deepEqual(project.groups.map((g) => g.title), ["Engine"]);
+  await page.locator('[data-testid="widget"][data-widget-kind="gauge"][data-title="RPM"]').waitFor();
   await page.click('[data-testid="chat-settings"]');
   assert.equal(await page.inputValue('[data-testid="chat-base-url"]'), provider.url);
   assert.equal(await page.inputValue('[data-testid="chat-model"]'), "claude-e2e");
   assert.equal(await page.inputValue('[data-testid="chat-api-key"]'), "", "the key is never sent back to the page");
   await page.close();
+});
+
+test("a reply cut off mid-stream is retried from the panel without retyping", async () => {
+  const flaky = await scriptServer("service/anthropic_cut_then_whole.json");
+  try {
+    const page = await fresh(server.url);
+    await page.click('[data-testid="chat-toggle"]');
+    await page.click('[data-testid="chat-settings"]');
+    await page.fill('[data-testid="chat-base-url"]', flaky.url);
+    await page.click('[data-testid="chat-settings-save"]');
+    await waitFor("the new address saved", () => readFileSync(join(dataDir, "assistant.json"), "utf8").includes(flaky.url), 10000);
+    await page.click('[data-testid="chat-new"]');
+    await page.fill('[data-testid="chat-input"]', "How is the supply?");
+    await page.click('[data-testid="chat-send"]');
+    // The connection resets mid-reply: the turn fails, clearly, and offers a retry.
+    await page.locator('[data-testid="chat-notice"][data-kind*="failed"]').first().waitFor({ timeout: 15000 });
+    await page.locator('[data-testid="chat-retry"]').click();
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "The supply reads 3.3 V." }).waitFor({ timeout: 15000 });
+    await waitFor("the retry button gone", async () => (await page.locator('[data-testid="chat-retry"]').count()) === 0, 10000);
+    assert.equal(await page.locator('[data-testid="chat-user"]', { hasText: "How is the supply?" }).count(), 1);
+    const requests = await flaky.requests();
+    assert.equal(requests.length, 2);
+    assert.equal(JSON.stringify(requests[1].body.messages).split("How is the supply?").length - 1, 1, "the question is sent once");
+    await page.screenshot({ path: join(artifacts, "browser-assistant-retry-light-en.png") });
+    await page.close();
+  } finally {
+    flaky.stop();
+  }
 });

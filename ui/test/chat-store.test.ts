@@ -467,6 +467,54 @@ describe("chat store: a turn", () => {
     expect((store.items.at(-1) as Extract<ChatItem, { type: "assistant" }>).text).toBe("Fine");
   });
 
+  it("a failed turn offers a retry that runs without a new message; an answered one does not", async () => {
+    const { svc, store } = await setup({
+      1: {
+        items: [
+          { type: "user", seq: 1, text: "How is the supply?" },
+          { type: "assistant", seq: 2, text: "Checking the " },
+          { type: "notice", seq: 3, kind: "turn_failed", payload: { error: "connection reset" } },
+        ],
+        running: false,
+        approvals: [],
+      },
+    });
+    expect(store.canRetry).toBe(true);
+    svc.handlers.retry = () => null;
+    expect(await store.retry()).toBe(true);
+    expect(svc.ops("retry")).toEqual([{ op: "retry", chat: 1 }]);
+    expect(svc.ops("send")).toEqual([]);
+    expect(store.running).toBe(true);
+    expect(store.canRetry).toBe(false);
+    svc.emit(1, "textDelta", { text: "The supply reads 3.3 V.", at: 0 });
+    svc.handlers.history = () => ({
+      items: [
+        { type: "user", seq: 1, text: "How is the supply?" },
+        { type: "assistant", seq: 2, text: "Checking the " },
+        { type: "notice", seq: 3, kind: "turn_failed", payload: {} },
+        { type: "assistant", seq: 4, text: "The supply reads 3.3 V." },
+      ],
+      running: false,
+      approvals: [],
+    });
+    svc.emit(1, "turnEnded", { end: "finished", detail: "end_turn" });
+    await flush();
+    expect(store.canRetry).toBe(false);
+  });
+
+  it("a refused retry gives the chat back", async () => {
+    const { svc, store } = await setup({
+      1: { items: [{ type: "user", seq: 1, text: "hi" }], running: false, approvals: [] },
+    });
+    expect(store.canRetry).toBe(true);
+    svc.handlers.retry = () => {
+      throw new CommandError({ code: "not_allowed", message: "chat 1 has nothing to retry" });
+    };
+    expect(await store.retry()).toBe(false);
+    expect(store.running).toBe(false);
+    expect(store.error).toContain("nothing to retry");
+  });
+
   it("a resync after a reconnect re-reads the list and the open chat", async () => {
     const { svc, store } = await setup({
       1: { items: [{ type: "user", seq: 1, text: "hi" }, { type: "assistant", seq: 2, text: "done meanwhile" }], running: false, approvals: [] },

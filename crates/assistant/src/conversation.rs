@@ -427,6 +427,28 @@ impl<M: ChatModel> Conversation<M> {
         events: &UnboundedSender<TurnEvent>,
         cancel: &CancelToken,
     ) -> Result<TurnReport, ConversationError> {
+        self.turn(Some(text), prompt, events, cancel).await
+    }
+
+    /// Runs a turn without a new message: the model answers the log as it stands. For a
+    /// turn that failed (a cut stream, a provider error) – the person retries instead of
+    /// typing the message again. The caller checks that the model owes a reply.
+    pub async fn resume(
+        &self,
+        prompt: &Prompt,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<TurnReport, ConversationError> {
+        self.turn(None, prompt, events, cancel).await
+    }
+
+    async fn turn(
+        &self,
+        text: Option<&str>,
+        prompt: &Prompt,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<TurnReport, ConversationError> {
         let result = self.run(text, prompt, events, cancel).await;
         let end = match &result {
             Ok(report) => report.end.clone(),
@@ -440,12 +462,14 @@ impl<M: ChatModel> Conversation<M> {
 
     async fn run(
         &self,
-        text: &str,
+        text: Option<&str>,
         prompt: &Prompt,
         events: &UnboundedSender<TurnEvent>,
         cancel: &CancelToken,
     ) -> Result<TurnReport, ConversationError> {
-        self.append(&Event::user(text))?;
+        if let Some(text) = text {
+            self.append(&Event::user(text))?;
+        }
         let mut prompt = std::borrow::Cow::Borrowed(prompt);
         let mut report = TurnReport {
             end: TurnEnd::Cancelled,

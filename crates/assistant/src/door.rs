@@ -189,6 +189,13 @@ impl ChatDoor {
                 service.send(chat, text).await.map_err(service_error)?;
                 Ok(Value::Null)
             }
+            "retry" => {
+                service
+                    .retry(chat_id(&fields)?)
+                    .await
+                    .map_err(service_error)?;
+                Ok(Value::Null)
+            }
             "approve" => {
                 service
                     .approve(chat_id(&fields)?, required_str(&fields, "callId")?)
@@ -228,7 +235,7 @@ impl ChatDoor {
                 "op",
                 format!(
                     "unknown chat op `{other}`; expected one of list, create, rename, delete, \
-                     history, send, approve, deny, approveAll, cancel, getSettings, \
+                     history, send, retry, approve, deny, approveAll, cancel, getSettings, \
                      setSettings, listModels"
                 ),
             )),
@@ -400,7 +407,7 @@ fn service_error(e: ServiceError) -> CommandError {
     let code = match &e {
         ServiceError::Log(ChatLogError::NoChat(_)) => ErrorCode::NotFound,
         ServiceError::NoPendingApproval(_) => ErrorCode::NotFound,
-        ServiceError::TurnRunning(_) => ErrorCode::NotAllowed,
+        ServiceError::TurnRunning(_) | ServiceError::NothingToRetry(_) => ErrorCode::NotAllowed,
         _ => ErrorCode::Failed,
     };
     CommandError::new(code, e.to_string())

@@ -282,6 +282,8 @@ pub enum ServiceError {
     Log(#[from] ChatLogError),
     #[error("chat {0} already has a turn running; wait for it to end or cancel it")]
     TurnRunning(ChatId),
+    #[error("chat {0} has nothing to retry: the assistant already answered its last message; send a new one")]
+    NothingToRetry(ChatId),
     #[error("no approval is pending for call `{0}` (already answered, timed out or cancelled)")]
     NoPendingApproval(String),
     #[error("could not set up the provider client: {0}; check the provider settings")]
@@ -648,6 +650,21 @@ impl ChatService {
     /// Starts a turn for the user's `text`. Its events go to the subscribers ([`subscribe`](Self::subscribe));
     /// the last one is `turnEnded`.
     pub async fn send(&self, chat: ChatId, text: &str) -> Result<TurnHandle, ServiceError> {
+        self.start(chat, Some(text.to_string())).await
+    }
+
+    /// Runs the chat's last message again without repeating it: for a turn that failed or
+    /// was stopped before the assistant answered (a cut stream, a provider error, a cancel).
+    /// Refused when the assistant's answer is the last thing in the chat.
+    pub async fn retry(&self, chat: ChatId) -> Result<TurnHandle, ServiceError> {
+        let events = lock(&self.inner.log).events(chat)?;
+        if !reply_owed(events.iter().map(|e| &e.event)) {
+            return Err(ServiceError::NothingToRetry(chat));
+        }
+        self.start(chat, None).await
+    }
+
+    async fn start(&self, chat: ChatId, text: Option<String>) -> Result<TurnHandle, ServiceError> {
         let settings = self.settings();
         let cancel = CancelToken::new();
         let approve_confirm = Arc::new(AtomicBool::new(false));
@@ -680,7 +697,6 @@ impl ChatService {
         // From here the turn's task owns the chat's entry and frees it when it ends.
         std::mem::forget(slot);
         let inner = self.inner.clone();
-        let text = text.to_string();
         let task = tokio::spawn(run_turn(inner, chat, conversation, prompt, text, cancel));
         Ok(TurnHandle { chat, task })
     }
@@ -787,6 +803,32 @@ impl ChatService {
     }
 }
 
+/// Whether the model still owes the chat a reply, reading the log from its end: the last
+/// turn failed, was stopped or hit the call cap, or a message or tool result is unanswered.
+/// An answer (assistant text) after all of those means the turn finished.
+fn reply_owed<'a>(events: impl DoubleEndedIterator<Item = &'a Event>) -> bool {
+    use crate::conversation::kinds as turn;
+    for event in events.rev() {
+        match event {
+            Event::Assistant { .. } => return false,
+            Event::User { .. } | Event::ToolResult { .. } => return true,
+            Event::Structural(s)
+                if [
+                    turn::TURN_FAILED,
+                    turn::TURN_CANCELLED,
+                    turn::TOOL_CALL_LIMIT,
+                ]
+                .contains(&s.kind.as_str()) =>
+            {
+                return true
+            }
+            // Calls, approvals, checkpoints, compactions: look further back.
+            _ => {}
+        }
+    }
+    false
+}
+
 /// A turn's system blocks, rebuilt for each request: the role and docs blocks never change
 /// within a chat (they are the cached prefix); the live state is read afresh, so after the
 /// model's own edits it reads the project as it now is.
@@ -829,7 +871,7 @@ async fn run_turn(
     chat: ChatId,
     conversation: Conversation<Client>,
     prompt: Prompt,
-    text: String,
+    text: Option<String>,
     cancel: CancelToken,
 ) -> Result<TurnReport, ConversationError> {
     let (tx, mut rx) = mpsc::unbounded_channel();
@@ -861,7 +903,10 @@ async fn run_turn(
         inner: &inner,
         chat,
     };
-    let result = conversation.send(&text, &prompt, &tx, &cancel).await;
+    let result = match &text {
+        Some(text) => conversation.send(text, &prompt, &tx, &cancel).await,
+        None => conversation.resume(&prompt, &tx, &cancel).await,
+    };
     drop(tx);
     let _ = forward.await;
     // Free the chat before announcing the end, so a door may send again on `turnEnded`.

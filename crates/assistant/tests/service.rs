@@ -540,3 +540,59 @@ async fn a_chat_read_mid_reply_has_the_streamed_text_and_where_the_next_delta_st
     assert_eq!(text[1]["type"], "assistant", "{text}");
     assert_eq!(text[1]["text"], "Voltage: 3.3 V ✓ ");
 }
+
+#[tokio::test]
+async fn a_failed_turn_is_retried_without_repeating_the_message() {
+    let mut s = setup(script("anthropic_cut_then_whole"), |_| {}).await;
+    // Nothing to retry in a chat without a message.
+    assert!(matches!(
+        s.service.retry(s.chat).await.err(),
+        Some(ServiceError::NothingToRetry(_))
+    ));
+    let turn = s.service.send(s.chat, "How is the supply?").await.unwrap();
+    let seen = drive(&mut s.events, |_| {}).await;
+    turn.wait().await.unwrap();
+    assert!(
+        matches!(
+            seen.last(),
+            Some(ServiceEventKind::TurnEnded { end: "failed", .. })
+        ),
+        "{seen:?}"
+    );
+
+    let turn = s.service.retry(s.chat).await.unwrap();
+    let seen = drive(&mut s.events, |_| {}).await;
+    turn.wait().await.unwrap();
+    assert!(
+        matches!(
+            seen.last(),
+            Some(ServiceEventKind::TurnEnded {
+                end: "finished",
+                ..
+            })
+        ),
+        "{seen:?}"
+    );
+    // The retried request carries the question once, and the log holds it once.
+    let second = s.server.requests()[1].json();
+    let asked = second["messages"]
+        .to_string()
+        .matches("How is the supply?")
+        .count();
+    assert_eq!(asked, 1, "{second}");
+    let items = serde_json::to_value(s.service.history(s.chat).unwrap()).unwrap();
+    let users = items
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "user")
+        .count();
+    assert_eq!(users, 1, "{items}");
+    assert_eq!(
+        items.as_array().unwrap().last().unwrap()["text"],
+        "The supply reads 3.3 V."
+    );
+    // Answered now: a second retry is refused, clearly.
+    let again = s.service.retry(s.chat).await.err().unwrap();
+    assert!(again.to_string().contains("already answered"), "{again}");
+}

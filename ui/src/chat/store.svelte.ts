@@ -120,6 +120,49 @@ export class ChatStore {
     return this.running || this.chats.some((c) => c.running);
   }
 
+  /** The open chat's last turn did not finish (failed, stopped, hit the call cap, or its
+   *  message is unanswered): the person may run it again without retyping. The service
+   *  decides for good; this only offers the button. */
+  get canRetry(): boolean {
+    if (this.running || this.current === null) return false;
+    for (let k = this.items.length - 1; k >= 0; k--) {
+      const item = this.items[k];
+      switch (item.type) {
+        case "usage":
+          continue;
+        case "turnEnd":
+          return item.end !== "finished";
+        case "notice":
+          if (["turn_failed", "turn_cancelled", "tool_call_limit"].includes(item.kind)) return true;
+          continue;
+        case "user":
+          return true;
+        case "toolCard":
+          return item.status !== "pending";
+        default:
+          return false;
+      }
+    }
+    return false;
+  }
+
+  /** Runs the last message again (see `canRetry`). */
+  async retry(): Promise<boolean> {
+    const chat = this.current;
+    if (chat === null || this.running) return false;
+    this.setRunning(chat, true);
+    this.turn = { usage: null, end: null };
+    this.turnUsage = null;
+    this.error = "";
+    this.streamedEnd = null;
+    const ok = (await this.request({ op: "retry", chat })) !== undefined;
+    if (!ok && this.current === chat) {
+      this.setRunning(chat, false);
+      this.turn = null;
+    }
+    return ok;
+  }
+
   // --- chats ---------------------------------------------------------------------------
 
   async refreshList(): Promise<void> {
