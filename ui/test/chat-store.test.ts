@@ -515,6 +515,40 @@ describe("chat store: a turn", () => {
     expect(store.error).toContain("nothing to retry");
   });
 
+  it("each turn's token use comes from the log, summed over its replies, shown once", async () => {
+    const u = (input: number, output: number, cacheRead = 0) => ({
+      type: "notice", kind: "usage", payload: { model: "m", inputTokens: input, outputTokens: output, cacheReadTokens: cacheRead, cacheCreationTokens: 0 },
+    });
+    const history = (running: boolean) => ({
+      items: [
+        { type: "user", seq: 1, text: "first" },
+        { seq: 2, ...u(100, 10) },
+        { type: "toolCard", seq: 3, id: "a", name: "io.status", args: {}, status: "ok", result: "up" },
+        { seq: 5, ...u(50, 5, 900) },
+        { type: "assistant", seq: 6, text: "done" },
+        { type: "user", seq: 7, text: "second" },
+        { seq: 8, ...u(7, 1) },
+      ],
+      running,
+      approvals: [],
+    });
+    const { svc, store } = await setup({ 1: history(false) });
+    expect(types(store.items)).toEqual(["user", "toolCard", "assistant", "usage", "user", "usage"]);
+    const rows = store.items.filter((i) => i.type === "usage") as Extract<ChatItem, { type: "usage" }>[];
+    expect(rows[0].usage).toEqual({ inputTokens: 150, outputTokens: 15, cacheReadTokens: 900, cacheCreationTokens: 0 });
+    expect(rows[1].usage.inputTokens).toBe(7);
+    // While the second turn runs, its usage so far is not a finished turn's row.
+    svc.handlers.history = () => history(true);
+    await store.loadHistory();
+    expect(types(store.items)).toEqual(["user", "toolCard", "assistant", "usage", "user"]);
+    // The turn ends: the page's own count does not double the log's.
+    svc.emit(1, "usage", { inputTokens: 7, outputTokens: 1, cacheReadTokens: 0, cacheCreationTokens: 0 });
+    svc.handlers.history = () => history(false);
+    svc.emit(1, "turnEnded", { end: "finished", detail: "end_turn" });
+    await flush();
+    expect(types(store.items)).toEqual(["user", "toolCard", "assistant", "usage", "user", "usage"]);
+  });
+
   it("a resync after a reconnect re-reads the list and the open chat", async () => {
     const { svc, store } = await setup({
       1: { items: [{ type: "user", seq: 1, text: "hi" }, { type: "assistant", seq: 2, text: "done meanwhile" }], running: false, approvals: [] },

@@ -48,6 +48,9 @@ pub mod kinds {
     pub const TOOL_CALL_LIMIT: &str = "tool_call_limit";
     /// Calls a reply had begun when a malformed call ended its stream; payload `{calls}`.
     pub const PARTIAL_TOOL_CALLS: &str = "partial_tool_calls";
+    /// What one reply cost: `{model, inputTokens, outputTokens, cacheReadTokens,
+    /// cacheCreationTokens}` – so a chat's token use is part of its record, not of a page.
+    pub const USAGE: &str = "usage";
 }
 
 /// A model that streams replies. Implemented for the provider clients; a trait so the
@@ -492,6 +495,19 @@ impl<M: ChatModel> Conversation<M> {
             report.requests += 1;
             let reply = self.stream_reply(&request, events, cancel).await?;
             add_usage(&mut report.usage, reply.usage);
+            if reply.usage != Usage::default() {
+                let u = reply.usage;
+                self.append(&Event::structural(
+                    kinds::USAGE,
+                    json!({
+                        "model": self.settings.model,
+                        "inputTokens": u.input_tokens,
+                        "outputTokens": u.output_tokens,
+                        "cacheReadTokens": u.cache_read_tokens,
+                        "cacheCreationTokens": u.cache_creation_tokens,
+                    }),
+                ))?;
+            }
             let Reply {
                 calls,
                 trailing,

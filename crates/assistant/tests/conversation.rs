@@ -129,7 +129,15 @@ impl Chat {
         send(&self.conversation, text).await
     }
 
+    /// The log without the usage record every reply adds (tested on its own).
     fn events(&self) -> Vec<Event> {
+        self.all_events()
+            .into_iter()
+            .filter(|e| !matches!(e, Event::Structural(s) if s.kind == kinds::USAGE))
+            .collect()
+    }
+
+    fn all_events(&self) -> Vec<Event> {
         let log = self.log.lock().unwrap();
         log.events(self.id)
             .unwrap()
@@ -879,4 +887,24 @@ async fn repeated_call_ids_are_renamed_so_each_result_pairs_with_its_own_call() 
     assert_eq!(results[0].0, "call_0");
     assert_eq!(results[1].0, "call_0_2");
     assert_reconciled(&chat.fold());
+}
+
+#[tokio::test]
+async fn each_replys_token_use_is_recorded_in_the_log() {
+    let chat = Chat::start(Script::fixture("anthropic_text"), allow_all(ToolBox::new())).await;
+    let (report, _) = chat.send("How is the supply?").await;
+    assert!(matches!(report.end, TurnEnd::Finished { .. }), "{report:?}");
+    let usage = structural(&chat.all_events(), kinds::USAGE);
+    assert_eq!(
+        usage,
+        [
+            json!({"model": "claude-test", "inputTokens": 25, "outputTokens": 12,
+                "cacheReadTokens": 3400, "cacheCreationTokens": 1200})
+        ]
+    );
+    // Log-only: the model never sees it, the UI projection does.
+    assert_reconciled(&chat.fold());
+    assert!(!serde_json::to_string(&chat.fold().history)
+        .unwrap()
+        .contains("cacheReadTokens"));
 }

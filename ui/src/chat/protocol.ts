@@ -151,6 +151,13 @@ function cardStatus(x: unknown): CardStatus {
 export function normalizeItems(raw: unknown): ChatItem[] {
   const out: ChatItem[] = [];
   const cardKeys = new Set<string>();
+  // Each reply's token use is on record; a turn shows their sum after its last row.
+  let turnUsage: Usage | null = null;
+  let usageKey = "";
+  const closeTurn = () => {
+    if (turnUsage) out.push({ type: "usage", key: usageKey, usage: turnUsage });
+    turnUsage = null;
+  };
   for (const [index, r] of (Array.isArray(raw) ? raw : []).entries()) {
     if (!r || typeof r !== "object") continue;
     const it = r as Record<string, unknown>;
@@ -160,6 +167,7 @@ export function normalizeItems(raw: unknown): ChatItem[] {
     const type = str(it.type).replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
     switch (type) {
       case "user":
+        closeTurn();
         out.push({ type: "user", key, seq, text: str(it.text) });
         break;
       case "assistant":
@@ -190,6 +198,11 @@ export function normalizeItems(raw: unknown): ChatItem[] {
       case "notice": {
         // An approval record belongs on its call's card, not in the conversation.
         const p = it.payload as Record<string, unknown> | null;
+        if (it.kind === "usage" && p && typeof p === "object") {
+          turnUsage = addUsage(turnUsage, normalizeUsage(p));
+          usageKey = `u${seq}`;
+          break;
+        }
         if (it.kind === "approval" && p && typeof p === "object") {
           let card: ToolCardItem | undefined;
           for (let k = out.length - 1; k >= 0 && !card; k--) {
@@ -208,6 +221,7 @@ export function normalizeItems(raw: unknown): ChatItem[] {
         out.push({ type: "notice", key, seq, kind: type || "unknown", payload: it });
     }
   }
+  closeTurn();
   return out;
 }
 

@@ -273,6 +273,8 @@ export class ChatStore {
       }
       this.finished = null;
     }
+    // A running turn's usage so far is shown live, not as a finished turn's row.
+    if (reply.running && items.at(-1)?.type === "usage") items.pop();
     this.items = [...(byUser ? withExtras(items, byUser, () => this.localKey()) : items), ...sent];
     this.running = !!reply.running || sent.length > 0;
     if (!this.running) {
@@ -534,18 +536,22 @@ export function withExtras(items: ChatItem[], byUser: Map<number, TurnExtras>, k
   const out: ChatItem[] = [];
   let turnUser: number | null = null;
   let turnNotices = new Set<string>();
+  let turnHasUsage = false;
   const close = () => {
     const x = turnUser === null ? undefined : byUser.get(turnUser);
     if (!x) return;
     if (x.end && !turnNotices.has(NOTICE_OF_END[x.end.end] ?? "")) out.push({ type: "turnEnd", key: key(), ...x.end });
-    if (x.usage) out.push({ type: "usage", key: key(), usage: x.usage });
+    // The log's record of the turn's usage wins over what this page counted.
+    if (x.usage && !turnHasUsage) out.push({ type: "usage", key: key(), usage: x.usage });
   };
   for (const item of items) {
     if (item.type === "user") {
       close();
       turnUser = item.seq;
       turnNotices = new Set();
+      turnHasUsage = false;
     } else if (item.type === "notice") turnNotices.add(item.kind);
+    else if (item.type === "usage") turnHasUsage = true;
     out.push(item);
   }
   close();
