@@ -488,17 +488,18 @@ impl Approver for UiApprover {
                 Err(_) => (Approval::Denied(Some("no answer".into())), true),
             };
             if timed_out {
-                // Take the prompt back first, so a late Approve finds nothing to answer.
-                if let Some(p) = lock(&self.inner.pending).remove(&guard.key) {
-                    self.inner.resolved(
-                        self.chat,
-                        ctx.id(),
-                        &p.name,
-                        p.tier,
-                        &answer,
-                        Decider::Timeout,
-                    );
-                }
+                // Take the prompt back, so a late Approve finds nothing to answer. An
+                // Approve that took it in the meantime could not deliver (the wait was
+                // over) and reported nothing, so the timeout is reported either way.
+                lock(&self.inner.pending).remove(&guard.key);
+                self.inner.resolved(
+                    self.chat,
+                    ctx.id(),
+                    ctx.name(),
+                    ctx.tier(),
+                    &answer,
+                    Decider::Timeout,
+                );
             }
             drop(guard);
             answer
