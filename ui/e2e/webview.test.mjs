@@ -139,3 +139,38 @@ test("the chat panel streams a reply through the app's chat commands", async () 
   assert.equal(requests[0].body.messages.at(-1).content.at(-1).text ?? requests[0].body.messages.at(-1).content, "How is the supply?");
   await wd.screenshot("webview-assistant-light-en.png");
 });
+
+test("an edit the model asks for is approved in the desktop app and lands in the project", async () => {
+  const edits = await scriptServer("service/anthropic_one_edit.json");
+  try {
+    await wd.click(await wd.waitFind('[data-testid="chat-settings"]'));
+    await wd.waitFind('[data-testid="chat-base-url"]');
+    await setField('[data-testid="chat-base-url"]', edits.url);
+    await setField('[data-testid="chat-api-key"]', "sk-ant-webview");
+    await wd.click(await wd.find('[data-testid="chat-settings-save"]'));
+    await waitFor("the new address saved", async () =>
+      /key is stored/i.test(await wd.text(await wd.find('[data-testid="chat-key-status"]'))), 10000);
+    await wd.click(await wd.find('[data-testid="chat-new"]'));
+    await wd.type(await wd.waitFind('[data-testid="chat-input"]'), "Add an Engine group");
+    await wd.click(await wd.find('[data-testid="chat-send"]'));
+    const card = '[data-testid="tool-card"][data-call-id="toolu_d1"]';
+    await wd.click(await wd.waitFind(`${card} [data-testid="tool-approve"]`, 20000));
+    await waitFor("the approved call to succeed", async () =>
+      (await wd.attr(await wd.find(card), "data-status")) === "ok", 20000, 200);
+    await waitFor("the model's answer", async () => {
+      const texts = await wd.exec(
+        `return [...document.querySelectorAll('[data-testid="chat-assistant"]')].map((e) => e.textContent)`);
+      return texts.some((t) => t.includes("Understood."));
+    }, 20000, 200);
+    // The group is in the app's project: the Project screen's tree shows it.
+    await wd.click(await wd.find('[data-nav="project"]'));
+    await waitFor("the Engine group in the project tree", async () => {
+      const groups = await wd.exec(
+        `return [...document.querySelectorAll('[data-testid="tree-group"]')].map((e) => e.textContent)`);
+      return groups.some((t) => t.includes("Engine"));
+    }, 10000, 200);
+    await wd.screenshot("webview-assistant-approved-light-en.png");
+  } finally {
+    edits.stop();
+  }
+});
