@@ -225,6 +225,16 @@ test("every screen in light/dark and English/简体中文", async () => {
         }
         const label = await p.textContent('[data-nav="dashboard"]');
         assert.equal(label.trim(), language === "zh" ? "仪表盘" : "Dashboard");
+        // The assistant's drawer beside the dashboard, and its settings.
+        await nav(p, "dashboard");
+        await p.click('[data-testid="chat-toggle"]');
+        await p.locator('[data-testid="chat-panel"]').waitFor();
+        await p.screenshot({ path: join(artifacts, `screen-assistant-${theme}-${language}.png`) });
+        await p.click('[data-testid="chat-settings"]');
+        await p.locator('[data-testid="chat-base-url"]').waitFor();
+        await p.screenshot({ path: join(artifacts, `screen-assistant-settings-${theme}-${language}.png`) });
+        const toggle = await p.textContent('[data-testid="chat-toggle"]');
+        assert.equal(toggle.trim(), language === "zh" ? "助手" : "Assistant");
         await p.close();
       }
     }
