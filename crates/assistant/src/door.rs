@@ -170,7 +170,13 @@ impl ChatDoor {
             }
             "history" => {
                 let chat = chat_id(&fields)?;
-                let (items, live) = service.history_live(chat).map_err(service_error)?;
+                // A long chat's fold takes milliseconds of CPU under the log's lock: off
+                // the async workers, which also carry telemetry and the other chats.
+                let reader = service.clone();
+                let (items, live) = tokio::task::spawn_blocking(move || reader.history_live(chat))
+                    .await
+                    .map_err(|e| CommandError::failed(format!("reading the chat stopped: {e}")))?
+                    .map_err(service_error)?;
                 Ok(json!({
                     "items": items,
                     "running": live.is_some(),
