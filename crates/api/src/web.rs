@@ -3,8 +3,9 @@
 //! display frames (`docs/ui-protocol.md`).
 //!
 //! With a [`ChatDoor`], the same socket carries the assistant's chats: `{"type":"chat",…}`
-//! requests (answered on a task of their own, so a slow provider never holds up commands)
-//! and every chat event as `{"type":"chatEvent","event":…}`.
+//! requests (answered in order by one worker per connection, beside the command loop, so a
+//! slow provider never holds up commands) and every chat event as
+//! `{"type":"chatEvent","event":…}`.
 //!
 //! The page's `Origin` must be this machine or the address the page was served from (the
 //! `Host` it asked for), so another website open in the same browser cannot drive the
@@ -205,51 +206,29 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                     "rate limit exceeded; slow down",
                 ))
             }
-            Ok(Message::Text(text)) if is_chat_request(text.as_str()) => {
-                let id = serde_json::from_str::<Value>(text.as_str())
-                    .ok()
-                    .and_then(|v| v.get("id").cloned())
-                    .unwrap_or(Value::Null);
-                match (&shared.chat, session.is_authenticated()) {
-                    (_, false) => Some(error_message(
-                        id,
+            Ok(Message::Text(text)) => match chat_request(text.as_str()) {
+                Some(request) => queue_chat(
+                    request,
+                    shared.chat.is_some(),
+                    session.is_authenticated(),
+                    &chat_tx,
+                ),
+                None => match display_request(text.as_str()) {
+                    Some(request) if !session.is_authenticated() => Some(error_message(
+                        request.id,
                         ErrorCode::NotAllowed,
                         "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
                     )),
-                    (None, true) => Some(error_message(
-                        id,
-                        ErrorCode::NotAllowed,
-                        "this server runs without the assistant",
-                    )),
-                    (Some(_), true) => {
-                        let request =
-                            serde_json::from_str::<Value>(text.as_str()).unwrap_or_default();
-                        match chat_tx.try_send((id.clone(), request)) {
-                            Ok(()) => None,
-                            Err(_) => Some(error_message(
-                                id,
-                                ErrorCode::BadRequest,
-                                "too many chat requests waiting; wait for the answers first",
-                            )),
-                        }
-                    }
-                }
-            }
-            Ok(Message::Text(text)) => match display_request(text.as_str()) {
-                Some(request) if !session.is_authenticated() => Some(error_message(
-                    request.id,
-                    ErrorCode::NotAllowed,
-                    "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
-                )),
-                Some(request) => Some(match request.options {
-                    Ok(options) => {
-                        let _ = display_tx.send(options);
-                        serde_json::json!({"type": "response", "id": request.id, "success": true,
+                    Some(request) => Some(match request.options {
+                        Ok(options) => {
+                            let _ = display_tx.send(options);
+                            serde_json::json!({"type": "response", "id": request.id, "success": true,
                                            "result": {"display": display_tx.borrow().is_some()}})
-                    }
-                    Err(e) => error_message(request.id, ErrorCode::InvalidParams, &e),
-                }),
-                None => handle_line(&mut session, text.as_bytes(), &limits).await,
+                        }
+                        Err(e) => error_message(request.id, ErrorCode::InvalidParams, &e),
+                    }),
+                    None => handle_line(&mut session, text.as_bytes(), &limits).await,
+                },
             },
             Ok(Message::Binary(_)) => Some(error_message(
                 Value::Null,
@@ -287,12 +266,40 @@ async fn serve(socket: WebSocket, shared: &Shared) {
     let _ = writer.await;
 }
 
-/// A `{"type":"chat",…}` message.
-fn is_chat_request(text: &str) -> bool {
+/// A `{"type":"chat",…}` message, parsed; `None` for anything else.
+fn chat_request(text: &str) -> Option<Value> {
     // Cheap pre-check so ordinary commands are parsed once, by the API handler.
-    text.contains("\"chat\"")
-        && serde_json::from_str::<Value>(text)
-            .is_ok_and(|v| v.get("type").and_then(Value::as_str) == Some("chat"))
+    if !text.contains("\"chat\"") {
+        return None;
+    }
+    serde_json::from_str::<Value>(text)
+        .ok()
+        .filter(|v| v.get("type").and_then(Value::as_str) == Some("chat"))
+}
+
+/// Hands a chat request to the connection's worker, or says why not.
+fn queue_chat(
+    request: Value,
+    with_assistant: bool,
+    authenticated: bool,
+    worker: &mpsc::Sender<(Value, Value)>,
+) -> Option<Value> {
+    let id = request.get("id").cloned().unwrap_or(Value::Null);
+    let refused = |message: &str| Some(error_message(id.clone(), ErrorCode::NotAllowed, message));
+    if !authenticated {
+        return refused("authenticate first: {\"type\":\"auth\",\"token\":\"…\"}");
+    }
+    if !with_assistant {
+        return refused("this server runs without the assistant");
+    }
+    match worker.try_send((id.clone(), request)) {
+        Ok(()) => None,
+        Err(_) => Some(error_message(
+            id,
+            ErrorCode::BadRequest,
+            "too many chat requests waiting; wait for the answers first",
+        )),
+    }
 }
 
 /// Chat requests a client may have queued before it gets an error.

@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use sextant_providers::{
-    AnthropicClient, Client, Event as ProviderEvent, EventStream, Message, OpenAiClient,
-    ProviderError, Request, StopReason, SystemBlock, ToolCall, ToolDefinition, Usage,
+    Client, Event as ProviderEvent, EventStream, Message, ProviderError, Request, StopReason,
+    SystemBlock, ToolCall, ToolDefinition, Usage,
 };
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -68,24 +68,6 @@ impl ChatModel for Client {
         request: &'a Request,
     ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
         Box::pin(Client::stream(self, request))
-    }
-}
-
-impl ChatModel for AnthropicClient {
-    fn stream<'a>(
-        &'a self,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
-        Box::pin(AnthropicClient::stream(self, request))
-    }
-}
-
-impl ChatModel for OpenAiClient {
-    fn stream<'a>(
-        &'a self,
-        request: &'a Request,
-    ) -> BoxFuture<'a, Result<EventStream, ProviderError>> {
-        Box::pin(OpenAiClient::stream(self, request))
     }
 }
 

@@ -1,14 +1,16 @@
 //! The chat service: the one object the doors (the desktop app, `sextant serve`) talk to.
 //!
 //! Owns the chats as a door sees them – list, create, rename, delete, the UI history – and
-//! running turns: [`ChatService::send`] builds each turn's prompt (role and docs blocks,
-//! the live state read through the runtime, the essential tools plus discovery), runs
-//! [`Conversation::send`] on a task of its own and publishes what happens as
+//! running turns: [`ChatService::send`] (and [`ChatService::retry`]) builds each turn's
+//! prompt (role and docs blocks, the live state read through the runtime before every
+//! request, the essential tools plus discovery), runs the [`Conversation`] on a task of
+//! its own and publishes what happens as
 //! [`ServiceEvent`]s on one broadcast channel (each carries its chat id and serializes to
 //! JSON, so a door forwards them verbatim). It also owns approvals through the UI: a call
 //! that needs a person publishes [`ServiceEventKind::ApprovalRequested`] and waits for
 //! [`ChatService::approve`], [`ChatService::deny`], [`ChatService::approve_all`], a cancel,
-//! or the approval timeout (then it is denied with "no answer").
+//! or the approval timeout (then it is denied with "no answer"); every answer is recorded
+//! in the chat log with who gave it.
 //!
 //! One turn at a time per chat: a second `send` while one runs is refused, because two
 //! turns appending to one log would interleave their calls and results.
@@ -623,18 +625,22 @@ impl ChatService {
     /// The prompts of `chat` still waiting for an answer, as `approvalRequested` events (a
     /// page opened mid-turn shows them from here).
     pub fn pending_approvals(&self, chat: ChatId) -> Vec<ServiceEventKind> {
-        let mut open: Vec<ServiceEventKind> = lock(&self.inner.pending)
+        let pending = lock(&self.inner.pending);
+        let mut open: Vec<(&String, &PendingApproval)> = pending
             .iter()
             .filter(|((c, _), _)| *c == chat)
-            .map(|((_, id), p)| ServiceEventKind::ApprovalRequested {
+            .map(|((_, id), p)| (id, p))
+            .collect();
+        // A stable order for the page (the map has none).
+        open.sort_by_key(|(id, _)| *id);
+        open.into_iter()
+            .map(|(id, p)| ServiceEventKind::ApprovalRequested {
                 call_id: id.clone(),
                 name: p.name.clone(),
                 args: p.args.clone(),
                 tier: p.tier,
             })
-            .collect();
-        open.sort_by(|a, b| format!("{a:?}").cmp(&format!("{b:?}")));
-        open
+            .collect()
     }
 
     /// The models the configured provider offers.
