@@ -1,7 +1,7 @@
 //! The chat database file: opening it in WAL mode, the versioned schema, and migrations.
 //!
 //! Same scheme as the sessions database: the version lives in `meta` (`schema_version`);
-//! [`MIGRATIONS`] holds at index `n` the step from version `n` to `n + 1` (0 is an empty
+//! `MIGRATIONS` holds at index `n` the step from version `n` to `n + 1` (0 is an empty
 //! file); a file from a newer Sextant, or a file with other tables and no version, is
 //! refused rather than guessed at.
 //!
