@@ -21,7 +21,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
 use sextant_display::{DisplayOptions, Subscriber};
-use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
+use sextant_runtime::{Runtime, RuntimeHandle, Safeguards, TrustStore, Workspace};
 use tauri::async_runtime::JoinHandle;
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::{Manager, State};
@@ -208,6 +208,24 @@ fn fix_unusable_locale() {
     }
 }
 
+/// The folders files may be written in without asking (the data folder, Documents,
+/// Downloads, Desktop; the open project's folder always) and the programs the person
+/// allowed, kept in the data folder.
+fn safeguards<R: tauri::Runtime>(paths: &tauri::path::PathResolver<R>) -> Safeguards {
+    let data = paths.app_data_dir().ok();
+    let folders = [
+        data.clone(),
+        paths.document_dir().ok(),
+        paths.download_dir().ok(),
+        paths.desktop_dir().ok(),
+    ];
+    let trust = match &data {
+        Some(dir) => TrustStore::open(dir.join(sextant_runtime::safeguards::TRUST_FILE)),
+        None => TrustStore::in_memory(),
+    };
+    Safeguards::new(folders.into_iter().flatten().collect(), trust)
+}
+
 fn main() {
     fix_unusable_locale();
     let args = parse_args(std::env::args().skip(1));
@@ -245,9 +263,10 @@ fn main() {
             } else {
                 Workspace::new(sextant_telemetry::Project::default())
             };
+            let safeguards = safeguards(app.path());
             // The runtime's tasks live on Tauri's Tokio runtime.
             let runtime = tauri::async_runtime::block_on(async {
-                Runtime::new(workspace).spawn(Some(Duration::from_secs(1)))
+                Runtime::with_safeguards(workspace, safeguards).spawn(Some(Duration::from_secs(1)))
             });
             let chat = app
                 .path()

@@ -3,7 +3,7 @@
 // built in the editor then saved and reopened, a Serial Studio import, a recording
 // replayed, and screenshots of every screen in light/dark × English/简体中文.
 import assert from "node:assert/strict";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
@@ -19,7 +19,8 @@ let server, browser, page, pty, stopFeed, dir, base;
 
 async function serve(args = []) {
   const port = 7100 + Math.floor(Math.random() * 800);
-  const proc = start(`serve-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--data-dir", join(dir, "assistant"), ...args], {
+  // The test's folder is one of the user's: files saved there need no extra yes.
+  const proc = start(`serve-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--data-dir", join(dir, "assistant"), "--allow-folder", dir, ...args], {
     cwd: dir,
   });
   const url = `http://127.0.0.1:${port}/`;
@@ -174,6 +175,47 @@ test("a project file dropped on the window opens", async () => {
   }, JSON.stringify(project));
   await waitFor("the dropped project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Dropped bench", 10000);
   await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
+  await page.close();
+});
+
+test("a shared project that runs a program asks before it runs, and remembers the yes", async () => {
+  const marker = join(dir, "program-ran");
+  const file = join(dir, "shared-logger.json");
+  writeFileSync(file, JSON.stringify({
+    format: "sextant-project", schemaVersion: 1, title: "Shared logger",
+    sources: [{ id: "tool", title: "Logger", parser: { kind: "delimited" },
+      connection: { type: "process", program: "/bin/sh", args: ["-c", `echo ran > '${marker}'; cat`] } }],
+    groups: [{ id: "g", title: "Log", datasets: [{ id: "v", title: "V", index: 1 }] }],
+  }));
+  page = await fresh();
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', file);
+  await page.click('[data-testid="project-open"]');
+  await page.locator('[data-testid="tree-source"]', { hasText: "Logger" }).first().waitFor();
+  await nav(page, "connect");
+  await page.click('[data-testid="connect"]');
+  const dialog = page.locator('[data-testid="confirm-dialog"]');
+  await dialog.waitFor();
+  const question = await dialog.innerText();
+  assert.match(question, /\/bin\/sh -c 'echo ran > /, "the dialog names the exact command line");
+  await page.screenshot({ path: join(artifacts, "browser-program-consent-light-en.png") });
+  await page.click('[data-testid="confirm-no"]');
+  await page.locator('[data-testid="connect-error"]').waitFor();
+  await page.waitForTimeout(500);
+  assert.ok(!existsSync(marker), "the program ran although the person said no");
+  await page.click('[data-testid="connect"]');
+  await dialog.waitFor();
+  await page.click('[data-testid="confirm-yes"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+  await waitFor("the program to run", () => existsSync(marker), 10000);
+  await page.click('[data-testid="disconnect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="false"]').waitFor();
+  // Remembered for this file and command line: connecting again asks nothing.
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+  assert.equal(await dialog.count(), 0, "asked again for a command line already allowed");
+  await page.click('[data-testid="disconnect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="false"]').waitFor();
   await page.close();
 });
 

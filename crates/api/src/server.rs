@@ -1,7 +1,7 @@
 //! Connection handling: framing lines, limits, authentication, dispatch, push.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +13,9 @@ use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::mpsc;
 
 pub use sextant_commands::door::Limits;
-use sextant_commands::door::{json_depth, RateLimiter};
+use sextant_commands::door::{
+    json_depth, looks_like_http, token_matches, AuthThrottle, RateLimiter, MAX_WRONG_TOKENS,
+};
 
 #[derive(Debug, Clone, Default)]
 pub struct ApiOptions {
@@ -21,6 +23,9 @@ pub struct ApiOptions {
     pub token: Option<String>,
     /// The user's one-time consent for API clients to run DeviceGated commands.
     pub allow_device_control: bool,
+    /// The user's one-time consent for API clients to add, change and start process
+    /// sources (programs); without it a program runs only after a person's yes in the app.
+    pub allow_process_sources: bool,
     pub limits: Limits,
 }
 
@@ -46,6 +51,7 @@ pub enum ApiError {
 pub struct ApiServer {
     local: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    http_refused: Arc<AtomicU64>,
 }
 
 impl ApiServer {
@@ -66,6 +72,9 @@ impl ApiServer {
             .map_err(|source| ApiError::Bind { addr, source })?;
         let options = Arc::new(options);
         let clients = Arc::new(AtomicUsize::new(0));
+        let http_refused = Arc::new(AtomicU64::new(0));
+        let throttle = Arc::new(AuthThrottle::default());
+        let refused = http_refused.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, peer)) = listener.accept().await else {
@@ -83,21 +92,51 @@ impl ApiServer {
                     continue;
                 }
                 clients.fetch_add(1, Ordering::SeqCst);
-                let (runtime, options, clients) =
-                    (runtime.clone(), options.clone(), clients.clone());
+                let (runtime, options, clients, throttle, refused) = (
+                    runtime.clone(),
+                    options.clone(),
+                    clients.clone(),
+                    throttle.clone(),
+                    refused.clone(),
+                );
                 tokio::spawn(async move {
                     tracing::debug!(%peer, "API client connected");
-                    serve(stream, runtime, &options).await;
+                    if serve(stream, runtime, &options, throttle).await == Ending::Http {
+                        refused.fetch_add(1, Ordering::Relaxed);
+                        tracing::warn!(
+                            %peer,
+                            "closed an API connection that sent an HTTP request (a web page \
+                             trying to reach this port?)"
+                        );
+                    }
                     clients.fetch_sub(1, Ordering::SeqCst);
                 });
             }
         });
-        Ok(ApiServer { local, task })
+        Ok(ApiServer {
+            local,
+            task,
+            http_refused,
+        })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local
     }
+
+    /// Connections closed because they sent an HTTP request instead of JSON lines.
+    pub fn refused_http_requests(&self) -> u64 {
+        self.http_refused.load(Ordering::Relaxed)
+    }
+}
+
+/// Why a TCP API connection ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Ending {
+    /// The client closed it, or the door hung up on it for wrong tokens.
+    Closed,
+    /// It spoke HTTP: closed before anything it sent ran.
+    Http,
 }
 
 impl Drop for ApiServer {
@@ -137,6 +176,8 @@ pub(crate) struct Session {
     policy: Policy,
     authenticated: bool,
     token: Option<String>,
+    throttle: Arc<AuthThrottle>,
+    wrong_tokens: u32,
     out: mpsc::Sender<Value>,
     push: Option<tokio::task::JoinHandle<()>>,
     max_batch: usize,
@@ -155,6 +196,11 @@ impl Session {
         self.authenticated
     }
 
+    /// The door should hang up: too many wrong tokens in a row.
+    pub(crate) fn hang_up(&self) -> bool {
+        self.wrong_tokens >= MAX_WRONG_TOKENS
+    }
+
     /// A client's session: API callers have edits approved (a script is its author's
     /// approval) and device control only with the user's consent.
     ///
@@ -165,6 +211,7 @@ impl Session {
         door: Door,
         runtime: RuntimeHandle,
         options: &ApiOptions,
+        throttle: Arc<AuthThrottle>,
         out: mpsc::Sender<Value>,
     ) -> Session {
         let policy = match door {
@@ -172,6 +219,8 @@ impl Session {
                 auto_approve_edits: true,
                 allow_device_control: options.allow_device_control,
                 non_interactive: true,
+                allow_process_sources: options.allow_process_sources,
+                paths_from_person: false,
             },
             Door::Ui => sextant_runtime::UI_POLICY,
         };
@@ -181,6 +230,8 @@ impl Session {
             policy,
             authenticated: options.token.is_none(),
             token: options.token.clone(),
+            throttle,
+            wrong_tokens: 0,
             out,
             push: None,
             max_batch: options.limits.max_batch,
@@ -188,7 +239,12 @@ impl Session {
     }
 }
 
-async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) {
+async fn serve(
+    stream: TcpStream,
+    runtime: RuntimeHandle,
+    options: &ApiOptions,
+    throttle: Arc<AuthThrottle>,
+) -> Ending {
     let limits = options.limits;
     let (mut reader, mut writer) = stream.into_split();
     let (out, mut rx) = mpsc::channel::<Value>(1024);
@@ -201,12 +257,20 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
             }
         }
     });
-    let mut session = Session::new(Door::Api, runtime, options, out.clone());
+    let mut session = Session::new(Door::Api, runtime, options, throttle, out.clone());
     let mut bucket = RateLimiter::new(&limits);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut discarding = false;
     let mut chunk = vec![0u8; 64 * 1024];
-    loop {
+    let mut ending = Ending::Closed;
+    let oversize = || {
+        let msg = format!(
+            "message exceeds {} bytes and was discarded",
+            limits.max_message_bytes
+        );
+        error_message(Value::Null, ErrorCode::BadRequest, &msg)
+    };
+    'read: loop {
         let n = match reader.read(&mut chunk).await {
             Ok(0) | Err(_) => break,
             Ok(n) => n,
@@ -222,8 +286,19 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
                         buf.clear();
                         continue;
                     }
+                    // The limit is on the message itself, newline excluded, however the
+                    // bytes arrived.
+                    if buf.len() + line_end.len() > limits.max_message_bytes {
+                        buf.clear();
+                        let _ = out.send(oversize()).await;
+                        continue;
+                    }
                     buf.extend_from_slice(line_end);
                     let line = std::mem::take(&mut buf);
+                    if looks_like_http(&line) {
+                        ending = Ending::Http;
+                        break 'read;
+                    }
                     if !bucket.take(&limits) {
                         let _ = out
                             .send(error_message(
@@ -236,24 +311,26 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
                     }
                     if let Some(reply) = handle_line(&mut session, &line, &limits).await {
                         if out.send(reply).await.is_err() {
-                            break;
+                            break 'read;
                         }
+                    }
+                    if session.hang_up() {
+                        break 'read;
                     }
                 }
                 None => {
                     if !discarding {
                         buf.extend_from_slice(data);
+                        // A request line is known before its line ends: hang up at once.
+                        if looks_like_http(&buf) {
+                            ending = Ending::Http;
+                            break 'read;
+                        }
                         if buf.len() > limits.max_message_bytes {
                             // Tell the client now; drop the rest of this line as it arrives.
                             discarding = true;
                             buf.clear();
-                            let msg = format!(
-                                "message exceeds {} bytes and was discarded",
-                                limits.max_message_bytes
-                            );
-                            let _ = out
-                                .send(error_message(Value::Null, ErrorCode::BadRequest, &msg))
-                                .await;
+                            let _ = out.send(oversize()).await;
                         }
                     }
                     data = &[];
@@ -263,7 +340,13 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions) 
     }
     drop(session);
     drop(out);
-    let _ = writer_task.await;
+    if ending == Ending::Http {
+        // Nothing it sent ran; it gets no answer either.
+        writer_task.abort();
+    } else {
+        let _ = writer_task.await;
+    }
+    ending
 }
 
 pub(crate) async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -> Option<Value> {
@@ -288,14 +371,28 @@ pub(crate) async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -
     let id = msg.get("id").cloned().unwrap_or(Value::Null);
     let kind = msg.get("type").and_then(Value::as_str).unwrap_or("command");
     if kind == "auth" {
-        let ok =
-            s.token.is_none() || msg.get("token").and_then(Value::as_str) == s.token.as_deref();
+        let given = msg.get("token").and_then(Value::as_str).unwrap_or("");
+        let ok = s
+            .token
+            .as_deref()
+            .is_none_or(|expected| token_matches(given, expected));
         s.authenticated |= ok;
-        return Some(if ok {
-            json!({"type": "response", "id": id, "success": true, "result": {"authenticated": true}})
+        if ok {
+            s.wrong_tokens = 0;
+            s.throttle.succeeded();
+            return Some(
+                json!({"type": "response", "id": id, "success": true, "result": {"authenticated": true}}),
+            );
+        }
+        // Guessing gets slower with every wrong token, on every connection of this door.
+        tokio::time::sleep(s.throttle.failed()).await;
+        s.wrong_tokens += 1;
+        let message = if s.hang_up() {
+            format!("wrong token; closing after {MAX_WRONG_TOKENS} wrong tokens")
         } else {
-            error_message(id, ErrorCode::NotAllowed, "wrong token")
-        });
+            "wrong token".to_string()
+        };
+        return Some(error_message(id, ErrorCode::NotAllowed, &message));
     }
     if !s.authenticated {
         return Some(error_message(

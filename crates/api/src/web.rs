@@ -7,9 +7,11 @@
 //! slow provider never holds up commands) and every chat event as
 //! `{"type":"chatEvent","event":…}`.
 //!
-//! The page's `Origin` must be this machine or the address the page was served from (the
-//! `Host` it asked for), so another website open in the same browser cannot drive the
-//! devices. Any bind address other than loopback needs a token, which the UI sends first.
+//! The page's `Origin` must be a page this server served – scheme, host and port – or an
+//! origin the user allowed, so neither another website nor a page of another program on
+//! this machine can drive the devices. Any bind address other than loopback needs a token,
+//! which the UI sends first. Every text message is held to the nesting limit before
+//! anything parses it, whatever its kind (command, chat, display).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -26,7 +28,7 @@ use axum::Router;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use sextant_assistant::door::ChatDoor;
-use sextant_commands::door::RateLimiter;
+use sextant_commands::door::{json_depth, AuthThrottle, RateLimiter};
 use sextant_commands::ErrorCode;
 use sextant_display::DisplayOptions;
 use sextant_runtime::RuntimeHandle;
@@ -44,6 +46,9 @@ struct Shared {
     clients: AtomicUsize,
     /// Bound to a non-loopback address (a token is then required).
     lan: bool,
+    /// The port the pages are served from: a page's origin must name it.
+    port: u16,
+    throttle: Arc<AuthThrottle>,
     chat: Option<Arc<ChatDoor>>,
 }
 
@@ -82,6 +87,8 @@ impl WebServer {
             origins: allowed_origins,
             clients: AtomicUsize::new(0),
             lan: !addr.ip().is_loopback(),
+            port: local.port(),
+            throttle: Arc::new(AuthThrottle::default()),
             chat,
         });
         let files = ServeDir::new(PathBuf::from(ui_dir)).fallback(ServeFile::new(index));
@@ -108,13 +115,13 @@ impl Drop for WebServer {
     }
 }
 
-/// Pages from this machine or an origin the user allowed; on a LAN bind (which needs a
-/// token) also the page this server served. Same-origin alone is not enough on loopback:
-/// a rebinding DNS name pointing at 127.0.0.1 would pass it.
-fn page_allowed(origin: &str, host: Option<&str>, extra: &[String], lan: bool) -> bool {
-    let same_origin =
-        host.is_some_and(|h| origin == format!("http://{h}") || origin == format!("https://{h}"));
-    (lan && same_origin) || origin_allowed(origin, extra)
+/// Pages this server served from a loopback address (its very port) or an origin the
+/// user allowed; on a LAN bind (which needs a token) also the page served under the `Host`
+/// it was asked for. Same-origin by `Host` alone is not enough on loopback: a rebinding
+/// DNS name pointing at 127.0.0.1 would pass it.
+fn page_allowed(origin: &str, host: Option<&str>, port: u16, extra: &[String], lan: bool) -> bool {
+    let same_origin = host.is_some_and(|h| origin == format!("http://{h}"));
+    (lan && same_origin) || origin_allowed(origin, Some(port), extra)
 }
 
 async fn upgrade(
@@ -124,7 +131,13 @@ async fn upgrade(
 ) -> Response {
     let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
     if let Some(origin) = header("origin") {
-        if !page_allowed(origin, header("host"), &shared.origins, shared.lan) {
+        if !page_allowed(
+            origin,
+            header("host"),
+            shared.port,
+            &shared.origins,
+            shared.lan,
+        ) {
             return (
                 StatusCode::FORBIDDEN,
                 format!("origin {origin} may not use this server"),
@@ -172,6 +185,7 @@ async fn serve(socket: WebSocket, shared: &Shared) {
         Door::Ui,
         shared.runtime.clone(),
         &shared.options,
+        shared.throttle.clone(),
         out.clone(),
     );
     let mut bucket = RateLimiter::new(&limits);
@@ -205,6 +219,11 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                     ErrorCode::BadRequest,
                     "rate limit exceeded; slow down",
                 ))
+            }
+            // Before any parser sees it, whichever kind of message it turns out to be.
+            Ok(Message::Text(text)) if json_depth(text.as_bytes()) > limits.max_depth => {
+                let msg = format!("JSON nested deeper than {} levels", limits.max_depth);
+                Some(error_message(Value::Null, ErrorCode::BadRequest, &msg))
             }
             Ok(Message::Text(text)) => match chat_request(text.as_str()) {
                 Some(request) => queue_chat(
@@ -253,6 +272,9 @@ async fn serve(socket: WebSocket, shared: &Shared) {
             if out.send(reply).await.is_err() {
                 break;
             }
+        }
+        if session.hang_up() {
+            break;
         }
     }
     display.abort();
@@ -462,22 +484,60 @@ mod tests {
     use super::*;
 
     #[test]
-    fn pages_from_this_server_or_this_machine_only() {
+    fn pages_from_this_server_only() {
         let lan = Some("192.168.1.5:7777");
-        assert!(page_allowed("http://192.168.1.5:7777", lan, &[], true));
         assert!(page_allowed(
-            "http://localhost:5173",
-            Some("127.0.0.1:7777"),
+            "http://192.168.1.5:7777",
+            lan,
+            7777,
+            &[],
+            true
+        ));
+        let local = Some("127.0.0.1:7777");
+        assert!(page_allowed(
+            "http://127.0.0.1:7777",
+            local,
+            7777,
             &[],
             false
         ));
-        assert!(!page_allowed("http://evil.example", lan, &[], true));
-        assert!(!page_allowed("http://192.168.1.5:7777", None, &[], true));
+        assert!(page_allowed(
+            "http://localhost:7777",
+            local,
+            7777,
+            &[],
+            false
+        ));
+        // Another program's page on this machine: same host, another port.
+        assert!(!page_allowed(
+            "http://localhost:5173",
+            local,
+            7777,
+            &[],
+            false
+        ));
+        let dev = ["http://localhost:5173".to_string()];
+        assert!(page_allowed(
+            "http://localhost:5173",
+            local,
+            7777,
+            &dev,
+            false
+        ));
+        assert!(!page_allowed("http://evil.example", lan, 7777, &[], true));
+        assert!(!page_allowed(
+            "http://192.168.1.5:7777",
+            None,
+            7777,
+            &[],
+            true
+        ));
         // DNS rebinding: evil.example resolving to 127.0.0.1 is same-origin but refused.
         let rebound = Some("evil.example:7777");
         assert!(!page_allowed(
             "http://evil.example:7777",
             rebound,
+            7777,
             &[],
             false
         ));

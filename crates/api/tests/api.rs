@@ -195,6 +195,8 @@ async fn device_commands_need_consent_and_frames_are_pushed() {
             runtime(echo_project()),
             ApiOptions {
                 allow_device_control: consent,
+                // The echo device is a program: the user's flag lets API clients start it.
+                allow_process_sources: true,
                 ..ApiOptions::default()
             },
         )

@@ -11,8 +11,12 @@ use tokio_tungstenite::tungstenite::client::IntoClientRequest;
 use tokio_tungstenite::tungstenite::Message;
 
 async fn server(options: ApiOptions) -> WsServer {
+    server_allowing(options, Vec::new()).await
+}
+
+async fn server_allowing(options: ApiOptions, origins: Vec<String>) -> WsServer {
     let runtime = Runtime::new(Workspace::new(Project::default())).spawn(None);
-    WsServer::bind("127.0.0.1:0".parse().unwrap(), runtime, options, Vec::new())
+    WsServer::bind("127.0.0.1:0".parse().unwrap(), runtime, options, origins)
         .await
         .unwrap()
 }
@@ -50,7 +54,8 @@ async fn recv(ws: &mut Ws) -> Value {
 
 #[tokio::test]
 async fn commands_batches_and_errors_over_websocket() {
-    let server = server(ApiOptions::default()).await;
+    // A page the user allowed (`--allow-origin`), e.g. their own dashboard on a dev server.
+    let server = server_allowing(ApiOptions::default(), vec!["http://localhost:5173".into()]).await;
     let mut ws = connect(&server, Some("http://localhost:5173"))
         .await
         .unwrap();
@@ -83,10 +88,15 @@ async fn commands_batches_and_errors_over_websocket() {
 #[tokio::test]
 async fn pages_from_other_origins_are_refused() {
     let server = server(ApiOptions::default()).await;
-    let refused = connect(&server, Some("https://evil.example")).await;
-    match refused {
-        Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => assert_eq!(resp.status(), 403),
-        other => panic!("expected a 403, got {other:?}"),
+    // Another website, and a page of another program on this machine: this server serves
+    // no page, so only origins the user listed may connect.
+    for origin in ["https://evil.example", "http://localhost:5173"] {
+        match connect(&server, Some(origin)).await {
+            Err(tokio_tungstenite::tungstenite::Error::Http(resp)) => {
+                assert_eq!(resp.status(), 403)
+            }
+            other => panic!("expected a 403 for {origin}, got {other:?}"),
+        }
     }
     // A program (no Origin header) is the user's own client.
     assert!(connect(&server, None).await.is_ok());

@@ -103,6 +103,10 @@ impl ServiceSettings {
             auto_approve_edits: self.auto_approve_edits,
             allow_device_control: self.allow_device_control,
             non_interactive: false,
+            // The assistant never gets a standing yes: a program or a file outside the
+            // user's folders is always a person's call, each time.
+            allow_process_sources: false,
+            paths_from_person: false,
         }
     }
 
@@ -189,6 +193,10 @@ pub enum ServiceEventKind {
         name: String,
         args: Value,
         tier: Option<Tier>,
+        /// What this very call does that needs a person's yes beyond its tier (it runs a
+        /// program, or writes outside the user's folders), worded as the question.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        question: Option<String>,
     },
     /// The prompt is closed (answered, timed out or cancelled).
     ApprovalResolved {
@@ -331,6 +339,7 @@ struct PendingApproval {
     name: String,
     args: Value,
     tier: Option<Tier>,
+    question: Option<String>,
     answer: oneshot::Sender<(Approval, Decider)>,
 }
 
@@ -465,6 +474,7 @@ impl Approver for UiApprover {
                     name: ctx.name().to_string(),
                     args: ctx.args().clone(),
                     tier: ctx.tier(),
+                    question: ctx.needs_person().map(str::to_string),
                     answer: tx,
                 },
             );
@@ -480,6 +490,7 @@ impl Approver for UiApprover {
                     name: ctx.name().to_string(),
                     args: ctx.args().clone(),
                     tier: ctx.tier(),
+                    question: ctx.needs_person().map(str::to_string),
                 },
             );
             let (answer, timed_out) = match tokio::time::timeout(self.timeout, rx).await {
@@ -639,6 +650,7 @@ impl ChatService {
                 name: p.name.clone(),
                 args: p.args.clone(),
                 tier: p.tier,
+                question: p.question.clone(),
             })
             .collect()
     }

@@ -584,6 +584,8 @@ const DEVICES_ON: Policy = Policy {
     auto_approve_edits: false,
     allow_device_control: true,
     non_interactive: false,
+    allow_process_sources: false,
+    paths_from_person: false,
 };
 
 #[tokio::test]
@@ -680,7 +682,7 @@ async fn always_confirm_asks_even_with_auto_approve() {
     let everything = Policy {
         auto_approve_edits: true,
         allow_device_control: true,
-        non_interactive: false,
+        ..Policy::default()
     };
     let t = tiered(false);
     let out = t
@@ -713,7 +715,7 @@ async fn blocked_never_runs() {
     let everything = Policy {
         auto_approve_edits: true,
         allow_device_control: true,
-        non_interactive: false,
+        ..Policy::default()
     };
     for allow_list_first in [false, true] {
         let t = tiered(allow_list_first);

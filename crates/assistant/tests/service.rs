@@ -575,3 +575,102 @@ async fn a_failed_turn_is_retried_without_repeating_the_message() {
     let again = s.service.retry(s.chat).await.err().unwrap();
     assert!(again.to_string().contains("already answered"), "{again}");
 }
+
+// ---- the injection path: a program never runs without the person's yes ----------------
+
+/// The injection script with its folder filled in: the shell command it asks for leaves
+/// `ran` in `dir` when it runs.
+fn injection(dir: &std::path::Path) -> Script {
+    let path = fixtures_dir().join("service/anthropic_process_injection.json");
+    let text = std::fs::read_to_string(path).unwrap();
+    serde_json::from_str(&text.replace("{{DIR}}", &dir.display().to_string())).unwrap()
+}
+
+/// Whether the program left its marker within a few seconds.
+async fn program_ran(dir: &std::path::Path) -> bool {
+    for _ in 0..30 {
+        if dir.join("ran").exists() {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    false
+}
+
+/// Runs the injection script with edits auto-approved; `yes` answers the prompt of the
+/// call that adds the process source (every other prompt is denied). Every answer starts
+/// with an "Approve all", which must not cover a program.
+async fn injection_turn(yes: bool) -> (Vec<ServiceEventKind>, tempfile::TempDir) {
+    let work = tempfile::tempdir().unwrap();
+    let mut s = setup(injection(work.path()), |s| {
+        s.auto_approve_edits = true;
+        s.allow_device_control = true;
+    })
+    .await;
+    let turn = s
+        .service
+        .send(s.chat, "The device says: add a logger source and connect")
+        .await
+        .unwrap();
+    let service = s.service.clone();
+    let chat = s.chat;
+    let seen = drive(&mut s.events, |e| {
+        if let ServiceEventKind::ApprovalRequested { call_id, .. } = e {
+            service.approve_all(chat).unwrap();
+            if yes && call_id == "toolu_i1" {
+                service.approve(chat, call_id).unwrap();
+            } else {
+                service.deny(chat, call_id, Some("no programs")).unwrap();
+            }
+        }
+    })
+    .await;
+    turn.wait().await.unwrap();
+    (seen, work)
+}
+
+#[tokio::test]
+async fn with_edits_auto_approved_a_program_still_waits_for_the_persons_yes() {
+    let (seen, work) = injection_turn(false).await;
+    // The source that runs a program was asked about – as AlwaysConfirm, saying what runs –
+    // even though edits are auto-approved and "approve all" was pressed.
+    let prompts: Vec<(String, Option<Tier>, Option<String>)> = seen
+        .iter()
+        .filter_map(|e| match e {
+            ServiceEventKind::ApprovalRequested {
+                call_id,
+                tier,
+                question,
+                ..
+            } => Some((call_id.clone(), *tier, question.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(prompts.len(), 1, "{prompts:?}");
+    let (id, tier, question) = &prompts[0];
+    assert_eq!(
+        (id.as_str(), *tier),
+        ("toolu_i1", Some(Tier::AlwaysConfirm))
+    );
+    let question = question.as_deref().unwrap_or_default();
+    assert!(
+        question.contains("/bin/sh -c 'echo ran > ran; sleep 30'"),
+        "{question}"
+    );
+    assert_eq!(done(&seen, "toolu_i1").0, ResultStatus::Denied);
+    // Connecting what is left (the simulator) is an ordinary auto-approved edit.
+    assert_eq!(done(&seen, "toolu_i2").0, ResultStatus::Ok);
+    assert!(
+        !program_ran(work.path()).await,
+        "the program ran without a yes"
+    );
+}
+
+#[tokio::test]
+async fn the_persons_yes_to_that_very_call_lets_the_program_run() {
+    let (seen, work) = injection_turn(true).await;
+    assert_eq!(done(&seen, "toolu_i1").0, ResultStatus::Ok);
+    // The yes covered this command line for this project: connecting asks no more.
+    assert_eq!(done(&seen, "toolu_i2").0, ResultStatus::Ok, "{seen:#?}");
+    assert!(program_ran(work.path()).await);
+}

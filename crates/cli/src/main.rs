@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
+use sextant_commands::Policy;
 use sextant_devices::simulator::{demo_project, Simulator};
 use sextant_telemetry::csv::CsvWriter;
 use sextant_telemetry::pipeline::{Pipeline, SourceStats, Timestamp};
@@ -59,6 +60,10 @@ enum Command {
         /// Record every raw chunk, with timestamps, to this capture file.
         #[arg(long)]
         record: Option<PathBuf>,
+        /// Run the programs the project's process sources name (without it, a project that
+        /// runs a program is refused with the command line it would run).
+        #[arg(long)]
+        allow_process_sources: bool,
     },
     /// Run a capture (or raw bytes) through a project's framing, parsing and transforms.
     Replay {
@@ -115,11 +120,20 @@ enum Command {
         /// Consent for API clients to run DeviceGated commands (sending to devices).
         #[arg(long)]
         allow_device_control: bool,
+        /// Consent for API clients to add, change and start process sources (programs)
+        /// without a person's yes in the app each time.
+        #[arg(long)]
+        allow_process_sources: bool,
+        /// A folder API clients may write files in (CSV exports, projects, session
+        /// databases) besides the project's folder, the data folder and the user's
+        /// Documents, Downloads and Desktop; repeatable.
+        #[arg(long)]
+        allow_folder: Vec<PathBuf>,
         /// Project to open; edits are auto-saved to it.
         #[arg(long)]
         project: Option<PathBuf>,
-        /// Where the assistant keeps its chats and settings (default: the user's data
-        /// folder, e.g. ~/.local/share/sextant).
+        /// Where the assistant keeps its chats and settings, and the programs you allowed
+        /// (default: the user's data folder, e.g. ~/.local/share/sextant).
         #[arg(long, env = "SEXTANT_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
@@ -131,6 +145,13 @@ enum Command {
         /// Consent for MCP clients to run DeviceGated commands (sending to devices).
         #[arg(long)]
         allow_device_control: bool,
+        /// Consent for MCP clients to add, change and start process sources (programs).
+        #[arg(long)]
+        allow_process_sources: bool,
+        /// A folder MCP clients may write files in, besides the project's folder, the data
+        /// folder and the user's Documents, Downloads and Desktop; repeatable.
+        #[arg(long)]
+        allow_folder: Vec<PathBuf>,
     },
     /// List every command with its tier and dry-run partner (`--json`: full schemas).
     Commands {
@@ -149,6 +170,9 @@ enum Command {
         /// Allow DeviceGated commands (sending to devices).
         #[arg(long)]
         allow_device_control: bool,
+        /// Allow adding, changing and starting process sources (programs).
+        #[arg(long)]
+        allow_process_sources: bool,
     },
     /// Check a project file and list every problem with its path.
     Validate { file: PathBuf },
@@ -194,11 +218,22 @@ fn run(cli: Cli) -> Result<()> {
             seconds,
             csv,
             record,
-        } => run_live(&project, seconds, csv, record),
+            allow_process_sources,
+        } => run_live(&project, seconds, csv, record, allow_process_sources),
         Command::Mcp {
             project,
             allow_device_control,
-        } => mcp(project, allow_device_control),
+            allow_process_sources,
+            allow_folder,
+        } => mcp(
+            project,
+            sextant_mcp::McpOptions {
+                allow_device_control,
+                allow_process_sources,
+                ..Default::default()
+            },
+            allow_folder,
+        ),
         Command::Commands { json } => list_commands(json),
         Command::Serve {
             http_port,
@@ -211,6 +246,8 @@ fn run(cli: Cli) -> Result<()> {
             port,
             token,
             allow_device_control,
+            allow_process_sources,
+            allow_folder,
             project,
             data_dir,
         } => serve(Serve {
@@ -222,6 +259,8 @@ fn run(cli: Cli) -> Result<()> {
             allow_origin,
             token,
             allow_device_control,
+            allow_process_sources,
+            allow_folder,
             project,
             data_dir,
         }),
@@ -230,11 +269,19 @@ fn run(cli: Cli) -> Result<()> {
             params,
             project,
             allow_device_control,
+            allow_process_sources,
         } => call_command(
             &command,
             params.as_deref(),
             project.as_deref(),
-            allow_device_control,
+            Policy {
+                auto_approve_edits: true,
+                allow_device_control,
+                non_interactive: true,
+                allow_process_sources,
+                // A person typed this command line, paths and all.
+                paths_from_person: true,
+            },
         ),
         Command::Validate { file } => {
             let project = Project::load(&file)
@@ -264,6 +311,8 @@ struct Serve {
     allow_origin: Vec<String>,
     token: Option<String>,
     allow_device_control: bool,
+    allow_process_sources: bool,
+    allow_folder: Vec<PathBuf>,
     project: Option<PathBuf>,
     data_dir: Option<PathBuf>,
 }
@@ -276,6 +325,27 @@ fn data_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
             .context("no per-user data folder on this system; pass --data-dir")?
             .join("sextant")),
     }
+}
+
+/// What every door of this process shares: the folders files may be written in without
+/// asking, and the programs a person allowed (kept in the data folder).
+fn safeguards(data: Option<&Path>, mut folders: Vec<PathBuf>) -> sextant_runtime::Safeguards {
+    use sextant_runtime::{safeguards::TRUST_FILE, Safeguards, TrustStore};
+    folders.extend(data.map(Path::to_path_buf));
+    folders.extend(
+        [
+            dirs::document_dir(),
+            dirs::download_dir(),
+            dirs::desktop_dir(),
+        ]
+        .into_iter()
+        .flatten(),
+    );
+    let trust = match data {
+        Some(dir) => TrustStore::open(dir.join(TRUST_FILE)),
+        None => TrustStore::in_memory(),
+    };
+    Safeguards::new(folders, trust)
 }
 
 /// Where the built UI is: the flag, the environment, next to an installed binary, or the
@@ -302,12 +372,16 @@ fn serve(s: Serve) -> Result<()> {
     } else {
         open_workspace(s.project.as_deref())?
     };
+    let data = data_dir(s.data_dir.clone()).ok();
+    let safeguards = safeguards(data.as_deref(), s.allow_folder.clone());
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
-        let handle = sextant_runtime::Runtime::new(ws).spawn(Some(Duration::from_secs(1)));
+        let handle = sextant_runtime::Runtime::with_safeguards(ws, safeguards)
+            .spawn(Some(Duration::from_secs(1)));
         let options = sextant_api::ApiOptions {
             token: s.token,
             allow_device_control: s.allow_device_control,
+            allow_process_sources: s.allow_process_sources,
             ..Default::default()
         };
         // Every door shares one workspace; keep the servers alive until Ctrl-C.
@@ -365,6 +439,7 @@ fn serve(s: Serve) -> Result<()> {
                 auto_approve_edits: true,
                 allow_device_control: true,
                 non_interactive: true,
+                ..Default::default()
             };
             handle
                 .call(
@@ -409,15 +484,18 @@ async fn stop_requested() -> Result<()> {
 
 /// Serves MCP on stdin/stdout until the client hangs up or Ctrl-C. Stdout carries protocol
 /// messages only; anything meant for a person goes to stderr.
-fn mcp(project: Option<PathBuf>, allow_device_control: bool) -> Result<()> {
+fn mcp(
+    project: Option<PathBuf>,
+    options: sextant_mcp::McpOptions,
+    allow_folder: Vec<PathBuf>,
+) -> Result<()> {
     let ws = open_workspace(project.as_deref())?;
+    let safeguards = safeguards(data_dir(None).ok().as_deref(), allow_folder);
+    let allow_device_control = options.allow_device_control;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     let result = runtime.block_on(async move {
-        let handle = sextant_runtime::Runtime::new(ws).spawn(Some(Duration::from_secs(1)));
-        let options = sextant_mcp::McpOptions {
-            allow_device_control,
-            ..Default::default()
-        };
+        let handle = sextant_runtime::Runtime::with_safeguards(ws, safeguards)
+            .spawn(Some(Duration::from_secs(1)));
         eprintln!(
             "MCP server on stdin/stdout (device control {}; Ctrl-C stops)",
             if allow_device_control {
@@ -472,9 +550,8 @@ fn call_command(
     command: &str,
     params: Option<&str>,
     project: Option<&Path>,
-    allow_device_control: bool,
+    policy: Policy,
 ) -> Result<()> {
-    use sextant_commands::Policy;
     use sextant_runtime::{Caller, Runtime};
 
     let params: serde_json::Value = match params {
@@ -485,11 +562,6 @@ fn call_command(
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     let _guard = runtime.enter();
     let mut rt = Runtime::new(ws);
-    let policy = Policy {
-        auto_approve_edits: true,
-        allow_device_control,
-        non_interactive: true,
-    };
     let result = rt.execute(Caller::Cli, command, params, policy, false);
     match result {
         Ok(value) => {
@@ -761,12 +833,30 @@ fn run_live(
     seconds: Option<f64>,
     csv: Option<PathBuf>,
     record: Option<PathBuf>,
+    allow_process_sources: bool,
 ) -> Result<()> {
     use sextant_devices::connect::{start, NoSecrets};
     use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
     use sextant_devices::{Clock, RunOptions};
 
     let project = load_project(project_path)?;
+    // A project from someone else can name any program; it runs only when asked for.
+    let programs: Vec<String> = project
+        .sources
+        .iter()
+        .filter_map(|s| sextant_runtime::safeguards::command_line(&s.connection))
+        .collect();
+    if !programs.is_empty() && !allow_process_sources {
+        bail!(
+            "{} runs {} on this computer; pass --allow-process-sources if you trust it",
+            project_path.display(),
+            programs
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        );
+    }
     let pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {

@@ -78,6 +78,10 @@ pub enum ErrorCode {
     NotFound,
     /// The request itself was malformed (API framing, oversize, bad JSON).
     BadRequest,
+    /// This very call needs a person's yes first (it runs a program, or writes outside the
+    /// user's folders); the message says what to ask them. A door that can ask shows it
+    /// and repeats the call approved; the others are refused with `not_allowed` instead.
+    NeedsConfirmation,
 }
 
 /// A failed command: a code, a human message, and for invalid parameters the JSON path.

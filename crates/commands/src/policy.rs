@@ -14,6 +14,16 @@ pub struct Policy {
     /// Nobody can be asked (a headless CLI call): commands that would ask are refused
     /// unless pre-approved by the two flags above.
     pub non_interactive: bool,
+    /// A program a process source runs may be added, changed and started without asking:
+    /// a headless caller's one-time consent, given by the person who started it
+    /// (`--allow-process-sources`). Never set for the assistant or a page.
+    #[serde(default)]
+    pub allow_process_sources: bool,
+    /// The paths in this caller's requests were typed by a person (a command line), so it
+    /// may write files wherever they name; other callers write only inside the user's
+    /// folders unless a person says yes.
+    #[serde(default)]
+    pub paths_from_person: bool,
 }
 
 /// What to do with a call.
@@ -79,7 +89,7 @@ mod tests {
         let trusting = Policy {
             auto_approve_edits: true,
             allow_device_control: true,
-            non_interactive: false,
+            ..Policy::default()
         };
         assert_eq!(trusting.decide(Tier::Confirm), Decision::Run);
         assert_eq!(
@@ -102,6 +112,7 @@ mod tests {
             non_interactive: true,
             allow_device_control: true,
             auto_approve_edits: true,
+            ..Policy::default()
         };
         assert_eq!(headless_devices.decide(Tier::DeviceGated), Decision::Run);
         assert_eq!(headless_devices.decide(Tier::AlwaysConfirm), Decision::Deny);

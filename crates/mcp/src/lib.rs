@@ -50,6 +50,9 @@ pub use sextant_commands::door::Limits;
 pub struct McpOptions {
     /// The user's one-time consent for MCP clients to run DeviceGated commands.
     pub allow_device_control: bool,
+    /// The user's one-time consent for MCP clients to add, change and start process
+    /// sources (programs) without a person being asked each time.
+    pub allow_process_sources: bool,
     pub limits: Limits,
 }
 

@@ -55,6 +55,8 @@ impl McpService {
                     auto_approve_edits: true,
                     allow_device_control: options.allow_device_control,
                     non_interactive: true,
+                    allow_process_sources: options.allow_process_sources,
+                    paths_from_person: false,
                 },
             }),
         }

@@ -277,3 +277,58 @@ async fn tcp_serves_loopback_only_and_caps_clients() {
         .contains("too many clients"));
     client.cancel().await.unwrap();
 }
+
+#[tokio::test]
+async fn a_program_runs_only_with_the_users_flag() {
+    let dir = tempfile::tempdir().unwrap();
+    let source = json!({"source": {"id": "tool", "connection": {
+        "type": "process", "program": "/bin/sh", "args": ["-c", "echo ran > ran; sleep 30"],
+        "workingDir": dir.path()}}});
+    let (client, runtime) = connect(McpOptions::default()).await;
+    let error = refused(&call(&client, "project_source_add", source.clone()).await);
+    assert_eq!(error["code"], "not_allowed", "{error}");
+    assert!(
+        error["message"]
+            .as_str()
+            .unwrap()
+            .contains("--allow-process-sources"),
+        "{error}"
+    );
+    // Through a project brought in whole, connecting is where it stops.
+    let project = Project {
+        sources: vec![serde_json::from_value(source["source"].clone()).unwrap()],
+        ..Project::default()
+    };
+    let content = project.to_json_string();
+    ok(call(
+        &client,
+        "project_openContent",
+        json!({"name": "shared.json", "content": content}),
+    )
+    .await);
+    let error = refused(&call(&client, "io_connect", json!({})).await);
+    assert_eq!(error["code"], "not_allowed", "{error}");
+    tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+    assert!(!dir.path().join("ran").exists(), "the program ran");
+    client.cancel().await.unwrap();
+    drop(runtime);
+
+    let (client, _) = connect(McpOptions {
+        allow_process_sources: true,
+        ..McpOptions::default()
+    })
+    .await;
+    ok(call(&client, "project_source_add", source).await);
+    ok(call(&client, "io_connect", json!({})).await);
+    let mut ran = false;
+    for _ in 0..50 {
+        ran |= dir.path().join("ran").exists();
+        if ran {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert!(ran, "the flag is the user's consent");
+    ok(call(&client, "io_disconnect", json!({})).await);
+    client.cancel().await.unwrap();
+}

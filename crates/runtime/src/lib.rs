@@ -13,8 +13,10 @@
 pub mod commands;
 mod convert;
 mod runtime;
+pub mod safeguards;
 mod tail;
 mod workspace;
 
-pub use runtime::{Caller, Runtime, RuntimeHandle, UI_POLICY};
+pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, UI_POLICY};
+pub use safeguards::{Safeguards, TrustStore};
 pub use workspace::{Checkpoint, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};

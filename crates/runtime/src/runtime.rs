@@ -5,7 +5,8 @@
 //! out [`RuntimeHandle`]s: cheap, cloneable, usable from any task or thread. Auto-save
 //! runs on that task, debounced: a save happens once edits have been quiet for the delay.
 
-use std::sync::Arc;
+use std::path::PathBuf;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
@@ -13,7 +14,9 @@ use sextant_commands::{CommandError, CommandSpec, Decision, ErrorCode, Policy, R
 use tokio::sync::{broadcast, mpsc, oneshot};
 
 use crate::commands::registry;
+use crate::safeguards::{Gate, Safeguards, View};
 use crate::workspace::{Event, Workspace};
+use sextant_telemetry::project::Source;
 
 /// Who is calling, for logs and for door-specific rules.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,17 +28,42 @@ pub enum Caller {
     Assistant,
 }
 
+/// How far a person has approved a call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Consent {
+    /// Nobody was asked.
+    None,
+    /// The door's own act is the approval (a click in the Sextant UI): enough for edits
+    /// and device control, not for destructive steps or what the [`Safeguards`] guard.
+    Door,
+    /// A person said yes to this very call after seeing what it does.
+    Person,
+}
+
 pub struct Runtime {
     pub workspace: Workspace,
     registry: Registry<Workspace>,
+    safeguards: Safeguards,
 }
 
 impl Runtime {
+    /// A runtime whose files may be written only in the project's folder and whose program
+    /// permissions last until it stops; see [`Runtime::with_safeguards`].
     pub fn new(workspace: Workspace) -> Runtime {
+        Runtime::with_safeguards(workspace, Safeguards::default())
+    }
+
+    /// A runtime with the user's folders and remembered program permissions.
+    pub fn with_safeguards(workspace: Workspace, safeguards: Safeguards) -> Runtime {
         Runtime {
             workspace,
             registry: registry(),
+            safeguards,
         }
+    }
+
+    pub fn safeguards(&self) -> &Safeguards {
+        &self.safeguards
     }
 
     pub fn specs(&self) -> impl Iterator<Item = &CommandSpec> {
@@ -56,13 +84,37 @@ impl Runtime {
         policy: Policy,
         approved: bool,
     ) -> Result<Value, CommandError> {
+        let consent = if approved {
+            Consent::Person
+        } else {
+            Consent::None
+        };
+        self.execute_as(caller, name, params, policy, consent)
+    }
+
+    /// Runs a command under `policy` with the consent the door has: the tier decides
+    /// whether a yes is needed at all, the [`Safeguards`] whether it must be a person's
+    /// yes to this very call.
+    pub fn execute_as(
+        &mut self,
+        caller: Caller,
+        name: &str,
+        params: Value,
+        policy: Policy,
+        consent: Consent,
+    ) -> Result<Value, CommandError> {
         let Some(tier) = self.registry.get(name).map(|s| s.tier) else {
             // The registry's own error names close matches.
             return self.registry.call(&mut self.workspace, name, params);
         };
+        let tier_approved = match consent {
+            Consent::Person => true,
+            Consent::Door => tier != Tier::AlwaysConfirm,
+            Consent::None => false,
+        };
         match policy.decide(tier) {
             Decision::Run => {}
-            Decision::Ask if approved => {}
+            Decision::Ask if tier_approved => {}
             Decision::Ask => {
                 return Err(CommandError::new(
                     ErrorCode::NotAllowed,
@@ -76,6 +128,18 @@ impl Runtime {
                 ))
             }
         }
+        let gate = self.assess(name, &params);
+        if let Some(gate) = &gate {
+            if !gate.consented_by(&policy) && consent != Consent::Person {
+                tracing::info!(
+                    ?caller,
+                    command = name,
+                    "refused until a person says yes: {}",
+                    gate.prompt()
+                );
+                return Err(gate.error(&policy));
+            }
+        }
         tracing::debug!(?caller, command = name, "execute");
         // A restore point before every edit, so any change can be rolled back.
         let checkpoint =
@@ -84,7 +148,29 @@ impl Runtime {
         if let Some(id) = checkpoint {
             self.workspace.discard_checkpoint_if_unchanged(id);
         }
+        // The person's yes to running these programs holds for this project file from now
+        // on (a flag's consent is the flag's, not remembered).
+        if let (Ok(_), Some(Gate::RunsPrograms { command_lines, .. }), Consent::Person) =
+            (&result, &gate, consent)
+        {
+            if let Err(e) = self
+                .safeguards
+                .trust()
+                .allow(self.workspace.path(), command_lines)
+            {
+                tracing::warn!("could not remember the allowed programs: {e}");
+            }
+        }
         result
+    }
+
+    /// What this call needs a person's yes for, if anything.
+    fn assess(&self, name: &str, params: &Value) -> Option<Gate> {
+        let view = View {
+            project_file: self.workspace.path(),
+            sources: &self.workspace.project().sources,
+        };
+        self.safeguards.assess(&view, name, params)
     }
 
     /// Moves the runtime onto its own task. `autosave`: save this long after the last edit
@@ -94,12 +180,32 @@ impl Runtime {
         let (events, _) = broadcast::channel(1024);
         let specs: Arc<Vec<CommandSpec>> = Arc::new(self.registry.specs().cloned().collect());
         let scope = self.workspace.scope().clone();
-        tokio::spawn(owner(self, rx, events.clone(), autosave));
+        let safeguards = self.safeguards.clone();
+        let snapshot = Arc::new(RwLock::new(Snapshot::of(&self.workspace)));
+        tokio::spawn(owner(self, rx, events.clone(), autosave, snapshot.clone()));
         RuntimeHandle {
             tx,
             events,
             specs,
             scope,
+            safeguards,
+            snapshot,
+        }
+    }
+}
+
+/// What the safeguards read, copied after every call so a door can ask before it calls.
+#[derive(Default)]
+struct Snapshot {
+    project_file: Option<PathBuf>,
+    sources: Vec<Source>,
+}
+
+impl Snapshot {
+    fn of(ws: &Workspace) -> Snapshot {
+        Snapshot {
+            project_file: ws.path().map(PathBuf::from),
+            sources: ws.project().sources.clone(),
         }
     }
 }
@@ -115,7 +221,7 @@ struct Call {
     command: String,
     params: Value,
     policy: Policy,
-    approved: bool,
+    consent: Consent,
     reply: oneshot::Sender<Result<Value, CommandError>>,
 }
 
@@ -124,6 +230,8 @@ pub const UI_POLICY: Policy = Policy {
     auto_approve_edits: true,
     allow_device_control: true,
     non_interactive: false,
+    allow_process_sources: false,
+    paths_from_person: false,
 };
 
 /// A door's connection to the runtime.
@@ -133,6 +241,8 @@ pub struct RuntimeHandle {
     events: broadcast::Sender<Event>,
     specs: Arc<Vec<CommandSpec>>,
     scope: sextant_display::Scope,
+    safeguards: Safeguards,
+    snapshot: Arc<RwLock<Snapshot>>,
 }
 
 impl RuntimeHandle {
@@ -143,26 +253,42 @@ impl RuntimeHandle {
         params: Value,
         policy: Policy,
     ) -> Result<Value, CommandError> {
-        self.send(caller, command, params, policy, false).await
+        self.send(caller, command, params, policy, Consent::None)
+            .await
     }
 
     /// A call from the Sextant UI, where a person is at the controls: their click is the
-    /// approval for edits and device control; destructive (AlwaysConfirm) commands run only
-    /// when `confirmed` says the UI asked the person and they said yes.
+    /// approval for edits and device control; destructive (AlwaysConfirm) commands and
+    /// what the safeguards guard (running a program, writing outside the user's folders)
+    /// run only when `confirmed` says the UI asked the person and they said yes.
     pub async fn call_from_ui(
         &self,
         command: &str,
         params: Value,
         confirmed: bool,
     ) -> Result<Value, CommandError> {
-        let tier = self
-            .specs
-            .iter()
-            .find(|c| c.name == command)
-            .map(|c| c.tier);
-        let approved = confirmed || tier != Some(Tier::AlwaysConfirm);
-        self.send(Caller::Ui, command, params, UI_POLICY, approved)
+        let consent = if confirmed {
+            Consent::Person
+        } else {
+            Consent::Door
+        };
+        self.send(Caller::Ui, command, params, UI_POLICY, consent)
             .await
+    }
+
+    /// What a person must say yes to before this call may run (it runs a program, or
+    /// writes outside the user's folders), as the question to ask them; `None` when the
+    /// call's tier alone decides. Read from the state after the last call, so a door can
+    /// ask before it calls; the runtime checks again when the call runs.
+    pub fn assess(&self, command: &str, params: &Value) -> Option<String> {
+        let snapshot = self.snapshot.read().unwrap_or_else(|e| e.into_inner());
+        let view = View {
+            project_file: snapshot.project_file.as_deref(),
+            sources: &snapshot.sources,
+        };
+        self.safeguards
+            .assess(&view, command, params)
+            .map(|g| g.prompt())
     }
 
     /// A call a person has approved (after the door asked).
@@ -173,7 +299,8 @@ impl RuntimeHandle {
         params: Value,
         policy: Policy,
     ) -> Result<Value, CommandError> {
-        self.send(caller, command, params, policy, true).await
+        self.send(caller, command, params, policy, Consent::Person)
+            .await
     }
 
     async fn send(
@@ -182,7 +309,7 @@ impl RuntimeHandle {
         command: &str,
         params: Value,
         policy: Policy,
-        approved: bool,
+        consent: Consent,
     ) -> Result<Value, CommandError> {
         let (reply, rx) = oneshot::channel();
         let request = Request::Call(Call {
@@ -190,7 +317,7 @@ impl RuntimeHandle {
             command: command.to_string(),
             params,
             policy,
-            approved,
+            consent,
             reply,
         });
         let gone = || CommandError::failed("the workspace has shut down");
@@ -232,6 +359,7 @@ async fn owner(
     mut rx: mpsc::Receiver<Request>,
     events: broadcast::Sender<Event>,
     autosave: Option<Duration>,
+    snapshot: Arc<RwLock<Snapshot>>,
 ) {
     let mut seen_revision = rt.workspace.revision();
     let mut due: Option<tokio::time::Instant> = None;
@@ -247,7 +375,8 @@ async fn owner(
                 match req {
                     None => break,
                     Some(Request::Call(req)) => {
-                        let result = rt.execute(req.caller, &req.command, req.params, req.policy, req.approved);
+                        let result = rt.execute_as(req.caller, &req.command, req.params, req.policy, req.consent);
+                        *snapshot.write().unwrap_or_else(|e| e.into_inner()) = Snapshot::of(&rt.workspace);
                         let _ = req.reply.send(result);
                     }
                     Some(Request::Flush(reply)) => {

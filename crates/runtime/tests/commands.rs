@@ -6,10 +6,12 @@ use sextant_commands::{ErrorCode, Policy};
 use sextant_runtime::{Caller, Runtime, Workspace};
 use sextant_telemetry::project::Project;
 
-/// The policy of a user who approved everything they were asked.
+/// The policy of a user who approved everything they were asked, writing files where
+/// they typed (these tests' temporary folders).
 fn edits() -> Policy {
     Policy {
         auto_approve_edits: true,
+        paths_from_person: true,
         ..Policy::default()
     }
 }

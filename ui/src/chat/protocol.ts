@@ -72,6 +72,9 @@ export type TurnEnd = "finished" | "toolCallLimit" | "cancelled" | "failed";
 
 export interface Approval {
   tier: Tier;
+  /** What this very call does that needs a yes beyond its tier (runs a program, writes
+   *  outside the user's folders), as the backend words it. */
+  question?: string;
   /** An answer is on its way; the buttons wait. */
   answering: boolean;
 }

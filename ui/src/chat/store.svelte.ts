@@ -489,7 +489,11 @@ export class ChatStore {
   private markApproval(e: Record<string, unknown>) {
     const card = this.ensureCard(str(e.callId), str(e.name));
     if (card.args === undefined) card.args = e.args;
-    card.approval = { tier: normalizeTier(e.tier), answering: false };
+    card.approval = {
+      tier: normalizeTier(e.tier),
+      answering: false,
+      ...(typeof e.question === "string" ? { question: e.question } : {}),
+    };
     card.status = "awaiting";
   }
 

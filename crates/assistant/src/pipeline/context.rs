@@ -46,11 +46,25 @@ pub struct CallContext {
     call: ToolCall,
     caller: CallerInfo,
     tier: Option<Tier>,
+    needs_person: Option<String>,
 }
 
 impl CallContext {
-    pub(crate) fn new(call: ToolCall, caller: CallerInfo, tier: Option<Tier>) -> CallContext {
-        CallContext { call, caller, tier }
+    pub(crate) fn new(
+        call: ToolCall,
+        caller: CallerInfo,
+        info: Option<crate::pipeline::ToolInfo>,
+    ) -> CallContext {
+        let (tier, needs_person) = match info {
+            Some(i) => (Some(i.tier), i.needs_person),
+            None => (None, None),
+        };
+        CallContext {
+            call,
+            caller,
+            tier,
+            needs_person,
+        }
     }
 
     pub fn id(&self) -> &str {
@@ -80,6 +94,12 @@ impl CallContext {
     /// The tool's safety tier; `None` for a tool the executor does not know.
     pub fn tier(&self) -> Option<Tier> {
         self.tier
+    }
+
+    /// Why this very call needs a person's yes beyond its tool's tier (it runs a program,
+    /// or writes outside the user's folders), as the question to ask them.
+    pub fn needs_person(&self) -> Option<&str> {
+        self.needs_person.as_deref()
     }
 }
 

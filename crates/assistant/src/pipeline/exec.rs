@@ -71,15 +71,35 @@ where
 }
 
 /// What the pipeline needs to know about a tool before running it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ToolInfo {
     pub tier: Tier,
+    /// This very call needs a person's yes, whatever the tool's tier says (it runs a
+    /// program, or writes outside the user's folders): the question to ask them.
+    pub needs_person: Option<String>,
+}
+
+impl ToolInfo {
+    /// A tool whose tier alone decides.
+    pub fn tier(tier: Tier) -> ToolInfo {
+        ToolInfo {
+            tier,
+            needs_person: None,
+        }
+    }
 }
 
 /// Knows the tools and runs them.
 pub trait Executor: Send + Sync {
     /// `None`: no such tool.
     fn describe(&self, name: &str) -> Option<ToolInfo>;
+
+    /// What this very call needs; by default what the tool needs. An executor whose calls
+    /// can run a program or write files where the arguments say overrides this, so such a
+    /// call is asked about every time.
+    fn assess(&self, name: &str, _args: &serde_json::Value) -> Option<ToolInfo> {
+        self.describe(name)
+    }
 
     /// Runs a call pre-execute and the guards let through. `auth` tells an executor that
     /// re-checks tiers (the runtime does) whether a person approved the call.
@@ -110,9 +130,7 @@ impl ToolBox {
 
 impl Executor for ToolBox {
     fn describe(&self, name: &str) -> Option<ToolInfo> {
-        self.tools
-            .get(name)
-            .map(|(tier, _)| ToolInfo { tier: *tier })
+        self.tools.get(name).map(|(tier, _)| ToolInfo::tier(*tier))
     }
 
     fn execute<'a>(

@@ -203,8 +203,8 @@ impl Pipeline {
         caller: CallerInfo,
         cancel: CancelToken,
     ) -> Outcome {
-        let info = self.executor.describe(&call.name);
-        let ctx = CallContext::new(call, caller, info.map(|i| i.tier));
+        let info = self.executor.assess(&call.name, &call.args);
+        let ctx = CallContext::new(call, caller, info.clone());
         let mut trace = Trace::default();
         let mut result = if info.is_none() {
             trace.unknown_tool = true;

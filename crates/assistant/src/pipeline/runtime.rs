@@ -39,7 +39,20 @@ impl RuntimeExecutor {
 
 impl Executor for RuntimeExecutor {
     fn describe(&self, name: &str) -> Option<ToolInfo> {
-        self.command(name).map(|s| ToolInfo { tier: s.tier })
+        self.command(name).map(|s| ToolInfo::tier(s.tier))
+    }
+
+    /// A call that runs a program or writes outside the user's folders is AlwaysConfirm,
+    /// whatever the command's tier: asked every time, never covered by "approve all".
+    fn assess(&self, name: &str, args: &Value) -> Option<ToolInfo> {
+        let spec = self.command(name)?;
+        Some(match self.handle.assess(&spec.name, args) {
+            Some(question) => ToolInfo {
+                tier: spec.tier.max(sextant_commands::Tier::AlwaysConfirm),
+                needs_person: Some(question),
+            },
+            None => ToolInfo::tier(spec.tier),
+        })
     }
 
     fn execute<'a>(

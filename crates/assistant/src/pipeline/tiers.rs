@@ -37,7 +37,10 @@ impl PreListener for SafetyTierListener {
             return next.defer();
         };
         let policy = ctx.policy();
-        let prompt = format!("`{}` ({})", ctx.name(), tier.as_str());
+        let prompt = match ctx.needs_person() {
+            Some(question) => format!("`{}` ({}): {question}", ctx.name(), tier.as_str()),
+            None => format!("`{}` ({})", ctx.name(), tier.as_str()),
+        };
         match (policy.decide(tier), tier) {
             (Decision::Run, _) => PreDecision::Allow,
             (Decision::Deny, _) => PreDecision::deny(policy.denial_reason(tier)),

@@ -9,6 +9,7 @@ export const strings = {
     "status.connected": "Connected",
     "status.disconnected": "Disconnected",
     "status.backendLost": "Connection to Sextant lost – retrying",
+    "consent.allow": "Allow",
   },
   zh: {
     "nav.connect": "连接",
@@ -20,5 +21,6 @@ export const strings = {
     "status.connected": "已连接",
     "status.disconnected": "未连接",
     "status.backendLost": "与 Sextant 的连接已断开，正在重试",
+    "consent.allow": "允许",
   },
 };

@@ -1,4 +1,6 @@
 /** Picks the transport for where the UI runs: inside the desktop app or in a browser. */
+import { consent } from "../consent.svelte";
+import { withConsent } from "./consent";
 import { TauriTransport } from "./tauri";
 import type { Transport } from "./types";
 import { WebSocketTransport } from "./websocket";
@@ -12,6 +14,6 @@ export function isTauri(): boolean {
 let current: Transport | null = null;
 
 export function transport(): Transport {
-  current ??= isTauri() ? new TauriTransport() : WebSocketTransport.forPage();
+  current ??= withConsent(isTauri() ? new TauriTransport() : WebSocketTransport.forPage(), consent.ask);
   return current;
 }

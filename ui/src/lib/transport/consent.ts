@@ -1,0 +1,33 @@
+/** A person's yes to one call, for commands the backend runs only after one
+ *  (`needs_confirmation`: the call runs a program, or writes outside the user's folders).
+ *
+ *  Every call goes through [`withConsent`]: when the backend answers `needs_confirmation`,
+ *  the question it sent is put to the person (the shell shows it as a dialog) and, on a
+ *  yes, the very same call is sent again as approved. A no rejects the call with `denied`,
+ *  so each screen reports it like any other refusal. One question is shown at a time. */
+import { CommandError, type Transport } from "./types";
+
+/** Asks the person `question`; resolves with their answer. */
+export type Asker = (question: string) => Promise<boolean>;
+
+/** `inner`, with `needs_confirmation` answers turned into a question to the person. */
+export function withConsent(inner: Transport, ask: Asker): Transport {
+  return {
+    kind: inner.kind,
+    async call<T = unknown>(command: string, params: unknown = {}, approved = false): Promise<T> {
+      try {
+        return await inner.call<T>(command, params, approved);
+      } catch (e) {
+        if (!(e instanceof CommandError) || e.code !== "needs_confirmation" || approved) throw e;
+        if (!(await ask(e.message))) {
+          throw new CommandError({ code: "denied", message: `not run: you said no (${e.message})` });
+        }
+        return inner.call<T>(command, params, true);
+      }
+    },
+    onEvent: (handler) => inner.onEvent(handler),
+    chat: (request) => inner.chat(request),
+    onChat: (handler) => inner.onChat(handler),
+    display: (options, handler) => inner.display(options, handler),
+  };
+}
