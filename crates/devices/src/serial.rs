@@ -29,7 +29,8 @@ pub struct PortInfo {
     pub description: String,
 }
 
-/// Ports present right now (call again to refresh after a hot-plug).
+/// Ports present right now (behind `io.listSerialPorts`; call again after a device is
+/// plugged in or out – nothing watches for it).
 pub fn list_ports() -> Vec<PortInfo> {
     let mut ports: Vec<PortInfo> = serialport::available_ports()
         .unwrap_or_default()
@@ -251,42 +252,4 @@ impl Link for SerialLink {
         self.writer = Some(writer);
         result.map_err(|e| DeviceError::transient(format!("write to {name} failed: {e}")))
     }
-}
-
-/// A change in the set of serial ports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PortEvent {
-    Added(PortInfo),
-    Removed(PortInfo),
-}
-
-/// Watches for ports appearing and disappearing (USB hot-plug) by polling the OS list.
-///
-/// Polling every second is what desktop serial tools do on every OS; it needs no
-/// platform-specific notification API and costs one directory scan.
-pub fn watch_ports(interval: Duration) -> mpsc::Receiver<PortEvent> {
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        let mut known = tokio::task::spawn_blocking(list_ports)
-            .await
-            .unwrap_or_default();
-        loop {
-            tokio::time::sleep(interval).await;
-            let now = tokio::task::spawn_blocking(list_ports)
-                .await
-                .unwrap_or_default();
-            for p in now.iter().filter(|p| !known.contains(p)) {
-                if tx.send(PortEvent::Added(p.clone())).await.is_err() {
-                    return;
-                }
-            }
-            for p in known.iter().filter(|p| !now.contains(p)) {
-                if tx.send(PortEvent::Removed(p.clone())).await.is_err() {
-                    return;
-                }
-            }
-            known = now;
-        }
-    });
-    rx
 }
