@@ -167,8 +167,10 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
     }
     // DTR/RTS are meaningless (and refused) under hardware flow control.
     if s.flow_control != FlowControl::RtsCts {
-        let _ = port.write_data_terminal_ready(s.dtr);
-        let _ = port.write_request_to_send(s.rts);
+        let dtr = port.write_data_terminal_ready(s.dtr);
+        set_control_line(&mut *port, &s.port, "DTR", s.dtr, dtr)?;
+        let rts = port.write_request_to_send(s.rts);
+        set_control_line(&mut *port, &s.port, "RTS", s.rts, rts)?;
     }
     let writer = port
         .try_clone()
@@ -183,6 +185,66 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
         rx,
         writer: Some(writer),
         name,
+    })
+}
+
+/// Judges the result of setting a modem control line (`DTR` or `RTS`) to `level`.
+///
+/// A port that has no modem control lines at all – a pseudo-terminal, many virtual ports –
+/// refuses every such request, and reading the lines fails too; there is nothing to set,
+/// so that is logged and the port is used. A port that has the lines but refused to set
+/// one fails the open with an error naming the line, the level and the port.
+fn set_control_line(
+    port: &mut dyn SerialPort,
+    name: &str,
+    line: &str,
+    level: bool,
+    result: serialport::Result<()>,
+) -> Result<(), DeviceError> {
+    let Err(e) = result else { return Ok(()) };
+    let has_lines = port.read_carrier_detect().is_ok();
+    match control_line_error(name, line, level, &e, has_lines) {
+        Some(error) => Err(error),
+        None => {
+            tracing::warn!(
+                "{name} has no modem control lines ({e}); {line} is not set {}",
+                level_name(level)
+            );
+            Ok(())
+        }
+    }
+}
+
+fn level_name(level: bool) -> &'static str {
+    if level {
+        "high"
+    } else {
+        "low"
+    }
+}
+
+/// The error for a control line that could not be set, or `None` when the port has no
+/// modem control lines (`has_lines` false), so there was nothing to set.
+fn control_line_error(
+    name: &str,
+    line: &str,
+    level: bool,
+    error: &serialport::Error,
+    has_lines: bool,
+) -> Option<DeviceError> {
+    if !has_lines {
+        return None;
+    }
+    let message = format!(
+        "could not set {line} {} on {name}: {error} (the port refused its modem control line)",
+        level_name(level)
+    );
+    Some(match error.kind() {
+        // The adapter went away between the open and this call: worth retrying.
+        serialport::ErrorKind::NoDevice | serialport::ErrorKind::Io(_) => {
+            DeviceError::transient(message)
+        }
+        _ => DeviceError::fatal(message),
     })
 }
 
@@ -251,5 +313,36 @@ impl Link for SerialLink {
         .map_err(|e| DeviceError::transient(format!("serial write task failed: {e}")))?;
         self.writer = Some(writer);
         result.map_err(|e| DeviceError::transient(format!("write to {name} failed: {e}")))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_refused_control_line_is_an_error_naming_line_level_and_port() {
+        let refused = serialport::Error::new(serialport::ErrorKind::Unknown, "Invalid argument");
+        let e = control_line_error("/dev/ttyUSB0", "DTR", true, &refused, true).unwrap();
+        assert!(matches!(e, DeviceError::Fatal(_)), "{e:?}");
+        let shown = e.to_string();
+        assert!(
+            shown
+                == "could not set DTR high on /dev/ttyUSB0: Invalid argument (the port refused its modem control line)",
+            "{shown}"
+        );
+        let gone = serialport::Error::new(serialport::ErrorKind::NoDevice, "No such device");
+        let e = control_line_error("COM3", "RTS", false, &gone, true).unwrap();
+        assert!(matches!(e, DeviceError::Transient(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with("could not set RTS low on COM3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_port_without_modem_lines_has_nothing_to_set() {
+        let refused = serialport::Error::new(serialport::ErrorKind::Unknown, "Not a typewriter");
+        assert!(control_line_error("/dev/pts/3", "DTR", true, &refused, false).is_none());
     }
 }
