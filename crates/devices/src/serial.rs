@@ -154,17 +154,7 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
         })
         .timeout(Duration::from_millis(50));
     let mut port = builder.open().map_err(|e| open_error(&s.port, &e))?;
-    // Never run at a rate the user did not ask for: read the rate back and refuse a mismatch.
-    match port.baud_rate() {
-        Ok(actual) if actual != s.baud => {
-            return Err(DeviceError::fatal(format!(
-            "{} cannot run at {} baud (the driver set {actual}); pick a rate the adapter supports",
-            s.port, s.baud
-        )))
-        }
-        Err(e) => return Err(open_error(&s.port, &e)),
-        Ok(_) => {}
-    }
+    check_baud(&s.port, s.baud, port.baud_rate())?;
     // DTR/RTS are meaningless (and refused) under hardware flow control.
     if s.flow_control != FlowControl::RtsCts {
         let dtr = port.write_data_terminal_ready(s.dtr);
@@ -186,6 +176,23 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
         writer: Some(writer),
         name,
     })
+}
+
+/// Never runs at a rate the user did not ask for: `read_back` is the rate the OS reports
+/// for the open port, and anything but `requested` (a driver that rounded or fell back)
+/// refuses the port.
+fn check_baud(
+    name: &str,
+    requested: u32,
+    read_back: serialport::Result<u32>,
+) -> Result<(), DeviceError> {
+    match read_back {
+        Ok(actual) if actual == requested => Ok(()),
+        Ok(actual) => Err(DeviceError::fatal(format!(
+            "{name} cannot run at {requested} baud (the driver set {actual}); pick a rate the adapter supports"
+        ))),
+        Err(e) => Err(open_error(name, &e)),
+    }
 }
 
 /// Judges the result of setting a modem control line (`DTR` or `RTS`) to `level`.
@@ -319,6 +326,37 @@ impl Link for SerialLink {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rate_that_reads_back_different_is_refused() {
+        // What a USB bridge does with a rate it cannot divide down to: round or fall back.
+        // (A pseudo-terminal stores any rate exactly, so the serial tests cannot show this.)
+        for (requested, actual) in [(250_000, 230_400), (3_000_000, 9_600), (1_000_000, 0)] {
+            let e = check_baud("/dev/ttyUSB0", requested, Ok(actual)).unwrap_err();
+            assert!(matches!(e, DeviceError::Fatal(_)), "{e:?}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "/dev/ttyUSB0 cannot run at {requested} baud (the driver set {actual}); pick a rate the adapter supports"
+                )
+            );
+        }
+    }
+
+    #[test]
+    fn a_rate_that_reads_back_equal_is_used() {
+        for rate in [300, 115_200, 1_234_567, MAX_BAUD] {
+            assert!(check_baud("COM3", rate, Ok(rate)).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_rate_that_cannot_be_read_back_is_an_open_error() {
+        let gone = serialport::Error::new(serialport::ErrorKind::NoDevice, "No such device");
+        let e = check_baud("/dev/ttyACM0", 115_200, Err(gone)).unwrap_err();
+        assert!(matches!(e, DeviceError::Transient(_)), "{e:?}");
+        assert!(e.to_string().contains("/dev/ttyACM0 is not present"), "{e}");
+    }
 
     #[test]
     fn a_refused_control_line_is_an_error_naming_line_level_and_port() {
