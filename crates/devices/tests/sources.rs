@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sextant_devices::capture::{CaptureReader, CaptureWriter};
 use sextant_devices::net::{TcpDriver, UdpDriver};
-use sextant_devices::process::{NamedPipeDriver, ProcessDriver};
+use sextant_devices::process::ProcessDriver;
 use sextant_devices::replay::{ReplayControl, ReplayDriver};
 use sextant_devices::sim_source::SimulatorDriver;
 use sextant_devices::simulator::{demo_project, demo_settings};
@@ -179,8 +179,10 @@ async fn process_output_is_read_and_its_exit_reported() {
     assert!(st.to_string().contains("was not found"), "{st}");
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn named_pipe_is_read_across_writers() {
+    use sextant_devices::process::NamedPipeDriver;
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("feed");
     let ok = std::process::Command::new("mkfifo")
