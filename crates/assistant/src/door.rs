@@ -369,21 +369,20 @@ fn load_settings(path: &Path) -> StoredSettings {
     }
 }
 
-/// Writes the settings atomically: a crash leaves the old file or the new one.
+/// Writes the settings atomically (a crash leaves the old file or the new one), readable by
+/// the user only, as the rest of the assistant's data.
 fn save_settings(path: &Path, settings: &StoredSettings) -> Result<(), CommandError> {
-    let fail = |e: std::io::Error| {
+    let text = serde_json::to_string_pretty(settings).expect("plain data serializes");
+    let options = sextant_fsutil::Options {
+        private: true,
+        ..sextant_fsutil::Options::default()
+    };
+    sextant_fsutil::write_atomic_with(path, text.as_bytes(), options).map_err(|e| {
         CommandError::failed(format!(
             "could not save the assistant settings to {}: {e}",
             path.display()
         ))
-    };
-    let dir = path.parent().unwrap_or(Path::new("."));
-    let mut file = tempfile::NamedTempFile::new_in(dir).map_err(fail)?;
-    let text = serde_json::to_string_pretty(settings).expect("plain data serializes");
-    std::io::Write::write_all(&mut file, text.as_bytes()).map_err(fail)?;
-    file.as_file().sync_all().map_err(fail)?;
-    file.persist(path).map_err(|e| fail(e.error))?;
-    Ok(())
+    })
 }
 
 fn chat_id(fields: &Map<String, Value>) -> Result<ChatId, CommandError> {

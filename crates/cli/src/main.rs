@@ -137,11 +137,16 @@ enum Command {
         #[arg(long, env = "SEXTANT_DATA_DIR")]
         data_dir: Option<PathBuf>,
     },
-    /// Serve the command registry to an agent over MCP (JSON-RPC on stdin/stdout).
+    /// Serve the command registry to an agent over MCP (JSON-RPC on stdin/stdout, or on a
+    /// loopback TCP port with --tcp).
     Mcp {
         /// Project to open; edits are auto-saved to it.
         #[arg(long)]
         project: Option<PathBuf>,
+        /// Serve on this TCP port of 127.0.0.1 instead of stdin/stdout, one MCP session per
+        /// connection, until Ctrl-C; 0 picks a free port. The address is printed on stderr.
+        #[arg(long, value_name = "PORT")]
+        tcp: Option<u16>,
         /// Consent for MCP clients to run DeviceGated commands (sending to devices).
         #[arg(long)]
         allow_device_control: bool,
@@ -222,11 +227,13 @@ fn run(cli: Cli) -> Result<()> {
         } => run_live(&project, seconds, csv, record, allow_process_sources),
         Command::Mcp {
             project,
+            tcp,
             allow_device_control,
             allow_process_sources,
             allow_folder,
         } => mcp(
             project,
+            tcp,
             sextant_mcp::McpOptions {
                 allow_device_control,
                 allow_process_sources,
@@ -482,10 +489,12 @@ async fn stop_requested() -> Result<()> {
     Ok(())
 }
 
-/// Serves MCP on stdin/stdout until the client hangs up or Ctrl-C. Stdout carries protocol
-/// messages only; anything meant for a person goes to stderr.
+/// Serves MCP on stdin/stdout until the client hangs up or Ctrl-C, or with `tcp` on that
+/// port of 127.0.0.1 (MCP over TCP has no authentication) until Ctrl-C. Stdout carries
+/// protocol messages only; anything meant for a person goes to stderr.
 fn mcp(
     project: Option<PathBuf>,
+    tcp: Option<u16>,
     options: sextant_mcp::McpOptions,
     allow_folder: Vec<PathBuf>,
 ) -> Result<()> {
@@ -496,17 +505,28 @@ fn mcp(
     let result = runtime.block_on(async move {
         let handle = sextant_runtime::Runtime::with_safeguards(ws, safeguards)
             .spawn(Some(Duration::from_secs(1)));
-        eprintln!(
-            "MCP server on stdin/stdout (device control {}; Ctrl-C stops)",
-            if allow_device_control {
-                "allowed"
-            } else {
-                "off"
+        let device_control = if allow_device_control {
+            "allowed"
+        } else {
+            "off"
+        };
+        if let Some(port) = tcp {
+            let addr = std::net::SocketAddr::from((std::net::Ipv4Addr::LOCALHOST, port));
+            let server = sextant_mcp::McpTcpServer::bind(addr, handle.clone(), options).await?;
+            // The bound address, on a line of its own, so a launcher asking for port 0 can
+            // read where to connect.
+            eprintln!(
+                "MCP server on {} (device control {device_control}; Ctrl-C stops)",
+                server.local_addr()
+            );
+            stop_requested().await?;
+            drop(server);
+        } else {
+            eprintln!("MCP server on stdin/stdout (device control {device_control}; Ctrl-C stops)");
+            tokio::select! {
+                served = sextant_mcp::serve_stdio(handle.clone(), options) => served?,
+                stop = stop_requested() => stop?,
             }
-        );
-        tokio::select! {
-            served = sextant_mcp::serve_stdio(handle.clone(), options) => served?,
-            stop = stop_requested() => stop?,
         }
         // The debounced auto-save may not have fired yet when the client leaves.
         handle

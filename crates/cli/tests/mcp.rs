@@ -253,3 +253,95 @@ fn device_control_is_the_users_flag() {
     let (status, _) = s.finish();
     assert!(status.success());
 }
+
+/// `sextant mcp --tcp 0`: the server picks a free port of 127.0.0.1, says which on stderr,
+/// and speaks the same newline-delimited JSON-RPC over the socket as on stdio.
+#[test]
+fn an_agent_drives_sextant_over_tcp() {
+    use std::net::{SocketAddr, TcpStream};
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["mcp", "--tcp", "0"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("the sextant binary runs");
+    // Killed however the test ends.
+    struct Kill(Child);
+    impl Drop for Kill {
+        fn drop(&mut self) {
+            let _ = self.0.kill();
+            let _ = self.0.wait();
+        }
+    }
+    let stderr = child.stderr.take().unwrap();
+    let _child = Kill(child);
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        for line in BufReader::new(stderr).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let addr: SocketAddr = loop {
+        let line = rx
+            .recv_timeout(TIMEOUT)
+            .expect("the server prints its address on stderr");
+        if let Some(rest) = line.strip_prefix("MCP server on ") {
+            let addr = rest.split_whitespace().next().unwrap();
+            break addr.parse().unwrap_or_else(|e| panic!("`{line}`: {e}"));
+        }
+    };
+    assert!(addr.ip().is_loopback(), "{addr}");
+    assert_ne!(addr.port(), 0, "the bound port, not the requested 0");
+
+    let stream = TcpStream::connect(addr).expect("the MCP port accepts");
+    stream.set_read_timeout(Some(TIMEOUT)).unwrap();
+    let mut lines = BufReader::new(stream.try_clone().unwrap()).lines();
+    let mut stream = stream;
+    // A request waits for its response; a notification (no id) does not.
+    let mut send = |id: Option<u64>, method: &str, params: Value| -> Value {
+        let mut message = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        if let Some(id) = id {
+            message["id"] = json!(id);
+        }
+        writeln!(stream, "{message}").unwrap();
+        let Some(id) = id else { return Value::Null };
+        loop {
+            let line = lines
+                .next()
+                .expect("the connection stays open")
+                .expect("the server answers in time");
+            let message: Value = serde_json::from_str(&line)
+                .unwrap_or_else(|e| panic!("the socket carries only JSON-RPC, got `{line}`: {e}"));
+            assert_eq!(message["jsonrpc"], "2.0", "{message}");
+            if message.get("id") == Some(&json!(id)) {
+                return message;
+            }
+        }
+    };
+    let init = send(
+        Some(1),
+        "initialize",
+        json!({
+            "protocolVersion": "2025-06-18",
+            "capabilities": {},
+            "clientInfo": {"name": "raw-json-rpc-test", "version": "0"}
+        }),
+    );
+    assert_eq!(init["result"]["serverInfo"]["name"], "sextant", "{init}");
+    assert!(
+        init["result"]["capabilities"]["tools"].is_object(),
+        "{init}"
+    );
+    send(None, "notifications/initialized", json!({}));
+    let list = send(Some(2), "tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().expect("a tool list");
+    assert!(
+        tools.iter().any(|t| t["name"] == "project_dataset_add"),
+        "{list}"
+    );
+}

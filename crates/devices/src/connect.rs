@@ -9,7 +9,7 @@ use std::sync::Arc;
 use sextant_telemetry::project::{Connection, Source as SourceConfig};
 
 use crate::ble::BleDriver;
-use crate::csv_replay::CsvReplayDriver;
+use crate::csv_replay::{CsvReplayDriver, RowFormat};
 use crate::modbus::ModbusDriver;
 use crate::mqtt::MqttDriver;
 use crate::net::{TcpDriver, UdpDriver};
@@ -123,6 +123,7 @@ pub fn start(
                 CsvReplayDriver {
                     path: PathBuf::from(path),
                     control,
+                    format: RowFormat::for_parser(&config.parser),
                 },
                 RunOptions {
                     reconnect: Reconnect::off(),

@@ -1,8 +1,11 @@
 //! The CSV player: a CSV export (`elapsed_s, Group/Dataset, …`) played back through the
 //! pipeline as if a device were sending its rows, with the replay controls of [`crate::replay`].
 //!
-//! Each row becomes one line `v1,v2,…\n` stamped with its `elapsed_s`, so a project whose
-//! source parses comma-separated lines (see [`project_for_csv`]) shows the same values.
+//! The file is read with the `csv` crate, the same one the export writes with, so quoted
+//! fields (a text value holding a comma, a quote or a line break) come back whole. Each row
+//! is sent stamped with its `elapsed_s`, in one of two forms ([`RowFormat`]): a JSON array
+//! of its fields on one line, which the project [`project_for_csv`] makes reads back exactly,
+//! or, for a project whose source parses comma-separated lines, the fields joined by commas.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -16,43 +19,99 @@ use sextant_telemetry::Timestamp;
 use crate::replay::{ReplayControl, ReplayLink, ReplayRecords};
 use crate::source::{DeviceError, Driver};
 
+/// How each row is sent to the pipeline.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum RowFormat {
+    /// `["1.25","say \"hi\"",""]` and a line break: every value survives, whatever it
+    /// holds; read by the JSON parser with the paths `[0]`, `[1]`, … (as [`project_for_csv`]
+    /// sets up).
+    #[default]
+    JsonArray,
+    /// `1.25,say "hi",` and a line break, for projects that parse comma-separated lines; a
+    /// value holding a comma or a line break does not survive this form.
+    Lines,
+}
+
+impl RowFormat {
+    /// The form a source with `parser` reads: JSON arrays for the JSON parser, lines for
+    /// every other.
+    pub fn for_parser(parser: &ParserConfig) -> RowFormat {
+        match parser {
+            ParserConfig::Json { .. } => RowFormat::JsonArray,
+            _ => RowFormat::Lines,
+        }
+    }
+
+    fn encode(self, fields: &csv::StringRecord) -> Bytes {
+        let values = fields.iter().skip(1);
+        let mut out = match self {
+            RowFormat::JsonArray => {
+                serde_json::to_string(&values.collect::<Vec<_>>()).expect("strings serialize")
+            }
+            RowFormat::Lines => values.collect::<Vec<_>>().join(","),
+        };
+        out.push('\n');
+        Bytes::from(out)
+    }
+}
+
 /// Rows of a CSV export, ready to replay.
 pub struct CsvRecords {
     times: Vec<u64>,
-    lines: Vec<Bytes>,
+    rows: Vec<csv::StringRecord>,
+    format: RowFormat,
 }
 
-/// Splits one CSV line (RFC 4180 quoting, no embedded line breaks).
-pub fn split_csv_line(line: &str) -> Vec<String> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut quoted = false;
-    let mut chars = line.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '"' if quoted && chars.peek() == Some(&'"') => {
-                field.push('"');
-                chars.next();
-            }
-            '"' => quoted = !quoted,
-            ',' if !quoted => fields.push(std::mem::take(&mut field)),
-            other => field.push(other),
-        }
+impl CsvRecords {
+    /// Sends the rows in `format` (JSON arrays unless set).
+    pub fn with_format(self, format: RowFormat) -> CsvRecords {
+        CsvRecords { format, ..self }
     }
-    fields.push(field);
-    fields
+}
+
+/// The line (from 1) a record of `text` starts on. The `csv` crate's position of a record
+/// is where it began reading it, before the empty lines (and, with `comments`, the `#`
+/// lines) it skipped on the way.
+pub(crate) fn record_line(text: &str, position: &csv::Position, comments: bool) -> usize {
+    let mut rest = text.get(position.byte() as usize..).unwrap_or_default();
+    let mut skipped = 0;
+    loop {
+        let after = if let Some(r) = rest.strip_prefix("\r\n") {
+            r
+        } else if let Some(r) = rest.strip_prefix(['\n', '\r']) {
+            r
+        } else if comments && rest.starts_with('#') {
+            rest.split_once('\n').map_or("", |(_, r)| r)
+        } else {
+            break;
+        };
+        skipped += 1;
+        rest = after;
+    }
+    position.line() as usize + skipped
 }
 
 /// Reads a CSV export: its dataset columns and its rows.
 pub fn load_csv(path: &Path) -> Result<(Vec<String>, CsvRecords), DeviceError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| DeviceError::fatal(format!("could not read {}: {e}", path.display())))?;
-    let mut lines = text.lines().enumerate();
-    let (_, header) = lines
-        .next()
-        .ok_or_else(|| DeviceError::fatal(format!("{} is empty", path.display())))?;
-    let header = split_csv_line(header.trim_start_matches('\u{feff}'));
-    if header.first().map(|h| h.trim()) != Some("elapsed_s") || header.len() < 2 {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .from_reader(text.as_bytes());
+    let malformed = |e: csv::Error| {
+        DeviceError::fatal(format!(
+            "{} is not a readable CSV file: {e}",
+            path.display()
+        ))
+    };
+    let mut records = reader.records();
+    let header = match records.next() {
+        Some(header) => header.map_err(malformed)?,
+        None => return Err(DeviceError::fatal(format!("{} is empty", path.display()))),
+    };
+    if header.get(0).map(str::trim) != Some("elapsed_s") || header.len() < 2 {
         return Err(DeviceError::fatal(format!(
             "{} is not a Sextant CSV export: its first column must be `elapsed_s`, then one per dataset",
             path.display()
@@ -60,30 +119,27 @@ pub fn load_csv(path: &Path) -> Result<(Vec<String>, CsvRecords), DeviceError> {
     }
     let mut times = Vec::new();
     let mut rows = Vec::new();
-    for (n, line) in lines {
-        if line.trim().is_empty() {
+    for record in records {
+        let record = record.map_err(malformed)?;
+        if record.iter().all(|f| f.trim().is_empty()) {
             continue;
         }
-        let fields = split_csv_line(line);
-        let elapsed: f64 = fields[0].trim().parse().map_err(|_| {
+        let line = record.position().map_or(0, |p| record_line(text, p, false));
+        let time = record.get(0).unwrap_or_default();
+        let elapsed: f64 = time.trim().parse().map_err(|_| {
             DeviceError::fatal(format!(
-                "{} line {}: `{}` is not a time in seconds",
+                "{} line {line}: `{time}` is not a time in seconds",
                 path.display(),
-                n + 1,
-                fields[0]
             ))
         })?;
         if !(elapsed.is_finite() && elapsed >= 0.0) {
             return Err(DeviceError::fatal(format!(
-                "{} line {}: negative or invalid time",
+                "{} line {line}: negative or invalid time",
                 path.display(),
-                n + 1
             )));
         }
-        let mut out = fields[1..].join(",");
-        out.push('\n');
         times.push((elapsed * 1e9).round() as u64);
-        rows.push(Bytes::from(out));
+        rows.push(record);
     }
     // Replay needs play order to be time order; an edited file may not be.
     if times.windows(2).any(|w| w[1] < w[0]) {
@@ -92,7 +148,15 @@ pub fn load_csv(path: &Path) -> Result<(Vec<String>, CsvRecords), DeviceError> {
             path.display()
         )));
     }
-    Ok((header[1..].to_vec(), CsvRecords { times, lines: rows }))
+    let columns = header.iter().skip(1).map(String::from).collect();
+    Ok((
+        columns,
+        CsvRecords {
+            times,
+            rows,
+            format: RowFormat::default(),
+        },
+    ))
 }
 
 impl ReplayRecords for CsvRecords {
@@ -103,7 +167,7 @@ impl ReplayRecords for CsvRecords {
     fn load(&mut self, i: usize) -> Result<(Bytes, Timestamp), DeviceError> {
         let t = self.times[i];
         Ok((
-            self.lines[i].clone(),
+            self.format.encode(&self.rows[i]),
             Timestamp {
                 elapsed_ns: t,
                 unix_ns: 0,
@@ -116,6 +180,8 @@ impl ReplayRecords for CsvRecords {
 pub struct CsvReplayDriver {
     pub path: PathBuf,
     pub control: Arc<ReplayControl>,
+    /// The form the source's parser reads ([`RowFormat::for_parser`]).
+    pub format: RowFormat,
 }
 
 impl Driver for CsvReplayDriver {
@@ -127,14 +193,19 @@ impl Driver for CsvReplayDriver {
 
     async fn open(&mut self) -> Result<Self::Link, DeviceError> {
         let path = self.path.clone();
+        let format = self.format;
         let (_, records) = tokio::task::spawn_blocking(move || load_csv(&path))
             .await
             .map_err(|e| DeviceError::fatal(format!("reading the CSV failed: {e}")))??;
-        Ok(ReplayLink::new(records, self.control.clone()))
+        Ok(ReplayLink::new(
+            records.with_format(format),
+            self.control.clone(),
+        ))
     }
 }
 
-/// A project that plays `path`: one group per `Group/` prefix, one dataset per column.
+/// A project that plays `path`: one group per `Group/` prefix, one dataset per column, read
+/// from the rows as JSON arrays ([`RowFormat::JsonArray`]).
 pub fn project_for_csv(columns: &[String], path: &Path, speed: f64) -> Project {
     let mut groups: Vec<Group> = Vec::new();
     for (i, column) in columns.iter().enumerate() {
@@ -172,8 +243,8 @@ pub fn project_for_csv(columns: &[String], path: &Path, speed: f64) -> Project {
                 path: path.display().to_string(),
                 speed,
             },
-            parser: ParserConfig::Delimited {
-                separator: ",".into(),
+            parser: ParserConfig::Json {
+                paths: (0..columns.len()).map(|i| format!("[{i}]")).collect(),
             },
             ..Source::default()
         }],
@@ -184,13 +255,32 @@ pub fn project_for_csv(columns: &[String], path: &Path, speed: f64) -> Project {
 
 #[cfg(test)]
 mod tests {
-    use super::split_csv_line;
+    use super::*;
 
     #[test]
-    fn quoted_fields() {
+    fn rows_encode_in_both_forms() {
+        let row = csv::StringRecord::from(vec!["0.5", "1.25", "a,\"b\"\nc", ""]);
         assert_eq!(
-            split_csv_line(r#"1,"a,b","say ""hi""",,x"#),
-            vec!["1", "a,b", r#"say "hi""#, "", "x"]
+            RowFormat::JsonArray.encode(&row),
+            "[\"1.25\",\"a,\\\"b\\\"\\nc\",\"\"]\n"
         );
+        assert_eq!(RowFormat::Lines.encode(&row), "1.25,a,\"b\"\nc,\n");
+        assert_eq!(
+            RowFormat::for_parser(&ParserConfig::Json { paths: vec![] }),
+            RowFormat::JsonArray
+        );
+        assert_eq!(
+            RowFormat::for_parser(&ParserConfig::QuickPlot),
+            RowFormat::Lines
+        );
+    }
+
+    #[test]
+    fn errors_name_the_line_past_blank_lines_and_quoted_breaks() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.csv");
+        std::fs::write(&path, "elapsed_s,G/a\n0,\"two\nlines\"\n\n\r\nsoon,2\n").unwrap();
+        let e = load_csv(&path).err().unwrap().to_string();
+        assert!(e.contains("line 6: `soon` is not a time"), "{e}");
     }
 }

@@ -116,13 +116,23 @@ impl Link for ProcessLink {
 }
 
 /// Reads a named pipe (FIFO), staying connected as writers come and go.
+///
+/// FIFOs are a Unix thing; elsewhere opening one fails with an error that says so (Windows'
+/// named pipes are a different, server-and-client API).
 pub struct NamedPipeDriver {
     pub path: String,
 }
 
+#[cfg(unix)]
 pub struct PipeLink {
     pipe: tokio::net::unix::pipe::Receiver,
     buf: BytesMut,
+}
+
+/// Never made: [`NamedPipeDriver::open`] fails on this platform.
+#[cfg(not(unix))]
+pub struct PipeLink {
+    never: std::convert::Infallible,
 }
 
 impl Driver for NamedPipeDriver {
@@ -132,6 +142,7 @@ impl Driver for NamedPipeDriver {
         format!("pipe {}", self.path)
     }
 
+    #[cfg(unix)]
     async fn open(&mut self) -> Result<PipeLink, DeviceError> {
         // Read-write on purpose: a FIFO opened read-only blocks the open until a writer
         // comes, and reads end-of-file whenever the last writer closes, so data written
@@ -156,9 +167,19 @@ impl Driver for NamedPipeDriver {
             buf: BytesMut::with_capacity(64 * 1024),
         })
     }
+
+    #[cfg(not(unix))]
+    async fn open(&mut self) -> Result<PipeLink, DeviceError> {
+        Err(DeviceError::fatal(format!(
+            "{}: named pipes (FIFOs) are a Unix feature; on this system read the data \
+             through a process source or a TCP/UDP socket",
+            self.path
+        )))
+    }
 }
 
 impl Link for PipeLink {
+    #[cfg(unix)]
     async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
         self.buf.reserve(64 * 1024);
         match self.pipe.read_buf(&mut self.buf).await {
@@ -166,5 +187,10 @@ impl Link for PipeLink {
             Ok(_) => Ok(Some((self.buf.split().freeze(), None))),
             Err(e) => Err(DeviceError::transient(format!("pipe read failed: {e}"))),
         }
+    }
+
+    #[cfg(not(unix))]
+    async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
+        match self.never {}
     }
 }

@@ -41,12 +41,7 @@ pub struct MqttPublisherSink {
 }
 
 fn csv_line(t: f64, values: &[Value]) -> String {
-    let mut line = format!("{t:.6}");
-    for v in values {
-        line.push(',');
-        line.push_str(&sextant_telemetry::csv::escape(&v.to_string()));
-    }
-    line
+    sextant_telemetry::csv::record(t, values)
 }
 
 fn json_payload(t: f64, columns: &[String], values: &[Value]) -> String {

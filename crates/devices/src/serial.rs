@@ -29,7 +29,8 @@ pub struct PortInfo {
     pub description: String,
 }
 
-/// Ports present right now (call again to refresh after a hot-plug).
+/// Ports present right now (behind `io.listSerialPorts`; call again after a device is
+/// plugged in or out – nothing watches for it).
 pub fn list_ports() -> Vec<PortInfo> {
     let mut ports: Vec<PortInfo> = serialport::available_ports()
         .unwrap_or_default()
@@ -153,21 +154,13 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
         })
         .timeout(Duration::from_millis(50));
     let mut port = builder.open().map_err(|e| open_error(&s.port, &e))?;
-    // Never run at a rate the user did not ask for: read the rate back and refuse a mismatch.
-    match port.baud_rate() {
-        Ok(actual) if actual != s.baud => {
-            return Err(DeviceError::fatal(format!(
-            "{} cannot run at {} baud (the driver set {actual}); pick a rate the adapter supports",
-            s.port, s.baud
-        )))
-        }
-        Err(e) => return Err(open_error(&s.port, &e)),
-        Ok(_) => {}
-    }
+    check_baud(&s.port, s.baud, port.baud_rate())?;
     // DTR/RTS are meaningless (and refused) under hardware flow control.
     if s.flow_control != FlowControl::RtsCts {
-        let _ = port.write_data_terminal_ready(s.dtr);
-        let _ = port.write_request_to_send(s.rts);
+        let dtr = port.write_data_terminal_ready(s.dtr);
+        set_control_line(&mut *port, &s.port, "DTR", s.dtr, dtr)?;
+        let rts = port.write_request_to_send(s.rts);
+        set_control_line(&mut *port, &s.port, "RTS", s.rts, rts)?;
     }
     let writer = port
         .try_clone()
@@ -182,6 +175,83 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
         rx,
         writer: Some(writer),
         name,
+    })
+}
+
+/// Never runs at a rate the user did not ask for: `read_back` is the rate the OS reports
+/// for the open port, and anything but `requested` (a driver that rounded or fell back)
+/// refuses the port.
+fn check_baud(
+    name: &str,
+    requested: u32,
+    read_back: serialport::Result<u32>,
+) -> Result<(), DeviceError> {
+    match read_back {
+        Ok(actual) if actual == requested => Ok(()),
+        Ok(actual) => Err(DeviceError::fatal(format!(
+            "{name} cannot run at {requested} baud (the driver set {actual}); pick a rate the adapter supports"
+        ))),
+        Err(e) => Err(open_error(name, &e)),
+    }
+}
+
+/// Judges the result of setting a modem control line (`DTR` or `RTS`) to `level`.
+///
+/// A port that has no modem control lines at all – a pseudo-terminal, many virtual ports –
+/// refuses every such request, and reading the lines fails too; there is nothing to set,
+/// so that is logged and the port is used. A port that has the lines but refused to set
+/// one fails the open with an error naming the line, the level and the port.
+fn set_control_line(
+    port: &mut dyn SerialPort,
+    name: &str,
+    line: &str,
+    level: bool,
+    result: serialport::Result<()>,
+) -> Result<(), DeviceError> {
+    let Err(e) = result else { return Ok(()) };
+    let has_lines = port.read_carrier_detect().is_ok();
+    match control_line_error(name, line, level, &e, has_lines) {
+        Some(error) => Err(error),
+        None => {
+            tracing::warn!(
+                "{name} has no modem control lines ({e}); {line} is not set {}",
+                level_name(level)
+            );
+            Ok(())
+        }
+    }
+}
+
+fn level_name(level: bool) -> &'static str {
+    if level {
+        "high"
+    } else {
+        "low"
+    }
+}
+
+/// The error for a control line that could not be set, or `None` when the port has no
+/// modem control lines (`has_lines` false), so there was nothing to set.
+fn control_line_error(
+    name: &str,
+    line: &str,
+    level: bool,
+    error: &serialport::Error,
+    has_lines: bool,
+) -> Option<DeviceError> {
+    if !has_lines {
+        return None;
+    }
+    let message = format!(
+        "could not set {line} {} on {name}: {error} (the port refused its modem control line)",
+        level_name(level)
+    );
+    Some(match error.kind() {
+        // The adapter went away between the open and this call: worth retrying.
+        serialport::ErrorKind::NoDevice | serialport::ErrorKind::Io(_) => {
+            DeviceError::transient(message)
+        }
+        _ => DeviceError::fatal(message),
     })
 }
 
@@ -253,40 +323,64 @@ impl Link for SerialLink {
     }
 }
 
-/// A change in the set of serial ports.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum PortEvent {
-    Added(PortInfo),
-    Removed(PortInfo),
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
 
-/// Watches for ports appearing and disappearing (USB hot-plug) by polling the OS list.
-///
-/// Polling every second is what desktop serial tools do on every OS; it needs no
-/// platform-specific notification API and costs one directory scan.
-pub fn watch_ports(interval: Duration) -> mpsc::Receiver<PortEvent> {
-    let (tx, rx) = mpsc::channel(64);
-    tokio::spawn(async move {
-        let mut known = tokio::task::spawn_blocking(list_ports)
-            .await
-            .unwrap_or_default();
-        loop {
-            tokio::time::sleep(interval).await;
-            let now = tokio::task::spawn_blocking(list_ports)
-                .await
-                .unwrap_or_default();
-            for p in now.iter().filter(|p| !known.contains(p)) {
-                if tx.send(PortEvent::Added(p.clone())).await.is_err() {
-                    return;
-                }
-            }
-            for p in known.iter().filter(|p| !now.contains(p)) {
-                if tx.send(PortEvent::Removed(p.clone())).await.is_err() {
-                    return;
-                }
-            }
-            known = now;
+    #[test]
+    fn a_rate_that_reads_back_different_is_refused() {
+        // What a USB bridge does with a rate it cannot divide down to: round or fall back.
+        // (A pseudo-terminal stores any rate exactly, so the serial tests cannot show this.)
+        for (requested, actual) in [(250_000, 230_400), (3_000_000, 9_600), (1_000_000, 0)] {
+            let e = check_baud("/dev/ttyUSB0", requested, Ok(actual)).unwrap_err();
+            assert!(matches!(e, DeviceError::Fatal(_)), "{e:?}");
+            assert_eq!(
+                e.to_string(),
+                format!(
+                    "/dev/ttyUSB0 cannot run at {requested} baud (the driver set {actual}); pick a rate the adapter supports"
+                )
+            );
         }
-    });
-    rx
+    }
+
+    #[test]
+    fn a_rate_that_reads_back_equal_is_used() {
+        for rate in [300, 115_200, 1_234_567, MAX_BAUD] {
+            assert!(check_baud("COM3", rate, Ok(rate)).is_ok());
+        }
+    }
+
+    #[test]
+    fn a_rate_that_cannot_be_read_back_is_an_open_error() {
+        let gone = serialport::Error::new(serialport::ErrorKind::NoDevice, "No such device");
+        let e = check_baud("/dev/ttyACM0", 115_200, Err(gone)).unwrap_err();
+        assert!(matches!(e, DeviceError::Transient(_)), "{e:?}");
+        assert!(e.to_string().contains("/dev/ttyACM0 is not present"), "{e}");
+    }
+
+    #[test]
+    fn a_refused_control_line_is_an_error_naming_line_level_and_port() {
+        let refused = serialport::Error::new(serialport::ErrorKind::Unknown, "Invalid argument");
+        let e = control_line_error("/dev/ttyUSB0", "DTR", true, &refused, true).unwrap();
+        assert!(matches!(e, DeviceError::Fatal(_)), "{e:?}");
+        let shown = e.to_string();
+        assert!(
+            shown
+                == "could not set DTR high on /dev/ttyUSB0: Invalid argument (the port refused its modem control line)",
+            "{shown}"
+        );
+        let gone = serialport::Error::new(serialport::ErrorKind::NoDevice, "No such device");
+        let e = control_line_error("COM3", "RTS", false, &gone, true).unwrap();
+        assert!(matches!(e, DeviceError::Transient(_)), "{e:?}");
+        assert!(
+            e.to_string().starts_with("could not set RTS low on COM3"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_port_without_modem_lines_has_nothing_to_set() {
+        let refused = serialport::Error::new(serialport::ErrorKind::Unknown, "Not a typewriter");
+        assert!(control_line_error("/dev/pts/3", "DTR", true, &refused, false).is_none());
+    }
 }

@@ -9,7 +9,6 @@
 
 mod common;
 
-use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::OnceLock;
@@ -73,15 +72,8 @@ fn python() -> Option<PathBuf> {
     static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
     match FOUND.get_or_init(find_python) {
         Ok(p) => Some(p.clone()),
-        Err(why) if std::env::var_os("CI").is_some() => {
-            panic!("required test component `pymodbus` is missing: {why}")
-        }
         Err(why) => {
-            // Straight to stderr: the test harness swallows `eprintln!` of passing tests.
-            let _ = writeln!(
-                std::io::stderr(),
-                "\n*** SKIPPED: {why}; this test did not run ***\n"
-            );
+            common::unavailable("pymodbus", why);
             None
         }
     }

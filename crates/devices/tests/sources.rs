@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use sextant_devices::capture::{CaptureReader, CaptureWriter};
 use sextant_devices::net::{TcpDriver, UdpDriver};
-use sextant_devices::process::{NamedPipeDriver, ProcessDriver};
+use sextant_devices::process::ProcessDriver;
 use sextant_devices::replay::{ReplayControl, ReplayDriver};
 use sextant_devices::sim_source::SimulatorDriver;
 use sextant_devices::simulator::{demo_project, demo_settings};
@@ -179,8 +179,10 @@ async fn process_output_is_read_and_its_exit_reported() {
     assert!(st.to_string().contains("was not found"), "{st}");
 }
 
+#[cfg(unix)]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn named_pipe_is_read_across_writers() {
+    use sextant_devices::process::NamedPipeDriver;
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("feed");
     let ok = std::process::Command::new("mkfifo")
@@ -499,4 +501,130 @@ async fn udp_joins_a_multicast_group_on_the_chosen_interface() {
         .wait_for(|s| matches!(s, Status::Error(_)))
         .await;
     assert!(st.to_string().contains("interface address"), "{st}");
+}
+
+/// Collects every frame's values.
+struct Collect(std::sync::Arc<std::sync::Mutex<Vec<Vec<sextant_telemetry::Value>>>>);
+
+impl FrameSink for Collect {
+    fn frame(
+        &mut self,
+        event: &sextant_telemetry::FrameEvent<'_>,
+        _: &[sextant_telemetry::pipeline::DatasetInfo],
+    ) {
+        self.0.lock().unwrap().push(event.values.to_vec());
+    }
+}
+
+/// The CSV export and the CSV player are one CSV implementation: a text value holding a
+/// line break, commas and quotes is exported quoted, read back whole, and replays to the
+/// same values and the same CSV.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn csv_export_replays_text_with_line_breaks_commas_and_quotes() {
+    use sextant_devices::connect::{start, NoSecrets};
+    use sextant_devices::csv_replay::{load_csv, project_for_csv};
+    use sextant_devices::source::Chunk;
+    use sextant_telemetry::project::{Dataset, Group, ParserConfig, Project, Source as Config};
+    use sextant_telemetry::{Timestamp, Value};
+
+    let dir = tempfile::tempdir().unwrap();
+    let live_csv = dir.path().join("live.csv");
+    let replay_csv = dir.path().join("replay.csv");
+    let dataset = |i: u32, title: &str| Dataset {
+        id: format!("ds-{i}"),
+        title: title.into(),
+        index: i,
+        ..Dataset::default()
+    };
+    let project = Project {
+        sources: vec![Config {
+            parser: ParserConfig::Json {
+                paths: vec!["n".into(), "t".into(), "e".into()],
+            },
+            ..Config::default()
+        }],
+        groups: vec![Group {
+            id: "grp-1".into(),
+            title: "Log".into(),
+            datasets: vec![
+                dataset(1, "level"),
+                dataset(2, "message, full"),
+                dataset(3, "empty"),
+            ],
+            ..Group::default()
+        }],
+        ..Project::default()
+    };
+    let text = "line one\nsays \"hi\", then, \"bye\"";
+    let frames = [
+        serde_json::json!({"n": 1.5, "t": text, "e": null}),
+        serde_json::json!({"n": -2, "t": "plain", "e": null}),
+        serde_json::json!({"n": 3, "t": "a,b", "e": null}),
+    ];
+
+    // Live: frames through the pipeline into the CSV export.
+    let live_values = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let wiring = Wiring::start(
+        Pipeline::new(&project).unwrap(),
+        vec![(0, rx)],
+        vec![
+            Box::new(CsvSink::new(&live_csv)),
+            Box::new(Collect(live_values.clone())),
+        ],
+        WiringOptions::default(),
+    );
+    for (i, frame) in frames.iter().enumerate() {
+        tx.send(Chunk {
+            data: format!("{frame}\n").into(),
+            timestamp: Timestamp {
+                elapsed_ns: i as u64 * 250_000_000,
+                unix_ns: 0,
+            },
+        })
+        .await
+        .unwrap();
+    }
+    drop(tx);
+    wiring.join();
+    let live_values = live_values.lock().unwrap().clone();
+    assert_eq!(live_values.len(), 3);
+    assert_eq!(live_values[0][1], Value::Text(text.into()));
+    let live = std::fs::read_to_string(&live_csv).unwrap();
+    assert!(
+        live.contains("\"line one\nsays \"\"hi\"\", then, \"\"bye\"\"\""),
+        "the text is exported quoted: {live}"
+    );
+
+    // Replay: the CSV player's project and driver, through a fresh pipeline.
+    let (columns, _) = load_csv(&live_csv).unwrap();
+    assert_eq!(columns, ["Log/level", "Log/message, full", "Log/empty"]);
+    let replay_project = project_for_csv(&columns, &live_csv, 0.0);
+    let (source, _) = start(
+        &replay_project.sources[0],
+        0,
+        RunOptions {
+            reconnect: Reconnect::off(),
+            ..RunOptions::default()
+        },
+        &NoSecrets,
+    )
+    .unwrap();
+    let (chunks, h) = source.into_parts();
+    let replayed_values = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let wiring = Wiring::start(
+        Pipeline::new(&replay_project).unwrap(),
+        vec![(0, chunks)],
+        vec![
+            Box::new(CsvSink::new(&replay_csv)),
+            Box::new(Collect(replayed_values.clone())),
+        ],
+        WiringOptions::default(),
+    );
+    h.wait_for(|s| *s == Status::Finished).await;
+    h.close().await;
+    let pipeline = wiring.join();
+    assert_eq!(pipeline.stats(0).unwrap().parse_errors, 0);
+    assert_eq!(*replayed_values.lock().unwrap(), live_values);
+    assert_eq!(std::fs::read_to_string(&replay_csv).unwrap(), live);
 }

@@ -7,13 +7,14 @@
 //! two keys in one file.
 //!
 //! Every read-modify-write holds one process-wide lock, and every write replaces the file
-//! atomically (a temporary file in the same directory, fsync, rename), so a crash leaves
+//! atomically (`sextant_fsutil`: a temporary file in the same directory, fsync, rename,
+//! fsync the directory), so a crash leaves
 //! either the old file or the new one. Two *processes* writing at the same moment can
 //! still lose one of the two updates (last writer wins); Sextant runs one app per user.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{self, Write};
+use std::io;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, MutexGuard};
 
@@ -190,7 +191,7 @@ impl FileStore {
         let path = self.secrets_path();
         let mut bytes = serde_json::to_vec_pretty(document).expect("plain data serializes");
         bytes.push(b'\n');
-        write_atomically(&self.dir, &path, &bytes, Replace::Yes)?;
+        write_atomically(&path, &bytes, Replace::Yes)?;
         Ok(())
     }
 
@@ -220,7 +221,7 @@ impl FileStore {
             reason: e.to_string(),
         })?;
         let key = Zeroizing::new(key.to_vec());
-        match write_atomically(&self.dir, &path, &key, Replace::No) {
+        match write_atomically(&path, &key, Replace::No) {
             Ok(()) => {
                 tracing::info!("created the secrets key `{}`", path.display());
                 Ok(key)
@@ -322,35 +323,16 @@ enum Replace {
     No,
 }
 
-/// Writes `bytes` to a temporary file in `dir` (mode 0600 on Unix), flushes it to disk and
-/// renames it over `path` – or, with `Replace::No`, fails with `AlreadyExists` when `path`
-/// exists. Then flushes the directory, so the rename itself survives a crash.
-fn write_atomically(dir: &Path, path: &Path, bytes: &[u8], replace: Replace) -> Result<()> {
-    let mut temp = tempfile::Builder::new()
-        .prefix(".sextant-secrets.")
-        .suffix(".tmp")
-        .tempfile_in(dir)
-        .map_err(|e| io_error("create a temporary file in", dir, e))?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        temp.as_file()
-            .set_permissions(fs::Permissions::from_mode(0o600))
-            .map_err(|e| io_error("set the permissions of", temp.path(), e))?;
-    }
-    temp.write_all(bytes)
-        .and_then(|()| temp.as_file().sync_all())
-        .map_err(|e| io_error("write", temp.path(), e))?;
-    let persisted = match replace {
-        Replace::Yes => temp.persist(path),
-        Replace::No => temp.persist_noclobber(path),
+/// Writes `bytes` over `path` with [`sextant_fsutil::write_atomic_with`] (a temporary file
+/// in the same directory, mode 0600 on Unix from the start, flushed, renamed, then the
+/// directory flushed) – or, with `Replace::No`, fails with `AlreadyExists` when `path`
+/// exists.
+fn write_atomically(path: &Path, bytes: &[u8], replace: Replace) -> Result<()> {
+    let options = sextant_fsutil::Options {
+        private: true,
+        no_replace: matches!(replace, Replace::No),
     };
-    persisted.map_err(|e| io_error("write", path, e.error))?;
-    #[cfg(unix)]
-    if let Err(e) = fs::File::open(dir).and_then(|d| d.sync_all()) {
-        tracing::warn!("could not flush the directory `{}`: {e}", dir.display());
-    }
-    Ok(())
+    sextant_fsutil::write_atomic_with(path, bytes, options).map_err(|e| io_error("write", path, e))
 }
 
 fn create_dir(dir: &Path) -> Result<()> {

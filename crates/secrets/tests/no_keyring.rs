@@ -1,6 +1,8 @@
 //! Without a reachable Secret Service, `open` falls back to the encrypted file. Its own
 //! binary: it points `DBUS_SESSION_BUS_ADDRESS` at a socket that does not exist, which
-//! libdbus reads once per process.
+//! libdbus reads once per process. Only on Linux is the keyring found over D-Bus (elsewhere
+//! the OS keyring is always there), so this binary is empty on other systems.
+#![cfg(target_os = "linux")]
 
 use sextant_secrets::{Backend, SecretError, SecretStore};
 

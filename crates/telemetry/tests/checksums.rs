@@ -61,3 +61,39 @@ fn long_inputs_do_not_overflow() {
     }
     assert_eq!(ChecksumKind::Adler32.compute(&data), (b << 16) | a);
 }
+
+/// Every kind's value over the catalogue's check string `"123456789"`, against the
+/// names the docs use (those of the catalogue of parametrised CRC algorithms): `crc16` is
+/// CCITT-FALSE (29B1), `crc16-ccitt` is XMODEM (31C3), and neither is CRC-16/ARC (BB3D).
+#[test]
+fn check_string_matches_the_catalogue_names() {
+    let catalogue = [
+        (ChecksumKind::Xor8, 0x31, "XOR-8"),
+        (ChecksumKind::Mod256, 0xDD, "MOD-256"),
+        (ChecksumKind::Crc8, 0xF7, "CRC-8/NRSC-5"),
+        (ChecksumKind::Crc16, 0x29B1, "CRC-16/IBM-3740 (CCITT-FALSE)"),
+        (ChecksumKind::Crc16Modbus, 0x4B37, "CRC-16/MODBUS"),
+        (ChecksumKind::Crc16Ccitt, 0x31C3, "CRC-16/XMODEM"),
+        (ChecksumKind::Fletcher16, 0x1EDE, "Fletcher-16"),
+        (ChecksumKind::Crc32, 0xCBF4_3926, "CRC-32/ISO-HDLC"),
+        (ChecksumKind::Adler32, 0x091E_01DE, "Adler-32"),
+    ];
+    let named: Vec<ChecksumKind> = catalogue.iter().map(|(k, _, _)| *k).collect();
+    let every: Vec<ChecksumKind> = ChecksumKind::ALL
+        .into_iter()
+        .filter(|k| !k.is_none())
+        .collect();
+    assert_eq!(named, every, "every checksum kind has its catalogue entry");
+    for (kind, check, name) in catalogue {
+        assert_eq!(
+            kind.compute(b"123456789"),
+            check,
+            "{kind:?} must be {name} (check value {check:X})"
+        );
+        assert_ne!(
+            kind.compute(b"123456789"),
+            0xBB3D,
+            "{kind:?} is not CRC-16/ARC"
+        );
+    }
+}

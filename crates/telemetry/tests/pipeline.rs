@@ -268,7 +268,7 @@ fn csv_writer_header_rows_and_escaping() {
     .unwrap();
     w.write_row(1.0, &[Value::Null, Value::Number(-2.0)])
         .unwrap();
-    let text = String::from_utf8(w.into_inner()).unwrap();
+    let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
     assert_eq!(
         text,
         "elapsed_s,G/a,\"G/b,c\"\n0.500000,1.25,\"say \"\"hi\"\"\"\n1.000000,,-2\n"

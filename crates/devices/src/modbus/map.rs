@@ -29,10 +29,11 @@
 //! The first line may be a header naming the columns (a line with two or more known column
 //! names is taken for one); then they may come in any order, and
 //! columns named `description`, `comment` or `notes` are ignored. Without a header the
-//! columns are positional as above and only the first three are required. Fields may be
-//! quoted with `"` (a doubled `""` is a quote) to hold the separator. A file whose first line
-//! has semicolons and no commas is read with `;` as the separator. Blank lines and lines
-//! starting with `#` are skipped.
+//! columns are positional as above and only the first three are required. The file is
+//! read with the `csv` crate: fields may be quoted with `"` (a doubled `""` is a quote) to
+//! hold the separator; a quoted field starts with its quote and ends on its line. A file
+//! whose first line has semicolons and no commas is read with `;` as the separator. Blank
+//! lines and lines starting with `#` are skipped.
 //!
 //! Registers of the same kind at adjacent or overlapping addresses are read by one group,
 //! so a map never makes the device answer for addresses it did not list. Groups are
@@ -44,6 +45,7 @@ use sextant_telemetry::project::{
 };
 
 use super::{kind_name, parse_u16, slot_of};
+use crate::csv_replay::record_line;
 
 /// Why a register map could not be read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -184,13 +186,12 @@ fn group(kind: RegisterKind, (start, end): (u32, u32)) -> RegisterGroup {
 }
 
 fn read_rows(text: &str) -> Result<Vec<Row>, RegisterMapError> {
-    let mut lines = text
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let Some(first) = text
         .lines()
-        .enumerate()
-        .map(|(i, l)| (i + 1, l.trim_start_matches('\u{feff}')))
-        .filter(|(_, l)| !l.trim().is_empty() && !l.trim_start().starts_with('#'))
-        .peekable();
-    let Some(&(_, first)) = lines.peek() else {
+        .map(str::trim)
+        .find(|l| !l.is_empty() && !l.starts_with('#'))
+    else {
         return Ok(Vec::new());
     };
     let separator = if first.contains(';') && !first.contains(',') {
@@ -198,11 +199,12 @@ fn read_rows(text: &str) -> Result<Vec<Row>, RegisterMapError> {
     } else {
         ','
     };
+    let records = records(text, separator)?;
+    let mut records = records.into_iter().peekable();
     // Column positions: by header when there is one, else the documented order.
     let mut columns: Vec<Option<usize>> = (0..COLUMNS.len()).map(Some).collect();
     let mut positional = true;
-    if let Some(&(line, text)) = lines.peek() {
-        let fields = split_fields(text, separator).map_err(|m| err(line, m))?;
+    if let Some((line, fields)) = records.peek() {
         // A data row has at most a name and units that could pass for column names.
         let known = fields
             .iter()
@@ -210,14 +212,13 @@ fn read_rows(text: &str) -> Result<Vec<Row>, RegisterMapError> {
             .filter(|f| COLUMNS.contains(&f.as_str()) || IGNORED_COLUMNS.contains(&f.as_str()))
             .count();
         if known >= 2 {
-            columns = header(&fields).map_err(|m| err(line, m))?;
+            columns = header(fields).map_err(|m| err(*line, m))?;
             positional = false;
-            lines.next();
+            records.next();
         }
     }
     let mut rows = Vec::new();
-    for (line, text) in lines {
-        let fields = split_fields(text, separator).map_err(|m| err(line, m))?;
+    for (line, fields) in records {
         let field = |c: usize| -> &str {
             columns[c]
                 .and_then(|i| fields.get(i))
@@ -237,6 +238,46 @@ fn read_rows(text: &str) -> Result<Vec<Row>, RegisterMapError> {
         rows.push(row(line, field).map_err(|m| err(line, m))?);
     }
     Ok(rows)
+}
+
+/// The map's records with the line each starts on, read by the `csv` crate (quotes may
+/// hold the separator, `""` is a quote); blank lines and `#` comments are left out.
+fn records(text: &str, separator: char) -> Result<Vec<(usize, Vec<String>)>, RegisterMapError> {
+    let mut reader = csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .comment(Some(b'#'))
+        .delimiter(separator as u8)
+        .from_reader(text.as_bytes());
+    let mut records = Vec::new();
+    for record in reader.records() {
+        let line_of = |p: Option<&csv::Position>| p.map_or(0, |p| record_line(text, p, true));
+        let record = record.map_err(|e| err(line_of(e.position()), e.to_string()))?;
+        let line = line_of(record.position());
+        let fields: Vec<String> = record.iter().map(String::from).collect();
+        if fields.iter().all(|f| f.trim().is_empty()) || fields[0].trim_start().starts_with('#') {
+            continue; // a line of blanks, or an indented comment
+        }
+        for f in &fields {
+            if f.contains(['\n', '\r']) {
+                return Err(err(
+                    line,
+                    "a quote is not closed: fields may not span lines",
+                ));
+            }
+            if f.trim_start().starts_with('"') {
+                return Err(err(
+                    line,
+                    format!(
+                        "`{}` has a quote after a blank: start a quoted field with its quote",
+                        f.trim()
+                    ),
+                ));
+            }
+        }
+        records.push((line, fields));
+    }
+    Ok(records)
 }
 
 fn err(line: usize, message: impl Into<String>) -> RegisterMapError {
@@ -359,48 +400,6 @@ fn parse_kind(s: &str) -> Result<RegisterKind, String> {
     }
 }
 
-/// Splits one CSV line; quotes may hold the separator, `""` is a quote.
-fn split_fields(line: &str, separator: char) -> Result<Vec<String>, String> {
-    let mut fields = Vec::new();
-    let mut field = String::new();
-    let mut chars = line.chars().peekable();
-    let mut quoted = false;
-    let mut was_quoted = false;
-    while let Some(c) = chars.next() {
-        if quoted {
-            match c {
-                '"' if chars.peek() == Some(&'"') => {
-                    chars.next();
-                    field.push('"');
-                }
-                '"' => quoted = false,
-                _ => field.push(c),
-            }
-        } else if c == '"' && field.trim().is_empty() && !was_quoted {
-            field.clear();
-            quoted = true;
-            was_quoted = true;
-        } else if c == separator {
-            fields.push(std::mem::take(&mut field));
-            was_quoted = false;
-        } else if was_quoted {
-            // Only blanks may follow a closing quote; they are not part of the field.
-            if !c.is_whitespace() {
-                return Err(format!(
-                    "text after a closing quote (`{c}`): put the whole field in quotes"
-                ));
-            }
-        } else {
-            field.push(c);
-        }
-    }
-    if quoted {
-        return Err("a quote is not closed: fields may not span lines".into());
-    }
-    fields.push(field);
-    Ok(fields)
-}
-
 /// A project source that polls `settings` and reads the Modbus chunk layout: one line per
 /// poll, comma-separated, through the built-in delimited parser.
 pub fn source(id: &str, title: &str, settings: ModbusSettings) -> Source {
@@ -463,13 +462,37 @@ mod tests {
     use super::*;
 
     #[test]
-    fn fields_split_with_quotes() {
+    fn records_with_quotes_comments_and_line_numbers() {
+        let text = "a,\"b, c\",\"say \"\"hi\"\"\",,\n\n# note\n  # indented note\n\"x;y\";z\n";
         assert_eq!(
-            split_fields(r#"a, "b, c" ,"say ""hi""",,"#, ',').unwrap(),
-            ["a", "b, c", "say \"hi\"", "", ""]
+            records(text, ',').unwrap(),
+            [
+                (
+                    1,
+                    vec![
+                        "a".into(),
+                        "b, c".into(),
+                        "say \"hi\"".into(),
+                        String::new(),
+                        String::new()
+                    ]
+                ),
+                (5, vec!["x;y;z".into()]),
+            ]
         );
-        assert!(split_fields(r#""open"#, ',').is_err());
-        assert!(split_fields(r#""a"b,c"#, ',').is_err());
+        assert_eq!(
+            records("\"x;y\";z\n", ';').unwrap(),
+            [(1, vec!["x;y".into(), "z".into()])]
+        );
+        let message = |text| match records(text, ',') {
+            Err(RegisterMapError::Line { line, message }) => (line, message),
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(message("ok,1\n\"open,holding,1\n").0, 2);
+        assert!(message("\"open,holding,1\n")
+            .1
+            .contains("quote is not closed"));
+        assert!(message("a, \"b, c\"\n").1.contains("quote after a blank"));
     }
 
     #[test]

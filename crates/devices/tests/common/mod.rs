@@ -1,15 +1,36 @@
 //! Real components for device tests: pseudo-terminal pairs (socat) and a mosquitto broker.
 //!
-//! A missing component fails the test under CI (`CI` set) and prints a loud skip line
-//! naming it otherwise, so nothing is ever skipped silently.
+//! A missing component fails the test under CI (`CI` set, as `./dev test` sets it) and
+//! prints a loud skip line naming it otherwise, so nothing is ever skipped silently, and a
+//! local `./dev test` fails exactly where CI would. [`unavailable`] is the one place that
+//! decides; [`require`] checks a program on PATH with it.
 #![allow(dead_code)]
 
+use std::io::Write as _;
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// Whether `program` can run here; panics in CI when it cannot.
+/// Whether this is a CI run (`CI` set to anything but empty), where nothing may be skipped.
+pub fn in_ci() -> bool {
+    std::env::var_os("CI").is_some_and(|v| !v.is_empty())
+}
+
+/// Reports that `component` is missing: panics under CI saying what to install; otherwise
+/// prints a loud skip line and returns, and the caller returns from its test.
+pub fn unavailable(component: &str, install: &str) {
+    if in_ci() {
+        panic!("required test component `{component}` is missing: {install}");
+    }
+    // Straight to stderr: the test harness swallows `eprintln!` of passing tests.
+    let _ = writeln!(
+        std::io::stderr(),
+        "\n*** SKIPPED: `{component}` is missing ({install}); this test did not run ***\n"
+    );
+}
+
+/// Whether `program` can run here; panics under CI when it cannot (see [`unavailable`]).
 pub fn require(program: &str, package: &str) -> bool {
     let found = Command::new("sh")
         .arg("-c")
@@ -18,16 +39,10 @@ pub fn require(program: &str, package: &str) -> bool {
         .status()
         .map(|s| s.success())
         .unwrap_or(false);
-    if found {
-        return true;
+    if !found {
+        unavailable(program, &format!("apt-get install {package}"));
     }
-    if std::env::var_os("CI").is_some() {
-        panic!("required test component `{program}` is missing: install the `{package}` package");
-    }
-    eprintln!(
-        "\n*** SKIPPED: `{program}` is not installed (apt-get install {package}); this test did not run ***\n"
-    );
-    false
+    found
 }
 
 /// Polls `cond` every 10 ms until it holds or `timeout` passes.

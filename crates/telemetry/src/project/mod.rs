@@ -11,7 +11,7 @@ mod save;
 mod validate;
 
 pub use model::*;
-pub use save::{save_atomic, write_atomic, SaveError};
+pub use save::{save_atomic, SaveError};
 pub use validate::ValidationIssue;
 
 use std::path::Path;

@@ -415,6 +415,10 @@ pub enum DelimiterFormat {
     Hex,
 }
 
+/// The checksum after a frame's end delimiter. By catalogue name: `crc8` is CRC-8/NRSC-5,
+/// `crc16` CRC-16/CCITT-FALSE (IBM-3740), `crc16-modbus` CRC-16/MODBUS (sent low byte
+/// first), `crc16-ccitt` CRC-16/XMODEM, `crc32` CRC-32/ISO-HDLC; `xor8`, `mod256`,
+/// `fletcher16` and `adler32` are what they say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
 pub enum ChecksumKind {
     #[serde(rename = "none")]

@@ -1,0 +1,122 @@
+//! Atomic file writes, the one implementation every crate that replaces a file uses:
+//! project saves, the assistant's settings, the secrets file and its key.
+//!
+//! The bytes go to a temporary file in the target's own directory, which is flushed to
+//! disk and renamed over the target; then the directory is flushed, so the rename itself
+//! survives a crash. A rename within one directory is atomic on POSIX and on NTFS, so a
+//! reader (or a crash) sees the old bytes or the new ones, never a torn file. On failure
+//! the temporary file is removed and the old file is left as it was.
+
+use std::fs;
+use std::io::{self, Write};
+use std::path::{Path, PathBuf};
+
+/// How [`write_atomic_with`] creates the file.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Options {
+    /// Readable by the owner only (mode 0600 on Unix) from the moment the bytes are on
+    /// disk; otherwise the mode a newly created file gets (0666 less the umask).
+    pub private: bool,
+    /// Fail with [`io::ErrorKind::AlreadyExists`] instead of replacing an existing file.
+    pub no_replace: bool,
+}
+
+/// Replaces `path` with `bytes` atomically (creating it when it does not exist).
+pub fn write_atomic(path: &Path, bytes: &[u8]) -> io::Result<()> {
+    write_atomic_with(path, bytes, Options::default())
+}
+
+/// [`write_atomic`] with [`Options`].
+pub fn write_atomic_with(path: &Path, bytes: &[u8], options: Options) -> io::Result<()> {
+    write_with_hook(path, bytes, options, |_| Ok(()))
+}
+
+/// The writer, with a hook that runs once the temporary file holds the bytes and before it
+/// is renamed (the tests fail there on purpose).
+fn write_with_hook(
+    path: &Path,
+    bytes: &[u8],
+    options: Options,
+    before_rename: impl FnOnce(&Path) -> io::Result<()>,
+) -> io::Result<()> {
+    let name = path.file_name().ok_or_else(|| {
+        io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!("`{}` has no file name", path.display()),
+        )
+    })?;
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    let mut prefix = std::ffi::OsString::from(".");
+    prefix.push(name);
+    prefix.push(".");
+    let mut builder = tempfile::Builder::new();
+    builder.prefix(&prefix).suffix(".tmp");
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = if options.private { 0o600 } else { 0o666 };
+        builder.permissions(fs::Permissions::from_mode(mode));
+    }
+    // Dropping `temp` on any early return below deletes the temporary file.
+    let mut temp = builder.tempfile_in(&dir)?;
+    temp.write_all(bytes)?;
+    temp.as_file().sync_all()?;
+    before_rename(temp.path())?;
+    let persisted = if options.no_replace {
+        temp.persist_noclobber(path)
+    } else {
+        temp.persist(path)
+    };
+    // A failed persist hands the temporary file back; dropping it deletes it.
+    persisted.map_err(|e| e.error)?;
+    sync_dir(&dir)
+}
+
+/// Flushes a directory's entries (a rename in it) to disk.
+#[cfg(unix)]
+fn sync_dir(dir: &Path) -> io::Result<()> {
+    fs::File::open(dir)?.sync_all()
+}
+
+/// Windows has no handle to flush a directory through; NTFS journals the rename.
+#[cfg(not(unix))]
+fn sync_dir(_dir: &Path) -> io::Result<()> {
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn entries(dir: &Path) -> Vec<String> {
+        let mut names: Vec<String> = fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        names.sort();
+        names
+    }
+
+    #[test]
+    fn a_failure_before_the_rename_leaves_the_old_file_and_no_temporary() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("project.json");
+        fs::write(&path, b"old").unwrap();
+        let mut seen = None;
+        let err = write_with_hook(&path, b"new", Options::default(), |temp| {
+            // The temporary file sits beside the target and already holds the new bytes.
+            assert_eq!(temp.parent(), Some(dir.path()));
+            assert_eq!(fs::read(temp).unwrap(), b"new");
+            seen = Some(temp.to_path_buf());
+            Err(io::Error::other("disk full"))
+        })
+        .unwrap_err();
+        assert_eq!(err.to_string(), "disk full");
+        assert!(!seen.unwrap().exists(), "the temporary file is removed");
+        assert_eq!(fs::read(&path).unwrap(), b"old");
+        assert_eq!(entries(dir.path()), ["project.json"]);
+    }
+}
