@@ -400,7 +400,7 @@ impl TrustStore {
         if let Some(dir) = file.parent() {
             std::fs::create_dir_all(dir).map_err(|e| e.to_string())?;
         }
-        sextant_telemetry::project::write_atomic(&file, &bytes).map_err(|e| e.to_string())
+        sextant_fsutil::write_atomic(&file, &bytes).map_err(|e| e.to_string())
     }
 }
 
