@@ -560,3 +560,42 @@ fn serve_stopped_by_sigterm_keeps_the_last_edit() {
         "the edit was lost"
     );
 }
+
+#[test]
+fn a_project_that_runs_a_program_is_refused_unless_the_person_allows_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let project = dir.path().join("shared.json");
+    let text_of = serde_json::json!({
+        "format": "sextant-project", "schemaVersion": 1,
+        "sources": [{"id": "tool", "connection": {"type": "process", "program": "/bin/sh",
+            "args": ["-c", format!("echo ran > '{}'", marker.display())]},
+            "parser": {"kind": "delimited"}}],
+        "groups": [{"id": "g", "title": "G", "datasets": [{"id": "v", "title": "V", "index": 1}]}]
+    });
+    std::fs::write(&project, text_of.to_string()).unwrap();
+    let p = project.to_str().unwrap();
+    for args in [
+        vec!["run", "--project", p, "--seconds", "0.5"],
+        vec!["call", "io.connect", "{}", "--project", p],
+    ] {
+        let out = sextant(&args);
+        let stderr = text(&out.stderr);
+        assert!(!out.status.success(), "{args:?} ran: {stderr}");
+        assert!(
+            stderr.contains("/bin/sh -c") && stderr.contains("--allow-process-sources"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!marker.exists(), "{args:?} ran the program");
+    }
+    let out = sextant(&[
+        "run",
+        "--project",
+        p,
+        "--seconds",
+        "0.5",
+        "--allow-process-sources",
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(marker.exists(), "the flag is the person's yes");
+}
