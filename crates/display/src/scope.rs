@@ -207,19 +207,22 @@ impl State {
 
     fn push_frame(&mut self, t: f64, values: &[Value]) {
         for (i, value) in values.iter().enumerate().take(self.series.len()) {
+            // Text that reads as a number is that number (the one numeric view of a value).
+            if let Some(x) = value.as_f64() {
+                self.series[i].push(t, x);
+                self.last[i] = x;
+                self.text[i] = None;
+                continue;
+            }
             match value {
-                Value::Number(x) => {
-                    self.series[i].push(t, *x);
-                    self.last[i] = *x;
-                    self.text[i] = None;
-                }
                 Value::Text(s) => {
                     // A gap in the plot; the text shows in grids and readouts.
                     self.series[i].push(t, f64::NAN);
                     self.last[i] = f64::NAN;
                     self.text[i] = Some(s.clone());
                 }
-                Value::Null => {}
+                // A number always has its numeric view (above).
+                Value::Number(_) | Value::Null => {}
             }
         }
         self.now = Some(t);

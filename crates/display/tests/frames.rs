@@ -235,6 +235,32 @@ fn text_values_leave_a_gap_and_travel_as_text() {
 }
 
 #[test]
+fn text_that_reads_as_a_number_is_plotted_as_that_number() {
+    // What `frame.split(',')` in a Serial Studio parser hands over: strings.
+    let scope = Scope::new();
+    let mut sink = scope.sink();
+    let ds = info(3);
+    let rows: &[[&str; 3]] = &[[" 1.5", "-40", "OK"], ["2.25 ", "1e3", "nan?"]];
+    for (t, row) in rows.iter().enumerate() {
+        let values: Vec<Value> = row.iter().map(|s| Value::Text(s.to_string())).collect();
+        push(&mut sink, t as f64, &values, &ds);
+    }
+    let f = decode(
+        &scope
+            .frame(&DisplayOptions::default(), &mut scope.subscribe())
+            .unwrap(),
+    );
+    assert_eq!(f.blocks[0].v, [1.5, 2.25]);
+    assert_eq!(f.blocks[1].v, [-40.0, 1000.0]);
+    assert_eq!((f.blocks[0].last, f.blocks[1].last), (2.25, 1000.0));
+    // Text that is no number stays text, a gap in the plot.
+    assert!(f.blocks[2].last.is_nan());
+    let text = f.text.unwrap();
+    assert_eq!(text["2"], "nan?");
+    assert!(text.get("0").is_none() && text.get("1").is_none(), "{text}");
+}
+
+#[test]
 fn console_bytes_arrive_once_per_subscriber_and_stay_bounded() {
     let scope = Scope::new();
     let mut sink = scope.sink();

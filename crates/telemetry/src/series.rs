@@ -184,7 +184,8 @@ impl SeriesStore {
         }
     }
 
-    /// Appends one frame's numeric values at time `t`; text and `Null` are skipped.
+    /// Appends one frame's numeric values at time `t` (text that reads as a number counts,
+    /// see [`crate::Value::as_f64`]); other text and `Null` are skipped.
     pub fn push_frame(&mut self, t: f64, values: &[crate::Value]) {
         if values.len() > self.rings.len() {
             let cap = self.capacity;
@@ -192,8 +193,8 @@ impl SeriesStore {
                 .resize_with(values.len(), || Ring::with_capacity(cap));
         }
         for (ring, value) in self.rings.iter_mut().zip(values) {
-            if let crate::Value::Number(n) = value {
-                ring.push(t, *n);
+            if let Some(n) = value.as_f64() {
+                ring.push(t, n);
             }
         }
     }

@@ -13,10 +13,13 @@ pub enum Value {
 }
 
 impl Value {
+    /// The value as a number: the one numeric view every plot, gauge, map and transform
+    /// reads. Text that reads as a number counts as that number, as in Serial Studio, whose
+    /// projects mostly parse with `frame.split(',')` and so hand over strings.
     pub fn as_f64(&self) -> Option<f64> {
         match self {
             Value::Number(n) => Some(*n),
-            Value::Text(t) => t.trim().parse().ok(),
+            Value::Text(t) => fast_f64(trim(t)),
             Value::Null => None,
         }
     }
