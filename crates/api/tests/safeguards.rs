@@ -589,3 +589,43 @@ async fn nesting_is_checked_before_any_message_kind_is_parsed() {
         );
     }
 }
+
+#[tokio::test]
+async fn saving_over_an_imported_serial_studio_file_asks_first() {
+    let dir = tempfile::tempdir().unwrap();
+    let handle = runtime_in(dir.path(), Project::default());
+    let ssproj = dir.path().join("exports/bench.ssproj");
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/serial-studio/multi-source.ssproj");
+    std::fs::copy(&fixture, &ssproj).unwrap();
+    let before = std::fs::read(&ssproj).unwrap();
+    let ui = ui_dir();
+    let server = web(handle, ui.path()).await;
+    let mut ws = ws_connect(&format!("ws://{}/ws", server.local_addr()), None)
+        .await
+        .unwrap();
+    let r = ws_call(&mut ws, 1, "project.open", json!({ "path": ssproj }), false).await;
+    assert_eq!(r["success"], true, "{r}");
+    assert!(
+        r["result"].get("file").is_none(),
+        "an import has no file: {r}"
+    );
+    let r = ws_call(&mut ws, 2, "project.save", json!({ "path": ssproj }), false).await;
+    assert_eq!(r["error"]["code"], "needs_confirmation", "{r}");
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("not a Sextant project"),
+        "{r}"
+    );
+    assert_eq!(std::fs::read(&ssproj).unwrap(), before);
+    // Beside it is fine, and from then on the project has that file.
+    let beside = dir.path().join("exports/bench.sextant.json");
+    let r = ws_call(&mut ws, 3, "project.save", json!({ "path": beside }), false).await;
+    assert_eq!(r["success"], true, "{r}");
+    // Only a person's yes replaces the original.
+    let r = ws_call(&mut ws, 4, "project.save", json!({ "path": ssproj }), true).await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_ne!(std::fs::read(&ssproj).unwrap(), before);
+}

@@ -16,7 +16,8 @@
 //!   `csvExport.enable`, `sessions.exportCsv`, `sessions.setDatabase`) write without asking
 //!   only inside the user's folders: the open project's folder and the folders the app was
 //!   given ([`Safeguards::new`]). Hidden files and folders (`.bashrc`, `.config/…`) inside
-//!   them are not user files and always ask.
+//!   them are not user files and always ask. `project.save` over an existing file that is
+//!   not a Sextant project (an imported Serial Studio project) always asks too.
 //!
 //! A door that can ask a person turns [`ErrorCode::NeedsConfirmation`] into a dialog and
 //! repeats the call approved. A headless door (API, MCP, CLI) cannot ask: it is refused,
@@ -80,6 +81,8 @@ pub(crate) enum Gate {
     },
     /// It writes this file, outside the user's folders.
     WritesOutside { path: PathBuf },
+    /// It replaces this file, which Sextant did not write (a Serial Studio project, say).
+    ReplacesForeign { path: PathBuf },
 }
 
 impl Gate {
@@ -101,6 +104,11 @@ impl Gate {
                 "this writes the file {}, outside your folders – allow it?",
                 path.display()
             ),
+            Gate::ReplacesForeign { path } => format!(
+                "{} is not a Sextant project (Sextant did not write it); saving replaces it – \
+                 replace it anyway?",
+                path.display()
+            ),
         }
     }
 
@@ -117,6 +125,11 @@ impl Gate {
                  them, or start it with --allow-folder DIR",
                 path.display()
             ),
+            Gate::ReplacesForeign { path } => format!(
+                "refused: {} exists and is not a Sextant project; save to a new file, e.g. \
+                 beside it as NAME.sextant.json",
+                path.display()
+            ),
         }
     }
 
@@ -125,6 +138,8 @@ impl Gate {
         match self {
             Gate::RunsPrograms { .. } => policy.allow_process_sources,
             Gate::WritesOutside { .. } => policy.paths_from_person,
+            // Typing a path is not knowing what is in the file there.
+            Gate::ReplacesForeign { .. } => false,
         }
     }
 
@@ -154,7 +169,9 @@ const GATES: &[(&str, GateFn)] = &[
     ("project.source.add", source_add),
     ("project.source.update", source_update),
     ("io.connect", connect),
-    ("project.save", |s, v, p| writes(s, v, p.get("path"))),
+    ("project.save", |s, v, p| {
+        writes(s, v, p.get("path")).or_else(|| replaces_foreign(p.get("path")))
+    }),
     ("csvExport.enable", |s, v, p| writes(s, v, p.get("path"))),
     ("sessions.exportCsv", |s, v, p| writes(s, v, p.get("path"))),
     ("sessions.setDatabase", |s, v, p| {
@@ -211,6 +228,27 @@ fn writes(safeguards: &Safeguards, view: &View<'_>, path: Option<&Json>) -> Opti
         .map(Path::to_path_buf);
     let mut folders = safeguards.folders.iter().cloned().chain(project_folder);
     (!folders.any(|f| inside(&path, &f))).then_some(Gate::WritesOutside { path })
+}
+
+/// A save over an existing file that is not a Sextant project (an imported Serial Studio
+/// project, anything else): the person is asked, so an import is never overwritten by
+/// accident.
+fn replaces_foreign(path: Option<&Json>) -> Option<Gate> {
+    let path = PathBuf::from(path?.as_str()?);
+    (path.exists() && !is_sextant_project(&path)).then_some(Gate::ReplacesForeign { path })
+}
+
+/// Whether `path` holds a project Sextant wrote (`"format": "sextant-project"`).
+fn is_sextant_project(path: &Path) -> bool {
+    // Projects are small; anything huge is not one of ours.
+    const LARGEST: u64 = 64 << 20;
+    if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > LARGEST) {
+        return false;
+    }
+    std::fs::read(path)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice::<Json>(&bytes).ok())
+        .is_some_and(|v| v.get("format").and_then(Json::as_str) == Some("sextant-project"))
 }
 
 /// The exact command line a process source runs, as a person would read it; `None` for
@@ -421,6 +459,7 @@ fn project_key(project_file: Option<&Path>) -> String {
 mod tests {
     use super::*;
     use serde_json::json;
+    use sextant_telemetry::Project;
 
     fn process(program: &str, args: &[&str]) -> Connection {
         Connection::Process {
@@ -522,6 +561,32 @@ mod tests {
             .allow(None, &["/usr/bin/logger-tool --json".into()])
             .unwrap();
         assert!(!gated("io.connect", json!({})), "allowed once, remembered");
+    }
+
+    #[test]
+    fn saving_over_a_file_sextant_did_not_write_is_gated() {
+        let dir = tempfile::tempdir().unwrap();
+        let s = Safeguards::new(vec![dir.path().to_path_buf()], TrustStore::in_memory());
+        let view = View {
+            project_file: None,
+            sources: &[],
+        };
+        let ours = dir.path().join("rig.sextant.json");
+        std::fs::write(&ours, Project::default().to_json_string()).unwrap();
+        let imported = dir.path().join("rig.ssproj");
+        std::fs::write(&imported, r#"{"title": "Rig", "groups": []}"#).unwrap();
+        let cases = [
+            (ours, None),
+            (dir.path().join("new.sextant.json"), None),
+            (
+                imported.clone(),
+                Some(Gate::ReplacesForeign { path: imported }),
+            ),
+        ];
+        for (path, want) in cases {
+            let got = s.assess(&view, "project.save", &json!({ "path": path }));
+            assert_eq!(got, want, "{}", path.display());
+        }
     }
 
     #[test]

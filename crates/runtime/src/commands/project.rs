@@ -75,6 +75,18 @@ impl Done {
     }
 }
 
+/// What `project.open` opened.
+#[derive(Serialize, JsonSchema)]
+struct Opened {
+    ok: bool,
+    /// The file edits are saved to; absent for an imported Serial Studio project, which has
+    /// no file until it is saved (it is never written over).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    file: Option<PathBuf>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    detail: Option<String>,
+}
+
 #[derive(Serialize, JsonSchema)]
 struct Validation {
     valid: bool,
@@ -151,8 +163,13 @@ pub fn register(r: &mut Registry<Workspace>) {
             })?;
             match Project::from_json_str(&text) {
                 Ok(project) => {
+                    let file = Some(p.path.clone());
                     ws.replace(&format!("open {}", p.path.display()), project, Some(p.path))?;
-                    Ok(Done::ok())
+                    Ok(Opened {
+                        ok: true,
+                        file,
+                        detail: None,
+                    })
                 }
                 Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
                     let imported = sextant_import::import_serial_studio(&text).map_err(|e| {
@@ -164,10 +181,14 @@ pub fn register(r: &mut Registry<Workspace>) {
                         imported.project,
                         None,
                     )?;
-                    Ok(Done::detail(format!(
-                        "imported from Serial Studio format; not mapped:\n{}",
-                        imported.report
-                    )))
+                    Ok(Opened {
+                        ok: true,
+                        file: None,
+                        detail: Some(format!(
+                            "imported from Serial Studio format; not mapped:\n{}",
+                            imported.report
+                        )),
+                    })
                 }
                 Err(e) => Err(CommandError::failed(format!(
                     "could not open {}: {e}",
