@@ -85,6 +85,11 @@ pub enum ProviderError {
         detail: String,
     },
 
+    /// The connection was refused: nothing listens at the address (a local server that is
+    /// not running). Tried once more at most, and not worth retrying later by itself.
+    #[error("nothing is listening at {url} – is your local server running?")]
+    NothingListening { url: String, attempts: u32 },
+
     #[error("{api} API sent nothing for {} s – the server stopped responding", timeout.as_secs_f32())]
     Timeout { api: Api, timeout: Duration },
 

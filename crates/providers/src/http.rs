@@ -141,6 +141,17 @@ pub(crate) async fn send_with_retries(
                 };
                 (policy.backoff(attempt - 1), error)
             }
+            Ok(Err(e)) if refused(&e) => {
+                // Nothing listens there: one quick retry (a server just starting), then say so.
+                let error = ProviderError::NothingListening {
+                    url: call.url.to_owned(),
+                    attempts: attempt,
+                };
+                if attempt >= 2 || policy.max_retries == 0 {
+                    return Err(error);
+                }
+                (policy.backoff(0), error)
+            }
             Ok(Err(e)) => {
                 let error = ProviderError::Connect {
                     url: call.url.to_owned(),
@@ -336,6 +347,20 @@ pub(crate) fn truncate(text: &str, max: usize) -> String {
 }
 
 /// A reqwest error with its causes, which say what actually went wrong (refused, DNS, TLS).
+/// Whether a request failed because the connection was refused (nothing listens there).
+fn refused(error: &(dyn std::error::Error + 'static)) -> bool {
+    let mut source = Some(error);
+    while let Some(e) = source {
+        if let Some(io) = e.downcast_ref::<std::io::Error>() {
+            if io.kind() == std::io::ErrorKind::ConnectionRefused {
+                return true;
+            }
+        }
+        source = e.source();
+    }
+    false
+}
+
 pub(crate) fn error_chain(error: &dyn std::error::Error) -> String {
     let mut text = error.to_string();
     let mut source = error.source();

@@ -328,7 +328,7 @@ async fn lists_models_without_a_key() {
 }
 
 #[tokio::test]
-async fn nothing_listening_is_a_connect_error_after_the_retries() {
+async fn nothing_listening_fails_fast_and_says_so() {
     // Bind and drop a listener to get a port nobody listens on.
     let port = std::net::TcpListener::bind("127.0.0.1:0")
         .unwrap()
@@ -347,9 +347,21 @@ async fn nothing_listening_is_a_connect_error_after_the_retries() {
         .err()
         .unwrap();
     match &error {
-        ProviderError::Connect { attempts, .. } => assert_eq!(*attempts, 4),
-        other => panic!("expected Connect, got {other:?}"),
+        // One quick retry (a server just starting), not the four a flaky network gets.
+        ProviderError::NothingListening { attempts, .. } => assert_eq!(*attempts, 2),
+        other => panic!("expected NothingListening, got {other:?}"),
     }
+    let message = error.to_string();
+    assert!(
+        message.contains(&format!(
+            "nothing is listening at http://127.0.0.1:{port}/v1"
+        )) && message.contains("is your local server running?"),
+        "{message}"
+    );
+    assert!(
+        !error.is_transient(),
+        "a turn does not retry a server that is not there"
+    );
     assert!(!format!("{error} {error:?}").contains(KEY));
 }
 
