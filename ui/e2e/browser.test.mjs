@@ -3,7 +3,7 @@
 // built in the editor then saved and reopened, a Serial Studio import, a recording
 // replayed, and screenshots of every screen in light/dark × English/简体中文.
 import assert from "node:assert/strict";
-import { existsSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
@@ -164,6 +164,27 @@ test("a Serial Studio project imports and its widgets appear", async () => {
   await page.close();
 });
 
+test("an imported Serial Studio project is saved beside the original, never over it", async () => {
+  const original = join(dir, "bench.ssproj");
+  copyFileSync(join(repo, "fixtures/serial-studio/multi-source.ssproj"), original);
+  const before = readFileSync(original);
+  const suggested = join(dir, "bench.sextant.json");
+  for (const button of ["project-import", "project-open"]) {
+    rmSync(suggested, { force: true });
+    page = await fresh();
+    await nav(page, "project");
+    await page.fill('[data-testid="project-path"]', original);
+    await page.click(`[data-testid="${button}"]`);
+    await page.locator('[data-testid="tree-group"]').first().waitFor();
+    await waitFor("the save suggestion", async () => (await page.inputValue('[data-testid="project-path"]')) === suggested);
+    await page.keyboard.press("Control+s");
+    await waitFor(`the project saved beside the original (${button})`, () => existsSync(suggested), 10000);
+    assert.deepEqual(readFileSync(original), before, `${button}: the Serial Studio file was overwritten`);
+    assert.equal(JSON.parse(readFileSync(suggested, "utf8")).format, "sextant-project");
+    await page.close();
+  }
+});
+
 test("a project file dropped on the window opens", async () => {
   page = await fresh();
   await nav(page, "project");
@@ -216,6 +237,25 @@ test("a shared project that runs a program asks before it runs, and remembers th
   assert.equal(await dialog.count(), 0, "asked again for a command line already allowed");
   await page.click('[data-testid="disconnect"]');
   await page.locator('[data-testid="connection-status"][data-connected="false"]').waitFor();
+  await page.close();
+});
+
+test("a port that does not exist is never shown as connected", async () => {
+  page = await fresh();
+  await nav(page, "project");
+  await page.click('[data-testid="project-new"]');
+  await nav(page, "connect");
+  await page.selectOption('[data-testid="source-type"]', "serial");
+  await page.fill('[data-testid="serial-port"]', join(dir, "no-such-port"));
+  await page.click('[data-testid="connect"]');
+  const sidebar = page.locator('[data-testid="connection-status"]');
+  const banner = page.locator('[data-testid="connect-state"]');
+  await waitFor("the sources' own status", async () => ["reconnecting", "error"].includes(await sidebar.getAttribute("data-state")), 10000);
+  assert.equal(await sidebar.getAttribute("data-connected"), "false");
+  assert.doesNotMatch(await sidebar.innerText(), /^Connected/);
+  await waitFor("the same state on the Connect screen", async () => (await banner.getAttribute("data-state")) === (await sidebar.getAttribute("data-state")), 5000);
+  await page.click('[data-testid="disconnect"]');
+  await waitFor("disconnected", async () => (await sidebar.getAttribute("data-state")) === "disconnected");
   await page.close();
 });
 

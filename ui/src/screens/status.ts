@@ -81,6 +81,32 @@ export function parseStatus(text: string): ParsedStatus {
   return { kind: "unknown", reason: t };
 }
 
+/** The connection as a person should read it, from the sources' own status – the same in
+ *  the sidebar and on the Connect screen. A run whose only source is reconnecting is not
+ *  "connected". */
+export type Overall = "disconnected" | "connected" | "partly" | "connecting" | "reconnecting" | "error" | "finished";
+
+export function overall(s: IoStatus | null | undefined): Overall {
+  if (!s?.connected) return "disconnected";
+  const kinds = (s.sources ?? []).map((src) => parseStatus(src.status).kind);
+  if (kinds.length === 0 || kinds.every((k) => k === "connected")) return "connected";
+  if (kinds.some((k) => k === "connected")) return "partly";
+  for (const k of ["connecting", "reconnecting", "error"] as const) if (kinds.includes(k)) return k;
+  return "finished";
+}
+
+/** Whether any data can be flowing (every source or some of them connected). */
+export function isLive(o: Overall): boolean {
+  return o === "connected" || o === "partly";
+}
+
+/** The badge colour of an overall state. */
+export function overallTone(o: Overall): "ok" | "warn" | "error" | "" {
+  if (o === "connected") return "ok";
+  if (o === "partly" || o === "connecting" || o === "reconnecting") return "warn";
+  return o === "error" ? "error" : "";
+}
+
 /** 1234567 → "1.2 M", for counters that grow without bound. */
 export function formatCount(n: number): string {
   if (!Number.isFinite(n)) return "–";
