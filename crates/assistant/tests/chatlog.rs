@@ -372,16 +372,17 @@ fn chats_can_be_created_listed_renamed_and_deleted_across_reopening() {
     let mut log = ChatLog::open(&path).unwrap();
     let list = log.list_chats().unwrap();
     assert_eq!(list.len(), 2);
+    // Newest first, as the door documents and the panel relies on.
     assert_eq!(
-        (list[0].id, list[0].title.as_str(), list[0].events),
+        (list[1].id, list[1].title.as_str(), list[1].events),
         (a, "First", 2)
     );
     assert_eq!(
-        (list[1].id, list[1].title.as_str(), list[1].events),
+        (list[0].id, list[0].title.as_str(), list[0].events),
         (b, "Renamed", 0)
     );
-    assert!(list[0].updated_unix_ms >= list[0].created_unix_ms);
-    assert_eq!(list[1].updated_unix_ms, list[1].created_unix_ms);
+    assert!(list[1].updated_unix_ms >= list[1].created_unix_ms);
+    assert_eq!(list[0].updated_unix_ms, list[0].created_unix_ms);
     log.delete_chat(a).unwrap();
     drop(log);
     let mut log = ChatLog::open(&path).unwrap();

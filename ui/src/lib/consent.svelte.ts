@@ -14,7 +14,8 @@ class ConsentQueue {
   ask = (text: string): Promise<boolean> =>
     new Promise((resolve) => {
       const q: Question = {
-        text,
+        // The backend's question reads as a sentence of its own here.
+        text: text.charAt(0).toUpperCase() + text.slice(1),
         answer: (yes) => {
           resolve(yes);
           this.current = this.waiting.shift() ?? null;

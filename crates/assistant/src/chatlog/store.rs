@@ -79,10 +79,12 @@ impl ChatLog {
         Ok(self.conn.last_insert_rowid())
     }
 
-    /// Every chat, oldest first.
+    /// Every chat, newest first (the panel opens the first one).
     pub fn list_chats(&self) -> Result<Vec<ChatSummary>, ChatLogError> {
         let run = || -> rusqlite::Result<Vec<ChatSummary>> {
-            let mut stmt = self.conn.prepare(&format!("{SUMMARY} ORDER BY c.id"))?;
+            let mut stmt = self
+                .conn
+                .prepare(&format!("{SUMMARY} ORDER BY c.id DESC"))?;
             let rows = stmt.query_map([], summary)?;
             rows.collect()
         };
