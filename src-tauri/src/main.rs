@@ -226,9 +226,52 @@ fn safeguards<R: tauri::Runtime>(paths: &tauri::path::PathResolver<R>) -> Safegu
     Safeguards::new(folders.into_iter().flatten().collect(), trust)
 }
 
+const USAGE: &str = "\
+Sextant – live telemetry from your hardware, with an assistant.
+
+Usage: sextant-desktop [PROJECT] [--connect]
+
+  PROJECT     a Sextant project (.json) or a Serial Studio project (.ssproj) to open
+  --connect   connect its devices once it is open
+  --help      this text; --version: the version
+
+Without a display (a server, SSH), run the same UI in a browser instead:
+  sextant serve --http-port 7777    and open http://127.0.0.1:7777/
+";
+
+/// Answers `--help`/`--version`, and says what to do where no window can open, instead of
+/// the toolkit's panic. `None`: go on and open the window.
+fn before_the_window(argv: &[String]) -> Option<i32> {
+    if argv.iter().any(|a| a == "--help" || a == "-h") {
+        print!("{USAGE}");
+        return Some(0);
+    }
+    if argv.iter().any(|a| a == "--version" || a == "-V") {
+        println!("sextant-desktop {}", env!("CARGO_PKG_VERSION"));
+        return Some(0);
+    }
+    #[cfg(all(unix, not(target_os = "macos")))]
+    {
+        let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+        if !set("DISPLAY") && !set("WAYLAND_DISPLAY") {
+            eprintln!(
+                "error: no display to open Sextant's window on (neither DISPLAY nor WAYLAND_DISPLAY \
+                 is set).\nRun the same UI in a browser instead: `sextant serve --http-port 7777`, \
+                 then open http://127.0.0.1:7777/"
+            );
+            return Some(1);
+        }
+    }
+    None
+}
+
 fn main() {
+    let argv: Vec<String> = std::env::args().skip(1).collect();
+    if let Some(code) = before_the_window(&argv) {
+        std::process::exit(code);
+    }
     fix_unusable_locale();
-    let args = parse_args(std::env::args().skip(1));
+    let args = parse_args(argv);
     tauri::Builder::default()
         // First, so a second launch hands its file to this window and exits.
         .plugin(tauri_plugin_single_instance::init(|app, argv, cwd| {

@@ -174,3 +174,18 @@ test("an edit the model asks for is approved in the desktop app and lands in the
     edits.stop();
   }
 });
+
+test("--help prints usage, and without a display the app says what to do instead of panicking", async () => {
+  const { spawnSync } = await import("node:child_process");
+  const help = spawnSync(desktopBin, ["--help"], { encoding: "utf8", timeout: 20000 });
+  assert.equal(help.status, 0, help.stderr);
+  assert.match(help.stdout, /Usage: sextant-desktop/);
+  const env = { ...process.env };
+  delete env.DISPLAY;
+  delete env.WAYLAND_DISPLAY;
+  const headless = spawnSync(desktopBin, [], { encoding: "utf8", env, timeout: 20000 });
+  assert.equal(headless.status, 1, `${headless.stdout}\n${headless.stderr}`);
+  assert.match(headless.stderr, /no display/);
+  assert.match(headless.stderr, /sextant serve --http-port 7777/);
+  assert.doesNotMatch(headless.stderr, /panicked|backtrace/i);
+});
