@@ -157,6 +157,9 @@ impl LuaEngine {
         let compile_error =
             |e: mlua::Error| classify(e, &watchdog, limits, ScriptErrorKind::Compile);
 
+        // Never add `StdLib::DEBUG`: besides escaping the sandbox, `debug.setupvalue` could
+        // swap the strings a `gmatch` iterator keeps as upvalues, and its state holds raw
+        // pointers into them (see `lua_patterns::GMatch`).
         let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH | StdLib::UTF8;
         let lua = Lua::new_with(libs, LuaOptions::default()).map_err(compile_error)?;
         lua.set_memory_limit(limits.memory_bytes)

@@ -5,8 +5,10 @@
 //! Why the sandbox has its own matcher: the watchdog is an instruction-count debug hook,
 //! and a debug hook never fires inside a C function. Lua's matcher is C and backtracks, so
 //! `("a"):rep(1e4):find(".-.-.-.-b")` (about n⁴/24 steps) would hold a parser thread
-//! forever. Here every step is counted: one call may take [`BASE_STEPS`] plus
-//! [`STEPS_PER_BYTE`] per subject byte – linear work on any subject fits, runaway
+//! forever. Here all work is counted in steps, at what it costs (testing a byte against a
+//! set `[…]` takes a step per byte of the set, each `gsub` match a step per byte of a
+//! string replacement): one call may take [`BASE_STEPS`] plus [`STEPS_PER_BYTE`] per
+//! subject byte – linear work with sets of ordinary size fits on any subject, runaway
 //! backtracking does not – and the watchdog's clock is read every 4096 steps, so the
 //! call's time limit applies inside the matcher as well. Either way the call ends with an
 //! ordinary Lua error that trips the watchdog, so the engine reports a timeout and a
@@ -136,6 +138,7 @@ impl<'a> Meter<'a> {
     }
 
     /// `steps` steps at once.
+    #[inline]
     fn charge(&mut self, steps: u64) -> Result<(), MatchError> {
         let before = self.left;
         let Some(after) = before.checked_sub(steps) else {
@@ -231,8 +234,26 @@ impl<'a> Matcher<'a> {
         self.meter.tick().map_err(|e| self.stop(e))
     }
 
+    #[inline]
     fn charge(&mut self, steps: usize) -> Result<(), Stop> {
         self.meter.charge(steps as u64).map_err(|e| self.stop(e))
+    }
+
+    /// Charges this call's budget for `steps` steps of work done outside the matcher, such
+    /// as writing a `gsub` replacement.
+    pub(crate) fn charge_outside(&mut self, steps: usize) -> Result<(), MatchError> {
+        self.meter.charge(steps as u64)
+    }
+
+    /// The steps one [`Matcher::single_match`] of the class `pat[p..ep]` costs: a set is
+    /// scanned byte by byte (as [`Matcher::class_end`] scans it), any other class is one
+    /// comparison.
+    fn class_cost(&self, p: usize, ep: usize) -> usize {
+        if self.pat[p] == b'[' {
+            ep - p
+        } else {
+            1
+        }
     }
 
     /// How many captures the last match pushes: its captures, or the whole match when it
@@ -308,6 +329,8 @@ impl<'a> Matcher<'a> {
                         return Err(self.stop(malformed(Malformed::MissingFrontierSet)));
                     }
                     let ep = self.class_end(p)?;
+                    // The two scans of the set below, as in `class_cost`.
+                    self.charge(2 * (ep - p))?;
                     let previous = if s == 0 { 0 } else { self.src[s - 1] };
                     if !self.match_bracket_class(previous, p, ep - 1)
                         && self.match_bracket_class(self.src_at(s), p, ep - 1)
@@ -329,6 +352,7 @@ impl<'a> Matcher<'a> {
                 _ => {
                     // A single-character class with an optional repetition suffix.
                     let ep = self.class_end(p)?;
+                    self.charge(self.class_cost(p, ep))?;
                     let suffix = self.pat_at(ep);
                     if !self.single_match(s, p, ep) {
                         if matches!(suffix, b'*' | b'?' | b'-') {
@@ -455,11 +479,17 @@ impl<'a> Matcher<'a> {
     }
 
     fn max_expand(&mut self, s: usize, p: usize, ep: usize) -> Step {
+        // Charged before each comparison, so one scan of a long subject against a long set
+        // runs on the budget and reads the clock like any other work.
+        let cost = self.class_cost(p, ep);
         let mut i = 0;
-        while self.single_match(s + i, p, ep) {
+        loop {
+            self.charge(cost)?;
+            if !self.single_match(s + i, p, ep) {
+                break;
+            }
             i += 1;
         }
-        self.charge(i)?;
         // Tries the rest of the pattern with the most repetitions first.
         loop {
             if let Some(end) = self.do_match(s + i, ep + 1)? {
@@ -473,10 +503,12 @@ impl<'a> Matcher<'a> {
     }
 
     fn min_expand(&mut self, mut s: usize, p: usize, ep: usize) -> Step {
+        let cost = self.class_cost(p, ep);
         loop {
             if let Some(end) = self.do_match(s, ep + 1)? {
                 return Ok(Some(end));
             }
+            self.charge(cost)?;
             if !self.single_match(s, p, ep) {
                 return Ok(None);
             }
@@ -641,7 +673,9 @@ unsafe fn run<T>(
         Ok(Ok(value)) => value,
         Ok(Err(error)) => raise(state, watchdog, error),
         Err(panic) => {
-            drop(panic);
+            // Leaked, not dropped: the payload's `Drop` could panic in turn, and that panic
+            // would unwind into Lua's C frames. This path is only reached by a bug.
+            mem::forget(panic);
             ffi::luaL_error(state, c"internal error in the pattern matcher".as_ptr());
             unreachable!("luaL_error does not return")
         }
@@ -765,6 +799,10 @@ unsafe fn find_aux(state: *mut lua_State, find: bool) -> c_int {
 
 /// The state of one `gmatch` iterator, a userdata upvalue of it. Subject and pattern point
 /// into the Lua strings that are its other upvalues, which keep them alive.
+///
+/// Sound only because scripts cannot reach those upvalues: the `debug` library is not
+/// loaded (see `lua.rs`). `debug.setupvalue` could replace the strings, the old ones could
+/// be collected, and the pointers here would dangle.
 #[repr(C)]
 struct GMatch {
     src: *const u8,
@@ -830,6 +868,13 @@ unsafe extern "C-unwind" fn str_gsub(state: *mut lua_State) -> c_int {
     ) {
         luaL_typeerror(state, 3, c"string/function/table".as_ptr());
     }
+    // A string replacement is walked for every match, so each match is charged its length.
+    // (Reading it converts a number replacement to a string, as `add_s` does.)
+    let repl_len = if matches!(repl, ffi::LUA_TNUMBER | ffi::LUA_TSTRING) {
+        bytes_at(state, 3).len()
+    } else {
+        0
+    };
     let watchdog = watchdog(state, 1);
     let (anchored, pat) = anchor(pattern);
     let mut captures = NO_CAPTURES;
@@ -844,6 +889,7 @@ unsafe extern "C-unwind" fn str_gsub(state: *mut lua_State) -> c_int {
         match end.filter(|&end| end != last) {
             Some(end) => {
                 count += 1;
+                run(state, watchdog, || m.charge_outside(repl_len + 1));
                 changed |= add_value(state, watchdog, &m, src, (at, end), repl, b);
                 at = end;
                 last = end;
@@ -1013,6 +1059,44 @@ mod tests {
             BASE_STEPS + 10 * STEPS_PER_BYTE
         );
         assert_eq!(Meter::new(usize::MAX, &watchdog).budget, u64::MAX);
+    }
+
+    /// A panic payload whose `Drop` panics too.
+    struct PanicsOnDrop;
+
+    impl Drop for PanicsOnDrop {
+        fn drop(&mut self) {
+            panic!("dropping the payload panics");
+        }
+    }
+
+    /// A C function like the four above, whose matcher code has a bug.
+    unsafe extern "C-unwind" fn buggy_matcher(state: *mut lua_State) -> c_int {
+        run(state, watchdog(state, 1), || -> Result<(), MatchError> {
+            std::panic::panic_any(PanicsOnDrop)
+        });
+        0
+    }
+
+    #[test]
+    fn a_panic_in_the_matcher_is_a_lua_error() {
+        let lua = Lua::new();
+        let watchdog = Watchdog::new();
+        let upvalue = Arc::as_ptr(&watchdog).cast_mut().cast::<c_void>();
+        // SAFETY: as in `install`; `watchdog` outlives the state's use of it.
+        let buggy: Function = unsafe {
+            lua.exec_raw((), |state| {
+                ffi::lua_pushlightuserdata(state, upvalue);
+                ffi::lua_pushcclosure(state, buggy_matcher, 1);
+            })
+        }
+        .unwrap();
+        let (ok, message): (bool, String) = lua.load("return pcall(...)").call(buggy).unwrap();
+        assert!(!ok);
+        assert_eq!(message, "internal error in the pattern matcher");
+        // Neither panic escaped into Lua, and the state runs on.
+        let again: String = lua.load("return (('a,b'):gsub(',', ';'))").eval().unwrap();
+        assert_eq!(again, "a;b");
     }
 
     #[test]

@@ -570,3 +570,90 @@ fn gsub_results_are_held_to_the_memory_cap() {
     assert_eq!(err.kind, ScriptErrorKind::OutOfMemory, "{err}");
     assert_eq!(parse_text(&mut p, "ok"), vec![nums(&[1.0])]);
 }
+
+/// Asserts that `frame` fails with the step-budget error at `line` and that the same engine
+/// then parses an ordinary frame.
+fn assert_budget_exhausted(p: &mut ScriptParser, frame: &str, line: u32) {
+    let err = p.parse(FrameInput::Text(frame)).unwrap_err();
+    assert_eq!(err.kind, ScriptErrorKind::Timeout, "{frame}: {err}");
+    assert!(
+        err.message
+            .starts_with("pattern matching exceeded its step budget ("),
+        "{frame}: {err}"
+    );
+    assert_eq!(err.line, Some(line), "{frame}: {err}");
+    assert_eq!(parse_text(p, "1,2,3"), vec![nums(&[1.0, 2.0, 3.0])]);
+}
+
+#[test]
+fn long_sets_are_charged_for_every_byte_they_scan() {
+    // Bytes of the subject are tested against a 20 000-byte set they are not in. Charged by
+    // the set's length, the 30 M steps of a 20 000-byte subject are gone after about 1 500
+    // tests; charged one step a test, `*` and `-` would scan 4·10⁸ bytes of set for every
+    // start position, and the others would run to the end of the subject.
+    let mut p = patient_parser(
+        r#"
+        local subject, set = ("a"):rep(2e4), ("b"):rep(2e4)
+        function parse(frame)
+          if frame == "star" then return { subject:find("[^" .. set .. "]*x") } end
+          if frame == "lazy" then return { subject:find("[^" .. set .. "]-x") } end
+          if frame == "frontier" then return { subject:find("%f[" .. set .. "]x") } end
+          if frame == "once" then return { subject:find("[" .. set .. "]") } end
+          local out = {}
+          for v in frame:gmatch("[^,]+") do out[#out + 1] = tonumber(v) end
+          return out
+        end
+        "#,
+    );
+    assert_budget_exhausted(&mut p, "star", 4);
+    assert_budget_exhausted(&mut p, "lazy", 5);
+    assert_budget_exhausted(&mut p, "frontier", 6);
+    assert_budget_exhausted(&mut p, "once", 7);
+    assert!(!p.is_disabled());
+}
+
+#[test]
+fn sets_of_ordinary_size_fit_the_budget() {
+    // A 1 000-byte set tested against every byte of a 10 000-byte subject (mostly bytes it
+    // must be scanned in full for), through every function: linear work, so it fits.
+    let mut p = patient_parser(
+        r#"
+        local set = {}
+        for i = 1, 1000 do set[i] = string.char(65 + i % 26) end
+        set = table.concat(set)
+        local subject = ("a,"):rep(5e3)
+        function parse(frame)
+          local word = "[^" .. set .. ",]+"
+          local n = 0
+          for _ in subject:gmatch(word) do n = n + 1 end
+          local _, replaced = subject:gsub(word, "%0")
+          return { n, replaced, #subject:match("[a,%d" .. set .. "]*"),
+                   subject:find("[" .. set .. ",]+$") }
+        end
+        "#,
+    );
+    assert_eq!(
+        parse_text(&mut p, "x"),
+        vec![nums(&[5e3, 5e3, 1e4, 1e4, 1e4])]
+    );
+}
+
+#[test]
+fn gsub_replacements_are_charged_for_their_length() {
+    // Each of the 10 001 empty matches walks a replacement of 10⁶ `%0`s that add nothing,
+    // so the memory cap never stops it; charged by the replacement's length this takes the
+    // budget after about ten matches.
+    let mut p = patient_parser(
+        r#"
+        local subject, repl = ("x"):rep(1e4), ("%0"):rep(1e6)
+        function parse(frame)
+          if frame == "gsub" then return { (subject:gsub("", repl)) } end
+          local out = {}
+          for v in frame:gmatch("[^,]+") do out[#out + 1] = tonumber(v) end
+          return out
+        end
+        "#,
+    );
+    assert_budget_exhausted(&mut p, "gsub", 4);
+    assert!(!p.is_disabled());
+}
