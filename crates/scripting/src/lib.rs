@@ -31,7 +31,10 @@
 //! * Watchdog: a call running longer than [`Limits::timeout`] is interrupted and fails with
 //!   [`ScriptErrorKind::Timeout`]; after [`Limits::max_consecutive_timeouts`] consecutive
 //!   timeouts the script is disabled and every later call fails with
-//!   [`ScriptErrorKind::Disabled`]. A successful call resets the count.
+//!   [`ScriptErrorKind::Disabled`]. A successful call resets the count. Lua's pattern
+//!   functions (`string.find/match/gmatch/gsub`) are the sandbox's own, which the watchdog
+//!   reaches inside the match; one that exhausts its step budget also fails the call with
+//!   [`ScriptErrorKind::Timeout`].
 //! * Memory: an engine allocating beyond [`Limits::memory_bytes`] fails the call with
 //!   [`ScriptErrorKind::OutOfMemory`]; the process is never aborted.
 //! * Host functions available as globals in both languages: `tableGet(table, name)`,
@@ -51,6 +54,7 @@ use std::time::{Duration, Instant};
 mod host;
 mod js;
 mod lua;
+mod lua_patterns;
 mod rows;
 
 pub use host::{Host, NoHost, SharedTables};
@@ -361,6 +365,8 @@ pub(crate) struct Watchdog {
     /// Nanoseconds since `epoch`; `u64::MAX` when no call is running.
     deadline: AtomicU64,
     tripped: AtomicBool,
+    /// The step budget a pattern call of the running call used up; 0 when none did.
+    exhausted: AtomicU64,
 }
 
 impl Watchdog {
@@ -369,6 +375,7 @@ impl Watchdog {
             epoch: Instant::now(),
             deadline: AtomicU64::new(u64::MAX),
             tripped: AtomicBool::new(false),
+            exhausted: AtomicU64::new(0),
         })
     }
 
@@ -381,6 +388,7 @@ impl Watchdog {
         let budget = u64::try_from(timeout.as_nanos()).unwrap_or(u64::MAX);
         let deadline = self.now().saturating_add(budget).min(u64::MAX - 1);
         self.tripped.store(false, Ordering::Relaxed);
+        self.exhausted.store(0, Ordering::Relaxed);
         self.deadline.store(deadline, Ordering::Relaxed);
     }
 
@@ -404,6 +412,18 @@ impl Watchdog {
     /// Whether the current (or last) call was interrupted.
     pub(crate) fn tripped(&self) -> bool {
         self.tripped.load(Ordering::Relaxed)
+    }
+
+    /// Ends the running call as a timeout because native work (Lua pattern matching) used
+    /// up its step budget of `steps`: the time limit cannot see inside it.
+    pub(crate) fn exhaust(&self, steps: u64) {
+        self.exhausted.store(steps.max(1), Ordering::Relaxed);
+        self.tripped.store(true, Ordering::Relaxed);
+    }
+
+    /// The budget the current (or last) call used up, if that is why it was interrupted.
+    pub(crate) fn exhausted(&self) -> Option<u64> {
+        Some(self.exhausted.load(Ordering::Relaxed)).filter(|&steps| steps > 0)
     }
 }
 

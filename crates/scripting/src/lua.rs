@@ -1,11 +1,15 @@
 //! The Lua 5.4 engine: sandboxed state construction, the `bit`/`unpack` compatibility
 //! layer, host globals, the instruction-count watchdog and value conversion.
+//!
+//! The pattern functions of the `string` library are replaced by [`crate::lua_patterns`],
+//! which the watchdog can stop.
 
 use std::sync::Arc;
 
 use mlua::state::{GcGenParams, GcMode};
 use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
 
+use crate::lua_patterns::{self, budget_message};
 use crate::rows::{Budget, Cell, PREALLOCATE};
 use crate::{
     as_integer, line_after, number_key, Entry, FrameInput, Host, Language, Limits, ScriptError,
@@ -153,6 +157,9 @@ impl LuaEngine {
         let compile_error =
             |e: mlua::Error| classify(e, &watchdog, limits, ScriptErrorKind::Compile);
 
+        // Never add `StdLib::DEBUG`: besides escaping the sandbox, `debug.setupvalue` could
+        // swap the strings a `gmatch` iterator keeps as upvalues, and its state holds raw
+        // pointers into them (see `lua_patterns::GMatch`).
         let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH | StdLib::UTF8;
         let lua = Lua::new_with(libs, LuaOptions::default()).map_err(compile_error)?;
         lua.set_memory_limit(limits.memory_bytes)
@@ -264,6 +271,7 @@ fn install_globals(lua: &Lua, watchdog: &Arc<Watchdog>, host: Arc<dyn Host>) -> 
     for name in REMOVED_GLOBALS {
         globals.raw_set(*name, Value::Nil)?;
     }
+    lua_patterns::install(lua, watchdog)?;
 
     let log = lua.create_function(|_, line: mlua::LuaString| {
         tracing::debug!(target: "sextant_scripting::lua", "{}", line.to_string_lossy());
@@ -377,12 +385,20 @@ fn classify(
     otherwise: ScriptErrorKind,
 ) -> ScriptError {
     if watchdog.tripped() {
-        return ScriptError::new(
-            ScriptErrorKind::Timeout,
-            Language::Lua,
-            None,
-            format!("call exceeded {} ms", limits.timeout.as_millis()),
-        );
+        return match watchdog.exhausted() {
+            Some(steps) => ScriptError::new(
+                ScriptErrorKind::Timeout,
+                Language::Lua,
+                line_after(&error.to_string(), LINE_MARKER),
+                budget_message(steps),
+            ),
+            None => ScriptError::new(
+                ScriptErrorKind::Timeout,
+                Language::Lua,
+                None,
+                format!("call exceeded {} ms", limits.timeout.as_millis()),
+            ),
+        };
     }
     let text = error.to_string();
     let line = line_after(&text, LINE_MARKER);

@@ -148,6 +148,34 @@ fn script_errors_are_counted_and_the_stream_goes_on() {
 }
 
 #[test]
+fn a_backtracking_lua_pattern_fails_its_frame_and_the_stream_goes_on() {
+    // Lua's pattern matcher runs natively, where the instruction hook cannot see it; the
+    // sandbox's own matcher stops `.-.-.-.-b` on 10 000 characters on its step budget.
+    let p = project(json!({
+        "schemaVersion": 1,
+        "sources": [{"id": "s", "parser": {"kind": "script", "language": "lua",
+            "code": "function parse(frame)\n  if frame == 'hang' then return { ('a'):rep(1e4):find('.-.-.-.-b') } end\n  return { tonumber(frame) }\nend"}}],
+        "groups": [{"id": "g", "datasets": [{"id": "d", "title": "D", "index": 1}]}]
+    }));
+    let options = PipelineOptions {
+        // A generous clock, so the step budget (not machine speed) decides.
+        script_limits: Limits {
+            timeout: Duration::from_secs(600),
+            ..Limits::default()
+        },
+    };
+    let mut pipeline = Pipeline::with_options(&p, options).unwrap();
+    let rows = run(&mut pipeline, 0, &[b"1\nhang\n2\n", b"3\n"]);
+    let values: Vec<f64> = rows.iter().map(|r| num(&r[0])).collect();
+    assert_eq!(values, [1.0, 2.0, 3.0]);
+    let stats = pipeline.stats(0).unwrap();
+    assert_eq!(stats.parse_errors, 1);
+    let error = stats.last_error.as_deref().unwrap();
+    assert!(error.contains("timed out at line 2"), "{stats:?}");
+    assert!(error.contains("step budget"), "{stats:?}");
+}
+
+#[test]
 fn a_runaway_parser_is_stopped_then_disabled_without_stopping_other_sources() {
     let p = project(json!({
         "schemaVersion": 1,
