@@ -185,6 +185,52 @@ test("an imported Serial Studio project is saved beside the original, never over
   }
 });
 
+test("a Serial Studio project whose parser returns strings shows numbers in its gauge, map and plots", async () => {
+  // The shape of most Serial Studio projects (TinyGPS, MPU6050, EM Wave): a JavaScript
+  // parser returning frame.split(','), so every value arrives as text.
+  const file = join(dir, "rover.ssproj");
+  copyFileSync(join(repo, "fixtures/serial-studio/js-csv.ssproj"), file);
+  page = await fresh();
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', file);
+  await page.click('[data-testid="project-import"]');
+  await page.locator('[data-testid="tree-group"]', { hasText: "Position" }).first().waitFor();
+  await nav(page, "connect");
+  await page.fill('[data-testid="serial-port"]', pty.a);
+  let i = 0;
+  stopFeed = feed(pty.b, () => {
+    i++;
+    return `$${230 + (i % 10)},40,3.9,${(45.5 + i / 1e5).toFixed(5)},-73.5673,35.2,0.12,-0.05,9.81\n`;
+  });
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
+  await nav(page, "dashboard");
+  const ids = await page.evaluate(async () => {
+    const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
+    const project = await new Promise((resolve) => {
+      ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
+      ws.onmessage = (e) => resolve(JSON.parse(e.data).result);
+    });
+    ws.close();
+    return Object.fromEntries(project.groups.flatMap((g) => g.datasets.map((d) => [d.title, d.id])));
+  });
+  const value = (title) => page.evaluate((id) => window.__sextantValue?.(id), ids[title]);
+  await waitFor("numbers from text values", async () => Number.isFinite(await value("Latitude")), 15000, 200);
+  // A gauge (through a transform), the map's coordinates and a plotted axis: all numbers.
+  const t = await value("Temperature");
+  assert.ok(t >= 23 && t <= 24, `Temperature ${t}`);
+  assert.ok(Math.abs((await value("Latitude")) - 45.5) < 0.1);
+  assert.equal(await value("Longitude"), -73.5673);
+  assert.equal(await value("Accel Z"), 9.81);
+  await page.waitForTimeout(500);
+  await page.screenshot({ path: join(artifacts, "browser-ss-strings-light-en.png") });
+  stopFeed();
+  stopFeed = null;
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  await page.close();
+});
+
 test("a project file dropped on the window opens", async () => {
   page = await fresh();
   await nav(page, "project");

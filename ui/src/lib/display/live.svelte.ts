@@ -154,6 +154,9 @@ export function acquire(): () => void {
   users++;
   if (users === 1) {
     (globalThis as any).__sextantStats = stats;
+    // What every widget reads (the newest value of a dataset by id), for end-to-end tests
+    // that must know a widget shows a number, not a dash.
+    (globalThis as any).__sextantValue = (id: string) => store.value(id);
     void subscribe();
     if (!rafId && typeof requestAnimationFrame === "function") rafId = requestAnimationFrame(loop);
   }
