@@ -301,12 +301,19 @@ fn main() {
         .plugin(tauri_plugin_window_state::Builder::default().build())
         .setup(move |app| {
             let demo = args.project.is_none();
-            let workspace = if demo {
+            let mut workspace = if demo {
                 Workspace::new(sextant_devices::simulator::demo_project())
             } else {
                 Workspace::new(sextant_telemetry::Project::default())
             };
             let safeguards = safeguards(app.path());
+            // Recording works from the start; the Recording screen can pick another file.
+            if let Ok(dir) = app.path().app_data_dir() {
+                if let Err(e) = std::fs::create_dir_all(&dir) {
+                    log::warn!("could not create the data folder {}: {e}", dir.display());
+                }
+                workspace.set_sessions_db(Some(dir.join("sessions.sqlite")));
+            }
             // The runtime's tasks live on Tauri's Tokio runtime.
             let runtime = tauri::async_runtime::block_on(async {
                 Runtime::with_safeguards(workspace, safeguards).spawn(Some(Duration::from_secs(1)))

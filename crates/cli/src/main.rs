@@ -334,6 +334,9 @@ fn data_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
     }
 }
 
+/// The recorded sessions' default database, in the data folder.
+const SESSIONS_FILE: &str = "sessions.sqlite";
+
 /// What every door of this process shares: the folders files may be written in without
 /// asking, and the programs a person allowed (kept in the data folder).
 fn safeguards(data: Option<&Path>, mut folders: Vec<PathBuf>) -> sextant_runtime::Safeguards {
@@ -374,12 +377,22 @@ fn serve(s: Serve) -> Result<()> {
     if s.web.is_none() && s.api.is_none() && s.ws.is_none() {
         bail!("nothing to serve: pass --http-port (the UI), --api and/or --ws-port");
     }
-    let ws = if s.demo {
+    let mut ws = if s.demo {
         sextant_runtime::Workspace::new(demo_project())
     } else {
         open_workspace(s.project.as_deref())?
     };
     let data = data_dir(s.data_dir.clone()).ok();
+    // Recording works from the start; the UI can pick another file.
+    if let Some(dir) = &data {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!(
+                "warning: could not create the data folder {}: {e}",
+                dir.display()
+            );
+        }
+        ws.set_sessions_db(Some(dir.join(SESSIONS_FILE)));
+    }
     let safeguards = safeguards(data.as_deref(), s.allow_folder.clone());
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {

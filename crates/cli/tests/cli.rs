@@ -522,9 +522,12 @@ fn serve_stopped_by_sigterm_keeps_the_last_edit() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port().to_string();
     drop(listener);
+    let data = dir.path().join("data");
     let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
         .args(["serve", "--api", "--port", &port, "--project"])
         .arg(&project)
+        .arg("--data-dir")
+        .arg(&data)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
@@ -546,6 +549,21 @@ fn serve_stopped_by_sigterm_keeps_the_last_edit() {
         .read_line(&mut reply)
         .unwrap();
     assert!(reply.contains(r#""success":true"#), "{reply}");
+    // Recording needs no typed database path first: it has one in the data folder.
+    let request = r#"{"type":"command","id":2,"command":"sessions.list","params":{}}"#;
+    stream.write_all(format!("{request}\n").as_bytes()).unwrap();
+    let mut reply = String::new();
+    BufReader::new(stream.try_clone().unwrap())
+        .read_line(&mut reply)
+        .unwrap();
+    let listing: Json = serde_json::from_str(&reply).unwrap();
+    assert_eq!(
+        listing["result"]["database"]
+            .as_str()
+            .map(std::path::PathBuf::from),
+        Some(data.join("sessions.sqlite")),
+        "{reply}"
+    );
     // At once: well inside the 1 s auto-save delay.
     let status = Command::new("kill")
         .args(["-TERM", &child.id().to_string()])
