@@ -120,7 +120,7 @@ describe("chat store: chats", () => {
       throw new CommandError({ code: "turnRunning", message: "chat 1 already has a turn running" });
     };
     expect(await store.remove(1)).toBe(false);
-    expect(store.error).toBe("delete: chat 1 already has a turn running (turnRunning)");
+    expect(store.error).toBe("Could not delete the chat: chat 1 already has a turn running");
     expect(store.current).toBe(1);
     store.clearError();
     expect(store.error).toBe("");
@@ -275,7 +275,7 @@ describe("chat store: a turn", () => {
     };
     await store.approve("c1");
     expect(card(store, "c1").approval).toMatchObject({ answering: false });
-    expect(store.error).toMatch(/^approve: no approval is pending/);
+    expect(store.error).toMatch(/^The assistant could not do that: no approval is pending/);
   });
 
   it("approve all answers the Confirm prompts only", async () => {
@@ -390,7 +390,7 @@ describe("chat store: a turn", () => {
     expect(await store.send("hello")).toBe(false);
     expect(store.items).toEqual([]);
     expect(store.running).toBe(false);
-    expect(store.error).toBe("send: could not set up the provider client: no API key (provider)");
+    expect(store.error).toBe("The message was not sent: could not set up the provider client: no API key");
   });
 
   it("events of another chat only mark the list", async () => {
@@ -640,7 +640,7 @@ describe("chat store: settings", () => {
       throw new CommandError({ code: "provider", message: "401" });
     };
     expect(await store.loadModels()).toBe(false);
-    expect(store.error).toBe("listModels: 401 (provider)");
+    expect(store.error).toBe("Could not load the models: 401");
     expect(store.models).toHaveLength(2);
   });
 });

@@ -88,7 +88,7 @@ describe("compile error lines", () => {
 describe("error text", () => {
   it("keeps the backend's message verbatim with code and path", () => {
     const e = new CommandError({ code: "invalid_params", message: "invalid source field `changes.connection.baud`: expected u32", path: "changes.connection.baud" });
-    expect(errorText(e)).toBe("invalid source field `changes.connection.baud`: expected u32 [changes.connection.baud] (invalid_params)");
+    expect(errorText(e)).toBe("invalid source field `changes.connection.baud`: expected u32 [changes.connection.baud]");
     expect(errorText(new Error("connection to Sextant lost"))).toBe("connection to Sextant lost");
   });
   it("recognises an unknown command", () => {

@@ -8,6 +8,7 @@
  *  other chats only update the list's running marks. */
 import type { ChatEvent, ChatRequest, Unsubscribe } from "../lib/transport/types";
 import { errorText } from "../screens/util";
+import { failed } from "../lib/i18n/index.svelte";
 import {
   NOTICE_OF_END,
   addUsage,
@@ -107,7 +108,7 @@ export class ChatStore {
     try {
       return await this.backend.chat<T>(req);
     } catch (e) {
-      this.error = `${req.op}: ${errorText(e)}`;
+      this.error = failed(`chat.${req.op}`, errorText(e));
       return undefined;
     }
   }

@@ -2,6 +2,11 @@
  *  same keys and placeholders). */
 export const strings: { en: Record<string, string>; zh: Record<string, string> } = {
   en: {
+    "fail.chat": "The assistant could not do that",
+    "fail.chat.send": "The message was not sent",
+    "fail.chat.listModels": "Could not load the models",
+    "fail.chat.delete": "Could not delete the chat",
+    "fail.chat.setSettings": "Could not save the assistant's settings",
     "chat.toggle": "Assistant",
     "chat.title": "Assistant",
     "chat.close": "Close the assistant",
@@ -109,6 +114,11 @@ export const strings: { en: Record<string, string>; zh: Record<string, string> }
     "chat.settings.keyCleared": "The stored key was removed.",
   },
   zh: {
+    "fail.chat": "助手无法完成该操作",
+    "fail.chat.send": "消息未发送",
+    "fail.chat.listModels": "无法加载模型列表",
+    "fail.chat.delete": "无法删除对话",
+    "fail.chat.setSettings": "无法保存助手设置",
     "chat.toggle": "助手",
     "chat.title": "助手",
     "chat.close": "关闭助手",

@@ -2,7 +2,7 @@
  *  the validation problems, refreshed after every edit and on `projectChanged` events.
  *  Every edit goes through `edit()`, which records the last success or error message. */
 import { transport } from "../lib/transport";
-import { t } from "../lib/i18n/index.svelte";
+import { failed, t } from "../lib/i18n/index.svelte";
 import { errorText, parseRecent, pushRecent } from "./util";
 
 export type Json = Record<string, any>;
@@ -92,7 +92,7 @@ export async function edit<T = Json>(
     await refresh();
     return r;
   } catch (e) {
-    setMessage("error", `${command}: ${errorText(e)}`, (e as { path?: string })?.path);
+    setMessage("error", failed(command, errorText(e)), (e as { path?: string })?.path);
     return undefined;
   }
 }

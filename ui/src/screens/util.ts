@@ -28,12 +28,12 @@ export function parseRecent(raw: string | null, max = RECENT_MAX): string[] {
   }
 }
 
-/** The text to show for a failed call: the backend's message verbatim, with the code and
- *  the offending parameter path when known. */
+/** The text to show for a failed call: the backend's message verbatim, with the offending
+ *  parameter path when known (the machine code stays out of what a person reads). */
 export function errorText(e: unknown): string {
   if (e instanceof CommandError) {
     const where = e.path ? ` [${e.path}]` : "";
-    return `${e.message}${where} (${e.code})`;
+    return `${e.message}${where}`;
   }
   if (e instanceof Error) return e.message;
   return String(e);

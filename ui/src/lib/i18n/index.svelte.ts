@@ -14,6 +14,27 @@ export const dictionaries: Record<"en" | "zh", Dict> = {
   zh: { ...shell.zh, ...screens.zh, ...dashboard.zh, ...chat.zh },
 };
 
+/** Whether `key` has a string (in English, which has every key). */
+export function has(key: string): boolean {
+  return key in dictionaries.en;
+}
+
+/** "What failed: why", for a failed command a screen ran, in the person's language. */
+export function failed(command: string, why: string): string {
+  return `${t(failKeyOf(command))}: ${why}`;
+}
+
+/** The `fail.*` key for a command: its own entry, else its namespace's, else a general one –
+ *  never the command's name, which means nothing to a person. */
+export function failKeyOf(command: string): string {
+  const parts = command.split(".");
+  for (let n = parts.length; n > 0; n--) {
+    const key = `fail.${parts.slice(0, n).join(".")}`;
+    if (has(key)) return key;
+  }
+  return "fail.generic";
+}
+
 /** The string for `key` in the current language; `{name}` placeholders are filled from `vars`. */
 export function t(key: string, vars: Record<string, string | number> = {}): string {
   const dict = dictionaries[settings.language] ?? dictionaries.en;
