@@ -2,6 +2,15 @@
  *  简体中文. Every key must exist in both (test/i18n-keys.test.ts checks it). */
 export const strings: { en: Record<string, string>; zh: Record<string, string> } = {
   en: {
+    "parser.short.quickPlot": "Quick plot",
+    "parser.short.delimited": "Delimited",
+    "parser.short.keyValue": "key=value",
+    "parser.short.json": "JSON",
+    "parser.short.nmea": "NMEA",
+    "parser.short.fixedWidth": "Fixed width",
+    "parser.short.binary": "Binary",
+    "parser.short.script": "Script",
+    "parser.short.can": "CAN",
     "fail.generic": "That did not work",
     "fail.project": "Could not change the project",
     "fail.project.save": "Could not save the project",
@@ -466,6 +475,15 @@ export const strings: { en: Record<string, string>; zh: Record<string, string> }
     "settings.clamped": "Saved; out-of-range values were brought into range.",
   },
   zh: {
+    "parser.short.quickPlot": "快速绘图",
+    "parser.short.delimited": "分隔值",
+    "parser.short.keyValue": "键=值",
+    "parser.short.json": "JSON",
+    "parser.short.nmea": "NMEA",
+    "parser.short.fixedWidth": "固定宽度",
+    "parser.short.binary": "二进制",
+    "parser.short.script": "脚本",
+    "parser.short.can": "CAN",
     "fail.generic": "操作未成功",
     "fail.project": "无法修改项目",
     "fail.project.save": "无法保存项目",
