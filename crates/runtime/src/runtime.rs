@@ -194,9 +194,11 @@ impl Runtime {
     }
 }
 
-/// What the safeguards read, copied after every call so a door can ask before it calls.
+/// What the safeguards read, copied when a call changed the project or its file, so a
+/// door can ask before it calls.
 #[derive(Default)]
 struct Snapshot {
+    revision: u64,
     project_file: Option<PathBuf>,
     sources: Vec<Source>,
 }
@@ -204,9 +206,15 @@ struct Snapshot {
 impl Snapshot {
     fn of(ws: &Workspace) -> Snapshot {
         Snapshot {
+            revision: ws.revision(),
             project_file: ws.path().map(PathBuf::from),
             sources: ws.project().sources.clone(),
         }
+    }
+
+    /// Whether `ws` moved on since this copy (reads, the usual call, leave it as it is).
+    fn is_current(&self, ws: &Workspace) -> bool {
+        self.revision == ws.revision() && self.project_file.as_deref() == ws.path()
     }
 }
 
@@ -376,7 +384,10 @@ async fn owner(
                     None => break,
                     Some(Request::Call(req)) => {
                         let result = rt.execute_as(req.caller, &req.command, req.params, req.policy, req.consent);
-                        *snapshot.write().unwrap_or_else(|e| e.into_inner()) = Snapshot::of(&rt.workspace);
+                        let stale = !snapshot.read().unwrap_or_else(|e| e.into_inner()).is_current(&rt.workspace);
+                        if stale {
+                            *snapshot.write().unwrap_or_else(|e| e.into_inner()) = Snapshot::of(&rt.workspace);
+                        }
                         let _ = req.reply.send(result);
                     }
                     Some(Request::Flush(reply)) => {

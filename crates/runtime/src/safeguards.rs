@@ -31,7 +31,7 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::Value as Json;
 use sextant_commands::{CommandError, ErrorCode, Policy};
-use sextant_telemetry::project::{Connection, Source};
+use sextant_telemetry::project::{Connection, Source, FORMAT_MARKER};
 
 /// The user's folders and the remembered program permissions, shared by every door.
 #[derive(Clone, Default)]
@@ -238,7 +238,7 @@ fn replaces_foreign(path: Option<&Json>) -> Option<Gate> {
     (path.exists() && !is_sextant_project(&path)).then_some(Gate::ReplacesForeign { path })
 }
 
-/// Whether `path` holds a project Sextant wrote (`"format": "sextant-project"`).
+/// Whether `path` holds a project Sextant wrote (its `format` marker).
 fn is_sextant_project(path: &Path) -> bool {
     // Projects are small; anything huge is not one of ours.
     const LARGEST: u64 = 64 << 20;
@@ -248,7 +248,7 @@ fn is_sextant_project(path: &Path) -> bool {
     std::fs::read(path)
         .ok()
         .and_then(|bytes| serde_json::from_slice::<Json>(&bytes).ok())
-        .is_some_and(|v| v.get("format").and_then(Json::as_str) == Some("sextant-project"))
+        .is_some_and(|v| v.get("format").and_then(Json::as_str) == Some(FORMAT_MARKER))
 }
 
 /// The exact command line a process source runs, as a person would read it; `None` for
