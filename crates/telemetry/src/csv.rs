@@ -1,5 +1,12 @@
 //! CSV of parsed frames: `elapsed_s, Group/Dataset, …`, one row per frame.
 //!
+//! `elapsed_s` counts from the file's first row (0.000000), whenever the recording or the
+//! export started: a file reads the same whether it came from the live run or from its
+//! recording, and never starts at the app's uptime. Numbers are written with at most 15
+//! significant digits, the most a decimal can keep through a double and back, then in
+//! their shortest form: `1013.217553 / 10` is written `101.3217553`, as a spreadsheet
+//! shows it, not `101.32175529999999`.
+//!
 //! Written with the `csv` crate (RFC 4180: a field holding a comma, a quote or a line break
 //! is quoted, quotes doubled), the same crate every CSV reader in Sextant uses, so what is
 //! exported reads back field for field.
@@ -14,6 +21,8 @@ pub struct CsvWriter<W: Write> {
     out: csv::Writer<W>,
     field: String,
     rows: u64,
+    /// `elapsed_s` of the first row, which the file's times count from.
+    origin: Option<f64>,
 }
 
 fn writer<W: Write>(out: W) -> csv::Writer<W> {
@@ -42,8 +51,7 @@ fn write_fields<W: Write>(
     for v in values {
         match v {
             Value::Number(n) => {
-                field.clear();
-                let _ = write!(field, "{n}");
+                write_number(field, *n);
                 out.write_field(field.as_bytes())?;
             }
             Value::Text(t) => out.write_field(t.as_bytes())?,
@@ -51,6 +59,24 @@ fn write_fields<W: Write>(
         }
     }
     out.write_record(None::<&[u8]>)
+}
+
+/// `n` with at most 15 significant digits, in its shortest form (`3`, `0.1`, `1e-7`).
+///
+/// Rust prints a double in the shortest form that reads back as the same double, which for
+/// the result of arithmetic (`1013.217553 / 10`) is the 17-digit `101.32175529999999`.
+/// Rounding to 15 digits first gives the decimal the person would write; any decimal of
+/// up to 15 digits survives a double, so nothing a device sent is changed.
+fn write_number(field: &mut String, n: f64) {
+    field.clear();
+    if !n.is_finite() || (n.fract() == 0.0 && n.abs() < 1e15) {
+        let _ = write!(field, "{n}");
+        return;
+    }
+    let _ = write!(field, "{n:.14e}");
+    let rounded: f64 = field.parse().unwrap_or(n);
+    field.clear();
+    let _ = write!(field, "{rounded}");
 }
 
 /// One frame as a CSV record without its line break (`0.500000,1.25,"say ""hi"""`), as the
@@ -80,11 +106,16 @@ impl<W: Write> CsvWriter<W> {
             out,
             field: String::new(),
             rows: 0,
+            origin: None,
         })
     }
 
+    /// Writes a row at `elapsed_s` on the caller's clock; the file shows it relative to the
+    /// first row written.
     pub fn write_row(&mut self, elapsed_s: f64, values: &[Value]) -> io::Result<()> {
-        write_fields(&mut self.out, &mut self.field, elapsed_s, values).map_err(io_error)?;
+        let origin = *self.origin.get_or_insert(elapsed_s);
+        let since_first = (elapsed_s - origin).max(0.0);
+        write_fields(&mut self.out, &mut self.field, since_first, values).map_err(io_error)?;
         self.rows += 1;
         Ok(())
     }

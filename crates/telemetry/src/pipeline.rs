@@ -117,6 +117,9 @@ struct SourceStage {
     /// Grow datasets from the data (quick plot with nothing configured).
     auto_datasets: bool,
     stats: SourceStats,
+    /// When this source's previous frame arrived: the rows of a batch are spread over the
+    /// time since then.
+    last_frame: Option<Timestamp>,
 }
 
 /// Current values, shared with scripts through the host functions.
@@ -295,6 +298,7 @@ impl Pipeline {
                 parser,
                 feeds,
                 stats: SourceStats::default(),
+                last_frame: None,
             });
         }
 
@@ -362,6 +366,7 @@ impl Pipeline {
     pub fn reset_source(&mut self, source: usize) {
         if let Some(s) = self.sources.get_mut(source) {
             s.framer.reset();
+            s.last_frame = None;
         }
     }
 
@@ -382,6 +387,7 @@ impl Pipeline {
             feeds,
             auto_datasets,
             stats,
+            last_frame,
         } = &mut self.sources[source];
         let core = &mut self.core;
         let rows = &mut self.rows;
@@ -405,15 +411,43 @@ impl Pipeline {
                 return;
             }
             stats.frames_parsed += 1;
-            for row in rows.iter() {
+            let batch = rows.len();
+            for (i, row) in rows.iter().enumerate() {
                 stats.rows += 1;
                 if *auto_datasets && row.len() > feeds.len() {
                     core.grow_auto_datasets(source, parser.channel_names(), feeds, row.len());
                 }
-                core.apply_row(source, feeds, row, timestamp, sink);
+                let at = spread(*last_frame, timestamp, i, batch);
+                core.apply_row(source, feeds, row, at, sink);
             }
+            *last_frame = Some(timestamp);
         });
         stats.framing = framer.stats();
+    }
+}
+
+/// The time of row `i` of a frame of `batch` rows that arrived at `at`, when the source's
+/// previous frame arrived at `previous`.
+///
+/// A device that sends many samples in one packet (an IMU's 120-sample block) gives them
+/// one arrival time; drawn as they came, they stand on one x and a plot shows a vertical
+/// line per packet. The samples were taken over the time since the previous packet, so the
+/// rows are spread evenly over (previous, at]: the last row keeps the arrival time, times
+/// never go backwards and a single-row frame is untouched. The first frame of a source
+/// (nothing to measure the interval by) and frames that share an arrival time with the
+/// previous one (several frames in one read) keep `at` for every row.
+pub fn spread(previous: Option<Timestamp>, at: Timestamp, i: usize, batch: usize) -> Timestamp {
+    let Some(previous) = previous else { return at };
+    if batch <= 1 || previous.elapsed_ns >= at.elapsed_ns {
+        return at;
+    }
+    let interval = u128::from(at.elapsed_ns - previous.elapsed_ns);
+    let before_end = interval * (batch - 1 - i) as u128 / batch as u128;
+    // `before_end` < `interval`, which came from a u64.
+    let before_end = before_end as u64;
+    Timestamp {
+        elapsed_ns: at.elapsed_ns - before_end,
+        unix_ns: at.unix_ns.saturating_sub(before_end as i64),
     }
 }
 

@@ -299,6 +299,92 @@ fn csv_writer_header_rows_and_escaping() {
     let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
     assert_eq!(
         text,
-        "elapsed_s,G/a,\"G/b,c\"\n0.500000,1.25,\"say \"\"hi\"\"\"\n1.000000,,-2\n"
+        "elapsed_s,G/a,\"G/b,c\"\n0.000000,1.25,\"say \"\"hi\"\"\"\n0.500000,,-2\n"
     );
+}
+
+/// An export started 854.3 s after the app did counts from its own first row; numbers are
+/// written as a person would (15 significant digits, shortest form), whatever arithmetic
+/// produced them, and read back as the same decimal.
+#[test]
+fn csv_times_count_from_the_first_row_and_numbers_print_as_decimals() {
+    let cases: &[(f64, &str)] = &[
+        (1013.217553 / 10.0, "101.3217553"),
+        (0.1 + 0.2, "0.3"),
+        (3.0, "3"),
+        (-2.5, "-2.5"),
+        (1e-7, "0.0000001"),
+        (123456789012.345, "123456789012.345"),
+        (6.02214076e23, "602214076000000000000000"),
+        (f64::NAN, "NaN"),
+    ];
+    let values: Vec<Value> = cases.iter().map(|(n, _)| Value::Number(*n)).collect();
+    let mut w = CsvWriter::new(Vec::new(), &vec!["v"; cases.len()]).unwrap();
+    w.write_row(854.3, &values).unwrap();
+    w.write_row(854.8, &values).unwrap();
+    let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+    let lines: Vec<&str> = text.lines().collect();
+    let expected: Vec<&str> = cases.iter().map(|(_, s)| *s).collect();
+    assert_eq!(lines[1], format!("0.000000,{}", expected.join(",")));
+    assert_eq!(lines[2], format!("0.500000,{}", expected.join(",")));
+    // A value a device sent with 15 digits is not changed by the rounding.
+    for s in ["0.123456789012345", "98765.4321098765"] {
+        let mut w = CsvWriter::new(Vec::new(), &["v"]).unwrap();
+        w.write_row(0.0, &[Value::Number(s.parse().unwrap())])
+            .unwrap();
+        let text = String::from_utf8(w.into_inner().unwrap()).unwrap();
+        assert_eq!(text.lines().nth(1).unwrap(), format!("0.000000,{s}"));
+    }
+}
+
+/// A packet of samples (a script returning rows) arrives at one time; its rows are spread
+/// over the interval since the previous packet so a plot draws them in time, not as a
+/// vertical line at the arrival time.
+#[test]
+fn rows_of_one_batch_are_spread_over_the_interval_since_the_previous_frame() {
+    let p = project(json!({
+        "schemaVersion": 1,
+        "sources": [{"id": "src-1", "parser": {"kind": "script", "language": "javascript",
+            "code": "function parse(f) { var n = parseInt(f); var r = []; for (var i = 0; i < n; i++) r.push([i]); return r; }"}}],
+        "groups": [{"id": "grp-1", "title": "IMU", "datasets": [
+            {"id": "ds-1", "title": "Sample", "index": 1}]}]
+    }));
+    let mut pipeline = Pipeline::new(&p).unwrap();
+    let mut times = Vec::new();
+    let mut push = |pipeline: &mut Pipeline, at_ms: u64, bytes: &[u8]| {
+        let ts = Timestamp {
+            elapsed_ns: at_ms * 1_000_000,
+            unix_ns: 1_700_000_000_000_000_000 + (at_ms * 1_000_000) as i64,
+        };
+        let mut got = Vec::new();
+        pipeline.push(0, ts, bytes, &mut |ev| {
+            got.push((ev.timestamp, num(&ev.values[0])))
+        });
+        times.push(got);
+    };
+    push(&mut pipeline, 1000, b"4\n"); // first packet: nothing to measure by
+    push(&mut pipeline, 2000, b"4\n"); // four samples taken over the last second
+    push(&mut pipeline, 2500, b"1\n"); // a single row keeps its arrival time
+    push(&mut pipeline, 3500, b"2\n2\n"); // two packets in one read: the second shares the time
+    let ms = |batch: &Vec<(Timestamp, f64)>| {
+        batch
+            .iter()
+            .map(|(t, _)| t.elapsed_ns / 1_000_000)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(ms(&times[0]), [1000, 1000, 1000, 1000]);
+    assert_eq!(ms(&times[1]), [1250, 1500, 1750, 2000]);
+    assert_eq!(
+        times[1].iter().map(|(_, v)| *v).collect::<Vec<_>>(),
+        [0.0, 1.0, 2.0, 3.0]
+    );
+    for (t, _) in &times[1] {
+        assert_eq!(
+            t.unix_ns - 1_700_000_000_000_000_000,
+            t.elapsed_ns as i64,
+            "wall clock moves with the spread"
+        );
+    }
+    assert_eq!(ms(&times[2]), [2500]);
+    assert_eq!(ms(&times[3]), [3000, 3500, 3500, 3500]);
 }
