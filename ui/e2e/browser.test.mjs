@@ -323,10 +323,8 @@ test("a recording is replayed", async () => {
   await page.click('[data-testid="stop-recording"]');
   const row = page.locator('[data-testid="session-row"]').first();
   await row.waitFor();
-  await nav(page, "connect");
-  await page.click('[data-testid="disconnect"]');
-  await page.locator('[data-testid="connection-status"][data-connected="false"]').waitFor();
-  await nav(page, "recording");
+  // The live simulator stays connected: the replay takes its place, and gives it back.
+  const sidebar = page.locator('[data-testid="connection-status"]');
   // The replay drives the dashboard: display frames with new data arrive while it plays.
   await page.locator('[data-testid="session-row"]').first().locator('[data-testid="session-replay"]').click();
   await page.locator('[data-testid="replay-pause"]').waitFor();
@@ -336,6 +334,22 @@ test("a recording is replayed", async () => {
   await waitFor("replayed frames", async () => (await frames()) > f0 + 5, 15000, 100);
   await nav(page, "recording");
   await page.screenshot({ path: join(artifacts, "browser-recording-light-en.png") });
+  // It plays to its end and holds there; Play starts it again and it moves.
+  const state = page.locator('[data-testid="replay-state"]');
+  const controls = page.locator('[data-testid="replay-controls"]');
+  await waitFor("the replay's end", async () => (await state.getAttribute("data-state")) === "finished", 20000);
+  const duration = Number(await controls.getAttribute("data-duration"));
+  assert.ok(duration > 2, `a 3 s recording lasts about that: ${duration}`);
+  await page.click('[data-testid="replay-play"]');
+  await waitFor("playing again", async () => (await state.getAttribute("data-state")) === "playing", 5000);
+  await waitFor("the position moving from the start", async () => {
+    const at = Number(await controls.getAttribute("data-position"));
+    return at > 0.3 && at < duration - 0.3;
+  }, 10000);
+  // Stopping it brings the live source back.
+  await page.click('[data-testid="replay-stop"]');
+  await controls.waitFor({ state: "detached", timeout: 5000 });
+  await waitFor("the live simulator connected again", async () => (await sidebar.getAttribute("data-state")) === "connected", 10000);
   await page.close();
 });
 

@@ -19,6 +19,13 @@ describe("parseReplayState", () => {
     });
   });
 
+  it("is at its end only when every replay holds at its end", () => {
+    const at = (a: boolean, b: boolean) =>
+      parseReplayState({ replays: [{ paused: true, atEnd: a, positionS: 5, durationS: 5 }, { paused: true, atEnd: b, positionS: 2, durationS: 4 }] })?.atEnd;
+    expect(at(true, true)).toBe(true);
+    expect(at(true, false)).toBe(false);
+  });
+
   it("folds several: paused only when all are, furthest position, longest duration, first speed", () => {
     const r = parseReplayState({
       replays: [

@@ -253,6 +253,74 @@ pub fn project_for_csv(columns: &[String], path: &Path, speed: f64) -> Project {
     }
 }
 
+/// How `open` reads the CSV `path` when it was exported from `open` (or a project with the
+/// same `Group/Dataset` columns): `open` with one CSV source that feeds each dataset its
+/// column, for [`PlaybackError::Unmatched`] otherwise.
+///
+/// An export holds final values, so transforms do not run again and virtual datasets read
+/// their column instead of computing; ids, order, units, widgets, tabs and alarms stay, so
+/// the dashboard the person built shows the file. Columns the project has no dataset for
+/// are left out.
+pub fn project_playing_into(
+    open: &Project,
+    columns: &[String],
+    path: &Path,
+    speed: f64,
+) -> Result<Project, PlaybackError> {
+    let mut playback = open.clone();
+    let mut missing = Vec::new();
+    let mut used = vec![false; columns.len()];
+    for group in &mut playback.groups {
+        for ds in &mut group.datasets {
+            let name = if group.title.is_empty() {
+                ds.title.clone()
+            } else {
+                format!("{}/{}", group.title, ds.title)
+            };
+            // Two datasets of one name read the columns of that name in order.
+            match (0..columns.len()).find(|&i| !used[i] && columns[i] == name) {
+                Some(i) => {
+                    used[i] = true;
+                    ds.index = i as u32 + 1;
+                    ds.source = None;
+                    ds.is_virtual = false;
+                    ds.transform = None;
+                }
+                None => missing.push(name),
+            }
+        }
+    }
+    if !missing.is_empty() || !used.iter().any(|u| *u) {
+        return Err(PlaybackError::Unmatched { missing });
+    }
+    playback.sources = project_for_csv(columns, path, speed).sources;
+    Ok(playback)
+}
+
+/// Why a CSV cannot play into the open project.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum PlaybackError {
+    #[error("{}", unmatched(missing))]
+    Unmatched { missing: Vec<String> },
+}
+
+fn unmatched(missing: &[String]) -> String {
+    const SHOWN: usize = 5;
+    if missing.is_empty() {
+        return "the file has no column of the open project".into();
+    }
+    let mut names = missing
+        .iter()
+        .take(SHOWN)
+        .map(|m| format!("`{m}`"))
+        .collect::<Vec<_>>()
+        .join(", ");
+    if missing.len() > SHOWN {
+        names.push_str(&format!(" and {} more", missing.len() - SHOWN));
+    }
+    format!("the file has no column for {names} of the open project")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -272,6 +340,45 @@ mod tests {
         assert_eq!(
             RowFormat::for_parser(&ParserConfig::QuickPlot),
             RowFormat::Lines
+        );
+    }
+
+    #[test]
+    fn an_export_of_the_open_project_plays_into_it_and_others_are_named() {
+        let open: Project = serde_json::from_value(serde_json::json!({
+            "schemaVersion": 1,
+            "title": "Rover",
+            "sources": [{"id": "uart", "connection": {"type": "simulator"}}],
+            "groups": [{"id": "g", "title": "Power", "datasets": [
+                {"id": "v", "title": "Voltage", "units": "V", "index": 1,
+                 "transform": {"language": "expression", "code": "value / 1000"}},
+                {"id": "p", "title": "Power", "virtual": true,
+                 "transform": {"language": "expression", "code": "1"}}]}]
+        }))
+        .unwrap();
+        let columns: Vec<String> = ["Extra/x", "Power/Power", "Power/Voltage"]
+            .map(String::from)
+            .into();
+        let path = Path::new("run.csv");
+        let p = project_playing_into(&open, &columns, path, 2.0).unwrap();
+        assert_eq!(p.title, "Rover");
+        let ds = &p.groups[0].datasets;
+        assert_eq!(
+            (ds[0].id.as_str(), ds[0].units.as_str(), ds[0].index),
+            ("v", "V", 3)
+        );
+        assert!(ds[0].transform.is_none(), "exported values are final");
+        assert_eq!((ds[1].index, ds[1].is_virtual), (2, false));
+        assert!(
+            matches!(&p.sources[0].connection, Connection::Replay { path, speed } if path == "run.csv" && *speed == 2.0)
+        );
+        assert!(matches!(&p.sources[0].parser, ParserConfig::Json { paths } if paths.len() == 3));
+
+        let other: Vec<String> = ["Power/Voltage", "Temp/Inside"].map(String::from).into();
+        let e = project_playing_into(&open, &other, path, 1.0).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "the file has no column for `Power/Power` of the open project"
         );
     }
 

@@ -42,6 +42,13 @@ struct ControlState {
     position_ns: u64,
     /// Capture time from the first record to the last.
     duration_ns: u64,
+    /// At the last record, pause there (a seek or Play goes on) instead of ending the
+    /// source: what an interactive player does. A command-line replay ends.
+    hold_at_end: bool,
+    /// Paused at the end after playing the last record (with `hold_at_end`).
+    at_end: bool,
+    /// Resumed at the end: play again from the first record.
+    restart: bool,
 }
 
 /// Where a replay is, for the UI's progress bar.
@@ -52,6 +59,8 @@ pub struct ReplayProgress {
     pub speed: f64,
     pub position_s: f64,
     pub duration_s: f64,
+    /// Played to the end and held there: Play starts again from the beginning.
+    pub at_end: bool,
 }
 
 impl Default for ControlState {
@@ -64,6 +73,9 @@ impl Default for ControlState {
             generation: 0,
             position_ns: 0,
             duration_ns: 0,
+            hold_at_end: false,
+            at_end: false,
+            restart: false,
         }
     }
 }
@@ -84,11 +96,22 @@ impl ReplayControl {
         self.notify.notify_one();
     }
 
+    /// Holds at the last record instead of ending the source (see [`ReplayProgress::at_end`]).
+    pub fn hold_at_end(&self) {
+        self.update(|s| s.hold_at_end = true);
+    }
     pub fn pause(&self) {
         self.update(|s| s.paused = true);
     }
+    /// Goes on; at the end, plays again from the beginning.
     pub fn resume(&self) {
-        self.update(|s| s.paused = false);
+        self.update(|s| {
+            s.paused = false;
+            if s.at_end {
+                s.at_end = false;
+                s.restart = true;
+            }
+        });
     }
     /// Releases one record while paused.
     pub fn step(&self) {
@@ -106,7 +129,11 @@ impl ReplayControl {
     }
     /// Continues from the first record at or after `offset` into the capture.
     pub fn seek(&self, offset: Duration) {
-        self.update(|s| s.seek_ns = Some(offset.as_nanos() as u64));
+        self.update(|s| {
+            s.seek_ns = Some(offset.as_nanos() as u64);
+            s.at_end = false;
+            s.restart = false;
+        });
     }
     pub fn progress(&self) -> ReplayProgress {
         let s = *self.state.lock().unwrap_or_else(|p| p.into_inner());
@@ -115,6 +142,7 @@ impl ReplayControl {
             speed: s.speed,
             position_s: s.position_ns as f64 / 1e9,
             duration_s: s.duration_ns as f64 / 1e9,
+            at_end: s.at_end,
         }
     }
 
@@ -299,6 +327,12 @@ impl<R: ReplayRecords> Link for ReplayLink<R> {
                     self.pending = None;
                     let mut s = self.control.state.lock().unwrap_or_else(|p| p.into_inner());
                     s.seek_ns = None;
+                } else if state.restart {
+                    // Play after the end starts again, as a media player does.
+                    self.next = 0;
+                    self.pending = None;
+                    let mut s = self.control.state.lock().unwrap_or_else(|p| p.into_inner());
+                    s.restart = false;
                 }
             }
             if state.paused && state.steps == 0 {
@@ -307,7 +341,20 @@ impl<R: ReplayRecords> Link for ReplayLink<R> {
             }
             if self.pending.is_none() {
                 if self.next >= self.records.times().len() {
-                    return Err(DeviceError::Finished);
+                    if !state.hold_at_end {
+                        return Err(DeviceError::Finished);
+                    }
+                    // Nothing left to step through either; wait for a seek or Play.
+                    {
+                        let mut s = self.control.state.lock().unwrap_or_else(|p| p.into_inner());
+                        s.paused = true;
+                        s.at_end = true;
+                        s.steps = 0;
+                        // Seen as a change, so the next read does not re-anchor on it.
+                        self.generation = s.generation;
+                    }
+                    self.control.notify.notified().await;
+                    continue;
                 }
                 self.pending = Some(self.records.load(self.next)?);
                 self.next += 1;

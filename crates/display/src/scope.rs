@@ -268,6 +268,7 @@ impl Scope {
     pub fn sink(&self) -> ScopeSink {
         self.reset();
         ScopeSink {
+            generation: lock(&self.state).generation,
             state: self.state.clone(),
             pending: Pending::default(),
             columns_seen: None,
@@ -399,6 +400,10 @@ impl Pending {
 
 /// The pipeline-thread side of a [`Scope`]. Never blocks on a display tick.
 pub struct ScopeSink {
+    /// The run this sink was made for: once a newer run reset the scope, what an ending
+    /// pipeline still sends (its thread is joined in the background) is dropped instead of
+    /// mixing into the new run's data.
+    generation: u64,
     state: Arc<Mutex<State>>,
     pending: Pending,
     /// Length of the dataset list last seen, to notice quick-plot columns appearing.
@@ -422,6 +427,7 @@ impl FrameSink for ScopeSink {
         // The guard borrows a clone of the Arc, leaving `self.pending` free to change.
         let state = self.state.clone();
         match try_lock(&state) {
+            Some(s) if s.generation != self.generation => {}
             Some(mut s) => {
                 self.pending.drain_into(&mut s);
                 if columns_changed {
@@ -445,6 +451,7 @@ impl FrameSink for ScopeSink {
         let t = chunk.timestamp.elapsed_s();
         let state = self.state.clone();
         match try_lock(&state) {
+            Some(s) if s.generation != self.generation => {}
             Some(mut s) => {
                 self.pending.drain_into(&mut s);
                 s.push_console(t, source as u32, &chunk.data)
@@ -466,7 +473,9 @@ impl FrameSink for ScopeSink {
         if !self.pending.is_empty() {
             let state = self.state.clone();
             let mut s = lock(&state);
-            self.pending.drain_into(&mut s);
+            if s.generation == self.generation {
+                self.pending.drain_into(&mut s);
+            }
         }
     }
 }

@@ -325,6 +325,33 @@ fn a_new_run_forgets_old_data_and_resends_the_dataset_list() {
     assert_eq!(f.blocks[0].v, vec![7.0]);
 }
 
+/// A run's pipeline thread is joined in the background, so it can still send a frame after
+/// the next run started: that frame belongs to no one and is dropped.
+#[test]
+fn an_ending_run_cannot_write_into_the_next_one() {
+    let scope = Scope::new();
+    let mut old = scope.sink();
+    let mut new = scope.sink();
+    push(&mut new, 0.1, &[Value::Number(7.0)], &info(1));
+    push(&mut old, 5.0, &[Value::Number(99.0)], &info(1));
+    old.chunk(
+        0,
+        &Chunk {
+            data: Bytes::from_static(b"old"),
+            timestamp: ts(5.0),
+        },
+    );
+    old.finish();
+    assert_eq!(scope.frames(), 1);
+    let f = decode(
+        &scope
+            .frame(&DisplayOptions::default(), &mut scope.subscribe())
+            .unwrap(),
+    );
+    assert_eq!(f.blocks[0].v, vec![7.0]);
+    assert!(f.console.is_empty(), "{:?}", f.console);
+}
+
 #[test]
 fn frames_arriving_during_a_tick_are_kept_not_waited_for() {
     // Hold the state (as a slow tick would) by encoding from another thread in a loop

@@ -54,6 +54,18 @@ pub struct Live {
     pub replay: Vec<std::sync::Arc<sextant_devices::replay::ReplayControl>>,
 }
 
+/// What a replay put aside when it took the sources' place, brought back when it stops.
+#[derive(Debug, Clone)]
+pub struct PutAside {
+    /// The project whose live sources were connected: they connect again when the replay
+    /// stops, if that is still the open project (a project changed meanwhile waits for
+    /// the person to connect it, so nothing they did not see connects).
+    pub live_project: Option<Project>,
+    /// The replay opened its own project, which left the workspace at this revision: the
+    /// person's project comes back (undo) when it stops, unless it was edited meanwhile.
+    pub replaced_at: Option<u64>,
+}
+
 /// How the dashboard shows data: view state, not project data (it is not saved).
 #[derive(Debug, Clone, PartialEq, serde::Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -92,6 +104,8 @@ pub struct Workspace {
     next_checkpoint: u64,
     events: Vec<Event>,
     pub(crate) live: Option<Live>,
+    /// Set while a replay has the sources' place.
+    pub(crate) after_replay: Option<PutAside>,
     /// The sessions database (a setting, not project data); recording is off without one.
     pub(crate) sessions_db: Option<PathBuf>,
     /// Export parsed frames to this CSV file while connected (a setting, not project data).
@@ -133,6 +147,7 @@ impl Workspace {
             next_checkpoint: 1,
             events: Vec::new(),
             live: None,
+            after_replay: None,
             sessions_db: None,
             csv_export: None,
             view: DashboardView::default(),

@@ -658,46 +658,77 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
     let replay = call(&mut rt, "sessions.replay", json!({"id": id, "speed": 0}));
     assert_eq!(replay["projectReplaced"], false);
     assert_eq!(project_bytes(&rt), before);
-    let e = fails(&mut rt, "sessions.replay", json!({"id": id}));
-    assert!(e.message.contains("io.disconnect"), "{e:?}");
-    let mut finished = false;
-    for _ in 0..200 {
-        let status = call(&mut rt, "io.status", json!({}));
-        if status["sources"][0]["status"] == "finished" {
-            finished = true;
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(25)).await;
-    }
-    assert!(finished, "the replay did not finish");
-    let progress = call(&mut rt, "replay.getState", json!({}));
+    // A second replay takes the place of the first.
+    call(&mut rt, "sessions.replay", json!({"id": id, "speed": 0}));
+    let progress = wait_for_replay_end(&mut rt).await;
     let r = &progress["replays"][0];
     assert_eq!(r["speed"], 0.0);
     assert!(r["durationS"].as_f64().unwrap() > 0.0, "{progress}");
     assert_eq!(
         r["positionS"], r["durationS"],
-        "finished at the end: {progress}"
+        "held at the end: {progress}"
+    );
+    assert_eq!(r["paused"], true, "{progress}");
+    assert_eq!(
+        call(&mut rt, "io.status", json!({}))["sources"][0]["status"],
+        "connected",
+        "a replay held at its end is still there to seek in"
+    );
+    // The export counts from its first row; the replay keeps the recorded times.
+    assert!(
+        text.lines().nth(1).unwrap().starts_with("0.000000,"),
+        "{}",
+        &text[..60]
     );
     let last_row = text.lines().last().unwrap();
     let (elapsed, value) = last_row.split_once(',').unwrap();
-    // The source reports finished once it has sent its last chunk; the pipeline thread
-    // may still be parsing it, so wait for the dashboard to catch up (up to 15 s: on a
-    // loaded 2-core CI machine the pipeline thread can wait long for a core).
-    let mut frame = call(&mut rt, "dashboard.latestFrame", json!({}));
-    for _ in 0..1500 {
-        if format!("{:.6}", frame["elapsedS"].as_f64().unwrap_or(-1.0)) == elapsed {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-        frame = call(&mut rt, "dashboard.latestFrame", json!({}));
-    }
+    // The replay is held at its end once it sent its last chunk; the pipeline thread may
+    // still be parsing it, so wait for the dashboard to catch up (up to 15 s: on a loaded
+    // 2-core CI machine the pipeline thread can wait long for a core).
+    wait_until("every frame reached the display", || {
+        rt.workspace.scope().frames() == frames
+    })
+    .await;
+    let tail = call(&mut rt, "dashboard.tail", json!({"count": 1000}));
+    let tail = tail["frames"].as_array().unwrap();
     assert_eq!(
-        format!("{:.6}", frame["elapsedS"].as_f64().unwrap()),
+        tail.len() as u64,
+        frames,
+        "the tail holds the whole short session"
+    );
+    let origin = tail[0]["elapsedS"].as_f64().unwrap();
+    let frame = call(&mut rt, "dashboard.latestFrame", json!({}));
+    assert_eq!(
+        format!("{:.6}", frame["elapsedS"].as_f64().unwrap() - origin),
         elapsed
     );
     assert_eq!(frame["values"]["a"].as_f64().unwrap().to_string(), value);
-    // The live display saw every replayed frame too (the dashboard draws replays).
-    assert_eq!(rt.workspace.scope().frames(), frames);
+
+    // Play after the end starts again from the beginning; a seek goes on from there.
+    call(&mut rt, "replay.setState", json!({"paused": false}));
+    wait_until("the replay played again", || {
+        rt.workspace.scope().frames() == 2 * frames
+    })
+    .await;
+    wait_for_replay_end(&mut rt).await;
+    let half = frames / 2;
+    call(
+        &mut rt,
+        "replay.setState",
+        json!({"seekS": 0.3, "paused": false}),
+    );
+    wait_for_replay_end(&mut rt).await;
+    // The pipeline thread may still be parsing what the replay sent: wait until it is done.
+    let mut seen = 0;
+    while rt.workspace.scope().frames() != seen {
+        seen = rt.workspace.scope().frames();
+        tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    }
+    let after_seek = seen - 2 * frames;
+    assert!(
+        after_seek > 0 && after_seek < frames && after_seek.abs_diff(half) < frames / 4,
+        "a seek to 0.3 s of 0.6 s plays about half: {after_seek} of {frames}"
+    );
     call(&mut rt, "io.disconnect", json!({}));
 
     // Deleting always asks, even with edits auto-approved.
@@ -725,6 +756,32 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
     assert_eq!(left["sessions"].as_array().unwrap().len(), 1);
 }
 
+/// Waits until `cond` holds (a replay runs on other threads), up to 15 s on a loaded machine.
+async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    for _ in 0..1500 {
+        if cond() {
+            return;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("timed out: {what}");
+}
+
+/// Waits for every replay to be held at its end; its `replay.getState`.
+async fn wait_for_replay_end(rt: &mut Runtime) -> Value {
+    for _ in 0..1500 {
+        let state = call(rt, "replay.getState", json!({}));
+        if state["replays"]
+            .as_array()
+            .is_some_and(|r| !r.is_empty() && r.iter().all(|r| r["atEnd"] == true))
+        {
+            return state;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    panic!("the replay did not reach its end");
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_csv_player_replays_an_export_through_the_pipeline() {
     let dir = tempfile::tempdir().unwrap();
@@ -749,21 +806,34 @@ async fn the_csv_player_replays_an_export_through_the_pipeline() {
         .await
         .unwrap_err();
     assert!(e.message.contains("nothing is replaying"));
-    let opened = call("csvPlayer.open", json!({"path": csv, "speed": 0}))
+    // Not an export of the open project: playing it would replace that, so it asks.
+    let e = call("csvPlayer.open", json!({"path": csv, "speed": 0}))
         .await
-        .unwrap();
+        .unwrap_err();
+    assert_eq!(e.path.as_deref(), Some("replaceProject"), "{e:?}");
+    assert!(
+        e.message.contains("`Power/Voltage`") || e.message.contains("no column"),
+        "{e:?}"
+    );
+    let opened = call(
+        "csvPlayer.open",
+        json!({"path": csv, "speed": 0, "replaceProject": true}),
+    )
+    .await
+    .unwrap();
     assert_eq!(opened["datasets"], 3);
+    assert_eq!(opened["intoOpenProject"], false);
     let mut done = false;
-    for _ in 0..100 {
-        let s = call("io.status", json!({})).await.unwrap();
-        if s["sources"][0]["status"] == "finished" {
+    for _ in 0..500 {
+        let s = call("replay.getState", json!({})).await.unwrap();
+        if s["replays"][0]["atEnd"] == true {
             done = true;
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(20)).await;
     }
-    assert!(done, "the CSV finished playing");
-    // Finished means the player sent its last row; the pipeline may still be parsing it.
+    assert!(done, "the CSV played to its end");
+    // The end is where the player sent its last row; the pipeline may still be parsing it.
     let mut tail = call("dashboard.tail", json!({"count": 1000}))
         .await
         .unwrap();
@@ -783,13 +853,117 @@ async fn the_csv_player_replays_an_export_through_the_pipeline() {
     let project = call("project.get", json!({})).await.unwrap();
     assert_eq!(project["groups"][0]["title"], "Power");
     assert_eq!(project["groups"][1]["datasets"][0]["title"], "Name");
+    // Stopping brings back the project the replay took the place of.
     call("io.disconnect", json!({})).await.unwrap();
+    let project = call("project.get", json!({})).await.unwrap();
+    assert_eq!(project["groups"], json!([]), "{project}");
     let bad = dir.path().join("bad.csv");
     std::fs::write(&bad, "time,x\n1,2\n").unwrap();
     let e = call("csvPlayer.open", json!({"path": bad}))
         .await
         .unwrap_err();
     assert!(e.message.contains("elapsed_s"), "{e:?}");
+}
+
+/// Journey 6: a CSV exported from the open project plays into it (its widgets, units and
+/// transforms stay; values are not transformed twice), in place of the live sources, which
+/// connect again when the replay stops.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replay_takes_the_live_sources_place_and_gives_it_back() {
+    let dir = tempfile::tempdir().unwrap();
+    let project: Project = serde_json::from_value(json!({
+        "format": "sextant-project", "schemaVersion": 1,
+        "sources": [{"id": "sim", "connection": {"type": "simulator", "frameRateHz": 200,
+                     "channels": [{"name": "a", "waveform": "saw", "frequencyHz": 1, "amplitude": 1},
+                                  {"name": "b", "waveform": "saw", "frequencyHz": 1, "amplitude": 1}]},
+                     "parser": {"kind": "delimited"}}],
+        "groups": [{"id": "g", "title": "Power", "widget": "multiPlot", "datasets": [
+            {"id": "v", "title": "Voltage", "units": "mV", "index": 1, "widget": "gauge",
+             "transform": {"language": "expression", "code": "value * 1000"}},
+            {"id": "i", "title": "Current", "units": "A", "index": 2}]}]
+    }))
+    .unwrap();
+    let csv = dir.path().join("bench.csv");
+    let mut text = String::from("elapsed_s,Power/Voltage,Power/Current,Other/Ignored\n");
+    for i in 0..20 {
+        text.push_str(&format!("{:.6},{},{},x\n", i as f64 * 0.01, 3000 + i, i));
+    }
+    std::fs::write(&csv, &text).unwrap();
+    let handle = Runtime::new(Workspace::new(project)).spawn(None);
+    let call = |name: &'static str, params: Value| {
+        let h = handle.clone();
+        async move { h.call(Caller::Ui, name, params, edits()).await }
+    };
+    let before = call("project.get", json!({})).await.unwrap();
+    call("io.connect", json!({})).await.unwrap();
+
+    // Not while recording: the recording would end unseen.
+    call(
+        "sessions.setDatabase",
+        json!({"path": dir.path().join("s.db")}),
+    )
+    .await
+    .unwrap();
+    call("sessions.startRecording", json!({})).await.unwrap();
+    let e = call("csvPlayer.open", json!({"path": csv, "speed": 0}))
+        .await
+        .unwrap_err();
+    assert!(e.message.contains("sessions.stopRecording"), "{e:?}");
+    call("sessions.stopRecording", json!({})).await.unwrap();
+
+    let opened = call("csvPlayer.open", json!({"path": csv, "speed": 0}))
+        .await
+        .unwrap();
+    assert_eq!(opened["intoOpenProject"], true, "{opened}");
+    assert_eq!(
+        call("project.get", json!({})).await.unwrap(),
+        before,
+        "the open project is untouched"
+    );
+    let mut last = Value::Null;
+    for _ in 0..1500 {
+        let tail = call("dashboard.tail", json!({"count": 1})).await.unwrap();
+        last = tail["frames"][0]["values"].clone();
+        if last == json!([3019.0, 19.0]) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(
+        last,
+        json!([3019.0, 19.0]),
+        "the file's final values, not transformed again"
+    );
+
+    let stopped = call("io.disconnect", json!({})).await.unwrap();
+    assert!(
+        stopped["detail"]
+            .as_str()
+            .unwrap()
+            .contains("connected again"),
+        "{stopped}"
+    );
+    let status = call("io.status", json!({})).await.unwrap();
+    assert_eq!(status["sources"][0]["id"], "sim", "{status}");
+    assert!(call("replay.getState", json!({})).await.unwrap()["replays"]
+        .as_array()
+        .unwrap()
+        .is_empty());
+    // The live device's values flow again (a saw between 0 and 1, times 1000).
+    let mut live = Value::Null;
+    for _ in 0..1500 {
+        let tail = call("dashboard.tail", json!({"count": 1})).await.unwrap();
+        live = tail["frames"][0]["values"][0].clone();
+        if live.as_f64().is_some_and(|v| v <= 1000.0) {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(
+        live.as_f64().is_some_and(|v| v <= 1000.0),
+        "live values after the replay: {live}"
+    );
+    call("io.disconnect", json!({})).await.unwrap();
 }
 
 #[test]

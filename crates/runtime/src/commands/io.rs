@@ -13,11 +13,11 @@ use sextant_sessions::Recorder;
 use sextant_telemetry::checksum::ChecksumKind;
 use sextant_telemetry::framing::parse_hex_bytes;
 use sextant_telemetry::project::{LineEnding, MqttPublisher};
-use sextant_telemetry::Pipeline;
+use sextant_telemetry::{Pipeline, Project};
 
 use super::project::{Done, NoParams};
 use crate::convert::value_to_json;
-use crate::workspace::{Event, Live};
+use crate::workspace::{Event, Live, PutAside};
 use crate::Workspace;
 
 #[derive(Serialize, JsonSchema)]
@@ -112,6 +112,12 @@ struct ActionRun {
 /// publisher, recorder, tail) on a fresh pipeline.
 pub(crate) fn connect(ws: &mut Workspace) -> Result<(), CommandError> {
     let project = ws.project().clone();
+    connect_project(ws, project)
+}
+
+/// [`connect`] for `project`, which reads like the open one (same datasets, in the same
+/// order) but may take its data elsewhere (a CSV played into the open project).
+pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<(), CommandError> {
     let pipeline = Pipeline::new(&project).map_err(|e| CommandError::failed(e.to_string()))?;
     let clock = Clock::start();
     let mut inputs = Vec::new();
@@ -144,6 +150,10 @@ pub(crate) fn connect(ws: &mut Workspace) -> Result<(), CommandError> {
     let tail = crate::tail::Tail::default();
     sinks.push(Box::new(tail.sink()));
     sinks.push(Box::new(ws.scope.sink()));
+    // A replay in the app holds at its end, so seek and Play go on from there.
+    for control in &replay {
+        control.hold_at_end();
+    }
     let wiring = Wiring::start(pipeline, inputs, sinks, WiringOptions::default());
     ws.live = Some(Live {
         handles,
@@ -154,6 +164,79 @@ pub(crate) fn connect(ws: &mut Workspace) -> Result<(), CommandError> {
     });
     ws.push_event(Event::Connected);
     Ok(())
+}
+
+/// Stops the running sources, if any; whether there were some.
+fn stop_sources(ws: &mut Workspace) -> bool {
+    let Some(mut live) = ws.live.take() else {
+        return false;
+    };
+    for h in &live.handles {
+        let h = h.clone();
+        tokio::spawn(async move { h.close().await });
+    }
+    // The pipeline thread ends once every source stream has; join it off this task.
+    if let Some(w) = live.wiring.take() {
+        std::thread::spawn(move || drop(w.join()));
+    }
+    ws.push_event(Event::Disconnected);
+    true
+}
+
+/// Frees the sources for a replay: ends a running one (its project goes back) or stops the
+/// live sources, remembered so they connect again when the replay stops. Refused while
+/// recording, which would otherwise end without the person knowing.
+pub(crate) fn make_room_for_replay(ws: &mut Workspace) -> Result<Option<Project>, CommandError> {
+    if ws
+        .live
+        .as_ref()
+        .is_some_and(|l| l.recorder.current().is_some())
+    {
+        return Err(CommandError::failed(
+            "a recording is running; stop it first (sessions.stopRecording): a replay takes \
+             the live sources' place",
+        ));
+    }
+    if let Some(aside) = ws.after_replay.take() {
+        stop_sources(ws);
+        restore_project(ws, &aside);
+        return Ok(aside.live_project);
+    }
+    let live = ws.live.is_some().then(|| ws.project().clone());
+    stop_sources(ws);
+    Ok(live)
+}
+
+/// Brings back the person's project after a replay that opened its own.
+fn restore_project(ws: &mut Workspace, aside: &PutAside) {
+    if aside.replaced_at == Some(ws.revision()) {
+        ws.undo();
+    }
+}
+
+/// Opens `project` (undoably, as `label`) and connects it; the revision it left the
+/// workspace at. Nothing changes when it does not connect.
+fn connect_own_project(
+    ws: &mut Workspace,
+    label: &str,
+    project: Project,
+) -> Result<u64, CommandError> {
+    ws.replace(label, project, None)?;
+    let at = ws.revision();
+    if let Err(e) = connect(ws) {
+        ws.undo();
+        return Err(e);
+    }
+    Ok(at)
+}
+
+/// Undoes [`make_room_for_replay`] after a replay failed to start.
+pub(crate) fn put_back(ws: &mut Workspace, live_project: Option<Project>) {
+    if live_project.is_some_and(|p| p == *ws.project()) {
+        if let Err(e) = connect(ws) {
+            tracing::warn!("the live sources did not come back: {}", e.message);
+        }
+    }
 }
 
 /// The newest values as a JSON object, ignoring pause.
@@ -236,13 +319,17 @@ fn source_position(ws: &Workspace, id: Option<&str>) -> Result<usize, CommandErr
 }
 
 #[derive(Deserialize, JsonSchema)]
-#[serde(deny_unknown_fields)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct CsvOpen {
     /// A CSV export (`elapsed_s, Group/Dataset, …`).
     path: std::path::PathBuf,
     /// 1 = real time, 10 = ten times faster, 0 = as fast as possible.
     #[serde(default = "one")]
     speed: f64,
+    /// Play a file that is not an export of the open project in a project made from its
+    /// columns (replacing the open one until the replay stops).
+    #[serde(default)]
+    replace_project: bool,
 }
 
 fn one() -> f64 {
@@ -268,12 +355,12 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register(
         "csvPlayer.open",
         Tier::Confirm,
-        "Plays a CSV export through the pipeline: opens a project matching its columns \
-         (undoable) and starts playing it.",
+        "Plays a CSV export through the pipeline in place of the live sources (which \
+         connect again when it stops: io.disconnect). An export of the open project (every \
+         dataset has its `Group/Dataset` column) plays into it, keeping its widgets, units \
+         and tabs; any other file needs replaceProject: true and opens a project made from \
+         its columns (undoable, and the open project comes back when the replay stops).",
         |ws: &mut Workspace, p: CsvOpen| {
-            if ws.live.is_some() {
-                return Err(CommandError::failed("disconnect first (io.disconnect)"));
-            }
             if !(p.speed.is_finite() && p.speed >= 0.0) {
                 return Err(CommandError::invalid(
                     "speed",
@@ -282,10 +369,46 @@ pub fn register(r: &mut Registry<Workspace>) {
             }
             let (columns, _) = sextant_devices::csv_replay::load_csv(&p.path)
                 .map_err(|e| CommandError::failed(e.to_string()))?;
-            let project = sextant_devices::csv_replay::project_for_csv(&columns, &p.path, p.speed);
-            ws.replace(&format!("play {}", p.path.display()), project, None)?;
-            connect(ws)?;
-            Ok(json!({ "datasets": columns.len() }))
+            let into_open = sextant_devices::csv_replay::project_playing_into(
+                ws.project(),
+                &columns,
+                &p.path,
+                p.speed,
+            );
+            if let (Err(why), false) = (&into_open, p.replace_project) {
+                return Err(CommandError::invalid(
+                    "replaceProject",
+                    format!(
+                        "{why}, so it cannot play into it; to play it in a project made from \
+                         its columns instead (the open project comes back when the replay \
+                         stops), run again with replaceProject: true"
+                    ),
+                ));
+            }
+            let live_project = make_room_for_replay(ws)?;
+            let started = match into_open {
+                Ok(playback) => connect_project(ws, playback).map(|()| None),
+                Err(_) => {
+                    let project = sextant_devices::csv_replay::project_for_csv(
+                        &columns, &p.path, p.speed,
+                    );
+                    connect_own_project(ws, &format!("play {}", p.path.display()), project)
+                        .map(Some)
+                }
+            };
+            match started {
+                Ok(replaced_at) => {
+                    ws.after_replay = Some(PutAside {
+                        live_project,
+                        replaced_at,
+                    });
+                    Ok(json!({ "datasets": columns.len(), "intoOpenProject": replaced_at.is_none() }))
+                }
+                Err(e) => {
+                    put_back(ws, live_project);
+                    Err(e)
+                }
+            }
         },
     );
     r.register(
@@ -334,7 +457,7 @@ pub fn register(r: &mut Registry<Workspace>) {
                         .iter()
                         .map(|c| {
                             let p = c.progress();
-                            json!({"paused": p.paused, "speed": p.speed,
+                            json!({"paused": p.paused, "speed": p.speed, "atEnd": p.at_end,
                                    "positionS": p.position_s, "durationS": p.duration_s})
                         })
                         .collect()
@@ -427,19 +550,27 @@ pub fn register(r: &mut Registry<Workspace>) {
         Tier::Confirm,
         "Disconnects every source.",
         |ws: &mut Workspace, _: NoParams| {
-            let Some(mut live) = ws.live.take() else {
+            if !stop_sources(ws) {
                 return Ok(Done::detail("not connected"));
+            }
+            // Stopping a replay brings back what it took the place of.
+            let Some(aside) = ws.after_replay.take() else {
+                return Ok(Done::ok());
             };
-            for h in &live.handles {
-                let h = h.clone();
-                tokio::spawn(async move { h.close().await });
+            restore_project(ws, &aside);
+            match aside.live_project {
+                Some(p) if p == *ws.project() => match connect(ws) {
+                    Ok(()) => Ok(Done::detail("replay stopped; the live sources are connected again")),
+                    Err(e) => Ok(Done::detail(format!(
+                        "replay stopped; the live sources did not connect again: {}",
+                        e.message
+                    ))),
+                },
+                Some(_) => Ok(Done::detail(
+                    "replay stopped; the project changed during the replay, so its sources wait for io.connect",
+                )),
+                None => Ok(Done::detail("replay stopped")),
             }
-            // The pipeline thread ends once every source stream has; join it off this task.
-            if let Some(w) = live.wiring.take() {
-                std::thread::spawn(move || drop(w.join()));
-            }
-            ws.push_event(Event::Disconnected);
-            Ok(Done::ok())
         },
     );
     r.register(

@@ -344,14 +344,10 @@ pub fn register(r: &mut Registry<Workspace>) {
         "sessions.replay",
         Tier::Confirm,
         "Opens a session's project (undoably, unless it is already open) and connects its \
-         recorded raw data in place of the live sources, through a fresh pipeline. \
-         io.disconnect ends it.",
+         recorded raw data in place of the live sources, through a fresh pipeline. It holds \
+         at its end (seek or resume with replay.setState); io.disconnect ends it and brings \
+         back the project and live sources it took the place of.",
         |ws: &mut Workspace, p: ReplayParams| {
-            if ws.live.is_some() {
-                return Err(CommandError::failed(
-                    "the sources are connected; run io.disconnect first, a replay takes their place",
-                ));
-            }
             if !(p.speed.is_finite() && p.speed >= 0.0) {
                 return Err(CommandError::invalid(
                     "speed",
@@ -365,13 +361,17 @@ pub fn register(r: &mut Registry<Workspace>) {
             let pipeline = Pipeline::new(&project).map_err(|e| {
                 CommandError::failed(format!("the session's project does not build: {e}"))
             })?;
+            let live_project = super::io::make_room_for_replay(ws)?;
             let project_replaced = *ws.project() != project;
+            let mut replaced_at = None;
             if project_replaced {
-                ws.replace(
-                    &format!("replay session {}", p.id),
-                    project.clone(),
-                    None,
-                )?;
+                if let Err(e) =
+                    ws.replace(&format!("replay session {}", p.id), project.clone(), None)
+                {
+                    super::io::put_back(ws, live_project);
+                    return Err(e);
+                }
+                replaced_at = Some(ws.revision());
             }
             let clock = Clock::start();
             let mut inputs = Vec::new();
@@ -379,6 +379,8 @@ pub fn register(r: &mut Registry<Workspace>) {
             let mut replay = Vec::new();
             for i in 0..project.sources.len() {
                 let control = ReplayControl::new(p.speed);
+                // Holds at the end, so seek and Play go on from there.
+                control.hold_at_end();
                 replay.push(control.clone());
                 let source = Source::spawn(
                     SessionReplayDriver {
@@ -417,6 +419,10 @@ pub fn register(r: &mut Registry<Workspace>) {
                 tail,
                 replay,
             });
+            ws.after_replay = Some(crate::workspace::PutAside {
+                live_project,
+                replaced_at,
+            });
             ws.push_event(Event::Connected);
             Ok(Replaying {
                 id: p.id,
@@ -425,5 +431,8 @@ pub fn register(r: &mut Registry<Workspace>) {
             })
         },
     )
-    .example("replay session 3 at ten times real time", json!({"id": 3, "speed": 10}));
+    .example(
+        "replay session 3 at ten times real time",
+        json!({"id": 3, "speed": 10}),
+    );
 }

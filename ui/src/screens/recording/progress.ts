@@ -1,4 +1,4 @@
-/** Where a replay is, from `replay.getState` (`{replays: [{paused, speed, positionS,
+/** Where a replay is, from `replay.getState` (`{replays: [{paused, speed, atEnd, positionS,
  *  durationS}]}`), folded into the one set of controls the Recording screen shows
  *  (replay.setState acts on every replay at once). Pure, so tests can pin it. */
 
@@ -13,6 +13,8 @@ export interface ReplayProgress {
   durationS: number | null;
   /** How many replays are playing. */
   count: number;
+  /** Every replay played to its end and holds there: Play starts again from the beginning. */
+  atEnd?: boolean;
 }
 
 /** Poll period: quick while something plays, slow otherwise (idle or paused). */
@@ -41,6 +43,8 @@ export function parseReplayState(raw: unknown): ReplayProgress | null {
     positionS: clampPosition(position, duration),
     durationS: duration,
     count: items.length,
+    // Only a backend that holds replays at their end says so.
+    ...(items.some((r) => "atEnd" in r) ? { atEnd: items.every((r) => r.atEnd === true) } : {}),
   };
 }
 
