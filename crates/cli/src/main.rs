@@ -654,13 +654,44 @@ fn load_project(path: &Path) -> Result<Project> {
                 eprintln!(
                     "imported {} from Serial Studio format; not mapped:\n{}",
                     path.display(),
-                    imported.report
+                    summary_text(&imported.summary)
                 );
             }
             Ok(imported.project)
         }
         Err(e) => Err(e).with_context(|| format!("could not load {}", path.display())),
     }
+}
+
+/// The import report as a person reads it: lost behaviour first, each line named by what it
+/// is about (`VU Meter/Mic L`), display details folded.
+fn summary_text(summary: &[sextant_import::SummaryItem]) -> String {
+    use sextant_import::Severity;
+    let mut out = String::new();
+    let mut last = None;
+    for item in summary {
+        if last != Some(item.severity) {
+            last = Some(item.severity);
+            out.push_str(match item.severity {
+                Severity::Lost => "what the project no longer does:\n",
+                Severity::Changed => "carried over differently:\n",
+                Severity::Note => "display details Sextant chooses itself:\n",
+            });
+        }
+        let subject = if item.subject.name.is_empty() {
+            String::new()
+        } else {
+            format!("{} {}: ", item.subject.kind, item.subject.name)
+        };
+        let count = if item.count > 1 {
+            format!(" ({} settings)", item.count)
+        } else {
+            String::new()
+        };
+        out.push_str(&format!("  - {subject}{}{count}\n", item.message));
+    }
+    out.truncate(out.trim_end().len());
+    out
 }
 
 fn import(file: &Path, output: Option<&Path>) -> Result<()> {
@@ -671,11 +702,7 @@ fn import(file: &Path, output: Option<&Path>) -> Result<()> {
     if imported.report.is_empty() {
         eprintln!("import report: everything was mapped");
     } else {
-        eprintln!(
-            "import report ({} item(s) not mapped):\n{}",
-            imported.report.items.len(),
-            imported.report
-        );
+        eprintln!("import report:\n{}", summary_text(&imported.summary));
     }
     match output {
         Some(out) => imported

@@ -146,7 +146,7 @@ fn import_action(
                 format!("timer interval {interval} ms is not valid; no timer"),
             ),
         },
-        2 | 3 => r.push(
+        2 | 3 => r.lost(
             mode_path,
             format!(
                 "a timer started {} by clicking the button (every {interval} ms) is not \
@@ -154,7 +154,7 @@ fn import_action(
                 if mode == 2 { "" } else { "and stopped" }
             ),
         ),
-        4 => r.push(
+        4 => r.lost(
             mode_path,
             format!(
                 "sending {} time(s) every {interval} ms is not supported by Sextant; the \
@@ -305,7 +305,7 @@ pub(crate) fn import_publisher(obj: &mut Obj, r: &mut ImportReport) -> Option<Mq
     match obj.i64("mode", r) {
         None | Some(0) => {}
         Some(1) => p.format = PublishFormat::Raw,
-        Some(other) => r.push(
+        Some(other) => r.lost(
             mode_path,
             format!("publisher mode {other} (e.g. script-driven) is not supported; publishing JSON frames"),
         ),

@@ -57,9 +57,22 @@ struct Unfed {
     source: String,
 }
 
+/// Where an imported group came from, for the workspaces that refer to it.
+#[derive(Debug, Clone)]
+pub(crate) struct GroupOrigin {
+    /// Index in the file's `groups` array.
+    pub json_index: usize,
+    /// The group's `uniqueId`, when the file has one.
+    pub unique_id: Option<i64>,
+    /// (index in the group's `datasets` array, Sextant id) of every imported dataset.
+    pub datasets: Vec<(usize, String)>,
+}
+
 #[derive(Default)]
 pub(crate) struct GroupImport {
     pub groups: Vec<Group>,
+    /// Parallel to `groups`.
+    pub origins: Vec<GroupOrigin>,
     /// Serial Studio unique id → Sextant dataset id.
     by_uid: HashMap<i64, String>,
     /// (Serial Studio source id, parser index) → Sextant dataset id, for legacy X axes.
@@ -75,7 +88,7 @@ pub(crate) fn import_groups(
     legacy_ids: bool,
     ids: &mut Ids,
     r: &mut ImportReport,
-) -> Vec<Group> {
+) -> (Vec<Group>, Vec<GroupOrigin>) {
     let mut out = GroupImport::default();
     for (g, item) in items.iter().enumerate() {
         let gpath = index(path, g);
@@ -91,7 +104,7 @@ pub(crate) fn import_groups(
         obj.finish(r);
     }
     resolve(&mut out, sources, legacy_ids, r);
-    out.groups
+    (out.groups, out.origins)
 }
 
 /// Group widget strings of Serial Studio that leave datasets meaningful without data
@@ -113,10 +126,11 @@ fn import_group(
     let widget_path = obj.at("widget");
     let widget_text = simplified(&obj.string("widget", r).unwrap_or_default()).to_ascii_lowercase();
     let group_type = obj.i64("groupType", r).unwrap_or(0);
-    obj.skip(&["uniqueId", "groupId"]);
+    let unique_id = obj.i64("uniqueId", r);
+    obj.skip(&["groupId"]);
 
     if group_type == 1 {
-        r.push(
+        r.lost(
             gpath,
             "output group (buttons, sliders, toggles that send to the device) is not supported \
              by Sextant; skipped",
@@ -176,7 +190,7 @@ fn import_group(
         "only used by output groups",
         r,
     );
-    obj.unmapped(
+    obj.unmapped_lost(
         "outputWidgets",
         &[],
         "output widgets are not supported by Sextant",
@@ -184,6 +198,11 @@ fn import_group(
     );
 
     let group_index = out.groups.len();
+    let mut origin = GroupOrigin {
+        json_index: g,
+        unique_id,
+        datasets: Vec::new(),
+    };
     let mut group = Group {
         id: ids.next("grp"),
         title,
@@ -243,9 +262,11 @@ fn import_group(
                 source: source_id.clone(),
             });
         }
+        origin.datasets.push((d, imported.dataset.id.clone()));
         group.datasets.push(imported.dataset);
     }
     out.groups.push(group);
+    out.origins.push(origin);
 }
 
 /// Marks every key of a skipped object as handled, so the skip is reported once.
@@ -263,7 +284,13 @@ fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -
         "accelerometer" => GroupWidget::Accelerometer,
         "gyro" | "gyroscope" => GroupWidget::Gyroscope,
         "map" | "gps" => GroupWidget::Gps,
-        "plot3d" => GroupWidget::Plot3d,
+        "plot3d" => {
+            r.lost(
+                path.to_string(),
+                "3-D plot: Sextant has no 3-D view yet; the tile draws the axes as a multi-plot",
+            );
+            GroupWidget::Plot3d
+        }
         "barpanel" => {
             obj.unmapped(
                 "barPanelStyle",
@@ -279,7 +306,7 @@ fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -
             let has_code = obj
                 .raw("painterCode")
                 .is_some_and(|c| !crate::json::is_blank(c));
-            r.push(
+            r.lost(
                 path.to_string(),
                 if has_code {
                     "painter widget: Sextant cannot run Serial Studio painter scripts; the \
@@ -292,7 +319,7 @@ fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -
             GroupWidget::Painter
         }
         "image" => {
-            r.push(
+            r.lost(
                 path.to_string(),
                 "image widget: the image stream settings are not imported; the group is kept",
             );
@@ -303,7 +330,7 @@ fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -
         }
         "webview" => {
             let url = obj.string("webViewUrl", r).unwrap_or_default();
-            r.push(
+            r.lost(
                 path.to_string(),
                 if url.trim().is_empty() {
                     "web view widget: not supported by Sextant; the group is kept without it"
@@ -319,7 +346,7 @@ fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -
             GroupWidget::WebView
         }
         other => {
-            r.push(
+            r.lost(
                 path.to_string(),
                 format!(
                     "group widget {:?} has no Sextant equivalent; the group has no widget",
@@ -489,7 +516,7 @@ fn import_dataset(
             Some(0) => Some(TransformLanguage::JavaScript),
             Some(1) => Some(TransformLanguage::Lua),
             Some(other) => {
-                r.push(
+                r.lost(
                     lang_path,
                     format!(
                         "transform language {other} is not supported by Sextant; the transform \
@@ -583,8 +610,14 @@ fn import_dataset(
         r,
     );
     obj.unmapped("decimalPoints", &[], "Sextant formats values itself", r);
-    for key in [
+    // Serial Studio writes its default window (5) into every dataset.
+    obj.unmapped(
         "fftWindow",
+        &[json!(5)],
+        "plot display option not supported by Sextant",
+        r,
+    );
+    for key in [
         "fftMarkers",
         "fftLogX",
         "fftBallistics",

@@ -212,10 +212,41 @@ impl<'a> Obj<'a> {
 
     /// Reports `key` as not imported unless it is absent, blank, or one of `defaults`
     /// (values that carry no information because they are what Serial Studio assumes).
+    /// Reports `key` (unless blank or one of `defaults`) as a display detail Sextant
+    /// chooses itself; the message names the setting, not its value, so the same detail of
+    /// many datasets folds into one line of the summary.
     pub fn unmapped(&mut self, key: &str, defaults: &[Value], why: &str, r: &mut ImportReport) {
+        self.unmapped_as(crate::report::Severity::Note, key, defaults, why, r);
+    }
+
+    /// [`Obj::unmapped`] for a setting whose behaviour the project loses.
+    pub fn unmapped_lost(
+        &mut self,
+        key: &str,
+        defaults: &[Value],
+        why: &str,
+        r: &mut ImportReport,
+    ) {
+        self.unmapped_as(crate::report::Severity::Lost, key, defaults, why, r);
+    }
+
+    fn unmapped_as(
+        &mut self,
+        severity: crate::report::Severity,
+        key: &str,
+        defaults: &[Value],
+        why: &str,
+        r: &mut ImportReport,
+    ) {
         if let Some(value) = self.raw(key) {
             if !is_blank(value) && !defaults.iter().any(|d| same(d, value)) {
-                r.push(self.at(key), format!("{} not imported: {why}", show(value)));
+                // A lost behaviour is told as what no longer happens; its value (a whole
+                // script, say) is for the file, not the report.
+                let message = match severity {
+                    crate::report::Severity::Note => format!("`{key}` not imported: {why}"),
+                    _ => why.to_string(),
+                };
+                r.add(severity, self.at(key), message);
             }
         }
     }
@@ -226,7 +257,10 @@ impl<'a> Obj<'a> {
             if !self.used.contains(key.as_str()) {
                 r.push(
                     join(&self.path, key),
-                    format!("unknown key (value {}); not imported", show(value)),
+                    format!(
+                        "unknown setting `{key}` (value {}); not imported",
+                        show(value)
+                    ),
                 );
             }
         }

@@ -10,8 +10,8 @@
 //! Module map: `json` reads values leniently and tracks unread keys, `text` converts
 //! delimiters and escapes, `sources` builds sources (connection, framing, decoder, parser),
 //! `shim` adapts old parser scripts that Serial Studio called differently, `groups` builds
-//! groups and datasets, `actions` builds actions, tables and the MQTT publisher, `report`
-//! holds what could not be mapped.
+//! groups and datasets, `workspaces` builds the dashboard tabs, `actions` builds actions,
+//! tables and the MQTT publisher, `report` holds what could not be mapped.
 
 mod actions;
 mod groups;
@@ -20,6 +20,7 @@ mod report;
 mod shim;
 mod sources;
 mod text;
+mod workspaces;
 
 use std::collections::HashMap;
 
@@ -29,7 +30,7 @@ use sextant_telemetry::project::Project;
 use crate::json::{is_blank, show, Obj};
 use crate::sources::{RootExtras, Shape};
 
-pub use report::{ImportReport, ReportItem};
+pub use report::{ImportReport, ReportItem, Severity, Subject, SummaryItem};
 
 /// The newest Serial Studio project schema this importer was written against.
 pub const SERIAL_STUDIO_SCHEMA: i64 = 3;
@@ -39,6 +40,8 @@ pub const SERIAL_STUDIO_SCHEMA: i64 = 3;
 pub struct Imported {
     pub project: Project,
     pub report: ImportReport,
+    /// The report as a person reads it ([`ImportReport::summary`]).
+    pub summary: Vec<SummaryItem>,
 }
 
 /// Why a document could not be imported at all.
@@ -298,9 +301,32 @@ fn import_root(root: &Map<String, Value>) -> Imported {
             .collect(),
     };
     let groups_path = obj.at("groups");
-    if let Some(items) = obj.array("groups", &mut r) {
-        project.groups =
-            groups::import_groups(items, &groups_path, &lookup, legacy_ids, &mut ids, &mut r);
+    let file_groups = obj
+        .array("groups", &mut r)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let (groups, origins) = groups::import_groups(
+        file_groups,
+        &groups_path,
+        &lookup,
+        legacy_ids,
+        &mut ids,
+        &mut r,
+    );
+    project.groups = groups;
+
+    // Dashboard tabs.
+    let workspaces_path = obj.at("workspaces");
+    if let Some(items) = obj.array("workspaces", &mut r) {
+        project.workspaces = workspaces::import_workspaces(
+            items,
+            &workspaces_path,
+            file_groups,
+            &project.groups,
+            &origins,
+            &mut ids,
+            &mut r,
+        );
     }
     let source_ids: Vec<(i64, String)> = imported
         .iter()
@@ -337,30 +363,26 @@ fn import_root(root: &Map<String, Value>) -> Imported {
             ),
         );
     }
-    Imported { project, report: r }
+    let summary = r.summary(&Value::Object(root.clone()));
+    Imported {
+        project,
+        report: r,
+        summary,
+    }
 }
 
 /// Top-level settings Sextant has no place for.
 fn report_root_leftovers(obj: &mut Obj, r: &mut ImportReport) {
-    let customized = obj.bool("customizeWorkspaces", r).unwrap_or(false);
-    if customized {
-        obj.unmapped(
-            "workspaces",
-            &[],
-            "custom workspaces are not imported; Sextant builds an overview, recreate them there",
-            r,
-        );
-        obj.unmapped(
-            "workspaceFolders",
-            &[],
-            "workspace folders are not imported",
-            r,
-        );
-    } else {
-        // Serial Studio itself ignores workspaces unless they are customised.
-        obj.skip(&["workspaces", "workspaceFolders"]);
-    }
+    // The tabs are imported whether the person customised them or Serial Studio made them:
+    // either way they are what the dashboard showed.
+    obj.skip(&["customizeWorkspaces"]);
     obj.unmapped(
+        "workspaceFolders",
+        &[],
+        "workspace folders are not imported; the workspaces are tabs side by side",
+        r,
+    );
+    obj.unmapped_lost(
         "controlScriptCode",
         &[],
         "project control scripts (setup/loop) are not supported by Sextant",
@@ -421,7 +443,7 @@ fn report_root_leftovers(obj: &mut Obj, r: &mut ImportReport) {
         "scripts cannot call Sextant's API",
         r,
     );
-    obj.unmapped(
+    obj.unmapped_lost(
         "influxSink",
         &[],
         "InfluxDB export is not supported by Sextant",

@@ -319,7 +319,7 @@ fn parser_and_decoder(
             template_parser(obj, r)
         }
         other => {
-            r.push(
+            r.lost(
                 obj.at("frameParserLanguage"),
                 format!(
                     "unknown parser language {other}; the source uses Sextant's zero-config \
@@ -609,7 +609,7 @@ fn connection(obj: &mut Obj, r: &mut ImportReport) -> Connection {
         9 => mqtt(&mut c, r),
         other => {
             let name = if other == 3 { " (audio input)" } else { "" };
-            r.push(
+            r.lost(
                 bus_path,
                 format!(
                     "bus type {other}{name} is not supported by Sextant; the source is a \
@@ -806,7 +806,7 @@ fn network(c: &mut Obj, r: &mut ImportReport) -> Connection {
         "wsSendFormat",
         "ignoreTlsErrors",
     ] {
-        c.unmapped(
+        c.unmapped_lost(
             key,
             &[],
             "WebSocket and HTTP sources are not supported by Sextant",
@@ -831,7 +831,7 @@ fn network(c: &mut Obj, r: &mut ImportReport) -> Connection {
         },
         other => {
             if other != 0 {
-                r.push(
+                r.lost(
                     socket_path,
                     format!(
                         "socket type {other} (WebSocket/HTTP) is not supported by Sextant; \

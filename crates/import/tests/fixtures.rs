@@ -119,7 +119,9 @@ fn every_fixture_imports_validates_and_round_trips() {
 
 #[test]
 fn js_csv_maps_its_settings() {
-    let Imported { project: p, report } = import("js-csv.ssproj");
+    let Imported {
+        project: p, report, ..
+    } = import("js-csv.ssproj");
     assert_eq!(p.title, "Rover Telemetry");
     assert_eq!(p.sources.len(), 1);
     let s = &p.sources[0];
@@ -234,7 +236,9 @@ fn js_csv_maps_its_settings() {
 
 #[test]
 fn lua_kv_maps_its_settings() {
-    let Imported { project: p, report } = import("lua-kv.ssproj");
+    let Imported {
+        project: p, report, ..
+    } = import("lua-kv.ssproj");
     let s = &p.sources[0];
     match &s.connection {
         Connection::Mqtt(m) => {
@@ -309,7 +313,9 @@ fn lua_kv_maps_its_settings() {
 
 #[test]
 fn binary_crc_maps_its_settings() {
-    let Imported { project: p, report } = import("binary-crc.ssproj");
+    let Imported {
+        project: p, report, ..
+    } = import("binary-crc.ssproj");
     let s = &p.sources[0];
     match &s.connection {
         Connection::Udp {
@@ -363,7 +369,9 @@ fn binary_crc_maps_its_settings() {
 
 #[test]
 fn multi_source_binds_datasets_to_their_sources() {
-    let Imported { project: p, report } = import("multi-source.ssproj");
+    let Imported {
+        project: p, report, ..
+    } = import("multi-source.ssproj");
     let ids: Vec<&str> = p.sources.iter().map(|s| s.id.as_str()).collect();
     assert_eq!(ids, ["src-1", "src-2"]);
 
@@ -430,7 +438,9 @@ fn multi_source_binds_datasets_to_their_sources() {
 
 #[test]
 fn legacy_single_source_file_maps() {
-    let Imported { project: p, report } = import("legacy.json");
+    let Imported {
+        project: p, report, ..
+    } = import("legacy.json");
     assert_eq!(p.title, "Greenhouse Monitor");
     assert_eq!(p.sources.len(), 1);
     let s = &p.sources[0];

@@ -85,6 +85,10 @@ struct Opened {
     file: Option<PathBuf>,
     #[serde(skip_serializing_if = "Option::is_none")]
     detail: Option<String>,
+    /// For an imported Serial Studio project: what did not carry over, lost behaviour
+    /// first, named by group/dataset/source.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    report: Vec<sextant_import::SummaryItem>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -101,8 +105,8 @@ struct Issue {
 
 #[derive(Serialize, JsonSchema)]
 struct Imported {
-    /// Everything the importer could not map.
-    report: Vec<String>,
+    /// What did not carry over, lost behaviour first, named by group/dataset/source.
+    report: Vec<sextant_import::SummaryItem>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -169,6 +173,7 @@ pub fn register(r: &mut Registry<Workspace>) {
                         ok: true,
                         file,
                         detail: None,
+                        report: Vec::new(),
                     })
                 }
                 Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
@@ -184,10 +189,8 @@ pub fn register(r: &mut Registry<Workspace>) {
                     Ok(Opened {
                         ok: true,
                         file: None,
-                        detail: Some(format!(
-                            "imported from Serial Studio format; not mapped:\n{}",
-                            imported.report
-                        )),
+                        detail: Some("imported from Serial Studio format".into()),
+                        report: imported.summary,
                     })
                 }
                 Err(e) => Err(CommandError::failed(format!(
@@ -213,7 +216,12 @@ pub fn register(r: &mut Registry<Workspace>) {
             match Project::from_json_str(&p.content) {
                 Ok(project) => {
                     ws.replace(&format!("open {}", p.name), project, None)?;
-                    Ok(Done::ok())
+                    Ok(Opened {
+                        ok: true,
+                        file: None,
+                        detail: None,
+                        report: Vec::new(),
+                    })
                 }
                 Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
                     let imported =
@@ -221,10 +229,12 @@ pub fn register(r: &mut Registry<Workspace>) {
                             CommandError::failed(format!("could not open {}: {e}", p.name))
                         })?;
                     ws.replace(&format!("import {}", p.name), imported.project, None)?;
-                    Ok(Done::detail(format!(
-                        "imported from Serial Studio format; not mapped:\n{}",
-                        imported.report
-                    )))
+                    Ok(Opened {
+                        ok: true,
+                        file: None,
+                        detail: Some("imported from Serial Studio format".into()),
+                        report: imported.summary,
+                    })
                 }
                 Err(e) => Err(CommandError::failed(format!(
                     "could not open {}: {e}",
@@ -262,12 +272,7 @@ pub fn register(r: &mut Registry<Workspace>) {
                 None,
             )?;
             Ok(Imported {
-                report: imported
-                    .report
-                    .items
-                    .iter()
-                    .map(|i| format!("{}: {}", i.path, i.message))
-                    .collect(),
+                report: imported.summary,
             })
         },
     );

@@ -1,0 +1,186 @@
+//! Projects in the shapes of Serial Studio's examples (`fixtures/serial-studio-shapes`):
+//! their dashboard tabs arrive as workspaces whose tiles show the widgets the tabs showed,
+//! laid out without overlaps, and the report tells lost behaviour first, by name.
+
+use std::path::Path;
+
+use sextant_import::{import_serial_studio, Imported, Severity};
+use sextant_telemetry::project::{Project, Tile, TileView};
+
+fn import(name: &str) -> Imported {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/serial-studio-shapes")
+        .join(name);
+    import_serial_studio(&std::fs::read_to_string(path).expect("fixture")).expect("imports")
+}
+
+/// What a tile shows, by title: `group:VU Meter`, `plot:Mic L`.
+fn shows(p: &Project, t: &Tile) -> String {
+    if let Some(g) = &t.group {
+        let g = p
+            .groups
+            .iter()
+            .find(|x| &x.id == g)
+            .expect("tile's group exists");
+        return format!("group:{}", g.title);
+    }
+    let id = t
+        .dataset
+        .as_deref()
+        .expect("a tile shows a group or a dataset");
+    let d = p
+        .datasets()
+        .find(|d| d.id == id)
+        .expect("tile's dataset exists");
+    let view = match t.view {
+        Some(TileView::Plot) => "plot",
+        Some(TileView::Fft) => "fft",
+        Some(TileView::Led) => "led",
+        Some(TileView::Widget) => "widget",
+        None => "first",
+    };
+    format!("{view}:{}", d.title)
+}
+
+#[test]
+fn workspaces_become_tabs_of_the_widgets_they_showed() {
+    let Imported { project: p, .. } = import("vibration-rig.ssproj");
+    let tabs: Vec<(&str, Vec<String>)> = p
+        .workspaces
+        .iter()
+        .map(|w| {
+            (
+                w.title.as_str(),
+                w.tiles.iter().map(|t| shows(&p, t)).collect(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        tabs,
+        [
+            (
+                "Overview",
+                vec![
+                    "group:VU Meter".into(),
+                    "fft:Vibration".into(),
+                    "widget:Vibration (RMS)".into()
+                ]
+            ),
+            (
+                "Vibration (Campbell)",
+                vec!["plot:Vibration".into(), "fft:Vibration".into()]
+            ),
+            (
+                "VU Meter",
+                vec![
+                    "group:VU Meter".into(),
+                    "plot:Mic L".into(),
+                    "plot:Mic R".into()
+                ]
+            ),
+            (
+                "Motor",
+                vec![
+                    "group:Motor".into(),
+                    // The second gauge of the dashboard, the first bar, the fourth plot.
+                    "widget:Motor RPM".into(),
+                    "widget:Motor temperature".into(),
+                    "plot:Motor temperature".into(),
+                    "widget:Vibration (RMS)".into(),
+                    "plot:Vibration".into(),
+                ]
+            ),
+        ],
+        "a tab of only the terminal has nothing to draw and is left out"
+    );
+    assert_eq!(
+        p.validate(),
+        vec![],
+        "the workspaces name real groups and datasets"
+    );
+}
+
+#[test]
+fn tiles_are_laid_out_on_the_grid_without_overlaps() {
+    for name in ["vibration-rig.ssproj"] {
+        let p = import(name).project;
+        for w in &p.workspaces {
+            for (i, a) in w.tiles.iter().enumerate() {
+                assert!(
+                    a.w >= 3 && a.h >= 2 && a.x + a.w <= 12,
+                    "{}: tile {i} {a:?}",
+                    w.title
+                );
+                for b in &w.tiles[i + 1..] {
+                    let apart = a.x + a.w <= b.x
+                        || b.x + b.w <= a.x
+                        || a.y + a.h <= b.y
+                        || b.y + b.h <= a.y;
+                    assert!(apart, "{}: {a:?} overlaps {b:?}", w.title);
+                }
+            }
+        }
+        // A tab of a few tiles shares the whole width.
+        let vu = p.workspaces.iter().find(|w| w.title == "VU Meter").unwrap();
+        assert_eq!(vu.tiles.iter().map(|t| t.w).sum::<u32>(), 12);
+    }
+}
+
+#[test]
+fn the_report_tells_lost_behaviour_first_by_name_and_not_the_defaults() {
+    let Imported {
+        report, summary, ..
+    } = import("vibration-rig.ssproj");
+    let lost: Vec<(&str, &str)> = summary
+        .iter()
+        .take_while(|s| s.severity == Severity::Lost)
+        .map(|s| (s.subject.kind, s.subject.name.as_str()))
+        .collect();
+    assert_eq!(
+        lost,
+        [("group", "VU Meter"), ("project", "")],
+        "{summary:#?}"
+    );
+    assert!(
+        summary.windows(2).all(|w| w[0].severity <= w[1].severity),
+        "ordered by severity"
+    );
+    // Serial Studio's default FFT window is written into every dataset: not news.
+    assert!(
+        !report.items.iter().any(|i| i.path.ends_with("fftWindow")),
+        "{report}"
+    );
+    // A display detail of many datasets is one line.
+    let ticks: Vec<_> = summary
+        .iter()
+        .filter(|s| s.message.contains("`fftSamplingRate`"))
+        .collect();
+    assert!(ticks.len() <= 1, "{ticks:#?}");
+    assert!(summary.len() < 16, "a short report: {summary:#?}");
+    for s in &summary {
+        assert!(
+            !s.message.contains("function setup"),
+            "no script text in the report: {}",
+            s.message
+        );
+    }
+
+    let em = import("em-wave.ssproj");
+    assert!(
+        em.summary
+            .iter()
+            .any(|s| s.severity == Severity::Lost && s.subject.name == "Wave in 3-D"),
+        "{:#?}",
+        em.summary
+    );
+    let gps = import("gps-imu.ssproj");
+    assert!(
+        gps.project.workspaces.is_empty(),
+        "no tabs in the file: Sextant's overview"
+    );
+    assert!(
+        gps.summary.iter().all(|s| s.severity != Severity::Lost),
+        "{:#?}",
+        gps.summary
+    );
+}
