@@ -296,6 +296,29 @@ describe("chat store: a turn", () => {
     expect(card(store, "b").status).toBe("awaiting");
   });
 
+  it("a stopped turn keeps its token use, marked as an estimate", async () => {
+    const { svc, store } = await setup();
+    await store.send("hi");
+    svc.emit(1, "textDelta", { text: "Hello, let me" });
+    svc.emit(1, "usage", { inputTokens: 900, outputTokens: 1, cacheReadTokens: 0, cacheCreationTokens: 0 });
+    svc.emit(1, "usage", { inputTokens: 0, outputTokens: 4, cacheReadTokens: 0, cacheCreationTokens: 0, estimated: true });
+    expect(store.turnUsage).toEqual({ inputTokens: 900, outputTokens: 5, cacheReadTokens: 0, cacheCreationTokens: 0, estimated: true });
+    svc.handlers.history = () => ({
+      items: [
+        { type: "user", seq: 1, text: "hi" },
+        { type: "assistant", seq: 2, text: "Hello, let me" },
+        { type: "notice", seq: 3, kind: "usage", payload: { model: "m", inputTokens: 900, outputTokens: 4, cacheReadTokens: 0, cacheCreationTokens: 0, estimated: true } },
+        { type: "notice", seq: 4, kind: "turn_cancelled", payload: { partialToolCalls: [] } },
+      ],
+      running: false,
+      approvals: [],
+    });
+    svc.emit(1, "turnEnded", { end: "cancelled", detail: null });
+    await flush();
+    const usage = store.items.find((i) => i.type === "usage") as Extract<ChatItem, { type: "usage" }> | undefined;
+    expect(usage?.usage).toMatchObject({ outputTokens: 4, estimated: true });
+  });
+
   it("turnEnded stops the turn and re-reads the history, keeping the turn's usage", async () => {
     const { svc, store } = await setup();
     await store.send("hi");

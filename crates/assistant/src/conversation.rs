@@ -479,16 +479,17 @@ impl<M: ChatModel> Conversation<M> {
             add_usage(&mut report.usage, reply.usage);
             if reply.usage != Usage::default() {
                 let u = reply.usage;
-                self.append(&Event::structural(
-                    kinds::USAGE,
-                    json!({
-                        "model": self.settings.model,
-                        "inputTokens": u.input_tokens,
-                        "outputTokens": u.output_tokens,
-                        "cacheReadTokens": u.cache_read_tokens,
-                        "cacheCreationTokens": u.cache_creation_tokens,
-                    }),
-                ))?;
+                let mut record = json!({
+                    "model": self.settings.model,
+                    "inputTokens": u.input_tokens,
+                    "outputTokens": u.output_tokens,
+                    "cacheReadTokens": u.cache_read_tokens,
+                    "cacheCreationTokens": u.cache_creation_tokens,
+                });
+                if u.estimated {
+                    record["estimated"] = json!(true);
+                }
+                self.append(&Event::structural(kinds::USAGE, record))?;
             }
             let Reply {
                 calls,
@@ -638,6 +639,8 @@ impl<M: ChatModel> Conversation<M> {
                 .tool_call_ids(self.chat)
                 .map_err(|e| self.log_error(e))?,
         );
+        // What streamed, for an estimate of the output when the provider's count never comes.
+        let mut streamed_chars = 0usize;
         reply.end = loop {
             let item = tokio::select! {
                 biased;
@@ -679,6 +682,12 @@ impl<M: ChatModel> Conversation<M> {
                     }
                 }
             };
+            match &event {
+                ProviderEvent::TextDelta(d) | ProviderEvent::ToolCallArgsDelta { delta: d, .. } => {
+                    streamed_chars += d.chars().count();
+                }
+                _ => {}
+            }
             match event {
                 ProviderEvent::TextDelta(delta) => {
                     if reply.calls.is_empty() {
@@ -727,6 +736,15 @@ impl<M: ChatModel> Conversation<M> {
                 ProviderEvent::Stop(stop) => break StreamEnd::Complete(stop),
             }
         };
+        // A stopped reply never gets the provider's final count (OpenAI-compatible servers
+        // send usage last, Anthropic sends the output count last): what was streamed is
+        // still paid for, so it is shown as an estimate (about four characters a token).
+        let estimate = streamed_chars.div_ceil(4) as u64;
+        if matches!(reply.end, StreamEnd::Cancelled) && estimate > reply.usage.output_tokens {
+            reply.usage.output_tokens = estimate;
+            reply.usage.estimated = true;
+            let _ = events.send(TurnEvent::Usage(reply.usage));
+        }
         // A malformed call ends the stream like a call would: the text before it goes first.
         self.append_text(&text)?;
         Ok(reply)

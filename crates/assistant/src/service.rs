@@ -186,6 +186,8 @@ pub enum ServiceEventKind {
         output_tokens: u64,
         cache_read_tokens: u64,
         cache_creation_tokens: u64,
+        /// The output count is an estimate (a stopped reply).
+        estimated: bool,
     },
     /// A call waits for the person: answer with approve / deny / approveAll.
     ApprovalRequested {
@@ -241,6 +243,7 @@ impl ServiceEventKind {
                 output_tokens: u.output_tokens,
                 cache_read_tokens: u.cache_read_tokens,
                 cache_creation_tokens: u.cache_creation_tokens,
+                estimated: u.estimated,
             },
             // The service publishes the end itself, after the chat is free again.
             TurnEvent::Ended(_) => return None,

@@ -608,7 +608,21 @@ async fn cancelling_mid_stream_keeps_what_arrived_and_answers_every_logged_call(
         "nothing of a cancelled reply runs"
     );
 
+    // The reply was paid for up to the stop: its usage is logged, the output estimated
+    // from what streamed, since the provider's final count never came.
+    let usage = rest.iter().rev().find_map(|e| match e {
+        TurnEvent::Usage(u) => Some(*u),
+        _ => None,
+    });
+    assert!(
+        usage.is_some_and(|u| u.estimated && u.output_tokens > 0),
+        "{rest:?}"
+    );
+
     let events = chat.events();
+    let logged = structural(&chat.all_events(), kinds::USAGE);
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0]["estimated"], true);
     let (content, is_error, _) = result_of(&events, "toolu_s1");
     assert!(
         is_error && content.starts_with("Error: cancelled"),

@@ -164,6 +164,9 @@ pub struct Usage {
     pub cache_read_tokens: u64,
     /// Input tokens written to the prompt cache (Anthropic `cache_creation_input_tokens`).
     pub cache_creation_tokens: u64,
+    /// The output count is Sextant's estimate, not the provider's: a reply stopped before
+    /// its end never got the provider's final count.
+    pub estimated: bool,
 }
 
 /// Why the model stopped.

@@ -496,6 +496,7 @@ impl Decoder for OpenAiDecoder {
                 output_tokens: usage.completion_tokens.unwrap_or(0),
                 cache_read_tokens: cached,
                 cache_creation_tokens: 0,
+                ..Usage::default()
             }));
         }
         Ok(())

@@ -41,7 +41,8 @@ async fn streams_text_split_across_chunks_with_cache_usage() {
             input_tokens: 25,
             output_tokens: 12,
             cache_read_tokens: 3400,
-            cache_creation_tokens: 1200
+            cache_creation_tokens: 1200,
+            estimated: false
         })
     );
     // Usage comes before Stop, so a caller has it when the reply ends.

@@ -43,7 +43,8 @@ async fn streams_text_with_crlf_and_cached_usage() {
             input_tokens: 3000 - 2048,
             output_tokens: 12,
             cache_read_tokens: 2048,
-            cache_creation_tokens: 0
+            cache_creation_tokens: 0,
+            estimated: false
         })
     );
     let sent = &server.requests()[0];

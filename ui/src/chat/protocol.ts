@@ -57,6 +57,8 @@ export interface Usage {
   outputTokens: number;
   cacheReadTokens: number;
   cacheCreationTokens: number;
+  /** The output count is an estimate: the turn was stopped before the provider counted. */
+  estimated?: boolean;
 }
 
 /** How much care a command needs (`sextant_commands::Tier`), as the card shows it. */
@@ -234,6 +236,7 @@ export function normalizeUsage(e: Record<string, unknown>): Usage {
     outputTokens: num(e.outputTokens),
     cacheReadTokens: num(e.cacheReadTokens),
     cacheCreationTokens: num(e.cacheCreationTokens),
+    ...(e.estimated === true ? { estimated: true } : {}),
   };
 }
 
@@ -244,6 +247,7 @@ export function addUsage(a: Usage | null, b: Usage): Usage {
     outputTokens: a.outputTokens + b.outputTokens,
     cacheReadTokens: a.cacheReadTokens + b.cacheReadTokens,
     cacheCreationTokens: a.cacheCreationTokens + b.cacheCreationTokens,
+    ...(a.estimated || b.estimated ? { estimated: true } : {}),
   };
 }
 
