@@ -1080,3 +1080,78 @@ fn a_view_change_is_all_or_nothing_and_announced() {
     call(&mut rt, "dashboard.setView", json!({"timeRangeS": 30}));
     assert!(rt.workspace.take_events().is_empty());
 }
+
+/// Journey 2: what Quick plot found becomes part of the project in one step, under the ids
+/// the live data already has, so the dashboard shows it at once and after a reconnect.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn quick_plot_channels_are_kept_in_the_project() {
+    let project: Project = serde_json::from_value(json!({
+        "format": "sextant-project", "schemaVersion": 1,
+        "sources": [{"id": "sim", "title": "Bench", "connection": {"type": "simulator", "frameRateHz": 100,
+                     "channels": [{"name": "a", "waveform": "saw", "frequencyHz": 1, "amplitude": 1},
+                                  {"name": "b", "waveform": "sine", "frequencyHz": 1, "amplitude": 1}]},
+                     "parser": {"kind": "quickPlot"}}]
+    }))
+    .unwrap();
+    let handle = Runtime::new(Workspace::new(project)).spawn(None);
+    let call = |name: &'static str, params: Value| {
+        let h = handle.clone();
+        async move { h.call(Caller::Ui, name, params, edits()).await }
+    };
+    let e = call("project.quickPlot.keep", json!({})).await.unwrap_err();
+    assert!(e.message.contains("no channels yet"), "{e:?}");
+    call("io.connect", json!({})).await.unwrap();
+    let mut width = 0;
+    for _ in 0..1500 {
+        let tail = call("dashboard.tail", json!({"count": 1})).await.unwrap();
+        width = tail["frames"][0]["values"].as_array().map_or(0, Vec::len);
+        if width == 2 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert_eq!(width, 2, "quick plot found both channels");
+    let kept = call("project.quickPlot.keep", json!({})).await.unwrap();
+    assert_eq!(kept["groups"].as_array().unwrap().len(), 1, "{kept}");
+    let p = call("project.get", json!({})).await.unwrap();
+    let g = &p["groups"][0];
+    assert_eq!(
+        (g["title"].as_str(), g["widget"].as_str()),
+        (Some("Bench"), Some("multiPlot"))
+    );
+    let ds: Vec<(String, u64)> = g["datasets"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| {
+            (
+                d["id"].as_str().unwrap().to_string(),
+                d["index"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        ds,
+        [("auto-1-1".to_string(), 1), ("auto-1-2".to_string(), 2)]
+    );
+    assert_eq!(
+        call("project.validate", json!({})).await.unwrap()["valid"],
+        true
+    );
+    let again = call("project.quickPlot.keep", json!({})).await.unwrap_err();
+    assert!(again.message.contains("already"), "{again:?}");
+
+    // After a reconnect the project's datasets are fed under the same ids.
+    call("io.disconnect", json!({})).await.unwrap();
+    call("io.connect", json!({})).await.unwrap();
+    let mut frame = Value::Null;
+    for _ in 0..1500 {
+        frame = call("dashboard.latestFrame", json!({})).await.unwrap();
+        if frame["values"]["auto-1-2"].is_number() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    assert!(frame["values"]["auto-1-2"].is_number(), "{frame}");
+    call("io.disconnect", json!({})).await.unwrap();
+}

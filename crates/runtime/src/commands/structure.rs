@@ -231,6 +231,77 @@ pub fn register(r: &mut Registry<Workspace>) {
         json!({"title": "Battery", "widget": "multiPlot"}),
     );
     r.register(
+        "project.quickPlot.keep",
+        Tier::Confirm,
+        "Keeps what Quick plot found: the channels seen so far become a multi-plot group per \
+         source, one dataset per channel (named by the header line), on the dashboard from \
+         now on. The datasets keep the ids the live data already has, so they show at once.",
+        |ws: &mut Workspace, _: NoParams| {
+            let seen: Vec<_> = ws
+                .live
+                .as_ref()
+                .and_then(|l| l.wiring.as_ref())
+                .map(|w| w.snapshot().datasets)
+                .unwrap_or_default()
+                .into_iter()
+                .filter(|d| d.id.starts_with("auto-") && d.slot.is_some())
+                .collect();
+            if seen.is_empty() {
+                return Err(CommandError::failed(
+                    "Quick plot has found no channels yet; connect a device that sends \
+                     comma-separated lines first",
+                ));
+            }
+            ws.edit("keep the quick-plot channels", |proj| {
+                let mut created = Vec::new();
+                for (index, source) in proj.sources.clone().iter().enumerate() {
+                    let mut channels: Vec<_> =
+                        seen.iter().filter(|d| d.source == Some(index)).collect();
+                    if channels.is_empty() {
+                        continue;
+                    }
+                    channels.sort_by_key(|d| d.slot);
+                    let id = proj.next_id("grp");
+                    let title = if source.title.trim().is_empty() {
+                        "Quick plot".to_string()
+                    } else {
+                        source.title.clone()
+                    };
+                    let multi = proj.sources.len() > 1;
+                    let datasets = channels
+                        .iter()
+                        .filter(|d| !proj.datasets().any(|x| x.id == d.id))
+                        .map(|d| Dataset {
+                            id: d.id.clone(),
+                            title: d.title.clone(),
+                            index: d.slot.unwrap_or(0) as u32 + 1,
+                            source: multi.then(|| source.id.clone()),
+                            graph: true,
+                            ..Dataset::default()
+                        })
+                        .collect::<Vec<_>>();
+                    if datasets.is_empty() {
+                        continue;
+                    }
+                    proj.groups.push(Group {
+                        id: id.clone(),
+                        title,
+                        widget: GroupWidget::MultiPlot,
+                        datasets,
+                        ..Group::default()
+                    });
+                    created.push(id);
+                }
+                if created.is_empty() {
+                    return Err(CommandError::failed(
+                        "the quick-plot channels are in the project already",
+                    ));
+                }
+                Ok(json!({ "groups": created }))
+            })
+        },
+    );
+    r.register(
         "project.group.update",
         Tier::Confirm,
         "Changes fields of a group (merge patch; datasets are edited with project.dataset.*).",
