@@ -1,6 +1,7 @@
 // The UI in a real browser (Debian's Chromium through playwright-core) against
 // `sextant serve`: a pty serial device quick-plotted with zero configuration, a project
-// built in the editor then saved and reopened, a Serial Studio import, a recording
+// built in the editor then saved and reopened, projects picked in the browser's file
+// picker (a Sextant one, a Serial Studio import) or dropped on the window, a recording
 // replayed, and screenshots of every screen in light/dark × English/简体中文.
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
@@ -38,6 +39,12 @@ async function fresh(url = base, settings = {}) {
   await p.goto(url);
   await p.waitForSelector(".shell");
   return p;
+}
+
+/** Clicks `button` and picks `file` in the file chooser it opens, as a person would. */
+async function pick(p, button, file) {
+  const [chooser] = await Promise.all([p.waitForEvent("filechooser", { timeout: 5000 }), p.click(`[data-testid="${button}"]`)]);
+  await chooser.setFiles(file);
 }
 
 async function nav(p, screen) {
@@ -133,19 +140,23 @@ test("a project built in the editor is saved and reopened", async () => {
   await page.click('[data-testid="project-new"]');
   await waitFor("an empty tree", async () => (await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).count()) === 0);
   await page.fill('[data-testid="project-path"]', path);
-  await page.click('[data-testid="project-open"]');
+  await page.click('[data-testid="project-open-path"]');
   await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).first().waitFor();
   await page.locator('[data-testid="tree-dataset"]', { hasText: "Supply volts" }).first().waitFor();
   await page.locator('[data-testid="tree-source"]', { hasText: /ttyUSB7|Serial/ }).first().waitFor();
   await page.close();
 });
 
-test("a Serial Studio project imports and its widgets appear", async () => {
+test("a Serial Studio project picked on this computer imports and its widgets appear", async () => {
   page = await fresh();
   await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', join(repo, "fixtures/serial-studio/multi-source.ssproj"));
-  await page.click('[data-testid="project-import"]');
-  await page.locator('[data-testid="editor-message"]').waitFor();
+  // The browser's own file picker: the file's text travels, not a path on the server.
+  await pick(page, "project-import", join(repo, "fixtures/serial-studio/multi-source.ssproj"));
+  const message = page.locator('[data-testid="editor-message"]');
+  await waitFor("the import's message", async () => /^Imported multi-source\.ssproj from Serial Studio/.test(await message.innerText()), 10000);
+  assert.equal(await message.getAttribute("data-kind"), "ok");
+  assert.doesNotMatch(await message.innerText(), /imported from Serial Studio format/, "the backend's English detail is not shown as is");
+  assert.equal(await page.inputValue('[data-testid="project-path"]'), "", "a picked file has no path to save over");
   await nav(page, "dashboard");
   const tiles = page.locator('[data-testid="widget"]');
   await waitFor("imported widgets", async () => (await tiles.count()) >= 2, 10000);
@@ -169,20 +180,36 @@ test("an imported Serial Studio project is saved beside the original, never over
   copyFileSync(join(repo, "fixtures/serial-studio/multi-source.ssproj"), original);
   const before = readFileSync(original);
   const suggested = join(dir, "bench.sextant.json");
-  for (const button of ["project-import", "project-open"]) {
-    rmSync(suggested, { force: true });
-    page = await fresh();
-    await nav(page, "project");
-    await page.fill('[data-testid="project-path"]', original);
-    await page.click(`[data-testid="${button}"]`);
-    await page.locator('[data-testid="tree-group"]').first().waitFor();
-    await waitFor("the save suggestion", async () => (await page.inputValue('[data-testid="project-path"]')) === suggested);
-    await page.keyboard.press("Control+s");
-    await waitFor(`the project saved beside the original (${button})`, () => existsSync(suggested), 10000);
-    assert.deepEqual(readFileSync(original), before, `${button}: the Serial Studio file was overwritten`);
-    assert.equal(JSON.parse(readFileSync(suggested, "utf8")).format, "sextant-project");
-    await page.close();
-  }
+  page = await fresh();
+  await nav(page, "project");
+  // A path on the machine running Sextant, typed: project.open imports a Serial Studio file.
+  await page.fill('[data-testid="project-path"]', original);
+  await page.click('[data-testid="project-open-path"]');
+  await page.locator('[data-testid="tree-group"]').first().waitFor();
+  await waitFor("the save suggestion", async () => (await page.inputValue('[data-testid="project-path"]')) === suggested);
+  await page.keyboard.press("Control+s");
+  await waitFor("the project saved beside the original", () => existsSync(suggested), 10000);
+  assert.deepEqual(readFileSync(original), before, "the Serial Studio file was overwritten");
+  assert.equal(JSON.parse(readFileSync(suggested, "utf8")).format, "sextant-project");
+  await page.close();
+});
+
+test("Open… picks a project file on this computer and opens it", async () => {
+  const file = join(dir, "picked.sextant.json");
+  writeFileSync(file, JSON.stringify({ ...(await import("./harness.mjs")).demoProject(), title: "Picked bench" }));
+  page = await fresh();
+  await nav(page, "project");
+  await page.click('[data-testid="project-new"]');
+  await waitFor("an empty tree", async () => (await page.locator('[data-testid="tree-group"]').count()) === 0);
+  await pick(page, "project-open", file);
+  await waitFor("the picked project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Picked bench", 10000);
+  await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
+  assert.match(await page.locator('[data-testid="editor-message"]').innerText(), /^Opened picked\.sextant\.json/);
+  // Picking the same file again after editing it is a change too: it opens again.
+  writeFileSync(file, JSON.stringify({ ...(await import("./harness.mjs")).demoProject(), title: "Picked again" }));
+  await pick(page, "project-open", file);
+  await waitFor("the re-picked project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Picked again", 10000);
+  await page.close();
 });
 
 test("a Serial Studio project whose parser returns strings shows numbers in its gauge, map and plots", async () => {
@@ -192,8 +219,7 @@ test("a Serial Studio project whose parser returns strings shows numbers in its 
   copyFileSync(join(repo, "fixtures/serial-studio/js-csv.ssproj"), file);
   page = await fresh();
   await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-import"]');
+  await pick(page, "project-import", file);
   await page.locator('[data-testid="tree-group"]', { hasText: "Position" }).first().waitFor();
   await nav(page, "connect");
   await page.fill('[data-testid="serial-port"]', pty.a);
@@ -257,7 +283,7 @@ test("a shared project that runs a program asks before it runs, and remembers th
   page = await fresh();
   await nav(page, "project");
   await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-open"]');
+  await page.click('[data-testid="project-open-path"]');
   await page.locator('[data-testid="tree-source"]', { hasText: "Logger" }).first().waitFor();
   await nav(page, "connect");
   await page.click('[data-testid="connect"]');
