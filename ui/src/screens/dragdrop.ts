@@ -4,7 +4,7 @@
  *  project.openContent takes (a Sextant project, or a Serial Studio one it imports; either
  *  has no file until saved). Either way the outcome shows in the Project screen's message. */
 import { isTauri } from "../lib/transport";
-import { t } from "../lib/i18n/index.svelte";
+import { t, tn } from "../lib/i18n/index.svelte";
 import { edit, project, remember, setMessage } from "./store.svelte";
 import { navigate } from "./nav";
 import { dropProblem, errorText, importedItems } from "./util";
@@ -33,7 +33,7 @@ export async function openLocalFile(file: File | undefined, others = 0): Promise
     setMessage("error", t("project.msg.dropUnreadable", { name: file.name, error: errorText(e) }));
     return;
   }
-  const ignored = others > 0 ? ` ${t("project.msg.dropOthers", { n: others })}` : "";
+  const ignored = others > 0 ? ` ${tn("project.msg.dropOthers", others)}` : "";
   const r = await edit<{ detail?: string }>("project.openContent", { name: file.name, content }, t("project.msg.openedDropped", { name: file.name }) + ignored);
   if (r === undefined) return;
   // It came from no file: saving must ask for a path rather than overwrite the last one.
