@@ -365,6 +365,61 @@ test("a recording is replayed", async () => {
   await page.close();
 });
 
+/** In-page: whether two DOMRects overlap. */
+const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+
+test("an alarm hovering at its threshold toasts once, in a corner that covers no controls", async () => {
+  // The demo's temperature, sped up to cross its warning threshold (27 °C) every second,
+  // with noise on it: the old dashboard toasted on every crossing.
+  const project = (await import("./harness.mjs")).demoProject();
+  const sim = project.sources[0].connection;
+  Object.assign(sim.channels[0], { frequencyHz: 1, amplitude: 4, offset: 24, noise: 0.3 });
+  const file = join(dir, "hovering-alarm.json");
+  writeFileSync(file, JSON.stringify({ ...project, title: "Hovering alarm" }));
+  page = await fresh();
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', file);
+  await page.click('[data-testid="project-open-path"]');
+  await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
+  await nav(page, "dashboard");
+  await page.evaluate(() => {
+    window.__toastsSeen = 0;
+    new MutationObserver((changes) => {
+      for (const c of changes) for (const n of c.addedNodes) if (n.nodeType === 1 && n.matches('[data-testid="toast"]')) window.__toastsSeen++;
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+  await nav(page, "connect");
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+  await nav(page, "dashboard");
+  const toast = page.locator('[data-testid="toast"]', { hasText: "Temperature" });
+  await toast.first().waitFor({ timeout: 10000 });
+  // Six more crossings of the threshold.
+  await page.waitForTimeout(6000);
+  assert.equal(await page.evaluate(() => window.__toastsSeen), 1, "one toast for one alarm episode");
+
+  // The corner it sits in covers none of the dashboard's fixed controls, with the console
+  // docked at the bottom or not.
+  const clash = () => page.evaluate(() => {
+    const t = document.querySelector('[data-testid="toast"]').getBoundingClientRect();
+    const controls = document.querySelectorAll(".dash .top button, .dash .top select, .sidebar button, .console-panel button, .console-panel input, .console-panel select, .console-panel textarea");
+    return [...controls].filter((c) => {
+      const r = c.getBoundingClientRect();
+      return r.width > 0 && t.x < r.x + r.width && r.x < t.x + t.width && t.y < r.y + r.height && r.y < t.y + t.height;
+    }).map((c) => c.outerHTML.slice(0, 80));
+  });
+  assert.deepEqual(await clash(), []);
+  await page.click('[data-testid="open-console"]');
+  await page.locator(".console-panel").waitFor();
+  assert.deepEqual(await clash(), []);
+  const [t, consoleBox] = await Promise.all([toast.first().boundingBox(), page.locator(".console-panel").boundingBox()]);
+  assert.ok(!overlaps(t, consoleBox), "the toast covers the docked console");
+  await page.screenshot({ path: join(artifacts, "browser-alarm-toast-light-en.png") });
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  await page.close();
+});
+
 test("every screen in light/dark and English/简体中文", async () => {
   const demo = await serve(["--demo"]);
   try {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { FftPlan, estimateRate, floorPow2, peakBin } from "../src/widgets/math/fft";
 import { GAUGE, METER, cardinal, formatValue, fraction, needleAngle, normalizeHeading, rangeOf } from "../src/widgets/math/scale";
-import { AlarmTracker, classify } from "../src/widgets/math/alarms";
+import { AlarmEpisodes, classify, clearMargin } from "../src/widgets/math/alarms";
 import { ledOn } from "../src/widgets/math/led";
 import { distanceM, fitProjection, gridStep, niceFloor, projectX, projectY, scaleBar, unprojectX, unprojectY } from "../src/widgets/math/gps";
 import { horizon, normalizeAttitude } from "../src/widgets/math/attitude";
@@ -143,16 +143,63 @@ describe("alarm bands", () => {
     expect(classify(5, [{ min: 10, max: 0, severity: "critical" }]).level).toBe("alarm");
   });
 
-  it("reports each entry into a worse level once", () => {
-    const tr = new AlarmTracker();
-    expect(tr.update("t", "normal")).toBe(false);
-    expect(tr.update("t", "warn")).toBe(true);
-    expect(tr.update("t", "warn")).toBe(false);
-    expect(tr.update("t", "alarm")).toBe(true);
-    expect(tr.update("t", "warn")).toBe(false);
-    expect(tr.update("t", "normal")).toBe(false);
-    expect(tr.update("t", "alarm")).toBe(true);
-    expect(tr.update("other", "warn")).toBe(true);
+  it("a value oscillating around a threshold notifies once per episode (hysteresis)", () => {
+    const ep = new AlarmEpisodes();
+    const range = 50; // the dataset's 0…50: the clearing margin is 1
+    const warm = [bands[0]];
+    let toasts = 0;
+    let now = 0;
+    // 26.9 / 27.1 every 100 ms for a minute: across the threshold 600 times.
+    for (let i = 0; i < 600; i++, now += 100) if (ep.update("t", i % 2 ? 27.1 : 26.9, warm, now, range)) toasts++;
+    expect(toasts).toBe(1);
+    expect(ep.level("t")).toBe("warn");
+    // 26.5 is below the band but within the margin: still the same episode.
+    ep.update("t", 26.5, warm, (now += 100), range);
+    expect(ep.level("t")).toBe("warn");
+    // 25.9 is clear of it.
+    ep.update("t", 25.9, warm, (now += 100), range);
+    expect(ep.level("t")).toBe("normal");
+  });
+
+  it("a cleared alarm raised again within the cooldown does not notify; after it, it does", () => {
+    const ep = new AlarmEpisodes(30_000);
+    const warm = [bands[0]];
+    expect(ep.update("t", 28, warm, 0, 50)).toMatchObject({ level: "warn", band: { label: "Warm" } });
+    expect(ep.update("t", 20, warm, 5_000, 50)).toBeNull(); // cleared at 5 s
+    expect(ep.update("t", 28, warm, 20_000, 50)).toBeNull(); // 15 s later: same episode
+    expect(ep.level("t")).toBe("warn");
+    expect(ep.update("t", 20, warm, 21_000, 50)).toBeNull();
+    // The cooldown counts from when it was last active (21 s), not from the first toast.
+    expect(ep.update("t", 28, warm, 45_000, 50)).toBeNull();
+    expect(ep.update("t", 20, warm, 46_000, 50)).toBeNull();
+    expect(ep.update("t", 28, warm, 76_001, 50)).toMatchObject({ level: "warn" });
+  });
+
+  it("a worse level is a new notification; a better one never is", () => {
+    const ep = new AlarmEpisodes();
+    expect(ep.update("t", 30, bands, 0, 100)).toMatchObject({ level: "warn" });
+    expect(ep.update("t", 47, bands, 100, 100)).toMatchObject({ level: "alarm", band: { label: "Hot" } });
+    // Back in the warning band, clear of the critical one by more than 2: warn, no toast.
+    expect(ep.update("t", 42, bands, 200, 100)).toBeNull();
+    expect(ep.level("t")).toBe("warn");
+    // Other datasets are their own episodes.
+    expect(ep.update("other", 30, bands, 300, 100)).toMatchObject({ level: "warn" });
+  });
+
+  it("no value holds the episode; a band the project dropped holds nothing", () => {
+    const ep = new AlarmEpisodes();
+    expect(ep.update("t", 28, [bands[0]], 0, 50)).not.toBeNull();
+    expect(ep.update("t", NaN, [bands[0]], 100, 50)).toBeNull();
+    expect(ep.level("t")).toBe("warn");
+    ep.update("t", 26.9, [], 200, 50);
+    expect(ep.level("t")).toBe("normal");
+  });
+
+  it("the clearing margin: a share of the range, else of the band, else of the edge", () => {
+    expect(clearMargin({ min: 27, max: 50, severity: "warning" }, 50)).toBeCloseTo(1);
+    expect(clearMargin({ min: 27, max: 50, severity: "warning" }, null)).toBeCloseTo(0.46);
+    expect(clearMargin({ min: 100, max: 100, severity: "critical" })).toBeCloseTo(2);
+    expect(clearMargin({ min: 0, max: 0, severity: "critical" })).toBe(0);
   });
 });
 
