@@ -420,6 +420,62 @@ test("an alarm hovering at its threshold toasts once, in a corner that covers no
   await page.close();
 });
 
+test("at 1024 px with the assistant open, tiles reflow wide enough to read, legends whole", async () => {
+  const demo = await serve(["--demo"]);
+  try {
+    const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+    await context.addInitScript(() => localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en" })));
+    const p = await context.newPage();
+    await p.goto(demo.url);
+    await p.waitForSelector(".shell");
+    await p.click('[data-testid="chat-toggle"]');
+    await p.locator('[data-testid="chat-panel"]').waitFor();
+    const power = p.locator('[data-testid="widget"][data-title="Power"]');
+    await waitFor("the Power plot's legend values", async () => (await power.locator(".u-legend tr.u-series").count()) === 4 && /\d/.test(await power.locator(".u-legend").innerText()), 15000, 200);
+    await p.waitForTimeout(500);
+    const tiles = await p.locator('[data-testid="widget"]').evaluateAll((ts) => ts.map((t) => {
+      const title = t.querySelector(".title");
+      return { title: t.dataset.title, width: t.getBoundingClientRect().width, cut: title.scrollWidth > title.clientWidth };
+    }));
+    assert.ok(tiles.length >= 5, `tiles: ${JSON.stringify(tiles)}`);
+    for (const tile of tiles) {
+      assert.ok(tile.width >= 200, `${tile.title} is ${tile.width} px wide`);
+      assert.equal(tile.cut, false, `the title of ${tile.title} is cut`);
+    }
+    assert.ok(await p.locator('[data-testid="reflowed"]').isVisible(), "the dashboard says why its tiles moved");
+    // Every legend entry of the multiplot is inside its plot box (which clips), none hidden.
+    const entries = await power.evaluate((tile) => {
+      const box = tile.querySelector(".plotbox").getBoundingClientRect();
+      return [...tile.querySelectorAll(".u-legend tr.u-series")].map((tr) => {
+        const r = tr.getBoundingClientRect();
+        return { text: tr.innerText.replace(/\s+/g, " ").trim(), inside: r.height > 0 && r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5 && r.left >= box.left - 0.5 && r.right <= box.right + 0.5 };
+      });
+    });
+    for (const e of entries) assert.ok(e.inside, `legend entry "${e.text}" is clipped`);
+    assert.ok(entries.some((e) => /^Voltage \(V\):? ?-?\d/.test(e.text)), JSON.stringify(entries));
+    await p.screenshot({ path: join(artifacts, "browser-narrow-1024-drawer-light-en.png") });
+    // The drawer as wide as it goes: one narrow column, the legend on more lines, still whole.
+    await p.focus('[data-testid="chat-panel"] [role="separator"]');
+    for (let i = 0; i < 10; i++) await p.keyboard.press("Shift+ArrowLeft");
+    await p.waitForTimeout(800);
+    const narrow = await power.evaluate((tile) => {
+      const box = tile.querySelector(".plotbox").getBoundingClientRect();
+      const rows = [...tile.querySelectorAll(".u-legend tr.u-series")].map((tr) => tr.getBoundingClientRect());
+      return { width: tile.getBoundingClientRect().width, lines: new Set(rows.map((r) => Math.round(r.top))).size, clipped: rows.filter((r) => r.bottom > box.bottom + 0.5 || r.right > box.right + 0.5).length };
+    });
+    assert.ok(narrow.lines >= 3, `the legend wraps (${JSON.stringify(narrow)})`);
+    assert.equal(narrow.clipped, 0, `legend entries cut off in a ${narrow.width} px tile`);
+    // With room again, the person's own layout is back (and editable).
+    await p.click('[data-testid="chat-close"]');
+    await p.setViewportSize({ width: 1400, height: 800 });
+    await waitFor("the full layout", async () => (await p.locator(".dash-grid").getAttribute("data-columns")) === "12", 5000);
+    assert.equal(await p.locator('[data-testid="reflowed"]').count(), 0);
+    await context.close();
+  } finally {
+    demo.stop();
+  }
+});
+
 test("every screen in light/dark and English/简体中文", async () => {
   const demo = await serve(["--demo"]);
   try {
