@@ -362,6 +362,9 @@ test("a recording is replayed", async () => {
   await waitFor("replayed frames", async () => (await frames()) > f0 + 5, 15000, 100);
   await nav(page, "recording");
   await page.screenshot({ path: join(artifacts, "browser-recording-light-en.png") });
+  // Leave the app as found: no replay running into the next test.
+  await page.click('[data-testid="replay-stop"]');
+  await page.locator('[data-testid="replay-pause"]').waitFor({ state: "detached" });
   await page.close();
 });
 
@@ -389,6 +392,8 @@ test("an alarm hovering at its threshold toasts once, in a corner that covers no
     }).observe(document.body, { childList: true, subtree: true });
   });
   await nav(page, "connect");
+  // Whatever ran before (a replay) stops first: the simulator of this project runs alone.
+  if (await page.locator('[data-testid="disconnect"]').isVisible()) await page.click('[data-testid="disconnect"]');
   await page.click('[data-testid="connect"]');
   await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
   await nav(page, "dashboard");
