@@ -481,6 +481,45 @@ test("at 1024 px with the assistant open, tiles reflow wide enough to read, lege
   }
 });
 
+/** In-page: the options of the selects matching `css` whose text does not fit the closed
+ *  select (a probe with the select's font and text room: scrollWidth > clientWidth). */
+const CLIPPED_OPTIONS = (css) => {
+  const out = [];
+  for (const sel of document.querySelectorAll(css)) {
+    const cs = getComputedStyle(sel);
+    // The text's room: the select's width less its padding and the dropdown arrow.
+    const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+    const probe = document.createElement("span");
+    probe.style.cssText = `position:absolute;visibility:hidden;display:block;white-space:nowrap;overflow:hidden;font:${cs.font};letter-spacing:${cs.letterSpacing};width:${room}px`;
+    document.body.append(probe);
+    for (const o of sel.options) {
+      probe.textContent = o.text;
+      if (probe.scrollWidth > probe.clientWidth) out.push(`${sel.dataset.testid}: "${o.text}" needs ${probe.scrollWidth} px of ${Math.round(room)}`);
+    }
+    probe.remove();
+  }
+  return out;
+};
+
+test("the Connect screen's choices read whole, in both languages, at 1024 px", async () => {
+  for (const language of ["en", "zh"]) {
+    const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+    await context.addInitScript((l) => localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: l })), language);
+    const p = await context.newPage();
+    await p.goto(base);
+    await p.waitForSelector(".shell");
+    await nav(p, "connect");
+    assert.deepEqual(await p.evaluate(CLIPPED_OPTIONS, '[data-testid="parser-kind"], [data-testid="source-type"]'), [], language);
+    // What the chosen parser does is said beside it, in full.
+    await p.selectOption('[data-testid="parser-kind"]', "quickPlot");
+    const desc = p.locator('[data-testid="parser-kind-desc"]');
+    assert.match(await desc.innerText(), language === "en" ? /comma-separated/ : /逗号/);
+    assert.ok(await desc.evaluate((e) => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight + 1), "the description is cut");
+    await p.screenshot({ path: join(artifacts, `browser-connect-1024-light-${language}.png`) });
+    await context.close();
+  }
+});
+
 test("every screen in light/dark and English/简体中文", async () => {
   const demo = await serve(["--demo"]);
   try {
