@@ -2,7 +2,9 @@
 // `sextant serve`: a pty serial device quick-plotted with zero configuration, a project
 // built in the editor then saved and reopened, projects picked in the browser's file
 // picker (a Sextant one, a Serial Studio import) or dropped on the window, a recording
-// replayed, and screenshots of every screen in light/dark × English/简体中文.
+// replayed, the quick plot's legend and per-channel scaling, one toast per alarm episode,
+// a narrow window with the assistant open, whole labels on the Connect screen, and
+// screenshots of every screen in light/dark × English/简体中文.
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -103,6 +105,112 @@ test("a serial device sending CSV is quick-plotted with zero configuration", asy
   await page.click('[data-testid="disconnect"]');
   stopFeed();
   stopFeed = null;
+  await page.close();
+});
+
+test("quick plot: a 405 m altitude no longer flattens the other channels when each is scaled", async () => {
+  page = await fresh();
+  await nav(page, "connect");
+  await page.selectOption('[data-testid="source-type"]', "serial");
+  await page.fill('[data-testid="serial-port"]', pty.a);
+  await page.fill('[data-testid="baud"]', "115200");
+  let i = 0;
+  stopFeed = feed(pty.b, () => {
+    const t = i++ / 50;
+    // A 405 m altitude beside two ±1 signals.
+    return `${(405 + 0.5 * Math.sin(t / 3)).toFixed(3)},${Math.sin(t * 2).toFixed(4)},${Math.cos(t * 3).toFixed(4)}\n`;
+  });
+  await page.click('[data-testid="connect"]');
+  await nav(page, "quickplot");
+  const qp = page.locator('[data-testid="quickplot"]');
+  await waitFor("three quick-plot series", async () => Number(await qp.getAttribute("data-series-count")) === 3, 20000, 200);
+  await page.waitForTimeout(1500);
+  await page.mouse.move(1, 1);
+
+  /** How much of the plot's height the second channel's line covers (0…1). */
+  const extent = () => qp.evaluate((el) => {
+    const marker = el.querySelectorAll(".u-legend tr.u-series")[2].querySelector(".u-marker");
+    const ms = getComputedStyle(marker);
+    const colour = (parseFloat(ms.borderTopWidth) > 0 ? ms.borderTopColor : ms.backgroundColor).match(/\d+/g).slice(0, 3).map(Number);
+    const over = el.querySelector(".u-over").getBoundingClientRect();
+    const c = el.querySelector("canvas");
+    const k = c.width / c.getBoundingClientRect().width;
+    const cr = c.getBoundingClientRect();
+    const [x0, y0, w, h] = [(over.left - cr.left) * k, (over.top - cr.top) * k, over.width * k, over.height * k].map(Math.round);
+    const d = c.getContext("2d").getImageData(x0, y0, w, h).data;
+    let top = Infinity, bottom = -Infinity;
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const at = (y * w + x) * 4;
+        if (d[at + 3] > 200 && Math.abs(d[at] - colour[0]) < 30 && Math.abs(d[at + 1] - colour[1]) < 30 && Math.abs(d[at + 2] - colour[2]) < 30) {
+          top = Math.min(top, y);
+          bottom = Math.max(bottom, y);
+        }
+      }
+    }
+    return bottom >= top ? (bottom - top) / h : 0;
+  });
+  const shared = await extent();
+  assert.ok(shared < 0.1, `on one axis with a 405 m channel the ±1 channel is flat (${shared})`);
+  await qp.locator('[data-testid="plot-normalise"]').click();
+  await waitFor("the scaled view", async () => (await qp.locator(".plotbox").getAttribute("data-scaling")) === "normalised", 5000);
+  await waitFor("the ±1 channel filling the plot", async () => (await extent()) > 0.6, 5000, 250);
+  // The legend still reads real values: the altitude, not a share of its range.
+  const alt = Number.parseFloat((await qp.locator(".u-legend tr.u-series td.u-value").allInnerTexts())[1]);
+  assert.ok(alt > 404 && alt < 406, `altitude reads ${alt}`);
+  await page.screenshot({ path: join(artifacts, "browser-quickplot-normalised-light-en.png") });
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  stopFeed();
+  stopFeed = null;
+  await page.close();
+});
+
+test("quick plot: a slower device beside a faster one reads its latest value, not a dash", async () => {
+  // Two sources: the simulator at 100 frames/s and a device on the pty four times a
+  // second, few points so each dataset's window is decimated on its own (each bucket's
+  // extremes, at their own times). The plot's times are the first series': at the live
+  // edge the other has no point of its own, and its legend entry read "—".
+  const file = join(dir, "two-rates.json");
+  writeFileSync(file, JSON.stringify({
+    format: "sextant-project", schemaVersion: 1, title: "Two rates",
+    sources: [
+      { id: "sim", title: "Simulator", parser: { kind: "delimited" },
+        connection: { type: "simulator", frameRateHz: 100, channels: [{ name: "Fast", waveform: "sine", frequencyHz: 0.5, amplitude: 1, offset: 0, noise: 0 }], seed: 3 } },
+      { id: "bench", title: "Bench", parser: { kind: "delimited" }, connection: { type: "serial", port: pty.a, baud: 115200 } },
+    ],
+    groups: [{ id: "g", title: "Rates", datasets: [
+      { id: "fast", title: "Fast", index: 1, source: "sim" },
+      { id: "slow", title: "Slow", index: 1, source: "bench" },
+    ] }],
+  }));
+  page = await fresh(base, { points: 20 });
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', file);
+  await page.click('[data-testid="project-open-path"]');
+  await page.locator('[data-testid="tree-dataset"]', { hasText: "Slow" }).first().waitFor();
+  let i = 0;
+  stopFeed = feed(pty.b, () => `${(12 + (i++ % 5) / 10).toFixed(1)}\n`, 250);
+  await nav(page, "connect");
+  if (await page.locator('[data-testid="disconnect"]').isVisible()) await page.click('[data-testid="disconnect"]');
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+  await nav(page, "quickplot");
+  const qp = page.locator('[data-testid="quickplot"]');
+  await waitFor("both series", async () => Number(await qp.getAttribute("data-series-count")) === 2, 15000, 200);
+  await page.waitForTimeout(2000);
+  await page.mouse.move(1, 1);
+  const value = (title) => qp.locator(".u-legend tr.u-series", { hasText: title }).locator("td.u-value").innerText();
+  for (let k = 0; k < 20; k++) {
+    const [slow, fast] = [await value("Slow"), await value("Fast")];
+    assert.match(slow, /^12(\.\d+)?$/, `the slow device reads ${JSON.stringify(slow)}`);
+    assert.match(fast, /^-?\d/, `the simulator reads ${JSON.stringify(fast)}`);
+    await page.waitForTimeout(90);
+  }
+  stopFeed();
+  stopFeed = null;
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
   await page.close();
 });
 

@@ -8,7 +8,7 @@ import { horizon, normalizeAttitude } from "../src/widgets/math/attitude";
 import { clockText } from "../src/widgets/math/clock";
 import { magnitude } from "../src/widgets/math/vector";
 import { toCsv } from "../src/widgets/math/csv";
-import { Aligner, Counter, padRange, yRange } from "../src/widgets/plotdata";
+import { Aligner, Counter, legendReading, normalise, padRange, yRange } from "../src/widgets/plotdata";
 
 const DEG = Math.PI / 180;
 
@@ -324,5 +324,54 @@ describe("plot data", () => {
     expect(Array.from(c.get(3))).toEqual([0, 1, 2]);
     expect(Array.from(c.get(5))).toEqual([0, 1, 2, 3, 4]);
     expect(c.get(0).length).toBe(0);
+  });
+});
+
+describe("normalised plot view", () => {
+  const x = Float64Array.from([0, 1, 2, 3, 4]);
+  it("a 405 m altitude and a ±1 signal both span the height", () => {
+    const alt = Float64Array.from([405, 405.5, 406, 405.2, 405.8]);
+    const sig = Float64Array.from([-1, 0, 1, 0, -1]);
+    const a = new Float64Array(5), b = new Float64Array(5);
+    normalise(a, x, alt);
+    normalise(b, x, sig);
+    for (const out of [a, b]) {
+      const lo = Math.min(...out), hi = Math.max(...out);
+      expect(lo).toBeGreaterThanOrEqual(0);
+      expect(hi).toBeLessThanOrEqual(1);
+      expect(hi - lo).toBeGreaterThan(0.85); // 5 % headroom either side
+    }
+    // On one shared axis the signal would be a flat line: 2 of 407.
+    const shared = yRange(x, [alt, sig])!;
+    expect(2 / (shared[1] - shared[0])).toBeLessThan(0.01);
+  });
+
+  it("scales over the visible window only; flat is mid-height; NaN stays a gap", () => {
+    const v = Float64Array.from([1000, 1, 2, NaN, 3]);
+    const out = new Float64Array(5);
+    expect(normalise(out, x, v, 1, 4)).toEqual(padRange(1, 3));
+    expect(out[1]).toBeCloseTo(0.05 / 1.1, 5);
+    expect(out[4]).toBeCloseTo(1.05 / 1.1, 5);
+    expect(Number.isNaN(out[3])).toBe(true);
+    const flat = new Float64Array(5);
+    normalise(flat, x, Float64Array.from([7, 7, 7, 7, 7]));
+    expect([...flat].every((y) => Math.abs(y - 0.5) < 1e-9)).toBe(true);
+    expect(normalise(flat, x, Float64Array.from([NaN, NaN, NaN, NaN, NaN]))).toBeNull();
+    expect([...flat].every(Number.isNaN)).toBe(true);
+  });
+});
+
+describe("legend reading", () => {
+  it("off the plot: the series' latest value, even where the drawn window has none", () => {
+    // A decimated series resampled onto another's times ends before the last one.
+    const aligned = Float64Array.from([1, 2, NaN]);
+    expect(legendReading(false, aligned, 2, 2.5)).toBe(2.5);
+    expect(legendReading(false, undefined, null, 7)).toBe(7);
+  });
+  it("under the cursor: the value at the cursor's sample", () => {
+    const raw = Float64Array.from([1, 2, 3]);
+    expect(legendReading(true, raw, 1, 9)).toBe(2);
+    expect(legendReading(true, raw, null, 9)).toBeNaN();
+    expect(legendReading(true, raw, 5, 9)).toBeNaN();
   });
 });
