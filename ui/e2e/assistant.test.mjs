@@ -2,7 +2,8 @@
 // server (real HTTP, Anthropic's SSE wire format) as the model: the model adds a group and
 // a gauge through tool calls the person approves in the chat panel, the dashboard shows
 // the gauge, a denied call reaches the model as an `Error:` result, and the chat is still
-// there after the server restarts.
+// there after the server restarts; the panel's details (a model count, the model when the
+// provider changes, a Markdown image, a call through meta_executeCommand) read right.
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -217,5 +218,62 @@ test("a reply cut off mid-stream is retried from the panel without retyping", as
     await page.close();
   } finally {
     flaky.stop();
+  }
+});
+
+test("the panel: a count said right, the provider's own model, an image as a link, the command behind meta_executeCommand", async () => {
+  const script = await scriptServer("e2e/anthropic_panel.json");
+  try {
+    const page = await fresh(server.url);
+    // No image is ever fetched: a reply's picture would load the moment it renders.
+    const fetched = [];
+    page.on("request", (r) => fetched.push(r.url()));
+    await page.click('[data-testid="chat-toggle"]');
+    await page.click('[data-testid="chat-settings"]');
+    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
+    await page.fill('[data-testid="chat-base-url"]', script.url);
+    await page.click('[data-testid="chat-load-models"]');
+    const message = page.locator('[data-testid="chat-settings-message"]');
+    await message.waitFor();
+    assert.equal((await message.innerText()).trim(), "One model found: claude-e2e-one.");
+    assert.equal(await page.inputValue('[data-testid="chat-model"]'), "claude-e2e-one", "the only model is picked");
+
+    // Another provider does not serve this model: the field does not keep it, and
+    // switching back brings it back.
+    await page.selectOption('[data-testid="chat-provider"]', "openai-compatible");
+    assert.equal(await page.inputValue('[data-testid="chat-model"]'), "");
+    assert.equal(await page.locator('#chat-model-list option').count(), 0, "the old provider's list is not offered");
+    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
+    assert.equal(await page.inputValue('[data-testid="chat-model"]'), "claude-e2e-one");
+    await page.click('[data-testid="chat-settings-save"]');
+    await waitFor("the new address saved", () => readFileSync(join(dataDir, "assistant.json"), "utf8").includes(script.url), 10000);
+
+    await page.click('[data-testid="chat-new"]');
+    await page.fill('[data-testid="chat-input"]', "How is the sensor wired? Then rename the project.");
+    await page.click('[data-testid="chat-send"]');
+
+    // A call through meta_executeCommand is shown as the command it runs, with its own
+    // arguments: what the person approves.
+    await waitStatus(page, "toolu_p1", "awaiting");
+    const tool = card(page, "toolu_p1");
+    assert.equal((await tool.locator("code.name").innerText()).trim(), "project.setTitle");
+    assert.deepEqual(JSON.parse(await tool.locator('[data-testid="tool-args"]').textContent()), { title: "Wired bench" });
+    await tool.locator('[data-testid="tool-approve"]').click();
+    await waitStatus(page, "toolu_p1", "ok");
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "now called Wired bench" }).waitFor({ timeout: 15000 });
+
+    // The image: a link reading as its alt text, no stray "!", nothing loaded.
+    const reply = page.locator('[data-testid="chat-assistant"]', { hasText: "wiring diagram" });
+    const text = await reply.innerText();
+    assert.match(text, /wired: wiring diagram\. Now the title\./);
+    assert.ok(!text.includes("!"), `a stray "!" in ${JSON.stringify(text)}`);
+    assert.equal(await reply.locator("img").count(), 0);
+    assert.equal(await reply.locator("a.md-image").getAttribute("href"), "https://img.example/wiring.png");
+    assert.deepEqual(fetched.filter((u) => u.includes("img.example")), [], "the image was fetched");
+    assert.equal((await command(page, "project.get")).title, "Wired bench");
+    await page.screenshot({ path: join(artifacts, "browser-assistant-panel-light-en.png") });
+    await page.close();
+  } finally {
+    script.stop();
   }
 });

@@ -1,7 +1,10 @@
 // The UI in a real browser (Debian's Chromium through playwright-core) against
 // `sextant serve`: a pty serial device quick-plotted with zero configuration, a project
-// built in the editor then saved and reopened, a Serial Studio import, a recording
-// replayed, and screenshots of every screen in light/dark × English/简体中文.
+// built in the editor then saved and reopened, projects picked in the browser's file
+// picker (a Sextant one, a Serial Studio import) or dropped on the window, a recording
+// replayed, the quick plot's legend and per-channel scaling, one toast per alarm episode,
+// a narrow window with the assistant open, whole labels on the Connect screen, and
+// screenshots of every screen in light/dark × English/简体中文.
 import assert from "node:assert/strict";
 import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -38,6 +41,12 @@ async function fresh(url = base, settings = {}) {
   await p.goto(url);
   await p.waitForSelector(".shell");
   return p;
+}
+
+/** Clicks `button` and picks `file` in the file chooser it opens, as a person would. */
+async function pick(p, button, file) {
+  const [chooser] = await Promise.all([p.waitForEvent("filechooser", { timeout: 5000 }), p.click(`[data-testid="${button}"]`)]);
+  await chooser.setFiles(file);
 }
 
 async function nav(p, screen) {
@@ -99,6 +108,112 @@ test("a serial device sending CSV is quick-plotted with zero configuration", asy
   await page.close();
 });
 
+test("quick plot: a 405 m altitude no longer flattens the other channels when each is scaled", async () => {
+  page = await fresh();
+  await nav(page, "connect");
+  await page.selectOption('[data-testid="source-type"]', "serial");
+  await page.fill('[data-testid="serial-port"]', pty.a);
+  await page.fill('[data-testid="baud"]', "115200");
+  let i = 0;
+  stopFeed = feed(pty.b, () => {
+    const t = i++ / 50;
+    // A 405 m altitude beside two ±1 signals.
+    return `${(405 + 0.5 * Math.sin(t / 3)).toFixed(3)},${Math.sin(t * 2).toFixed(4)},${Math.cos(t * 3).toFixed(4)}\n`;
+  });
+  await page.click('[data-testid="connect"]');
+  await nav(page, "quickplot");
+  const qp = page.locator('[data-testid="quickplot"]');
+  await waitFor("three quick-plot series", async () => Number(await qp.getAttribute("data-series-count")) === 3, 20000, 200);
+  await page.waitForTimeout(1500);
+  await page.mouse.move(1, 1);
+
+  /** How much of the plot's height the second channel's line covers (0…1). */
+  const extent = () => qp.evaluate((el) => {
+    const marker = el.querySelectorAll(".u-legend tr.u-series")[2].querySelector(".u-marker");
+    const ms = getComputedStyle(marker);
+    const colour = (parseFloat(ms.borderTopWidth) > 0 ? ms.borderTopColor : ms.backgroundColor).match(/\d+/g).slice(0, 3).map(Number);
+    const over = el.querySelector(".u-over").getBoundingClientRect();
+    const c = el.querySelector("canvas");
+    const k = c.width / c.getBoundingClientRect().width;
+    const cr = c.getBoundingClientRect();
+    const [x0, y0, w, h] = [(over.left - cr.left) * k, (over.top - cr.top) * k, over.width * k, over.height * k].map(Math.round);
+    const d = c.getContext("2d").getImageData(x0, y0, w, h).data;
+    let top = Infinity, bottom = -Infinity;
+    for (let y = 0; y < h; y++) {
+      for (let x = 0; x < w; x++) {
+        const at = (y * w + x) * 4;
+        if (d[at + 3] > 200 && Math.abs(d[at] - colour[0]) < 30 && Math.abs(d[at + 1] - colour[1]) < 30 && Math.abs(d[at + 2] - colour[2]) < 30) {
+          top = Math.min(top, y);
+          bottom = Math.max(bottom, y);
+        }
+      }
+    }
+    return bottom >= top ? (bottom - top) / h : 0;
+  });
+  const shared = await extent();
+  assert.ok(shared < 0.1, `on one axis with a 405 m channel the ±1 channel is flat (${shared})`);
+  await qp.locator('[data-testid="plot-normalise"]').click();
+  await waitFor("the scaled view", async () => (await qp.locator(".plotbox").getAttribute("data-scaling")) === "normalised", 5000);
+  await waitFor("the ±1 channel filling the plot", async () => (await extent()) > 0.6, 5000, 250);
+  // The legend still reads real values: the altitude, not a share of its range.
+  const alt = Number.parseFloat((await qp.locator(".u-legend tr.u-series td.u-value").allInnerTexts())[1]);
+  assert.ok(alt > 404 && alt < 406, `altitude reads ${alt}`);
+  await page.screenshot({ path: join(artifacts, "browser-quickplot-normalised-light-en.png") });
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  stopFeed();
+  stopFeed = null;
+  await page.close();
+});
+
+test("quick plot: a slower device beside a faster one reads its latest value, not a dash", async () => {
+  // Two sources: the simulator at 100 frames/s and a device on the pty four times a
+  // second, few points so each dataset's window is decimated on its own (each bucket's
+  // extremes, at their own times). The plot's times are the first series': at the live
+  // edge the other has no point of its own, and its legend entry read "—".
+  const file = join(dir, "two-rates.json");
+  writeFileSync(file, JSON.stringify({
+    format: "sextant-project", schemaVersion: 1, title: "Two rates",
+    sources: [
+      { id: "sim", title: "Simulator", parser: { kind: "delimited" },
+        connection: { type: "simulator", frameRateHz: 100, channels: [{ name: "Fast", waveform: "sine", frequencyHz: 0.5, amplitude: 1, offset: 0, noise: 0 }], seed: 3 } },
+      { id: "bench", title: "Bench", parser: { kind: "delimited" }, connection: { type: "serial", port: pty.a, baud: 115200 } },
+    ],
+    groups: [{ id: "g", title: "Rates", datasets: [
+      { id: "fast", title: "Fast", index: 1, source: "sim" },
+      { id: "slow", title: "Slow", index: 1, source: "bench" },
+    ] }],
+  }));
+  page = await fresh(base, { points: 20 });
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', file);
+  await page.click('[data-testid="project-open-path"]');
+  await page.locator('[data-testid="tree-dataset"]', { hasText: "Slow" }).first().waitFor();
+  let i = 0;
+  stopFeed = feed(pty.b, () => `${(12 + (i++ % 5) / 10).toFixed(1)}\n`, 250);
+  await nav(page, "connect");
+  if (await page.locator('[data-testid="disconnect"]').isVisible()) await page.click('[data-testid="disconnect"]');
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+  await nav(page, "quickplot");
+  const qp = page.locator('[data-testid="quickplot"]');
+  await waitFor("both series", async () => Number(await qp.getAttribute("data-series-count")) === 2, 15000, 200);
+  await page.waitForTimeout(2000);
+  await page.mouse.move(1, 1);
+  const value = (title) => qp.locator(".u-legend tr.u-series", { hasText: title }).locator("td.u-value").innerText();
+  for (let k = 0; k < 20; k++) {
+    const [slow, fast] = [await value("Slow"), await value("Fast")];
+    assert.match(slow, /^12(\.\d+)?$/, `the slow device reads ${JSON.stringify(slow)}`);
+    assert.match(fast, /^-?\d/, `the simulator reads ${JSON.stringify(fast)}`);
+    await page.waitForTimeout(90);
+  }
+  stopFeed();
+  stopFeed = null;
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  await page.close();
+});
+
 test("a project built in the editor is saved and reopened", async () => {
   page = await fresh();
   await nav(page, "project");
@@ -133,19 +248,23 @@ test("a project built in the editor is saved and reopened", async () => {
   await page.click('[data-testid="project-new"]');
   await waitFor("an empty tree", async () => (await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).count()) === 0);
   await page.fill('[data-testid="project-path"]', path);
-  await page.click('[data-testid="project-open"]');
+  await page.click('[data-testid="project-open-path"]');
   await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).first().waitFor();
   await page.locator('[data-testid="tree-dataset"]', { hasText: "Supply volts" }).first().waitFor();
   await page.locator('[data-testid="tree-source"]', { hasText: /ttyUSB7|Serial/ }).first().waitFor();
   await page.close();
 });
 
-test("a Serial Studio project imports and its widgets appear", async () => {
+test("a Serial Studio project picked on this computer imports and its widgets appear", async () => {
   page = await fresh();
   await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', join(repo, "fixtures/serial-studio/multi-source.ssproj"));
-  await page.click('[data-testid="project-import"]');
-  await page.locator('[data-testid="editor-message"]').waitFor();
+  // The browser's own file picker: the file's text travels, not a path on the server.
+  await pick(page, "project-import", join(repo, "fixtures/serial-studio/multi-source.ssproj"));
+  const message = page.locator('[data-testid="editor-message"]');
+  await waitFor("the import's message", async () => /^Imported multi-source\.ssproj from Serial Studio/.test(await message.innerText()), 10000);
+  assert.equal(await message.getAttribute("data-kind"), "ok");
+  assert.doesNotMatch(await message.innerText(), /imported from Serial Studio format/, "the backend's English detail is not shown as is");
+  assert.equal(await page.inputValue('[data-testid="project-path"]'), "", "a picked file has no path to save over");
   await nav(page, "dashboard");
   const tiles = page.locator('[data-testid="widget"]');
   await waitFor("imported widgets", async () => (await tiles.count()) >= 2, 10000);
@@ -169,20 +288,36 @@ test("an imported Serial Studio project is saved beside the original, never over
   copyFileSync(join(repo, "fixtures/serial-studio/multi-source.ssproj"), original);
   const before = readFileSync(original);
   const suggested = join(dir, "bench.sextant.json");
-  for (const button of ["project-import", "project-open"]) {
-    rmSync(suggested, { force: true });
-    page = await fresh();
-    await nav(page, "project");
-    await page.fill('[data-testid="project-path"]', original);
-    await page.click(`[data-testid="${button}"]`);
-    await page.locator('[data-testid="tree-group"]').first().waitFor();
-    await waitFor("the save suggestion", async () => (await page.inputValue('[data-testid="project-path"]')) === suggested);
-    await page.keyboard.press("Control+s");
-    await waitFor(`the project saved beside the original (${button})`, () => existsSync(suggested), 10000);
-    assert.deepEqual(readFileSync(original), before, `${button}: the Serial Studio file was overwritten`);
-    assert.equal(JSON.parse(readFileSync(suggested, "utf8")).format, "sextant-project");
-    await page.close();
-  }
+  page = await fresh();
+  await nav(page, "project");
+  // A path on the machine running Sextant, typed: project.open imports a Serial Studio file.
+  await page.fill('[data-testid="project-path"]', original);
+  await page.click('[data-testid="project-open-path"]');
+  await page.locator('[data-testid="tree-group"]').first().waitFor();
+  await waitFor("the save suggestion", async () => (await page.inputValue('[data-testid="project-path"]')) === suggested);
+  await page.keyboard.press("Control+s");
+  await waitFor("the project saved beside the original", () => existsSync(suggested), 10000);
+  assert.deepEqual(readFileSync(original), before, "the Serial Studio file was overwritten");
+  assert.equal(JSON.parse(readFileSync(suggested, "utf8")).format, "sextant-project");
+  await page.close();
+});
+
+test("Open… picks a project file on this computer and opens it", async () => {
+  const file = join(dir, "picked.sextant.json");
+  writeFileSync(file, JSON.stringify({ ...(await import("./harness.mjs")).demoProject(), title: "Picked bench" }));
+  page = await fresh();
+  await nav(page, "project");
+  await page.click('[data-testid="project-new"]');
+  await waitFor("an empty tree", async () => (await page.locator('[data-testid="tree-group"]').count()) === 0);
+  await pick(page, "project-open", file);
+  await waitFor("the picked project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Picked bench", 10000);
+  await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
+  assert.match(await page.locator('[data-testid="editor-message"]').innerText(), /^Opened picked\.sextant\.json/);
+  // Picking the same file again after editing it is a change too: it opens again.
+  writeFileSync(file, JSON.stringify({ ...(await import("./harness.mjs")).demoProject(), title: "Picked again" }));
+  await pick(page, "project-open", file);
+  await waitFor("the re-picked project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Picked again", 10000);
+  await page.close();
 });
 
 test("a Serial Studio project whose parser returns strings shows numbers in its gauge, map and plots", async () => {
@@ -192,8 +327,7 @@ test("a Serial Studio project whose parser returns strings shows numbers in its 
   copyFileSync(join(repo, "fixtures/serial-studio/js-csv.ssproj"), file);
   page = await fresh();
   await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-import"]');
+  await pick(page, "project-import", file);
   await page.locator('[data-testid="tree-group"]', { hasText: "Position" }).first().waitFor();
   await nav(page, "connect");
   await page.fill('[data-testid="serial-port"]', pty.a);
@@ -257,7 +391,7 @@ test("a shared project that runs a program asks before it runs, and remembers th
   page = await fresh();
   await nav(page, "project");
   await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-open"]');
+  await page.click('[data-testid="project-open-path"]');
   await page.locator('[data-testid="tree-source"]', { hasText: "Logger" }).first().waitFor();
   await nav(page, "connect");
   await page.click('[data-testid="connect"]');
@@ -350,7 +484,163 @@ test("a recording is replayed", async () => {
   await page.click('[data-testid="replay-stop"]');
   await controls.waitFor({ state: "detached", timeout: 5000 });
   await waitFor("the live simulator connected again", async () => (await sidebar.getAttribute("data-state")) === "connected", 10000);
+  // Leave the app as found: nothing connected into the next test.
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  await waitFor("disconnected", async () => (await sidebar.getAttribute("data-state")) === "disconnected", 10000);
   await page.close();
+});
+
+/** In-page: whether two DOMRects overlap. */
+const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
+
+test("an alarm hovering at its threshold toasts once, in a corner that covers no controls", async () => {
+  // The demo's temperature, sped up to cross its warning threshold (27 °C) every second,
+  // with noise on it: the old dashboard toasted on every crossing.
+  const project = (await import("./harness.mjs")).demoProject();
+  const sim = project.sources[0].connection;
+  Object.assign(sim.channels[0], { frequencyHz: 1, amplitude: 4, offset: 24, noise: 0.3 });
+  const file = join(dir, "hovering-alarm.json");
+  writeFileSync(file, JSON.stringify({ ...project, title: "Hovering alarm" }));
+  page = await fresh();
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', file);
+  await page.click('[data-testid="project-open-path"]');
+  await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
+  await nav(page, "dashboard");
+  await page.evaluate(() => {
+    window.__toastsSeen = 0;
+    new MutationObserver((changes) => {
+      for (const c of changes) for (const n of c.addedNodes) if (n.nodeType === 1 && n.matches('[data-testid="toast"]')) window.__toastsSeen++;
+    }).observe(document.body, { childList: true, subtree: true });
+  });
+  await nav(page, "connect");
+  // Whatever ran before (a replay) stops first: the simulator of this project runs alone.
+  if (await page.locator('[data-testid="disconnect"]').isVisible()) await page.click('[data-testid="disconnect"]');
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+  await nav(page, "dashboard");
+  const toast = page.locator('[data-testid="toast"]', { hasText: "Temperature" });
+  await toast.first().waitFor({ timeout: 10000 });
+  // Six more crossings of the threshold.
+  await page.waitForTimeout(6000);
+  assert.equal(await page.evaluate(() => window.__toastsSeen), 1, "one toast for one alarm episode");
+
+  // The corner it sits in covers none of the dashboard's fixed controls, with the console
+  // docked at the bottom or not.
+  const clash = () => page.evaluate(() => {
+    const t = document.querySelector('[data-testid="toast"]').getBoundingClientRect();
+    const controls = document.querySelectorAll(".dash .top button, .dash .top select, .sidebar button, .console-panel button, .console-panel input, .console-panel select, .console-panel textarea");
+    return [...controls].filter((c) => {
+      const r = c.getBoundingClientRect();
+      return r.width > 0 && t.x < r.x + r.width && r.x < t.x + t.width && t.y < r.y + r.height && r.y < t.y + t.height;
+    }).map((c) => c.outerHTML.slice(0, 80));
+  });
+  assert.deepEqual(await clash(), []);
+  await page.click('[data-testid="open-console"]');
+  await page.locator(".console-panel").waitFor();
+  assert.deepEqual(await clash(), []);
+  const [t, consoleBox] = await Promise.all([toast.first().boundingBox(), page.locator(".console-panel").boundingBox()]);
+  assert.ok(!overlaps(t, consoleBox), "the toast covers the docked console");
+  await page.screenshot({ path: join(artifacts, "browser-alarm-toast-light-en.png") });
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  await page.close();
+});
+
+test("at 1024 px with the assistant open, tiles reflow wide enough to read, legends whole", async () => {
+  const demo = await serve(["--demo"]);
+  try {
+    const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+    await context.addInitScript(() => localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en" })));
+    const p = await context.newPage();
+    await p.goto(demo.url);
+    await p.waitForSelector(".shell");
+    await p.click('[data-testid="chat-toggle"]');
+    await p.locator('[data-testid="chat-panel"]').waitFor();
+    const power = p.locator('[data-testid="widget"][data-title="Power"]');
+    await waitFor("the Power plot's legend values", async () => (await power.locator(".u-legend tr.u-series").count()) === 4 && /\d/.test(await power.locator(".u-legend").innerText()), 15000, 200);
+    await p.waitForTimeout(500);
+    const tiles = await p.locator('[data-testid="widget"]').evaluateAll((ts) => ts.map((t) => {
+      const title = t.querySelector(".title");
+      return { title: t.dataset.title, width: t.getBoundingClientRect().width, cut: title.scrollWidth > title.clientWidth };
+    }));
+    assert.ok(tiles.length >= 5, `tiles: ${JSON.stringify(tiles)}`);
+    for (const tile of tiles) {
+      assert.ok(tile.width >= 200, `${tile.title} is ${tile.width} px wide`);
+      assert.equal(tile.cut, false, `the title of ${tile.title} is cut`);
+    }
+    assert.ok(await p.locator('[data-testid="reflowed"]').isVisible(), "the dashboard says why its tiles moved");
+    // Every legend entry of the multiplot is inside its plot box (which clips), none hidden.
+    const entries = await power.evaluate((tile) => {
+      const box = tile.querySelector(".plotbox").getBoundingClientRect();
+      return [...tile.querySelectorAll(".u-legend tr.u-series")].map((tr) => {
+        const r = tr.getBoundingClientRect();
+        return { text: tr.innerText.replace(/\s+/g, " ").trim(), inside: r.height > 0 && r.top >= box.top - 0.5 && r.bottom <= box.bottom + 0.5 && r.left >= box.left - 0.5 && r.right <= box.right + 0.5 };
+      });
+    });
+    for (const e of entries) assert.ok(e.inside, `legend entry "${e.text}" is clipped`);
+    assert.ok(entries.some((e) => /^Voltage \(V\):? ?-?\d/.test(e.text)), JSON.stringify(entries));
+    await p.screenshot({ path: join(artifacts, "browser-narrow-1024-drawer-light-en.png") });
+    // The drawer as wide as it goes: one narrow column, the legend on more lines, still whole.
+    await p.focus('[data-testid="chat-panel"] [role="separator"]');
+    for (let i = 0; i < 10; i++) await p.keyboard.press("Shift+ArrowLeft");
+    await p.waitForTimeout(800);
+    const narrow = await power.evaluate((tile) => {
+      const box = tile.querySelector(".plotbox").getBoundingClientRect();
+      const rows = [...tile.querySelectorAll(".u-legend tr.u-series")].map((tr) => tr.getBoundingClientRect());
+      return { width: tile.getBoundingClientRect().width, lines: new Set(rows.map((r) => Math.round(r.top))).size, clipped: rows.filter((r) => r.bottom > box.bottom + 0.5 || r.right > box.right + 0.5).length };
+    });
+    assert.ok(narrow.lines >= 3, `the legend wraps (${JSON.stringify(narrow)})`);
+    assert.equal(narrow.clipped, 0, `legend entries cut off in a ${narrow.width} px tile`);
+    // With room again, the person's own layout is back (and editable).
+    await p.click('[data-testid="chat-close"]');
+    await p.setViewportSize({ width: 1400, height: 800 });
+    await waitFor("the full layout", async () => (await p.locator(".dash-grid").getAttribute("data-columns")) === "12", 5000);
+    assert.equal(await p.locator('[data-testid="reflowed"]').count(), 0);
+    await context.close();
+  } finally {
+    demo.stop();
+  }
+});
+
+/** In-page: the options of the selects matching `css` whose text does not fit the closed
+ *  select (a probe with the select's font and text room: scrollWidth > clientWidth). */
+const CLIPPED_OPTIONS = (css) => {
+  const out = [];
+  for (const sel of document.querySelectorAll(css)) {
+    const cs = getComputedStyle(sel);
+    // The text's room: the select's width less its padding and the dropdown arrow.
+    const room = sel.clientWidth - parseFloat(cs.paddingLeft) - parseFloat(cs.paddingRight) - 20;
+    const probe = document.createElement("span");
+    probe.style.cssText = `position:absolute;visibility:hidden;display:block;white-space:nowrap;overflow:hidden;font:${cs.font};letter-spacing:${cs.letterSpacing};width:${room}px`;
+    document.body.append(probe);
+    for (const o of sel.options) {
+      probe.textContent = o.text;
+      if (probe.scrollWidth > probe.clientWidth) out.push(`${sel.dataset.testid}: "${o.text}" needs ${probe.scrollWidth} px of ${Math.round(room)}`);
+    }
+    probe.remove();
+  }
+  return out;
+};
+
+test("the Connect screen's choices read whole, in both languages, at 1024 px", async () => {
+  for (const language of ["en", "zh"]) {
+    const context = await browser.newContext({ viewport: { width: 1024, height: 768 } });
+    await context.addInitScript((l) => localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: l })), language);
+    const p = await context.newPage();
+    await p.goto(base);
+    await p.waitForSelector(".shell");
+    await nav(p, "connect");
+    assert.deepEqual(await p.evaluate(CLIPPED_OPTIONS, '[data-testid="parser-kind"], [data-testid="source-type"]'), [], language);
+    // What the chosen parser does is said beside it, in full.
+    await p.selectOption('[data-testid="parser-kind"]', "quickPlot");
+    const desc = p.locator('[data-testid="parser-kind-desc"]');
+    assert.match(await desc.innerText(), language === "en" ? /comma-separated/ : /逗号/);
+    assert.ok(await desc.evaluate((e) => e.scrollWidth <= e.clientWidth && e.scrollHeight <= e.clientHeight + 1), "the description is cut");
+    await p.screenshot({ path: join(artifacts, `browser-connect-1024-light-${language}.png`) });
+    await context.close();
+  }
 });
 
 test("every screen in light/dark and English/简体中文", async () => {

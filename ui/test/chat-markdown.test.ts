@@ -55,6 +55,32 @@ describe("escaping", () => {
     expect(md("![x](https://tracker.example/p.png)")).not.toContain("<img");
     expect(md("xhttps://a.example")).not.toContain("<a");
   });
+
+  it("shows an image as a link reading as its alt text, with no stray '!'", () => {
+    expect(md("Here: ![RPM chart](https://img.example/rpm.png \"title\")")).toBe(
+      '<p>Here: <a class="md-image" href="https://img.example/rpm.png" target="_blank" rel="noopener noreferrer">RPM chart</a></p>',
+    );
+    // No alt text: the URL is the link's text, so the link is never empty.
+    expect(md("![](https://img.example/p.png)")).toBe(
+      '<p><a class="md-image" href="https://img.example/p.png" target="_blank" rel="noopener noreferrer">https://img.example/p.png</a></p>',
+    );
+    // Alt text is plain: no markup from it, escaped.
+    expect(md("![**<b>x</b>**](https://img.example/p.png)")).toContain(">**&lt;b&gt;x&lt;/b&gt;**</a>");
+    // Other schemes are never linked: the alt text alone.
+    expect(md("![pixel](javascript:alert(1))")).toBe("<p>pixel</p>");
+    expect(md("![dot](data:image/png;base64,iVBORw0KGgo=)")).toBe("<p>dot</p>");
+    // A badge (an image inside a link) is one link, to the outer target.
+    expect(md("[![build](https://ci.example/badge.svg)](https://ci.example/run)")).toBe(
+      '<p><a href="https://ci.example/run" target="_blank" rel="noopener noreferrer">build</a></p>',
+    );
+    // An exclamation mark that starts no image stays.
+    expect(md("Done! [docs](https://d.example) and !important")).toBe(
+      '<p>Done! <a href="https://d.example" target="_blank" rel="noopener noreferrer">docs</a> and !important</p>',
+    );
+    expect(md("\\![x](https://a.example)")).toBe('<p>!<a href="https://a.example" target="_blank" rel="noopener noreferrer">x</a></p>');
+    // Streaming: half an image is plain text until its URL is complete.
+    expect(md("![chart](https://img.exa")).toBe("<p>![chart](https://img.exa</p>");
+  });
 });
 
 describe("inline", () => {

@@ -6,6 +6,8 @@ import { CommandError } from "../src/lib/transport/types";
 import { ChatStore, type ChatBackend } from "../src/chat/store.svelte";
 import {
   baseUrlForProvider,
+  DEFAULT_MODEL,
+  modelForProvider,
   normalizeItems,
   normalizeTier,
   noticeText,
@@ -14,6 +16,7 @@ import {
   summarizeResult,
   titleFrom,
   formatTokens,
+  commandCall,
   commandName,
   type ChatItem,
 } from "../src/chat/protocol";
@@ -247,6 +250,16 @@ describe("chat store: a turn", () => {
     expect(card(store, "toolu_1")).toMatchObject({ status: "ok", result: '{"id":"ds-7"}', approval: null });
     // Still one card for the call.
     expect(store.items.filter((i) => i.type === "toolCard")).toHaveLength(1);
+  });
+
+  it("a meta_executeCommand call awaiting approval shows the command it runs and that command's arguments", async () => {
+    const { svc, store } = await setup();
+    await store.send("rename the project");
+    svc.emit(1, "toolCallStarted", { id: "t1", name: "meta_executeCommand" });
+    svc.emit(1, "toolCallPending", { id: "t1", name: "meta_executeCommand", args: { name: "project.setTitle", params: { title: "Rig" } } });
+    expect(commandCall(card(store, "t1").name, card(store, "t1").args)).toEqual({ name: "project.setTitle", args: { title: "Rig" } });
+    svc.emit(1, "approvalRequested", { callId: "t1", name: "project.setTitle", args: { title: "Rig" }, tier: "Confirm" });
+    expect(card(store, "t1")).toMatchObject({ name: "project.setTitle", args: { title: "Rig" }, status: "awaiting" });
   });
 
   it("a denied call", async () => {
@@ -682,6 +695,19 @@ describe("chat helpers", () => {
     expect(baseUrlForProvider("http://localhost:11434/v1", "openai-compatible", "anthropic")).toBe("http://localhost:11434/v1");
   });
 
+  it("switching provider never keeps the old provider's model", () => {
+    // Anthropic's model is not something an OpenAI-compatible server serves: none is
+    // assumed there (the list, once loaded, picks its first).
+    expect(modelForProvider("claude-sonnet-4-5", "anthropic", "openai-compatible")).toBe("");
+    expect(modelForProvider("qwen2.5:7b", "openai-compatible", "anthropic")).toBe(DEFAULT_MODEL.anthropic);
+    expect(DEFAULT_MODEL.anthropic).toBe("claude-sonnet-4-5");
+    // Switching back brings back the model this provider had.
+    expect(modelForProvider("", "openai-compatible", "anthropic", { anthropic: "claude-haiku-4-5" })).toBe("claude-haiku-4-5");
+    expect(modelForProvider("x", "anthropic", "openai-compatible", { "openai-compatible": "  " })).toBe("");
+    // No switch: the model stays.
+    expect(modelForProvider("claude-opus-4", "anthropic", "anthropic", { anthropic: "other" })).toBe("claude-opus-4");
+  });
+
   it("result summaries: first lines, errors marked", () => {
     expect(summarizeResult("a\nb\nc", 2)).toEqual({ text: "a\nb", truncated: true, error: false });
     expect(summarizeResult("Error: no such dataset `ds-9`\n")).toEqual({ text: "Error: no such dataset `ds-9`", truncated: false, error: true });
@@ -695,6 +721,25 @@ describe("chat helpers", () => {
     expect(commandName("meta_executeCommand", { name: "io_send", params: {} })).toBe("io.send");
     expect(commandName("meta_executeCommand", undefined)).toBe("meta_executeCommand");
     expect(commandName("meta_listCommands", {})).toBe("meta_listCommands");
+  });
+
+  it("a meta_executeCommand card is about the inner command and its own arguments", () => {
+    const params = { groupId: "g-1", dataset: { title: "RPM", index: 3 } };
+    expect(commandCall("meta_executeCommand", { name: "project.dataset.add", params })).toEqual({ name: "project.dataset.add", args: params });
+    expect(commandCall("meta.executeCommand", { name: "project_dataset_add", params })).toEqual({ name: "project.dataset.add", args: params });
+    // Params as a JSON string (weak models send that; the backend accepts it) read alike.
+    expect(commandCall("meta_executeCommand", { name: "io.send", params: '{"data":"ping"}' })).toEqual({ name: "io.send", args: { data: "ping" } });
+    // No params: the command runs with none.
+    expect(commandCall("meta_executeCommand", { name: "io.status" })).toEqual({ name: "io.status", args: {} });
+    // Still streaming, or malformed: the wrapper as the model wrote it.
+    expect(commandCall("meta_executeCommand", undefined)).toEqual({ name: "meta_executeCommand", args: undefined });
+    expect(commandCall("meta_executeCommand", { params: {} })).toEqual({ name: "meta_executeCommand", args: { params: {} } });
+    // The prompt already named the inner command; the arguments are still the wrapper's.
+    expect(commandCall("project.setTitle", { name: "project.setTitle", params: { title: "Rig" } })).toEqual({ name: "project.setTitle", args: { title: "Rig" } });
+    // A command whose own parameter is called `name` is not mistaken for a wrapper.
+    expect(commandCall("project.group.update", { name: "Engine", params: {} })).toEqual({ name: "project.group.update", args: { name: "Engine", params: {} } });
+    // Any other tool keeps its own arguments.
+    expect(commandCall("project_setTitle", { title: "Rig" })).toEqual({ name: "project.setTitle", args: { title: "Rig" } });
   });
 
   it("titles, args, tokens, request shapes", () => {

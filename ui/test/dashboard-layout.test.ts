@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { COLS, autoTiles, settle, datasetViews, groupKind, moveTile, plainTile, resizeTile, resolveTiles, workspacesOf } from "../src/dashboard/layout";
+import { COLS, MIN_TILE_PX, autoTiles, columnsFor, reflow, settle, datasetViews, groupKind, moveTile, plainTile, resizeTile, resolveTiles, workspacesOf } from "../src/dashboard/layout";
+import type { Tile } from "../src/dashboard/model";
 import type { Dataset, Project } from "../src/dashboard/model";
 import { strings } from "../src/dashboard/strings";
 
@@ -121,5 +122,49 @@ describe("tile views", () => {
     expect(tiles.map((t) => plainTile(t).view)).toEqual(["widget", "plot", "fft"]);
     const ws: any = { id: "w", title: "W", tiles: tiles.reverse() };
     expect(resolveTiles(ws, project).map((t) => t.kind)).toEqual(["fft", "plot", "gauge"]);
+  });
+});
+
+describe("reflow for narrow grids", () => {
+  // A multiplot and a data grid side by side, then two gauges and a plot.
+  const layout: Tile[] = [
+    { group: "power", x: 0, y: 0, w: 8, h: 4 },
+    { group: "env", x: 8, y: 0, w: 4, h: 4 },
+    { dataset: "t", x: 0, y: 4, w: 3, h: 3 },
+    { dataset: "v", x: 3, y: 4, w: 3, h: 3 },
+    { dataset: "vib", x: 6, y: 4, w: 6, h: 3 },
+  ];
+  const GAP = 8;
+  /** A tile's drawn width (px) in a grid `width` px wide. */
+  const px = (t: Tile, width: number) => (t.w * (width - GAP * (COLS - 1))) / COLS + GAP * (t.w - 1);
+  const overlap = (a: Tile, b: Tile) => a.x < b.x + b.w && b.x < a.x + a.w && a.y < b.y + b.h && b.y < a.y + a.h;
+
+  it("keeps the layout where every tile is wide enough", () => {
+    expect(columnsFor(layout, 1100, GAP)).toBe(COLS);
+    expect(columnsFor(layout, 840, GAP)).toBe(COLS); // a 3-wide gauge is 204 px there
+    expect(reflow(layout, COLS)).toEqual(layout);
+  });
+
+  it("uses fewer columns as the available width shrinks, none narrower than the minimum", () => {
+    for (const [width, cols] of [[700, 3], [500, 2], [300, 1], [120, 1]] as const) {
+      expect(columnsFor(layout, width, GAP), `${width} px`).toBe(cols);
+      const tiles = reflow(layout, cols);
+      for (const t of tiles) {
+        if (width >= MIN_TILE_PX) expect(px(t, width), `${width} px: ${JSON.stringify(t)}`).toBeGreaterThanOrEqual(MIN_TILE_PX);
+        expect(t.x + t.w).toBeLessThanOrEqual(COLS);
+      }
+      for (let i = 0; i < tiles.length; i++) for (let j = i + 1; j < tiles.length; j++) expect(overlap(tiles[i], tiles[j]), `${width} px: ${i} and ${j}`).toBe(false);
+    }
+  });
+
+  it("packs in reading order, keeping each tile's place in the list and its height", () => {
+    expect(reflow(layout, 2).map(({ x, y, w, h }) => [x, y, w, h])).toEqual([
+      [0, 0, 6, 4], [6, 0, 6, 4], [0, 4, 6, 3], [6, 4, 6, 3], [0, 7, 6, 3],
+    ]);
+    expect(reflow(layout, 1).map(({ x, y, w }) => [x, y, w])).toEqual([[0, 0, 12], [0, 4, 12], [0, 8, 12], [0, 11, 12], [0, 14, 12]]);
+    // Reading order is by row, then column, whatever the list order.
+    const shuffled = [layout[4], layout[0], layout[2]];
+    expect(reflow(shuffled, 1).map((t) => t.y)).toEqual([7, 0, 4]);
+    expect(reflow(layout, 2)[0].group).toBe("power");
   });
 });

@@ -96,6 +96,7 @@ describe("keys used by the screens", () => {
     const need = [
       ...SOURCE_TYPES.map((x) => `connect.type.${x}`),
       ...PARSER_KINDS.map((x) => `parser.kind.${x}`),
+      ...PARSER_KINDS.map((x) => `parser.desc.${x}`),
       ...["none", "even", "odd", "mark", "space"].map((x) => `connect.parity.${x}`),
       ...["none", "rtsCts", "xonXoff"].map((x) => `connect.flow.${x}`),
       ...["coil", "discrete", "holding", "input"].map((x) => `connect.reg.${x}`),

@@ -1,6 +1,8 @@
-// What a file dropped on a browser window may be sent as (screens/util.ts dropProblem).
+// What a file dropped on a browser window or picked in its file input may be sent as, and
+// how the outcome of project.openContent is read (screens/util.ts, screens/files.ts).
 import { describe, expect, it } from "vitest";
-import { MAX_DROP_BYTES, dropProblem } from "../src/screens/util";
+import { MAX_DROP_BYTES, dropProblem, importedItems } from "../src/screens/util";
+import { PROJECT_FILTERS, SSPROJ_FILTERS, acceptOf } from "../src/screens/files";
 import { dictionaries } from "../src/lib/i18n/index.svelte";
 
 describe("dropProblem", () => {
@@ -27,5 +29,30 @@ describe("dropProblem", () => {
 
   it("honours a smaller limit", () => {
     expect(dropProblem({ name: "a", size: 11 }, 10)?.key).toBe("project.msg.dropTooBig");
+  });
+});
+
+describe("importedItems", () => {
+  it("lists what a Serial Studio import did not carry over, one item per line", () => {
+    const detail = "imported from Serial Studio format; not mapped:\ngroups[0].widget: \"accelerometer\" needs 3 datasets\nmqtt: not supported";
+    expect(importedItems(detail)).toEqual(['groups[0].widget: "accelerometer" needs 3 datasets', "mqtt: not supported"]);
+  });
+
+  it("is empty for an import that mapped everything", () => {
+    expect(importedItems("imported from Serial Studio format; not mapped:\n")).toEqual([]);
+  });
+
+  it("is null when a Sextant project was opened (no import)", () => {
+    expect(importedItems(undefined)).toBeNull();
+    expect(importedItems("/home/x/rig.sextant.json")).toBeNull();
+    expect(importedItems(42)).toBeNull();
+  });
+});
+
+describe("acceptOf", () => {
+  it("lists the extensions of the file pickers' filters, once each", () => {
+    expect(acceptOf(PROJECT_FILTERS)).toBe(".json,.sextant");
+    expect(acceptOf(SSPROJ_FILTERS)).toBe(".ssproj,.json");
+    expect(acceptOf([...PROJECT_FILTERS, ...SSPROJ_FILTERS])).toBe(".json,.sextant,.ssproj");
   });
 });

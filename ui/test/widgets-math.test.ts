@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
 import { FftPlan, estimateRate, floorPow2, peakBin } from "../src/widgets/math/fft";
 import { GAUGE, METER, cardinal, formatValue, fraction, needleAngle, normalizeHeading, rangeOf } from "../src/widgets/math/scale";
-import { AlarmTracker, classify } from "../src/widgets/math/alarms";
+import { AlarmEpisodes, classify, clearMargin } from "../src/widgets/math/alarms";
 import { ledOn } from "../src/widgets/math/led";
 import { distanceM, fitProjection, gridStep, niceFloor, projectX, projectY, scaleBar, unprojectX, unprojectY } from "../src/widgets/math/gps";
 import { horizon, normalizeAttitude } from "../src/widgets/math/attitude";
 import { clockText } from "../src/widgets/math/clock";
 import { magnitude } from "../src/widgets/math/vector";
 import { toCsv } from "../src/widgets/math/csv";
-import { Aligner, Counter, padRange, yRange } from "../src/widgets/plotdata";
+import { Aligner, Counter, legendReading, normalise, padRange, yRange } from "../src/widgets/plotdata";
 
 const DEG = Math.PI / 180;
 
@@ -143,16 +143,63 @@ describe("alarm bands", () => {
     expect(classify(5, [{ min: 10, max: 0, severity: "critical" }]).level).toBe("alarm");
   });
 
-  it("reports each entry into a worse level once", () => {
-    const tr = new AlarmTracker();
-    expect(tr.update("t", "normal")).toBe(false);
-    expect(tr.update("t", "warn")).toBe(true);
-    expect(tr.update("t", "warn")).toBe(false);
-    expect(tr.update("t", "alarm")).toBe(true);
-    expect(tr.update("t", "warn")).toBe(false);
-    expect(tr.update("t", "normal")).toBe(false);
-    expect(tr.update("t", "alarm")).toBe(true);
-    expect(tr.update("other", "warn")).toBe(true);
+  it("a value oscillating around a threshold notifies once per episode (hysteresis)", () => {
+    const ep = new AlarmEpisodes();
+    const range = 50; // the dataset's 0…50: the clearing margin is 1
+    const warm = [bands[0]];
+    let toasts = 0;
+    let now = 0;
+    // 26.9 / 27.1 every 100 ms for a minute: across the threshold 600 times.
+    for (let i = 0; i < 600; i++, now += 100) if (ep.update("t", i % 2 ? 27.1 : 26.9, warm, now, range)) toasts++;
+    expect(toasts).toBe(1);
+    expect(ep.level("t")).toBe("warn");
+    // 26.5 is below the band but within the margin: still the same episode.
+    ep.update("t", 26.5, warm, (now += 100), range);
+    expect(ep.level("t")).toBe("warn");
+    // 25.9 is clear of it.
+    ep.update("t", 25.9, warm, (now += 100), range);
+    expect(ep.level("t")).toBe("normal");
+  });
+
+  it("a cleared alarm raised again within the cooldown does not notify; after it, it does", () => {
+    const ep = new AlarmEpisodes(30_000);
+    const warm = [bands[0]];
+    expect(ep.update("t", 28, warm, 0, 50)).toMatchObject({ level: "warn", band: { label: "Warm" } });
+    expect(ep.update("t", 20, warm, 5_000, 50)).toBeNull(); // cleared at 5 s
+    expect(ep.update("t", 28, warm, 20_000, 50)).toBeNull(); // 15 s later: same episode
+    expect(ep.level("t")).toBe("warn");
+    expect(ep.update("t", 20, warm, 21_000, 50)).toBeNull();
+    // The cooldown counts from when it was last active (21 s), not from the first toast.
+    expect(ep.update("t", 28, warm, 45_000, 50)).toBeNull();
+    expect(ep.update("t", 20, warm, 46_000, 50)).toBeNull();
+    expect(ep.update("t", 28, warm, 76_001, 50)).toMatchObject({ level: "warn" });
+  });
+
+  it("a worse level is a new notification; a better one never is", () => {
+    const ep = new AlarmEpisodes();
+    expect(ep.update("t", 30, bands, 0, 100)).toMatchObject({ level: "warn" });
+    expect(ep.update("t", 47, bands, 100, 100)).toMatchObject({ level: "alarm", band: { label: "Hot" } });
+    // Back in the warning band, clear of the critical one by more than 2: warn, no toast.
+    expect(ep.update("t", 42, bands, 200, 100)).toBeNull();
+    expect(ep.level("t")).toBe("warn");
+    // Other datasets are their own episodes.
+    expect(ep.update("other", 30, bands, 300, 100)).toMatchObject({ level: "warn" });
+  });
+
+  it("no value holds the episode; a band the project dropped holds nothing", () => {
+    const ep = new AlarmEpisodes();
+    expect(ep.update("t", 28, [bands[0]], 0, 50)).not.toBeNull();
+    expect(ep.update("t", NaN, [bands[0]], 100, 50)).toBeNull();
+    expect(ep.level("t")).toBe("warn");
+    ep.update("t", 26.9, [], 200, 50);
+    expect(ep.level("t")).toBe("normal");
+  });
+
+  it("the clearing margin: a share of the range, else of the band, else of the edge", () => {
+    expect(clearMargin({ min: 27, max: 50, severity: "warning" }, 50)).toBeCloseTo(1);
+    expect(clearMargin({ min: 27, max: 50, severity: "warning" }, null)).toBeCloseTo(0.46);
+    expect(clearMargin({ min: 100, max: 100, severity: "critical" })).toBeCloseTo(2);
+    expect(clearMargin({ min: 0, max: 0, severity: "critical" })).toBe(0);
   });
 });
 
@@ -277,5 +324,54 @@ describe("plot data", () => {
     expect(Array.from(c.get(3))).toEqual([0, 1, 2]);
     expect(Array.from(c.get(5))).toEqual([0, 1, 2, 3, 4]);
     expect(c.get(0).length).toBe(0);
+  });
+});
+
+describe("normalised plot view", () => {
+  const x = Float64Array.from([0, 1, 2, 3, 4]);
+  it("a 405 m altitude and a ±1 signal both span the height", () => {
+    const alt = Float64Array.from([405, 405.5, 406, 405.2, 405.8]);
+    const sig = Float64Array.from([-1, 0, 1, 0, -1]);
+    const a = new Float64Array(5), b = new Float64Array(5);
+    normalise(a, x, alt);
+    normalise(b, x, sig);
+    for (const out of [a, b]) {
+      const lo = Math.min(...out), hi = Math.max(...out);
+      expect(lo).toBeGreaterThanOrEqual(0);
+      expect(hi).toBeLessThanOrEqual(1);
+      expect(hi - lo).toBeGreaterThan(0.85); // 5 % headroom either side
+    }
+    // On one shared axis the signal would be a flat line: 2 of 407.
+    const shared = yRange(x, [alt, sig])!;
+    expect(2 / (shared[1] - shared[0])).toBeLessThan(0.01);
+  });
+
+  it("scales over the visible window only; flat is mid-height; NaN stays a gap", () => {
+    const v = Float64Array.from([1000, 1, 2, NaN, 3]);
+    const out = new Float64Array(5);
+    expect(normalise(out, x, v, 1, 4)).toEqual(padRange(1, 3));
+    expect(out[1]).toBeCloseTo(0.05 / 1.1, 5);
+    expect(out[4]).toBeCloseTo(1.05 / 1.1, 5);
+    expect(Number.isNaN(out[3])).toBe(true);
+    const flat = new Float64Array(5);
+    normalise(flat, x, Float64Array.from([7, 7, 7, 7, 7]));
+    expect([...flat].every((y) => Math.abs(y - 0.5) < 1e-9)).toBe(true);
+    expect(normalise(flat, x, Float64Array.from([NaN, NaN, NaN, NaN, NaN]))).toBeNull();
+    expect([...flat].every(Number.isNaN)).toBe(true);
+  });
+});
+
+describe("legend reading", () => {
+  it("off the plot: the series' latest value, even where the drawn window has none", () => {
+    // A decimated series resampled onto another's times ends before the last one.
+    const aligned = Float64Array.from([1, 2, NaN]);
+    expect(legendReading(false, aligned, 2, 2.5)).toBe(2.5);
+    expect(legendReading(false, undefined, null, 7)).toBe(7);
+  });
+  it("under the cursor: the value at the cursor's sample", () => {
+    const raw = Float64Array.from([1, 2, 3]);
+    expect(legendReading(true, raw, 1, 9)).toBe(2);
+    expect(legendReading(true, raw, null, 9)).toBeNaN();
+    expect(legendReading(true, raw, 5, 9)).toBeNaN();
   });
 });

@@ -5,7 +5,9 @@
  *  and the only tags in the output are the fixed ones this renderer writes – paragraphs,
  *  line breaks, headings, strong/em/del, inline code, fenced code blocks, lists, block
  *  quotes, rules, tables and links to http(s) URLs (`target="_blank" rel="noopener
- *  noreferrer"`). No raw HTML, no images, no other URL schemes.
+ *  noreferrer"`). No raw HTML, no other URL schemes, and no images: a remote image would
+ *  load the moment the reply renders (a tracking pixel, or data leaked in its URL), so
+ *  `![alt](url)` is a link to the URL that reads as its alt text, marked `md-image`.
  *
  *  Streaming-safe: the text is re-rendered as it grows, so every half-written construct
  *  renders as something sensible – an unclosed fence is a code block to the end, an
@@ -541,6 +543,20 @@ function inline(s: string, inLink = false, depth = 0): string {
         i += run;
       }
       continue;
+    }
+    if (c === "!" && s[i + 1] === "[") {
+      line ??= new Line(s);
+      const m = line.linkAt(i + 1);
+      if (m) {
+        // Alt text is text: no emphasis or links of its own.
+        const alt = escapeHtml(m.text.replace(/\\([!-/:-@[-`{-~])/g, "$1"));
+        const safe = /^https?:\/\/\S+$/i.test(m.url);
+        // Inside a link (`[![badge](img)](href)`) the outer link is the one to follow.
+        if (inLink || !safe) out += alt;
+        else out += `<a class="md-image" href="${escapeHtml(m.url)}" target="_blank" rel="noopener noreferrer">${alt || escapeHtml(m.url)}</a>`;
+        i = m.end;
+        continue;
+      }
     }
     if (c === "[" && !inLink) {
       line ??= new Line(s);

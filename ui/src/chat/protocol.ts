@@ -325,6 +325,22 @@ export function baseUrlForProvider(current: string, from: Provider, to: Provider
   return current;
 }
 
+/** The model a provider starts with. Anthropic's is the backend's own default; what an
+ *  OpenAI-compatible server serves depends on the server (OpenAI, Ollama, LM Studio…), so
+ *  none is assumed: the person loads its list, which picks the first listed, or types one. */
+export const DEFAULT_MODEL: Record<Provider, string> = {
+  anthropic: "claude-sonnet-4-5",
+  "openai-compatible": "",
+};
+
+/** The model after switching provider: the one the form last held for that provider (when
+ *  switching back), else that provider's default – never the old provider's model, which
+ *  the new one does not serve. */
+export function modelForProvider(current: string, from: Provider, to: Provider, remembered: Partial<Record<Provider, string>> = {}): string {
+  if (from === to) return current;
+  return remembered[to]?.trim() || DEFAULT_MODEL[to];
+}
+
 /** The `setSettings` request for a form: every editable field, and `apiKey` only when the
  *  person typed one (`null` forgets the stored key). */
 export function settingsRequest(form: EditableSettings, apiKey?: string | null): Record<string, unknown> & { op: "setSettings" } {
@@ -348,12 +364,42 @@ export function formatTokens(n: number): string {
   return `${(n / 1_000_000).toFixed(1)}M`;
 }
 
-/** The command a card is about, dotted: `project_dataset_add` → `project.dataset.add`
- *  (command names have no `_`), `meta_executeCommand {name}` → that name. */
-export function commandName(name: string, args: unknown): string {
-  if (name === "meta_executeCommand" && args && typeof args === "object" && typeof (args as Record<string, unknown>).name === "string") {
-    return commandName((args as Record<string, string>).name, undefined);
+const isExecute = (name: string) => name === "meta_executeCommand" || name === "meta.executeCommand";
+
+const dotted = (name: string) => (name.startsWith("meta_") || name.startsWith("meta.") ? name : name.replace(/_/g, "."));
+
+/** The command a card is about and its arguments. `meta_executeCommand {name, params}` is
+ *  only the way the model reached a command it was not offered as a tool: the card shows
+ *  that command and its `params` (a JSON string of them, which the backend accepts from
+ *  weak models, read the same way), as the pipeline runs it. The card may already carry
+ *  the inner command's name (the approval prompt names it) with the wrapper's arguments
+ *  still: `{name, params}` naming the card's own command is unwrapped too. Names are
+ *  dotted: `project_dataset_add` → `project.dataset.add` (command names have no `_`).
+ *  Arguments stay undefined while the model is still writing them. */
+export function commandCall(name: string, args: unknown): { name: string; args: unknown } {
+  if (args && typeof args === "object" && !Array.isArray(args)) {
+    const a = args as Record<string, unknown>;
+    const wrapper =
+      typeof a.name === "string" &&
+      a.name.trim() !== "" &&
+      Object.keys(a).every((k) => k === "name" || k === "params") &&
+      (isExecute(name) || dotted(a.name.trim()) === dotted(name));
+    if (wrapper) {
+      let params = a.params ?? {};
+      if (typeof params === "string") {
+        try {
+          params = JSON.parse(params);
+        } catch {
+          // Not JSON: shown as the model wrote it (the call fails and says why).
+        }
+      }
+      return { name: dotted((a.name as string).trim()), args: params };
+    }
   }
-  if (name.startsWith("meta_")) return name;
-  return name.replace(/_/g, ".");
+  return { name: dotted(name), args };
+}
+
+/** The dotted name of the command a card is about (see `commandCall`). */
+export function commandName(name: string, args: unknown): string {
+  return commandCall(name, args).name;
 }

@@ -489,7 +489,10 @@ export class ChatStore {
 
   private markApproval(e: Record<string, unknown>) {
     const card = this.ensureCard(str(e.callId), str(e.name));
-    if (card.args === undefined) card.args = e.args;
+    // The prompt names the call as it will run – for a meta_executeCommand call, the inner
+    // command and its own arguments – which is what the person approves.
+    if (e.name) card.name = str(e.name);
+    if (e.args !== undefined) card.args = e.args;
     card.approval = {
       tier: normalizeTier(e.tier),
       answering: false,

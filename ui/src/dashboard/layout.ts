@@ -1,5 +1,6 @@
 /** Workspace layout: which widget a tile shows, the automatic layout for projects without
- *  workspaces, and grid moves/resizes. Pure, so it is tested without a browser. */
+ *  workspaces, grid moves/resizes, and the reflow of a layout into fewer columns when the
+ *  grid is too narrow for it. Pure, so it is tested without a browser. */
 import type { Dataset, Group, Project, Tile, TileView, WidgetKind, Workspace } from "./model";
 
 export const COLS = 12;
@@ -165,6 +166,47 @@ export function settle(tiles: Tile[], fixed: number): Tile[] {
       if (!placed.includes(j)) placed.push(j);
       queue.push(j);
     }
+  }
+  return out;
+}
+
+/** The narrowest a tile is drawn (px): below it titles are cut to a few letters, legends
+ *  lose their entries and gauges their numbers. */
+export const MIN_TILE_PX = 200;
+
+/** How many columns of whole tiles a grid `width` px wide holds: 12 when every tile of the
+ *  layout is at least `minPx` wide as laid out, else the most of 6, 4, 3, 2 or 1 equal
+ *  columns (each COLS / n grid columns) that are at least `minPx` wide. */
+export function columnsFor(tiles: readonly Tile[], width: number, gap: number, minPx = MIN_TILE_PX): number {
+  const px = (cols: number, of: number) => (cols * (width - gap * (of - 1))) / of + gap * (cols - 1);
+  if (!(width > 0)) return COLS;
+  const narrowest = tiles.reduce((m, t) => Math.min(m, Math.max(1, Math.min(COLS, t.w))), COLS);
+  if (px(narrowest, COLS) >= minPx) return COLS;
+  for (const n of [6, 4, 3, 2]) if (px(1, n) >= minPx) return n;
+  return 1;
+}
+
+/** The tiles as drawn in a grid of `columns` (columnsFor): unchanged at COLS; otherwise
+ *  each tile spans a whole number of the wider columns (its width rounded to them, at
+ *  least one), packed row by row in reading order, heights kept. A view of the layout for
+ *  a narrow window – the workspace's own layout is not edited. */
+export function reflow<T extends Tile>(tiles: readonly T[], columns: number): T[] {
+  if (columns >= COLS) return tiles.slice();
+  const unit = COLS / columns;
+  const order = tiles.map((t, i) => ({ t, i })).sort((a, b) => a.t.y - b.t.y || a.t.x - b.t.x || a.i - b.i);
+  const out: T[] = new Array(tiles.length);
+  let x = 0, y = 0, rowH = 0;
+  for (const { t, i } of order) {
+    const span = Math.max(1, Math.min(columns, Math.round(Math.max(1, t.w) / unit)));
+    if (x + span > columns) {
+      x = 0;
+      y += rowH;
+      rowH = 0;
+    }
+    const h = Math.max(1, t.h);
+    out[i] = { ...t, x: x * unit, y, w: span * unit, h };
+    x += span;
+    rowH = Math.max(rowH, h);
   }
   return out;
 }

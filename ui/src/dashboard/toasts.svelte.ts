@@ -1,5 +1,6 @@
-/** In-app notifications (alarm entries, save errors), mirrored to the system Notification
- *  API when the person allowed it. */
+/** In-app notifications (alarm episodes, save errors), mirrored to the system Notification
+ *  API when the person allowed it. At most MAX_TOASTS stand at once (the oldest goes): a
+ *  corner of the screen, not a wall. */
 
 export interface Toast {
   id: number;
@@ -9,12 +10,13 @@ export interface Toast {
 }
 
 export const toasts: Toast[] = $state([]);
+export const MAX_TOASTS = 4;
 let nextId = 1;
 
 export function notify(level: Toast["level"], title: string, body = "", system = false) {
   const id = nextId++;
   toasts.push({ id, level, title, body });
-  if (toasts.length > 6) toasts.shift();
+  while (toasts.length > MAX_TOASTS) toasts.shift();
   setTimeout(() => dismiss(id), level === "info" ? 5000 : 10000);
   if (system && typeof Notification !== "undefined") {
     try {

@@ -1,12 +1,13 @@
-/** Dropping a project file anywhere on the window opens it. The desktop app gets real
- *  paths from Tauri's drag-drop event (project.open); a browser only gets the file's
- *  contents, which project.openContent takes (a Sextant or Serial Studio project; it has
- *  no file until saved). Either way the outcome shows in the Project screen's message. */
+/** Opening a project file from this computer. The desktop app gets real paths (Tauri's
+ *  drag-drop event, native dialogs) and uses project.open; a browser only gets a file's
+ *  contents – dropped on the window or picked in the Project screen's file picker – which
+ *  project.openContent takes (a Sextant project, or a Serial Studio one it imports; either
+ *  has no file until saved). Either way the outcome shows in the Project screen's message. */
 import { isTauri } from "../lib/transport";
-import { t } from "../lib/i18n/index.svelte";
+import { t, tn } from "../lib/i18n/index.svelte";
 import { edit, project, remember, setMessage } from "./store.svelte";
 import { navigate } from "./nav";
-import { dropProblem, errorText } from "./util";
+import { dropProblem, errorText, importedItems } from "./util";
 
 let installed = false;
 
@@ -16,8 +17,9 @@ async function openDropped(path: string) {
   if (r !== undefined) remember(path);
 }
 
-/** A file dropped on a browser window: its text goes to project.openContent. */
-export async function openDroppedFile(file: File | undefined, others = 0): Promise<void> {
+/** A file from this computer (dropped, or picked in a browser's file input): its text goes
+ *  to project.openContent. `others` counts further files dropped with it, which are ignored. */
+export async function openLocalFile(file: File | undefined, others = 0): Promise<void> {
   navigate("project");
   const problem = dropProblem(file);
   if (problem || !file) {
@@ -31,10 +33,16 @@ export async function openDroppedFile(file: File | undefined, others = 0): Promi
     setMessage("error", t("project.msg.dropUnreadable", { name: file.name, error: errorText(e) }));
     return;
   }
-  const okText = t("project.msg.openedDropped", { name: file.name }) + (others > 0 ? ` ${t("project.msg.dropOthers", { n: others })}` : "");
-  const r = await edit("project.openContent", { name: file.name, content }, okText);
+  const ignored = others > 0 ? ` ${tn("project.msg.dropOthers", others)}` : "";
+  const r = await edit<{ detail?: string }>("project.openContent", { name: file.name, content }, t("project.msg.openedDropped", { name: file.name }) + ignored);
+  if (r === undefined) return;
   // It came from no file: saving must ask for a path rather than overwrite the last one.
-  if (r !== undefined) project.path = "";
+  project.path = "";
+  const items = importedItems(r?.detail);
+  if (items) {
+    const notMapped = items.length ? `\n${t("project.msg.notMapped")}:\n• ${items.join("\n• ")}` : "";
+    setMessage("ok", t("project.msg.importedFile", { name: file.name }) + ignored + notMapped);
+  }
 }
 
 export function installProjectDrop(): void {
@@ -61,6 +69,6 @@ export function installProjectDrop(): void {
     // Without preventDefault the browser would navigate away to the dropped file.
     e.preventDefault();
     const files = e.dataTransfer?.files;
-    void openDroppedFile(files?.[0], Math.max(0, (files?.length ?? 0) - 1));
+    void openLocalFile(files?.[0], Math.max(0, (files?.length ?? 0) - 1));
   });
 }

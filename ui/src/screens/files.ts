@@ -1,5 +1,6 @@
-/** File choosing: the desktop app uses native dialogs (@tauri-apps/plugin-dialog); in a
- *  browser there is no path to pick, so callers fall back to a typed path. */
+/** File choosing: the desktop app uses native dialogs (@tauri-apps/plugin-dialog) that
+ *  give paths; a browser's file input gives a file's contents but no path, so callers that
+ *  need a path on the machine running Sextant (saving) fall back to a typed one. */
 import { isTauri } from "../lib/transport";
 
 export interface Filter {
@@ -13,6 +14,11 @@ export const CSV_FILTERS: Filter[] = [{ name: "CSV", extensions: ["csv"] }];
 export const DB_FILTERS: Filter[] = [{ name: "SQLite", extensions: ["sqlite", "db", "sqlite3"] }];
 
 export const canPick = (): boolean => isTauri();
+
+/** The `accept` attribute of a browser file input for these filters: `.json,.sextant`. */
+export function acceptOf(filters: Filter[]): string {
+  return [...new Set(filters.flatMap((f) => f.extensions.map((e) => `.${e}`)))].join(",");
+}
 
 /** A path chosen in a native open dialog; null when cancelled or not in the desktop app. */
 export async function pickOpen(filters: Filter[], defaultPath?: string): Promise<string | null> {

@@ -1,6 +1,7 @@
 /** Lines up several datasets' windows on one x axis for uPlot without copying when they
  *  already share sample times (the usual case: one source feeds them all), and otherwise
- *  resamples into buffers that are reused between draws. Also finds y ranges. Pure. */
+ *  resamples into buffers that are reused between draws. Also finds y ranges, scales each
+ *  series to its own range (the normalised view) and says what a legend entry reads. Pure. */
 
 export class Aligner {
   private bufs: Float64Array[] = [];
@@ -70,4 +71,37 @@ export class Counter {
     }
     return this.buf.length === n ? this.buf : this.buf.subarray(0, n);
   }
+}
+
+/** `v` scaled so its own visible range (`yRange` of it, padded) spans 0…1, into `out`
+ *  (reused when its length fits): a 400 m altitude and a ±1 g acceleration both fill the
+ *  plot's height. A flat series sits at 0.5; NaN stays NaN. Returns the range used, or
+ *  null when the window holds no finite value. */
+export function normalise(
+  out: Float64Array,
+  x: ArrayLike<number>,
+  v: ArrayLike<number>,
+  x0 = -Infinity,
+  x1 = Infinity,
+): [number, number] | null {
+  const r = yRange(x, [v], x0, x1);
+  const n = Math.min(out.length, v.length);
+  if (!r) {
+    out.fill(NaN, 0, n);
+    return null;
+  }
+  const [lo, hi] = r;
+  const span = hi - lo;
+  for (let i = 0; i < n; i++) out[i] = span > 0 ? (v[i] - lo) / span : 0.5;
+  return r;
+}
+
+/** What a legend entry reads. Under the cursor: the series' own value at the cursor's
+ *  sample. Off the plot: its latest value – the window drawn can end before it (a series
+ *  decimated or resampled onto another's times has nothing at the last one), which read
+ *  as a dash at the live edge. */
+export function legendReading(hovering: boolean, raw: ArrayLike<number> | undefined, idx: number | null | undefined, latest: number): number {
+  if (!hovering) return latest;
+  if (idx == null || !raw || idx < 0 || idx >= raw.length) return NaN;
+  return raw[idx];
 }

@@ -1,4 +1,5 @@
-/** Translations: every user-visible string goes through `t(key)`. English and 简体中文.
+/** Translations: every user-visible string goes through `t(key)` – or `tn(key, n)` for a
+ *  sentence about a count, which English words differently for one. English and 简体中文.
  *  Each part of the UI keeps its own strings (screens/strings.ts, dashboard/strings.ts,
  *  chat/strings.ts);
  *  a test checks both languages have exactly the same keys. */
@@ -40,4 +41,17 @@ export function t(key: string, vars: Record<string, string | number> = {}): stri
   const dict = dictionaries[settings.language] ?? dictionaries.en;
   const s = dict[key] ?? dictionaries.en[key] ?? key;
   return s.replace(/\{(\w+)\}/g, (_, k) => (k in vars ? String(vars[k]) : `{${k}}`));
+}
+
+const pluralRules = new Map<string, Intl.PluralRules>();
+
+/** The string for a count `n`: `key.one`, `key.other`, … as the language's plural rules pick
+ *  (English: one for 1; Chinese has one form, `other`), falling back to `key.other`; `{n}`
+ *  and `vars` are filled. Each language keeps both keys, so the key sets stay identical. */
+export function tn(key: string, n: number, vars: Record<string, string | number> = {}): string {
+  const lang = settings.language;
+  let rules = pluralRules.get(lang);
+  if (!rules) pluralRules.set(lang, (rules = new Intl.PluralRules(lang === "zh" ? "zh-CN" : "en")));
+  const form = `${key}.${rules.select(n)}`;
+  return t(has(form) ? form : `${key}.other`, { n, ...vars });
 }
