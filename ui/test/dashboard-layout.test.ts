@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { COLS, MIN_TILE_PX, autoTiles, columnsFor, reflow, settle, datasetViews, groupKind, moveTile, plainTile, resizeTile, resolveTiles, workspacesOf } from "../src/dashboard/layout";
+import { COLS, MIN_TILE_PX, autoTiles, columnsFor, reflow, settle, datasetViews, groupKind, moveTile, plainTile, resizeTile, resolveTiles, standsInFor, workspacesOf } from "../src/dashboard/layout";
 import type { Tile } from "../src/dashboard/model";
 import type { Dataset, Project } from "../src/dashboard/model";
 import { strings } from "../src/dashboard/strings";
@@ -166,5 +166,17 @@ describe("reflow for narrow grids", () => {
     const shuffled = [layout[4], layout[0], layout[2]];
     expect(reflow(shuffled, 1).map((t) => t.y)).toEqual([7, 0, 4]);
     expect(reflow(layout, 2)[0].group).toBe("power");
+  });
+});
+
+describe("tiles that stand in for a widget the web UI lacks", () => {
+  it("name what they stand in for, and every such widget has its explanation in both languages", () => {
+    const g = (widget: string) => ({ id: "g", title: "G", widget, datasets: [] }) as never;
+    expect(["painter", "image", "webView", "plot3d"].map((w) => standsInFor(g(w)))).toEqual(["painter", "image", "webView", "plot3d"]);
+    expect(["multiPlot", "gps", "dataGrid", "none"].map((w) => standsInFor(g(w)))).toEqual([null, null, null, null]);
+    for (const w of ["painter", "image", "webView", "plot3d"]) {
+      expect(strings.en[`dash.standIn.${w}`]).toBeTruthy();
+      expect(strings.zh[`dash.standIn.${w}`]).toBeTruthy();
+    }
   });
 });

@@ -1,7 +1,8 @@
 // What a file dropped on a browser window or picked in its file input may be sent as, and
 // how the outcome of project.openContent is read (screens/util.ts, screens/files.ts).
 import { describe, expect, it } from "vitest";
-import { MAX_DROP_BYTES, dropProblem, importedItems } from "../src/screens/util";
+import { MAX_DROP_BYTES, dropProblem } from "../src/screens/util";
+import { reportLines, sections } from "../src/screens/project/report";
 import { PROJECT_FILTERS, SSPROJ_FILTERS, acceptOf } from "../src/screens/files";
 import { dictionaries } from "../src/lib/i18n/index.svelte";
 
@@ -32,20 +33,32 @@ describe("dropProblem", () => {
   });
 });
 
-describe("importedItems", () => {
-  it("lists what a Serial Studio import did not carry over, one item per line", () => {
-    const detail = "imported from Serial Studio format; not mapped:\ngroups[0].widget: \"accelerometer\" needs 3 datasets\nmqtt: not supported";
-    expect(importedItems(detail)).toEqual(['groups[0].widget: "accelerometer" needs 3 datasets', "mqtt: not supported"]);
+describe("import report", () => {
+  const result = {
+    ok: true,
+    report: [
+      { severity: "note", subject: { kind: "dataset", name: "VU/Mic L" }, message: "`color` not imported", path: "groups[0].datasets[0].color", count: 12 },
+      { severity: "lost", subject: { kind: "group", name: "VU" }, message: "painter widget", path: "groups[0].widget", count: 1 },
+      { severity: "bogus", message: "dropped" },
+      { severity: "changed", subject: { kind: "source", name: "UART" }, message: "baud rate 0; using 115200", path: "sources[0]", count: 1 },
+    ],
+  };
+
+  it("reads the lines and puts lost behaviour first, display details last", () => {
+    const lines = reportLines(result)!;
+    expect(lines).toHaveLength(3);
+    expect(sections(lines).map((s) => [s.severity, s.lines.map((l) => l.subject.name)])).toEqual([
+      ["lost", ["VU"]],
+      ["changed", ["UART"]],
+      ["note", ["VU/Mic L"]],
+    ]);
+    expect(lines.find((l) => l.severity === "note")?.count).toBe(12);
   });
 
-  it("is empty for an import that mapped everything", () => {
-    expect(importedItems("imported from Serial Studio format; not mapped:\n")).toEqual([]);
-  });
-
-  it("is null when a Sextant project was opened (no import)", () => {
-    expect(importedItems(undefined)).toBeNull();
-    expect(importedItems("/home/x/rig.sextant.json")).toBeNull();
-    expect(importedItems(42)).toBeNull();
+  it("is empty for an import that mapped everything, and absent for a Sextant project", () => {
+    expect(reportLines({ ok: true, report: [] })).toEqual([]);
+    expect(reportLines({ ok: true, file: "/x/rig.sextant.json" })).toBeNull();
+    expect(reportLines(null)).toBeNull();
   });
 });
 

@@ -253,7 +253,8 @@ fn resolve(
 }
 
 /// Places tiles row by row on the grid. One to four tiles share the width equally (a tab
-/// with one plot shows it large); more are packed at their natural sizes.
+/// with one plot shows it large); more are packed in rows at their natural sizes, each row
+/// then widened to the full grid.
 fn lay_out(placed: Vec<(Tile, Size)>) -> Vec<Tile> {
     let n = placed.len() as u32;
     if n <= 4 {
@@ -277,17 +278,42 @@ fn lay_out(placed: Vec<(Tile, Size)>) -> Vec<Tile> {
             })
             .collect();
     }
-    let (mut x, mut y, mut row) = (0, 0, 0);
-    let mut out = Vec::new();
+    // Rows of natural sizes, then each row stretched to the full width and its height, so
+    // the tab has no holes.
+    let mut rows: Vec<Vec<(Tile, Size)>> = vec![Vec::new()];
+    let mut used = 0;
     for (t, (w, h)) in placed {
-        if x + w > COLUMNS {
-            x = 0;
-            y += row;
-            row = 0;
+        if used + w > COLUMNS && !rows.last().is_some_and(Vec::is_empty) {
+            rows.push(Vec::new());
+            used = 0;
         }
-        out.push(Tile { x, y, w, h, ..t });
-        x += w;
-        row = row.max(h);
+        used += w;
+        rows.last_mut().expect("a row").push((t, (w, h)));
+    }
+    let mut out = Vec::new();
+    let mut y = 0;
+    for mut row in rows {
+        let mut spare = COLUMNS - row.iter().map(|(_, (w, _))| *w).sum::<u32>().min(COLUMNS);
+        let mut k = 0;
+        while spare > 0 {
+            let n = row.len();
+            row[k % n].1 .0 += 1;
+            spare -= 1;
+            k += 1;
+        }
+        let height = row.iter().map(|(_, (_, h))| *h).max().unwrap_or(3);
+        let mut x = 0;
+        for (t, (w, _)) in row {
+            out.push(Tile {
+                x,
+                y,
+                w,
+                h: height,
+                ..t
+            });
+            x += w;
+        }
+        y += height;
     }
     out
 }

@@ -120,6 +120,14 @@ fn tiles_are_laid_out_on_the_grid_without_overlaps() {
                 }
             }
         }
+        // Every row of every tab uses the whole width: no holes.
+        for w in &p.workspaces {
+            let mut rows = std::collections::BTreeMap::<u32, u32>::new();
+            for t in &w.tiles {
+                *rows.entry(t.y).or_default() += t.w;
+            }
+            assert!(rows.values().all(|&sum| sum == 12), "{}: {rows:?}", w.title);
+        }
         // A tab of a few tiles shares the whole width.
         let vu = p.workspaces.iter().find(|w| w.title == "VU Meter").unwrap();
         assert_eq!(vu.tiles.iter().map(|t| t.w).sum::<u32>(), 12);

@@ -37,6 +37,21 @@ export function groupKind(g: Group): WidgetKind {
   }
 }
 
+/** The widget a group asked for that its tile stands in for (the web UI has no such widget
+ *  yet), so the tile can say so instead of swapping silently; null when it draws what was
+ *  asked. */
+export function standsInFor(g: Group): "painter" | "image" | "webView" | "plot3d" | null {
+  switch (g.widget) {
+    case "painter":
+    case "image":
+    case "webView":
+    case "plot3d":
+      return g.widget;
+    default:
+      return null;
+  }
+}
+
 /** Every view a dataset asks for, in a fixed order: its widget, its graph, FFT, LED.
  *  A tile says which one with `view`; an older tile without it shows the n-th view for the
  *  dataset's n-th tile in a workspace. */

@@ -1,5 +1,9 @@
 /** Dashboard and widget strings, English and 简体中文 (a test checks both have the same keys). */
 const en: Record<string, string> = {
+  "dash.standIn.painter": "Stands in for a Serial Studio painter widget: Sextant cannot run painter scripts, so this shows the group's data.",
+  "dash.standIn.image": "Stands in for an image widget: Sextant cannot show camera images yet, so this shows the group's data.",
+  "dash.standIn.webView": "Stands in for a web view: Sextant shows no web pages on the dashboard, so this shows the group's data.",
+  "dash.standIn.plot3d": "Stands in for a 3-D plot: Sextant has no 3-D view yet, so this draws the axes as a multi-plot.",
   "dash.autoWorkspace": "Overview",
   "dash.untitled": "Untitled",
   "dash.pause": "Pause",
@@ -63,11 +67,18 @@ const en: Record<string, string> = {
   "console.send": "Send",
   "console.badHex": "Not valid hex bytes",
   "console.previewHint": "Bytes that will be sent",
+  "quick.keep": "Keep on the dashboard",
+  "quick.keepHint": "Makes these channels part of the project: a plot group on the Dashboard, saved with it.",
+  "quick.kept": "Kept: the channels are a group on the Dashboard now.",
   "quick.hint": "Nothing is arriving yet. Open a source on the Connect screen; Quick plot draws every column it finds.",
   "quick.goConnect": "Go to Connect",
 };
 
 const zh: Record<string, string> = {
+  "dash.standIn.painter": "替代 Serial Studio 的绘图器控件：Sextant 无法运行绘图脚本，因此这里显示该分组的数据。",
+  "dash.standIn.image": "替代图像控件：Sextant 暂不能显示摄像头图像，因此这里显示该分组的数据。",
+  "dash.standIn.webView": "替代网页视图：Sextant 不在仪表盘上显示网页，因此这里显示该分组的数据。",
+  "dash.standIn.plot3d": "替代三维图：Sextant 暂无三维视图，因此这里以多曲线图绘制各轴。",
   "dash.autoWorkspace": "总览",
   "dash.untitled": "未命名",
   "dash.pause": "暂停",
@@ -131,6 +142,9 @@ const zh: Record<string, string> = {
   "console.send": "发送",
   "console.badHex": "不是有效的十六进制字节",
   "console.previewHint": "将要发送的字节",
+  "quick.keep": "保留到仪表盘",
+  "quick.keepHint": "将这些通道加入项目：仪表盘上的一个曲线分组，随项目保存。",
+  "quick.kept": "已保留：这些通道现在是仪表盘上的一个分组。",
   "quick.hint": "尚未收到数据。请在“连接”页面打开数据源；快速绘图会绘制找到的每一列。",
   "quick.goConnect": "前往连接",
 };

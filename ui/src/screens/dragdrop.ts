@@ -5,16 +5,17 @@
  *  has no file until saved). Either way the outcome shows in the Project screen's message. */
 import { isTauri } from "../lib/transport";
 import { t, tn } from "../lib/i18n/index.svelte";
-import { edit, project, remember, setMessage } from "./store.svelte";
+import { edit, project, remember, setMessage, showImportReport } from "./store.svelte";
 import { navigate } from "./nav";
-import { dropProblem, errorText, importedItems } from "./util";
+import { baseName, dropProblem, errorText } from "./util";
 
 let installed = false;
 
 async function openDropped(path: string) {
   navigate("project");
   const r = await edit("project.open", { path }, t("project.msg.opened", { path }));
-  if (r !== undefined) remember(path);
+  if (r === undefined) return;
+  if (!showImportReport(baseName(path), r)) remember(path);
 }
 
 /** A file from this computer (dropped, or picked in a browser's file input): its text goes
@@ -34,15 +35,11 @@ export async function openLocalFile(file: File | undefined, others = 0): Promise
     return;
   }
   const ignored = others > 0 ? ` ${tn("project.msg.dropOthers", others)}` : "";
-  const r = await edit<{ detail?: string }>("project.openContent", { name: file.name, content }, t("project.msg.openedDropped", { name: file.name }) + ignored);
+  const r = await edit("project.openContent", { name: file.name, content }, t("project.msg.openedDropped", { name: file.name }) + ignored);
   if (r === undefined) return;
   // It came from no file: saving must ask for a path rather than overwrite the last one.
   project.path = "";
-  const items = importedItems(r?.detail);
-  if (items) {
-    const notMapped = items.length ? `\n${t("project.msg.notMapped")}:\n• ${items.join("\n• ")}` : "";
-    setMessage("ok", t("project.msg.importedFile", { name: file.name }) + ignored + notMapped);
-  }
+  if (showImportReport(file.name, r)) setMessage("ok", t("project.msg.importedFile", { name: file.name }) + ignored);
 }
 
 export function installProjectDrop(): void {

@@ -4,6 +4,7 @@
 import { transport } from "../lib/transport";
 import { failed, t } from "../lib/i18n/index.svelte";
 import { errorText, parseRecent, pushRecent } from "./util";
+import { reportLines, type ReportLine } from "./project/report";
 
 export type Json = Record<string, any>;
 
@@ -31,7 +32,17 @@ export const project = $state({
   path: "",
   recent: parseRecent(globalThis.localStorage?.getItem(RECENT_KEY) ?? null),
   loadError: "",
+  /** What the last Serial Studio import did not carry over, until dismissed. */
+  importReport: null as { name: string; lines: ReportLine[] } | null,
 });
+
+/** Shows the import report of `result` (a project.import/open/openContent answer) for the
+ *  file `name`; a result without one (a Sextant project) clears the last report. */
+export function showImportReport(name: string, result: unknown): boolean {
+  const lines = reportLines(result);
+  project.importReport = lines ? { name, lines } : null;
+  return lines !== null;
+}
 
 export function remember(path: string) {
   project.recent = pushRecent(project.recent, path);
@@ -85,7 +96,8 @@ export async function edit<T = Json>(
 ): Promise<T | undefined> {
   try {
     const r = await transport().call<T>(command, params, approved);
-    const detail = (r as Json | null)?.detail;
+    // An import's report is shown on its own (showImportReport), in the person's language.
+    const detail = Array.isArray((r as Json | null)?.report) ? null : (r as Json | null)?.detail;
     const text = okText ?? t("project.msg.done", { command });
     // The backend's detail adds to the message unless it only repeats it (e.g. the path).
     setMessage("ok", detail && !text.includes(String(detail)) ? `${text} – ${detail}` : text);

@@ -131,13 +131,3 @@ export function dropProblem(
   return null;
 }
 
-/** What `project.openContent` said it could not carry over from a Serial Studio project,
- *  one item per line; null when its detail is not an import's (a Sextant project opened).
- *  The backend's detail is English prose, so the UI reads only its items and says the rest
- *  in the person's language. */
-export function importedItems(detail: unknown): string[] | null {
-  if (typeof detail !== "string") return null;
-  const m = /^imported from Serial Studio format; not mapped:\n?/.exec(detail);
-  if (!m) return null;
-  return detail.slice(m[0].length).split("\n").map((l) => l.trim()).filter((l) => l !== "");
-}

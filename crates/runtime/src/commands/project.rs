@@ -87,8 +87,9 @@ struct Opened {
     detail: Option<String>,
     /// For an imported Serial Studio project: what did not carry over, lost behaviour
     /// first, named by group/dataset/source.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    report: Vec<sextant_import::SummaryItem>,
+    /// Present (maybe empty) exactly when a Serial Studio file was imported.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    report: Option<Vec<sextant_import::SummaryItem>>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -173,7 +174,7 @@ pub fn register(r: &mut Registry<Workspace>) {
                         ok: true,
                         file,
                         detail: None,
-                        report: Vec::new(),
+                        report: None,
                     })
                 }
                 Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
@@ -190,7 +191,7 @@ pub fn register(r: &mut Registry<Workspace>) {
                         ok: true,
                         file: None,
                         detail: Some("imported from Serial Studio format".into()),
-                        report: imported.summary,
+                        report: Some(imported.summary),
                     })
                 }
                 Err(e) => Err(CommandError::failed(format!(
@@ -220,7 +221,7 @@ pub fn register(r: &mut Registry<Workspace>) {
                         ok: true,
                         file: None,
                         detail: None,
-                        report: Vec::new(),
+                        report: None,
                     })
                 }
                 Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
@@ -233,7 +234,7 @@ pub fn register(r: &mut Registry<Workspace>) {
                         ok: true,
                         file: None,
                         detail: Some("imported from Serial Studio format".into()),
-                        report: imported.summary,
+                        report: Some(imported.summary),
                     })
                 }
                 Err(e) => Err(CommandError::failed(format!(

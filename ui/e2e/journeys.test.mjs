@@ -1,0 +1,232 @@
+// The new user's journeys in a real browser against `sextant serve`, fed live bytes over a
+// pty: Serial Studio projects in the shapes of its own examples (tabs, painter, waterfall,
+// GPS and IMU groups fed `frame.split(',')` text, batched samples) import with their tabs,
+// say what they stand in for and show numbers; the import report reads lost behaviour
+// first (screenshots in light/dark × English/简体中文); what Quick plot found is kept on
+// the Dashboard in one click.
+import assert from "node:assert/strict";
+import { copyFileSync } from "node:fs";
+import { join } from "node:path";
+import { after, before, test } from "node:test";
+import { chromium } from "playwright-core";
+import {
+  artifacts, feed, ptyPair, repo, requireFile, requireProgram, sextantBin, start, tempDir, waitFor,
+} from "./harness.mjs";
+
+const CHROMIUM_ARGS = [
+  "--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+  "--disable-component-update", "--disable-sync", "--no-first-run",
+];
+const SHAPES = join(repo, "fixtures/serial-studio-shapes");
+let server, browser, pty, dir, stopFeed;
+
+before(async () => {
+  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
+  requireFile(join(repo, "ui/dist/index.html"), "build the UI with `npm run build` in ui/");
+  const chrome = requireProgram("chromium", "chromium");
+  dir = tempDir("sextant-journeys-");
+  pty = await ptyPair(dir);
+  const port = 7900 + Math.floor(Math.random() * 90);
+  const proc = start(`journeys-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--data-dir", join(dir, "data"), "--allow-folder", dir], { cwd: dir });
+  server = { url: `http://127.0.0.1:${port}/`, stop: proc.stop };
+  await waitFor("sextant serve", () => fetch(server.url).then((r) => r.ok), 15000);
+  browser = await chromium.launch({ executablePath: chrome, args: CHROMIUM_ARGS });
+});
+
+after(async () => {
+  stopFeed?.();
+  await browser?.close();
+  server?.stop();
+  pty?.stop();
+});
+
+async function fresh(settings = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 860 } });
+  await context.addInitScript((s) => {
+    localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en", ...s }));
+  }, settings);
+  const p = await context.newPage();
+  p.on("pageerror", (e) => console.error("page error:", e.message));
+  await p.goto(server.url);
+  await p.waitForSelector(".shell");
+  return p;
+}
+
+async function nav(p, screen) {
+  await p.click(`[data-nav="${screen}"]`);
+  if (screen === "connect") await p.locator('[data-screen="connect"][data-ready="true"]').waitFor();
+}
+
+/** Imports `name` from the shapes folder through the Import button's file chooser. */
+async function importShape(p, name) {
+  const file = join(dir, name);
+  copyFileSync(join(SHAPES, name), file);
+  await nav(p, "project");
+  const [chooser] = await Promise.all([p.waitForEvent("filechooser", { timeout: 5000 }), p.click('[data-testid="project-import"]')]);
+  await chooser.setFiles(file);
+  await p.locator('[data-testid="import-report"]').waitFor({ timeout: 10000 });
+}
+
+/** Dataset title → id of the open project, read over the UI's own WebSocket door. */
+function datasetIds(p) {
+  return p.evaluate(async () => {
+    const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
+    const project = await new Promise((resolve) => {
+      ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
+      ws.onmessage = (e) => resolve(JSON.parse(e.data).result);
+    });
+    ws.close();
+    return Object.fromEntries(project.groups.flatMap((g) => g.datasets.map((d) => [d.title, d.id])));
+  });
+}
+
+/** Connects the open project's first source to the pty and feeds it `lineAt(i)`. */
+async function connectFed(p, lineAt, everyMs = 20) {
+  await nav(p, "connect");
+  await p.selectOption('[data-testid="source-type"]', "serial");
+  await p.fill('[data-testid="serial-port"]', pty.a);
+  await p.click('[data-testid="connect"]');
+  await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
+  stopFeed = feed(pty.b, lineAt, everyMs);
+}
+
+async function disconnect(p) {
+  stopFeed?.();
+  stopFeed = null;
+  await nav(p, "connect");
+  await p.click('[data-testid="disconnect"]');
+  await p.locator('[data-testid="connection-status"][data-state="disconnected"]').waitFor({ timeout: 10000 });
+}
+
+/** Waits until every dataset of `titles` shows a finite number on the dashboard. */
+async function numbersFor(p, titles) {
+  const ids = await datasetIds(p);
+  const value = (title) => p.evaluate((id) => window.__sextantValue?.(id), ids[title]);
+  for (const title of titles) {
+    assert.ok(ids[title], `no dataset titled ${title}: ${Object.keys(ids)}`);
+    await waitFor(`a number for ${title}`, async () => Number.isFinite(await value(title)), 15000, 200);
+  }
+  return value;
+}
+
+test("a project in the Vibration Test Rig shape imports with its tabs and says what its painter stands in for", async () => {
+  const p = await fresh();
+  await importShape(p, "vibration-rig.ssproj");
+  // Lost behaviour first, named by group, in warning colour.
+  const first = p.locator('[data-testid="import-section"]').first();
+  assert.equal(await first.getAttribute("data-severity"), "lost");
+  assert.match(await first.innerText(), /VU Meter/);
+  assert.match(await first.innerText(), /painter/i);
+  assert.equal(await p.locator('[data-testid="import-line"]', { hasText: "fftWindow" }).count(), 0, "Serial Studio's default FFT window is not news");
+  await p.screenshot({ path: join(artifacts, "journey-rig-report.png") });
+
+  let i = 0;
+  await connectFed(p, () => {
+    const t = i++ / 20;
+    return `${Math.sin(t).toFixed(3)},${(3000 + 100 * Math.cos(t)).toFixed(0)},${(-20 + 5 * Math.sin(t)).toFixed(1)},${(-22 + 5 * Math.cos(t)).toFixed(1)},${(60 + (i % 5)).toFixed(1)}\n`;
+  });
+  await nav(p, "dashboard");
+  const tabs = await p.locator('[data-testid="workspace-tab"]').allInnerTexts();
+  assert.deepEqual(tabs.map((s) => s.trim()), ["Overview", "Vibration (Campbell)", "VU Meter", "Motor"]);
+  const value = await numbersFor(p, ["Vibration", "Mic L", "Mic R", "Motor RPM", "Motor temperature"]);
+  assert.ok(Math.abs(await value("Vibration")) <= 1.001);
+  // The Overview shows the painter's group with a word on what it stands in for.
+  const painter = p.locator('[data-testid="widget"][data-title="VU Meter"]');
+  await painter.waitFor();
+  assert.equal(await painter.locator('[data-testid="tile-stand-in"]').getAttribute("data-stands-for"), "painter");
+  await p.locator('[data-testid="workspace-tab"]', { hasText: "Motor" }).click();
+  await p.locator('[data-testid="widget"][data-title="Motor RPM"]').waitFor();
+  assert.equal(await p.locator('[data-testid="widget"]').count(), 6, "the Motor tab's six widgets");
+  await p.waitForTimeout(500);
+  await p.screenshot({ path: join(artifacts, "journey-rig-motor.png") });
+  await disconnect(p);
+  await p.close();
+});
+
+test("a project in the TinyGPS and MPU6050 shape shows numbers on its map, accelerometer and gyroscope", async () => {
+  const p = await fresh();
+  await importShape(p, "gps-imu.ssproj");
+  let i = 0;
+  await connectFed(p, () => {
+    i++;
+    // Text from frame.split(','), framed /* … */ as the examples do.
+    return `/*${(45.5017 + i / 1e5).toFixed(5)},-73.5673,${(35 + (i % 7)).toFixed(1)},0.12,-0.05,9.81,${(i % 30) - 15},2.5,-1.25,${(21 + (i % 3)).toFixed(1)}*/`;
+  });
+  await nav(p, "dashboard");
+  assert.deepEqual((await p.locator('[data-testid="workspace-tab"]').allInnerTexts()).map((s) => s.trim()), ["Overview"]);
+  const value = await numbersFor(p, ["Latitude", "Longitude", "Altitude", "Accel X", "Accel Z", "Gyro X", "Gyro Z", "Temperature"]);
+  assert.ok(Math.abs((await value("Latitude")) - 45.5) < 0.1);
+  assert.equal(await value("Longitude"), -73.5673);
+  assert.equal(await value("Accel Z"), 9.81);
+  assert.equal(await value("Gyro Z"), -1.25);
+  for (const kind of ["gps", "accelerometer", "gyroscope"]) {
+    assert.equal(await p.locator(`[data-testid="widget"][data-widget-kind="${kind}"]`).count(), 1, `one ${kind} tile`);
+  }
+  await p.waitForTimeout(500);
+  await p.screenshot({ path: join(artifacts, "journey-gps-imu.png") });
+  await disconnect(p);
+  await p.close();
+});
+
+test("a project in the EM Wave shape plots the samples of each batch and says its 3-D plot is a multi-plot for now", async () => {
+  const p = await fresh();
+  await importShape(p, "em-wave.ssproj");
+  assert.match(await p.locator('[data-testid="import-section"][data-severity="lost"]').innerText(), /Wave in 3-D/);
+  let i = 0;
+  await connectFed(p, () => {
+    // Eight samples a frame: `t;ex,ey,bz;…`.
+    const samples = [];
+    for (let k = 0; k < 8; k++, i++) samples.push(`${Math.sin(i / 10).toFixed(4)},${Math.cos(i / 10).toFixed(4)},${Math.sin(i / 5).toFixed(4)}`);
+    return `${i};${samples.join(";")}\n`;
+  }, 40);
+  await nav(p, "dashboard");
+  const value = await numbersFor(p, ["E x", "E y", "B z", "X", "Z"]);
+  assert.ok(Math.abs(await value("E x")) <= 1.0001);
+  const threeD = p.locator('[data-testid="widget"][data-title="Wave in 3-D"]');
+  await threeD.waitFor();
+  assert.equal(await threeD.locator('[data-testid="tile-stand-in"]').getAttribute("data-stands-for"), "plot3d");
+  await p.waitForTimeout(500);
+  await p.screenshot({ path: join(artifacts, "journey-em-wave.png") });
+  await disconnect(p);
+  await p.close();
+});
+
+test("the import report in light and dark, English and 简体中文", async () => {
+  for (const theme of ["light", "dark"]) {
+    for (const language of ["en", "zh"]) {
+      const p = await fresh({ theme, language });
+      await importShape(p, "vibration-rig.ssproj");
+      const report = p.locator('[data-testid="import-report"]');
+      const heading = await report.locator('[data-testid="import-section"][data-severity="lost"] h4').innerText();
+      assert.equal(heading.trim(), language === "zh" ? "项目不再具备的功能" : "What the project no longer does");
+      await p.locator('[data-testid="import-section"][data-severity="note"] summary').click();
+      await report.screenshot({ path: join(artifacts, `import-report-${theme}-${language}.png`) });
+      await p.close();
+    }
+  }
+});
+
+test("what Quick plot found is kept on the Dashboard in one click", async () => {
+  const p = await fresh();
+  await nav(p, "project");
+  await p.click('[data-testid="project-new"]');
+  await nav(p, "connect");
+  await p.selectOption('[data-testid="source-type"]', "serial");
+  await p.fill('[data-testid="serial-port"]', pty.a);
+  assert.equal(await p.inputValue('[data-testid="parser-kind"]'), "quickPlot");
+  await p.click('[data-testid="connect"]');
+  await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
+  let i = 0;
+  stopFeed = feed(pty.b, () => (i++ === 0 ? "temp,altitude\n" : `${(21 + (i % 4) / 4).toFixed(2)},${405 + (i % 3)}\n`));
+  await nav(p, "quickplot");
+  await p.locator('[data-testid="quickplot-keep"]').click();
+  await p.locator('[data-testid="quickplot-keep-message"].ok').waitFor({ timeout: 5000 });
+  await p.locator('[data-testid="quickplot-keep"]').waitFor({ state: "detached", timeout: 5000 });
+  await nav(p, "dashboard");
+  const value = await numbersFor(p, ["temp", "altitude"]);
+  assert.ok((await value("altitude")) >= 405);
+  await p.locator('[data-testid="widget"][data-title="Quick plot"], [data-testid="widget"][data-title="temp"]').first().waitFor({ timeout: 5000 });
+  await p.screenshot({ path: join(artifacts, "journey-quickplot-kept.png") });
+  await disconnect(p);
+  await p.close();
+});
