@@ -26,8 +26,8 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde_json::{json, Value};
 use sextant_commands::Policy;
+use sextant_commands::{Caller, CommandDoor};
 use sextant_providers::SystemBlock;
-use sextant_runtime::{Caller, RuntimeHandle};
 
 /// Content longer than this (after escaping) is cut, with a marker saying how much was shown.
 /// 64 KiB is about 16 k tokens: enough for a whole project, small enough that one runaway
@@ -283,7 +283,7 @@ pub struct LiveState {
 
 impl LiveState {
     /// Reads the live state through registry commands (both Safe), like any other door.
-    pub async fn fetch(handle: &RuntimeHandle) -> Result<LiveState, ContextError> {
+    pub async fn fetch(handle: &dyn CommandDoor) -> Result<LiveState, ContextError> {
         let read = |command: &'static str| async move {
             handle
                 .call(Caller::Assistant, command, json!({}), Policy::default())
@@ -411,6 +411,13 @@ fn io_summary(io: &Value) -> String {
     out
 }
 
+/// The line above the memory index in the system array.
+pub const MEMORY_HEADING: &str =
+    "Memory index (facts saved in earlier chats; check before relying on them):";
+/// The line above the previous chat's handoff digest.
+pub const HANDOFF_HEADING: &str =
+    "Handoff from the previous chat (its digest; the user may refer to it):";
+
 /// Everything the system array is built from. `None` or empty text means off: zero bytes.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct SystemContext {
@@ -458,13 +465,13 @@ impl SystemContext {
         }
         if let Some(memory) = present(&self.memory_index) {
             blocks.push(SystemBlock::new(format!(
-                "Memory index (facts saved in earlier chats; check before relying on them):\n{}",
+                "{MEMORY_HEADING}\n{}",
                 envelope.wrap("memory", memory)
             )));
         }
         if let Some(handoff) = present(&self.handoff) {
             blocks.push(SystemBlock::new(format!(
-                "Handoff from the previous chat (its digest; the user may refer to it):\n{}",
+                "{HANDOFF_HEADING}\n{}",
                 envelope.wrap("handoff", handoff)
             )));
         }

@@ -33,6 +33,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::chatlog::{self, Block, ChatId, ChatLog, ChatLogError, Event, Role};
 use crate::pipeline::{self, BoxFuture, CallerInfo, CancelToken, Pipeline, ResultStatus};
+use crate::seams::{HistoryBudget, HistoryTransform, Seams};
 
 /// Most tool calls one turn may make. A model stuck in a loop (or a prompt injection
 /// steering it into one) stops here instead of running commands without end.
@@ -207,6 +208,8 @@ pub struct Conversation<M> {
     system_source: Option<Arc<dyn SystemSource>>,
     /// The reply text streamed but not yet in the log, for a door showing a chat mid-reply.
     unlogged: Option<Arc<Mutex<UnloggedText>>>,
+    /// Where the assistant's mechanisms plug in (see [`crate::seams`]).
+    seams: Seams,
 }
 
 /// A turn's streamed text that is not in the log yet. The reply's text is logged in
@@ -332,6 +335,14 @@ struct Reply {
     partial: BTreeMap<usize, Partial>,
     usage: Usage,
     end: StreamEnd,
+    /// Everything the reply said, for the reply evaluators.
+    text: String,
+}
+
+/// A reply whose calls are to run.
+struct Settled {
+    calls: Vec<ToolCall>,
+    trailing: String,
 }
 
 impl<M: ChatModel> Conversation<M> {
@@ -355,7 +366,14 @@ impl<M: ChatModel> Conversation<M> {
             tools: None,
             system_source: None,
             unlogged: None,
+            seams: Seams::default(),
         }
+    }
+
+    /// Plugs the turn's mechanisms in at their seams (see [`crate::seams`]).
+    pub fn with_seams(mut self, seams: Seams) -> Conversation<M> {
+        self.seams = seams;
+        self
     }
 
     /// Keeps the streamed text not yet logged in `buffer`, for a door that shows a chat
@@ -386,16 +404,18 @@ impl<M: ChatModel> Conversation<M> {
     /// The request the log would produce now: a fresh fold, budgeted.
     pub fn request(&self, prompt: &Prompt) -> Result<Request, ConversationError> {
         let folded = self.lock().fold(self.chat).map_err(|e| self.log_error(e))?;
-        let messages = budget(
-            to_provider(&folded.history),
-            self.settings.history_budget_tokens,
-        );
+        // The seams' view of the history, then the budget on what is left.
+        let budget = HistoryBudget {
+            tokens: self.settings.history_budget_tokens,
+        };
+        let messages = budget.transform(self.seams.history(to_provider(&folded.history)));
+        let tools = self.seams.tools(prompt.tools.clone());
         Ok(Request {
             model: self.settings.model.clone(),
             system: prompt.system.clone(),
             messages,
-            tools: prompt.tools.clone(),
-            cache_tools: prompt.cache_tools && !prompt.tools.is_empty(),
+            cache_tools: prompt.cache_tools && !tools.is_empty(),
+            tools,
             max_tokens: self.settings.max_tokens,
             temperature: self.settings.temperature,
         })
@@ -454,6 +474,11 @@ impl<M: ChatModel> Conversation<M> {
     ) -> Result<TurnReport, ConversationError> {
         if let Some(text) = text {
             self.append(&Event::user(text))?;
+            for router in &self.seams.inbound {
+                for event in router.route(text) {
+                    self.append(&event)?;
+                }
+            }
         }
         let mut prompt = std::borrow::Cow::Borrowed(prompt);
         let mut report = TurnReport {
@@ -468,141 +493,196 @@ impl<M: ChatModel> Conversation<M> {
                 report.end = TurnEnd::Cancelled;
                 return Ok(report);
             }
-            if report.requests > 0 {
-                if let Some(source) = &self.system_source {
-                    prompt.to_mut().system = source.system().await;
-                }
-            }
-            let request = self.request(&prompt)?;
-            report.requests += 1;
-            let reply = self.stream_reply(&request, events, cancel).await?;
-            add_usage(&mut report.usage, reply.usage);
-            if reply.usage != Usage::default() {
-                let u = reply.usage;
-                let mut record = json!({
-                    "model": self.settings.model,
-                    "inputTokens": u.input_tokens,
-                    "outputTokens": u.output_tokens,
-                    "cacheReadTokens": u.cache_read_tokens,
-                    "cacheCreationTokens": u.cache_creation_tokens,
-                });
-                if u.estimated {
-                    record["estimated"] = json!(true);
-                }
-                self.append(&Event::structural(kinds::USAGE, record))?;
-            }
-            let Reply {
-                calls,
-                trailing,
-                partial,
-                end,
-                ..
-            } = reply;
+            let reply = self
+                .next_reply(&mut prompt, &mut report, events, cancel)
+                .await?;
             let before = report.tool_calls;
-            report.tool_calls += calls.len();
-            let malformed_call = match end {
-                StreamEnd::Cancelled => {
-                    for call in &calls {
-                        self.append_result(events, &call.id, ResultStatus::Error, cancelled())?;
-                    }
-                    self.append_text(&trailing)?;
-                    self.cancelled(&partial)?;
-                    report.end = TurnEnd::Cancelled;
-                    return Ok(report);
-                }
-                StreamEnd::Failed { message, transient } => {
-                    // The reply is incomplete: run none of its calls, not even finished
-                    // ones – the model had not said its last word about them.
-                    for call in &calls {
-                        self.append_result(
-                            events,
-                            &call.id,
-                            ResultStatus::Error,
-                            "Error: not run – the reply was cut off before it finished".to_string(),
-                        )?;
-                    }
-                    self.append_text(&trailing)?;
-                    report.end = self.failed(message, transient, &partial)?;
-                    return Ok(report);
-                }
-                StreamEnd::Malformed {
-                    id,
-                    name,
-                    raw,
-                    error,
-                } => {
-                    report.tool_calls += 1;
-                    if !partial.is_empty() {
-                        // Calls begun after the malformed one are gone with the stream.
-                        self.append(&Event::structural(
-                            kinds::PARTIAL_TOOL_CALLS,
-                            json!({ "calls": partial_json(&partial) }),
-                        ))?;
-                    }
-                    Some((id, name, raw, error))
-                }
-                StreamEnd::Complete(stop) => {
-                    if calls.is_empty() {
-                        self.append_text(&trailing)?;
-                        report.end = TurnEnd::Finished { stop };
-                        return Ok(report);
-                    }
-                    None
-                }
-            };
-            // The malformed call is logged and answered at once: the model gets the
-            // error and its raw text back and can correct itself in the next request.
-            if let Some((id, name, raw, error)) = malformed_call {
-                self.append_call(events, &id, &name, &json!({}))?;
-                self.append_result(
-                    events,
-                    &id,
-                    ResultStatus::Error,
-                    format!(
-                        "Error: invalid arguments – not valid JSON ({error}); raw arguments: \
-                         {raw} – call the tool again with a JSON object"
-                    ),
-                )?;
-            }
-            // The cap counts calls in the order the model made them; this reply's finished
-            // calls come before its malformed one.
-            let allowed = self.settings.max_tool_calls.saturating_sub(before);
-            let (run, refused) = calls.split_at(allowed.min(calls.len()));
-            for call in refused {
-                self.append_result(
-                    events,
-                    &call.id,
-                    ResultStatus::Error,
-                    format!(
-                        "Error: not run – this turn reached its limit of {} tool calls; tell the \
-                         user what is left to do",
-                        self.settings.max_tool_calls
-                    ),
-                )?;
-            }
-            let finished = self.run_calls(run, events, cancel).await?;
-            self.append_text(&trailing)?;
-            if !finished {
-                self.cancelled(&BTreeMap::new())?;
-                report.end = TurnEnd::Cancelled;
+            report.tool_calls += reply.calls.len();
+            let Some(settled) = self.settle(reply, &mut report, events)? else {
                 return Ok(report);
-            }
-            // Past the cap (a refused call, or a malformed one beyond it): stop here, so
-            // not even a model that only sends broken calls can loop for ever.
-            if report.tool_calls > self.settings.max_tool_calls {
-                self.append(&Event::structural(
-                    kinds::TOOL_CALL_LIMIT,
-                    json!({
-                        "limit": self.settings.max_tool_calls,
-                        "refused": refused.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
-                    }),
-                ))?;
-                report.end = TurnEnd::ToolCallLimit {
-                    limit: self.settings.max_tool_calls,
-                };
+            };
+            if let Some(end) = self
+                .run_reply_calls(settled, before, &mut report, events, cancel)
+                .await?
+            {
+                report.end = end;
                 return Ok(report);
             }
         }
+    }
+
+    /// The next request of the turn, streamed: the system blocks refreshed after the
+    /// first request, the reply's usage logged.
+    async fn next_reply(
+        &self,
+        prompt: &mut std::borrow::Cow<'_, Prompt>,
+        report: &mut TurnReport,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<Reply, ConversationError> {
+        if report.requests > 0 {
+            if let Some(source) = &self.system_source {
+                prompt.to_mut().system = source.system().await;
+            }
+        }
+        let request = self.request(prompt)?;
+        report.requests += 1;
+        let reply = self.stream_reply(&request, events, cancel).await?;
+        add_usage(&mut report.usage, reply.usage);
+        if reply.usage != Usage::default() {
+            let u = reply.usage;
+            let mut record = json!({
+                "model": self.settings.model,
+                "inputTokens": u.input_tokens,
+                "outputTokens": u.output_tokens,
+                "cacheReadTokens": u.cache_read_tokens,
+                "cacheCreationTokens": u.cache_creation_tokens,
+            });
+            if u.estimated {
+                record["estimated"] = json!(true);
+            }
+            self.append(&Event::structural(kinds::USAGE, record))?;
+        }
+        Ok(reply)
+    }
+
+    /// Settles how a reply's stream ended: a cancel, a failure or a final answer ends the
+    /// turn (`None`, with `report.end` set); otherwise the calls to run, with a malformed
+    /// call logged and answered at once.
+    fn settle(
+        &self,
+        reply: Reply,
+        report: &mut TurnReport,
+        events: &UnboundedSender<TurnEvent>,
+    ) -> Result<Option<Settled>, ConversationError> {
+        let Reply {
+            calls,
+            trailing,
+            partial,
+            end,
+            text,
+            ..
+        } = reply;
+        let malformed_call = match end {
+            StreamEnd::Cancelled => {
+                for call in &calls {
+                    self.append_result(events, &call.id, ResultStatus::Error, cancelled())?;
+                }
+                self.append_text(&trailing)?;
+                self.cancelled(&partial)?;
+                report.end = TurnEnd::Cancelled;
+                return Ok(None);
+            }
+            StreamEnd::Failed { message, transient } => {
+                // The reply is incomplete: run none of its calls, not even finished
+                // ones – the model had not said its last word about them.
+                for call in &calls {
+                    self.append_result(
+                        events,
+                        &call.id,
+                        ResultStatus::Error,
+                        "Error: not run – the reply was cut off before it finished".to_string(),
+                    )?;
+                }
+                self.append_text(&trailing)?;
+                report.end = self.failed(message, transient, &partial)?;
+                return Ok(None);
+            }
+            StreamEnd::Malformed {
+                id,
+                name,
+                raw,
+                error,
+            } => {
+                report.tool_calls += 1;
+                if !partial.is_empty() {
+                    // Calls begun after the malformed one are gone with the stream.
+                    self.append(&Event::structural(
+                        kinds::PARTIAL_TOOL_CALLS,
+                        json!({ "calls": partial_json(&partial) }),
+                    ))?;
+                }
+                Some((id, name, raw, error))
+            }
+            StreamEnd::Complete(stop) => {
+                if calls.is_empty() {
+                    self.append_text(&trailing)?;
+                    for evaluator in &self.seams.verdict {
+                        for event in evaluator.evaluate(&text) {
+                            self.append(&event)?;
+                        }
+                    }
+                    report.end = TurnEnd::Finished { stop };
+                    return Ok(None);
+                }
+                None
+            }
+        };
+        // The malformed call is logged and answered at once: the model gets the
+        // error and its raw text back and can correct itself in the next request.
+        if let Some((id, name, raw, error)) = malformed_call {
+            self.append_call(events, &id, &name, &json!({}))?;
+            self.append_result(
+                events,
+                &id,
+                ResultStatus::Error,
+                format!(
+                    "Error: invalid arguments – not valid JSON ({error}); raw arguments: \
+                     {raw} – call the tool again with a JSON object"
+                ),
+            )?;
+        }
+        Ok(Some(Settled { calls, trailing }))
+    }
+
+    /// Runs a reply's calls up to the turn's cap (refusing the rest), then logs the text
+    /// that followed them. `Some(end)` when the turn is over: cancelled, or past the cap.
+    async fn run_reply_calls(
+        &self,
+        settled: Settled,
+        before: usize,
+        report: &mut TurnReport,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+    ) -> Result<Option<TurnEnd>, ConversationError> {
+        let Settled { calls, trailing } = settled;
+        // The cap counts calls in the order the model made them; this reply's finished
+        // calls come before its malformed one.
+        let allowed = self.settings.max_tool_calls.saturating_sub(before);
+        let (run, refused) = calls.split_at(allowed.min(calls.len()));
+        for call in refused {
+            self.append_result(
+                events,
+                &call.id,
+                ResultStatus::Error,
+                format!(
+                    "Error: not run – this turn reached its limit of {} tool calls; tell the \
+                     user what is left to do",
+                    self.settings.max_tool_calls
+                ),
+            )?;
+        }
+        let finished = self.run_calls(run, events, cancel).await?;
+        self.append_text(&trailing)?;
+        if !finished {
+            self.cancelled(&BTreeMap::new())?;
+            return Ok(Some(TurnEnd::Cancelled));
+        }
+        // Past the cap (a refused call, or a malformed one beyond it): stop here, so
+        // not even a model that only sends broken calls can loop for ever.
+        if report.tool_calls > self.settings.max_tool_calls {
+            self.append(&Event::structural(
+                kinds::TOOL_CALL_LIMIT,
+                json!({
+                    "limit": self.settings.max_tool_calls,
+                    "refused": refused.iter().map(|c| c.id.as_str()).collect::<Vec<_>>(),
+                }),
+            ))?;
+            return Ok(Some(TurnEnd::ToolCallLimit {
+                limit: self.settings.max_tool_calls,
+            }));
+        }
+        Ok(None)
     }
 
     /// Streams one reply, logging its text and finished calls as they complete.
@@ -618,6 +698,7 @@ impl<M: ChatModel> Conversation<M> {
             partial: BTreeMap::new(),
             usage: Usage::default(),
             end: StreamEnd::Cancelled,
+            text: String::new(),
         };
         // Retries with backoff can take a while; a cancel must not wait for them.
         let started = tokio::select! {
@@ -641,6 +722,7 @@ impl<M: ChatModel> Conversation<M> {
         );
         // What streamed, for an estimate of the output when the provider's count never comes.
         let mut streamed_chars = 0usize;
+        let mut display = self.seams.display();
         reply.end = loop {
             let item = tokio::select! {
                 biased;
@@ -698,7 +780,13 @@ impl<M: ChatModel> Conversation<M> {
                     if let Some(live) = &self.unlogged {
                         live.lock().unwrap_or_else(|e| e.into_inner()).push(&delta);
                     }
-                    let _ = events.send(TurnEvent::TextDelta(delta));
+                    if !self.seams.verdict.is_empty() {
+                        reply.text.push_str(&delta);
+                    }
+                    let shown = display.push(&delta);
+                    if display.is_empty() || !shown.is_empty() {
+                        let _ = events.send(TurnEvent::TextDelta(shown));
+                    }
                 }
                 ProviderEvent::ToolCallStart { index, id, name } => {
                     let provider_id = id;
@@ -736,6 +824,10 @@ impl<M: ChatModel> Conversation<M> {
                 ProviderEvent::Stop(stop) => break StreamEnd::Complete(stop),
             }
         };
+        let held = display.finish();
+        if !held.is_empty() {
+            let _ = events.send(TurnEvent::TextDelta(held));
+        }
         // A stopped reply never gets the provider's final count (OpenAI-compatible servers
         // send usage last, Anthropic sends the output count last): what was streamed is
         // still paid for, so it is shown as an estimate (about four characters a token).

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Map, Value};
+use sextant_commands::CommandDoor;
 use sextant_commands::{CommandError, ErrorCode};
-use sextant_runtime::RuntimeHandle;
 use sextant_secrets::{Backend, SecretStore};
 
 use crate::chatlog::{ChatId, ChatLogError};
@@ -83,14 +83,14 @@ pub struct ChatDoor {
 impl ChatDoor {
     /// Opens the assistant's data in `dir` (created if missing), with API keys in the OS
     /// keyring when there is one.
-    pub fn open(dir: &Path, runtime: RuntimeHandle) -> Result<ChatDoor, CommandError> {
+    pub fn open(dir: &Path, runtime: impl CommandDoor + 'static) -> Result<ChatDoor, CommandError> {
         Self::open_with(dir, runtime, SecretStore::open(dir))
     }
 
     /// As [`open`](Self::open), with the key store chosen by the caller.
     pub fn open_with(
         dir: &Path,
-        runtime: RuntimeHandle,
+        runtime: impl CommandDoor + 'static,
         secrets: SecretStore,
     ) -> Result<ChatDoor, CommandError> {
         std::fs::create_dir_all(dir).map_err(|e| {

@@ -8,12 +8,18 @@
 //!   and the UI's projection are both derived from it by one fold and never stored.
 //!
 //! Architecture invariant: the assistant reaches the workspace only through registry
-//! commands (a [`sextant_runtime::RuntimeHandle`]), never by touching the project itself.
+//! commands (a [`Commands`] door, which the workspace runtime implements), never by
+//! touching the project itself; it does not depend on the runtime, its drivers or its
+//! databases.
 
 pub mod chatlog;
 pub mod context;
 pub mod conversation;
 pub mod door;
 pub mod pipeline;
+pub mod seams;
 pub mod service;
 pub mod tools;
+
+/// The registry commands, as the assistant calls them.
+pub type Commands = std::sync::Arc<dyn sextant_commands::CommandDoor>;

@@ -24,17 +24,19 @@ use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sextant_commands::CommandDoor;
 use sextant_commands::{Policy, Tier};
 use sextant_providers::{
     AnthropicClient, AnthropicConfig, ApiKey, Client, ModelInfo, OpenAiClient, OpenAiConfig,
     ProviderError, StopReason,
 };
-use sextant_runtime::RuntimeHandle;
+
+use crate::Commands;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
 use crate::chatlog::{kinds, ChatId, ChatLog, ChatLogError, ChatSummary, Event, UiItem};
-use crate::context::{Envelope, LiveState, SystemContext, DOCS_TEXT};
+use crate::context::{Envelope, DOCS_TEXT};
 use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
     TurnReport, UnloggedText,
@@ -43,6 +45,7 @@ use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
     ResultStatus, RuntimeExecutor,
 };
+use crate::seams::{Contributors, DocsBlock, LiveStateBlock, PromptContributor, RoleBlock, Seams};
 use crate::tools::{ToolSet, ToolsError};
 
 /// How many events a subscriber may fall behind before it misses some (it then gets
@@ -348,7 +351,7 @@ struct PendingApproval {
 
 struct Inner {
     log: Arc<Mutex<ChatLog>>,
-    runtime: RuntimeHandle,
+    runtime: Commands,
     settings: Mutex<ServiceSettings>,
     events: broadcast::Sender<ServiceEvent>,
     turns: Mutex<HashMap<ChatId, RunningTurn>>,
@@ -557,7 +560,7 @@ impl ChatService {
     /// Opens (or creates) the chat database at `db_path`.
     pub fn open(
         db_path: impl AsRef<Path>,
-        runtime: RuntimeHandle,
+        runtime: impl CommandDoor + 'static,
         settings: ServiceSettings,
     ) -> Result<ChatService, ServiceError> {
         let log = ChatLog::open(db_path)?;
@@ -565,7 +568,7 @@ impl ChatService {
         Ok(ChatService {
             inner: Arc::new(Inner {
                 log: Arc::new(Mutex::new(log)),
-                runtime,
+                runtime: Arc::new(runtime),
                 settings: Mutex::new(settings),
                 events,
                 turns: Mutex::new(HashMap::new()),
@@ -731,13 +734,20 @@ impl ChatService {
         unlogged: Arc<Mutex<UnloggedText>>,
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
         let runtime = &self.inner.runtime;
-        let system = Arc::new(LiveSystem {
-            runtime: runtime.clone(),
-            chat,
-            docs: settings.docs_block.then(|| DOCS_TEXT.to_string()),
-            live_state: settings.live_state,
-            envelope: Envelope::random(),
-        });
+        // The system array from its contributors: what is off is not built (zero bytes).
+        let mut contributors: Vec<Arc<dyn PromptContributor>> = vec![Arc::new(RoleBlock {
+            probe_instruction: None,
+        })];
+        if settings.docs_block {
+            contributors.push(Arc::new(DocsBlock(DOCS_TEXT.to_string())));
+        }
+        if settings.live_state {
+            contributors.push(Arc::new(LiveStateBlock {
+                commands: runtime.clone(),
+                chat,
+            }));
+        }
+        let system = Arc::new(Contributors::new(contributors, Envelope::random()));
         let tools = ToolSet::new(runtime.specs())?;
         let prompt = Prompt::new(system.system().await, tools.definitions().to_vec());
         let approver = UiApprover {
@@ -758,6 +768,7 @@ impl ChatService {
             Settings::new(settings.model.clone()),
         )
         .with_tools(Arc::new(tools))
+        .with_seams(Seams::default())
         .with_system_source(system)
         .with_unlogged_text(unlogged);
         Ok((conversation, prompt))
@@ -849,43 +860,6 @@ fn reply_owed<'a>(events: impl DoubleEndedIterator<Item = &'a Event>) -> bool {
         }
     }
     false
-}
-
-/// A turn's system blocks, rebuilt for each request: the role and docs blocks never change
-/// within a chat (they are the cached prefix); the live state is read afresh, so after the
-/// model's own edits it reads the project as it now is.
-struct LiveSystem {
-    runtime: RuntimeHandle,
-    chat: ChatId,
-    docs: Option<String>,
-    live_state: bool,
-    /// One per turn: the nonce stays out of the cached blocks either way.
-    envelope: Envelope,
-}
-
-impl SystemSource for LiveSystem {
-    fn system(&self) -> BoxFuture<'_, Vec<sextant_providers::SystemBlock>> {
-        Box::pin(async move {
-            let live = if self.live_state {
-                // A request without the live state is still useful; the model can read it.
-                match LiveState::fetch(&self.runtime).await {
-                    Ok(live) => Some(live),
-                    Err(e) => {
-                        tracing::warn!(chat = self.chat, error = %e, "live state left out of the prompt");
-                        None
-                    }
-                }
-            } else {
-                None
-            };
-            let context = SystemContext {
-                docs: self.docs.clone(),
-                live,
-                ..SystemContext::default()
-            };
-            context.blocks(&self.envelope)
-        })
-    }
 }
 
 async fn run_turn(

@@ -11,11 +11,13 @@
 //! projects or devices. Who may call what is decided by [`Policy`], which the doors (API
 //! server, MCP, assistant) apply with the caller's settings.
 
+mod calling;
 pub mod door;
 mod policy;
 mod reference;
 mod registry;
 
+pub use calling::{BoxFuture, Caller, CommandDoor};
 pub use policy::{Decision, Policy};
 pub use reference::markdown_reference;
 pub use registry::{CommandBuilder, CommandSpec, Example, Registry};

@@ -16,12 +16,8 @@ use bytes::Bytes;
 use sextant_telemetry::Timestamp;
 use tokio::sync::{mpsc, oneshot, watch};
 
-/// One read from a device: a serial read, a TCP segment, one MQTT publish, one CAN frame.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Chunk {
-    pub data: Bytes,
-    pub timestamp: Timestamp,
-}
+/// One read from a device (defined beside the frames it becomes, in the telemetry core).
+pub use sextant_telemetry::sink::Chunk;
 
 /// What a source is doing, for the UI's status line.
 #[derive(Debug, Clone, PartialEq, Eq)]

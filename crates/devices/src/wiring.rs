@@ -22,16 +22,9 @@ use tokio::sync::mpsc;
 use crate::capture::CaptureWriter;
 use crate::source::Chunk;
 
-/// Something that consumes frames on the pipeline thread.
-pub trait FrameSink: Send + 'static {
-    fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]);
-    /// Called once when every source has ended.
-    fn finish(&mut self) {}
-    /// Called with every raw chunk just before the pipeline parses it, on the pipeline
-    /// thread, so a session recorder keeps raw bytes and the frames cut from them in step
-    /// (a chunk the wiring queue dropped is neither parsed nor seen here). Must not block.
-    fn chunk(&mut self, _source: usize, _chunk: &Chunk) {}
-}
+/// Something that consumes frames on the pipeline thread (defined in the telemetry core,
+/// so consumers need not depend on the drivers).
+pub use sextant_telemetry::sink::FrameSink;
 
 /// Counters of the wiring itself.
 #[derive(Debug, Default)]

@@ -2,9 +2,9 @@
 //! at the UI benchmark's 10 000 visible points per plot; and the sink's per-frame cost.
 
 use criterion::{criterion_group, criterion_main, Criterion, Throughput};
-use sextant_devices::wiring::FrameSink;
 use sextant_display::{DisplayOptions, Scope, WINDOW_SAMPLES};
 use sextant_telemetry::pipeline::DatasetInfo;
+use sextant_telemetry::FrameSink;
 use sextant_telemetry::{FrameEvent, Timestamp, Value};
 
 fn datasets(n: usize) -> Vec<DatasetInfo> {

@@ -3,7 +3,7 @@
 
 use std::collections::VecDeque;
 
-use crate::scope::Block;
+use crate::block::Block;
 
 /// "SXD1", read as a little-endian u32.
 pub const MAGIC: [u8; 4] = *b"SXD1";

@@ -10,6 +10,7 @@
 //! The pipeline never waits for the UI: the sink only `try_lock`s the shared state; while a
 //! tick holds it, frames collect in a private batch that is moved over on the next frame.
 
+mod block;
 mod encode;
 mod scope;
 

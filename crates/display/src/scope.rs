@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard, TryLockError};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use sextant_devices::wiring::FrameSink;
-use sextant_devices::Chunk;
 use sextant_telemetry::pipeline::DatasetInfo;
+use sextant_telemetry::Chunk;
+use sextant_telemetry::FrameSink;
 use sextant_telemetry::{FrameEvent, Value};
 
+use crate::block::Block;
 use crate::encode::{Encoder, Overview, Window};
 
 /// Newest samples kept per dataset: the most any window or raw tail can show.
@@ -94,42 +95,6 @@ pub const BLOCK: usize = 256;
 /// Overview blocks kept per dataset: with [`BLOCK`], the newest ~4.2 M samples (42 s at
 /// 100 k frames/s) stay drawable as min/max even after the raw window has moved on.
 pub const OVERVIEW_BLOCKS: usize = 16 * 1024;
-
-/// The extremes of [`BLOCK`] consecutive samples: what min/max decimation keeps of them.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Block {
-    /// Times of the first and last sample.
-    pub t0: f64,
-    pub t1: f64,
-    pub tmin: f64,
-    pub vmin: f64,
-    pub tmax: f64,
-    pub vmax: f64,
-}
-
-impl Block {
-    fn new(t: f64, v: f64) -> Block {
-        Block {
-            t0: t,
-            t1: t,
-            tmin: t,
-            vmin: v,
-            tmax: t,
-            vmax: v,
-        }
-    }
-
-    fn add(&mut self, t: f64, v: f64) {
-        self.t1 = t;
-        // NaN never wins a comparison, so a gap does not hide real extremes.
-        if v < self.vmin || self.vmin.is_nan() {
-            (self.tmin, self.vmin) = (t, v);
-        }
-        if v > self.vmax || self.vmax.is_nan() {
-            (self.tmax, self.vmax) = (t, v);
-        }
-    }
-}
 
 /// One dataset: its newest samples in two columns (up to [`WINDOW_SAMPLES`], grown only
 /// if used) and, for windows longer than that, a min/max overview of older blocks – a

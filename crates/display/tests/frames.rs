@@ -2,10 +2,10 @@
 //! decimated, aligned and complete, read back with an independent decoder.
 
 use bytes::Bytes;
-use sextant_devices::wiring::FrameSink;
-use sextant_devices::Chunk;
 use sextant_display::{decode_header, DisplayOptions, Scope, CONSOLE_BYTES, HEADER_BYTES};
 use sextant_telemetry::pipeline::DatasetInfo;
+use sextant_telemetry::Chunk;
+use sextant_telemetry::FrameSink;
 use sextant_telemetry::{FrameEvent, Timestamp, Value};
 
 fn info(n: usize) -> Vec<DatasetInfo> {

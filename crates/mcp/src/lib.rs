@@ -40,7 +40,7 @@ use std::net::SocketAddr;
 use std::time::Duration;
 
 use rmcp::service::{ServerInitializeError, ServiceExt};
-use sextant_runtime::RuntimeHandle;
+use sextant_commands::CommandDoor;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// Per-session limits: the same as every door's.
@@ -77,7 +77,7 @@ pub enum ServeError {
 
 /// Serves one MCP session over a byte stream until the client hangs up.
 pub async fn serve<R, W>(
-    runtime: RuntimeHandle,
+    runtime: impl CommandDoor + 'static,
     options: McpOptions,
     read: R,
     write: W,
@@ -87,12 +87,21 @@ where
     W: AsyncWrite + Unpin + Send + 'static,
 {
     let limits = options.limits;
-    serve_service(McpService::new(runtime, options), limits, read, write).await
+    serve_service(
+        McpService::new(std::sync::Arc::new(runtime), options),
+        limits,
+        read,
+        write,
+    )
+    .await
 }
 
 /// Serves one MCP session on standard input and output. Nothing else may write to stdout
 /// while it runs: logs belong on stderr.
-pub async fn serve_stdio(runtime: RuntimeHandle, options: McpOptions) -> Result<(), ServeError> {
+pub async fn serve_stdio(
+    runtime: impl CommandDoor + 'static,
+    options: McpOptions,
+) -> Result<(), ServeError> {
     serve(runtime, options, tokio::io::stdin(), tokio::io::stdout()).await
 }
 

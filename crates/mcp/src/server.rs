@@ -1,4 +1,4 @@
-//! The MCP handler: tools and resources on top of a [`RuntimeHandle`], with the door's
+//! The MCP handler: tools and resources on top of a [`CommandDoor`], with the door's
 //! tier policy.
 
 use std::sync::Arc;
@@ -12,8 +12,8 @@ use rmcp::model::{
 use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{json, Value};
+use sextant_commands::{Caller, CommandDoor};
 use sextant_commands::{CommandError, ErrorCode, Policy, Tier};
-use sextant_runtime::{Caller, RuntimeHandle};
 
 use crate::tools::ToolTable;
 use crate::McpOptions;
@@ -37,13 +37,13 @@ pub struct McpService {
 }
 
 struct Inner {
-    runtime: RuntimeHandle,
+    runtime: Arc<dyn CommandDoor>,
     tools: ToolTable,
     policy: Policy,
 }
 
 impl McpService {
-    pub fn new(runtime: RuntimeHandle, options: McpOptions) -> McpService {
+    pub fn new(runtime: Arc<dyn CommandDoor>, options: McpOptions) -> McpService {
         let tools = ToolTable::new(runtime.specs(), options.allow_device_control);
         McpService {
             inner: Arc::new(Inner {

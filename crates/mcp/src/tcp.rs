@@ -7,7 +7,7 @@
 use std::net::SocketAddr;
 
 use serde_json::json;
-use sextant_runtime::RuntimeHandle;
+use sextant_commands::CommandDoor;
 use tokio::io::AsyncWriteExt;
 use tokio::net::TcpListener;
 use tokio::task::JoinSet;
@@ -24,7 +24,7 @@ impl McpTcpServer {
     /// which). Dropping the server closes the listener and every session.
     pub async fn bind(
         addr: SocketAddr,
-        runtime: RuntimeHandle,
+        runtime: impl CommandDoor + 'static,
         options: McpOptions,
     ) -> Result<McpTcpServer, ServeError> {
         if !addr.ip().is_loopback() {
@@ -37,7 +37,7 @@ impl McpTcpServer {
             .local_addr()
             .map_err(|source| ServeError::Bind { addr, source })?;
         let limits = options.limits;
-        let service = McpService::new(runtime, options);
+        let service = McpService::new(std::sync::Arc::new(runtime), options);
         let task = tokio::spawn(async move {
             // Owning the sessions here means aborting this task ends them all.
             let mut sessions = JoinSet::new();

@@ -14,6 +14,7 @@ pub mod commands;
 mod convert;
 mod runtime;
 pub mod safeguards;
+pub mod session_replay;
 mod tail;
 mod workspace;
 

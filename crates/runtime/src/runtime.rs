@@ -18,15 +18,7 @@ use crate::safeguards::{Gate, Safeguards, View};
 use crate::workspace::{Event, Workspace};
 use sextant_telemetry::project::Source;
 
-/// Who is calling, for logs and for door-specific rules.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Caller {
-    Ui,
-    Api,
-    Mcp,
-    Cli,
-    Assistant,
-}
+pub use sextant_commands::Caller;
 
 /// How far a person has approved a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -241,6 +233,39 @@ pub const UI_POLICY: Policy = Policy {
     allow_process_sources: false,
     paths_from_person: false,
 };
+
+/// The runtime as the doors that call on someone's behalf see it (the assistant, MCP).
+impl sextant_commands::CommandDoor for RuntimeHandle {
+    fn specs(&self) -> &[CommandSpec] {
+        RuntimeHandle::specs(self)
+    }
+
+    fn assess(&self, command: &str, params: &Value) -> Option<String> {
+        RuntimeHandle::assess(self, command, params)
+    }
+
+    fn call<'a>(
+        &'a self,
+        caller: Caller,
+        command: &'a str,
+        params: Value,
+        policy: Policy,
+    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
+        Box::pin(RuntimeHandle::call(self, caller, command, params, policy))
+    }
+
+    fn call_approved<'a>(
+        &'a self,
+        caller: Caller,
+        command: &'a str,
+        params: Value,
+        policy: Policy,
+    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
+        Box::pin(RuntimeHandle::call_approved(
+            self, caller, command, params, policy,
+        ))
+    }
+}
 
 /// A door's connection to the runtime.
 #[derive(Clone)]

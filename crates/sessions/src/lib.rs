@@ -13,7 +13,7 @@
 //! - [`recorder`] is a slot a live wiring carries from the start, so recording can begin
 //!   and end while sources keep running.
 //! - [`store`] owns browsing and editing: list, get, tag, rename, delete, CSV export.
-//! - [`replay`] plays a session's raw chunks back as a device source.
+//! - [`replay`] reads a session's raw chunks back, in order, for a replay.
 //! - [`codec`] is the compact encoding of a frame's values.
 //!
 //! Architecture invariant: recording never stalls ingestion. The pipeline thread only
@@ -28,7 +28,7 @@ pub mod store;
 pub mod writer;
 
 pub use recorder::Recorder;
-pub use replay::SessionReplayDriver;
+pub use replay::SessionRecords;
 pub use schema::SCHEMA_VERSION;
 pub use store::{SessionDetail, SessionStore, SessionSummary, SourceSummary};
 pub use writer::{

@@ -17,11 +17,11 @@ use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
-use sextant_devices::wiring::FrameSink;
-use sextant_devices::Chunk;
 use sextant_telemetry::pipeline::DatasetInfo;
 use sextant_telemetry::project::Project;
+use sextant_telemetry::Chunk;
 use sextant_telemetry::FrameEvent;
+use sextant_telemetry::FrameSink;
 
 use crate::writer::{NewSession, SessionSink, SessionWriter, WriterOptions, WriterReport};
 use crate::{SessionError, SessionId};

@@ -1,55 +1,18 @@
-//! Replaying a recorded session: its raw chunks for one source, as a device driver.
+//! Replaying a recorded session: its raw chunks for one source, in order, with their
+//! recorded timestamps.
 //!
-//! The pacing, pause, step, seek and speed are the capture replay's own
-//! ([`sextant_devices::replay::ReplayLink`] over [`ReplayRecords`]); this module only says
-//! where the records come from. Opening indexes the source's chunks (rowid and elapsed
-//! time, 16 bytes each); a chunk's bytes are read when it is due. Chunks keep their
-//! recorded timestamps, so a replay through a fresh pipeline reproduces the recorded
+//! This module only says where the records come from; the pacing, pause, step, seek and
+//! speed are the device layer's replay link (the workspace runtime puts the two together,
+//! so this crate needs no device driver). Opening indexes the source's chunks (rowid and
+//! elapsed time, 16 bytes each); a chunk's bytes are read when it is due. Chunks keep
+//! their recorded timestamps, so a replay through a fresh pipeline reproduces the recorded
 //! frames exactly.
-
-use std::path::PathBuf;
-use std::sync::Arc;
 
 use bytes::Bytes;
 use rusqlite::Connection;
-use sextant_devices::replay::{ReplayControl, ReplayLink, ReplayRecords};
-use sextant_devices::{DeviceError, Driver};
 use sextant_telemetry::Timestamp;
 
 use crate::{schema, SessionError, SessionId};
-
-/// Plays the chunks `source` delivered in session `session` of the database at `db`.
-pub struct SessionReplayDriver {
-    pub db: PathBuf,
-    pub session: SessionId,
-    /// Index of the source in the session's project.
-    pub source: usize,
-    /// One control per driver (a seek or step is consumed by the link that sees it).
-    pub control: Arc<ReplayControl>,
-}
-
-impl Driver for SessionReplayDriver {
-    type Link = ReplayLink<SessionRecords>;
-
-    fn describe(&self) -> String {
-        format!(
-            "replay of session {} (source {}) from {}",
-            self.session,
-            self.source,
-            self.db.display()
-        )
-    }
-
-    async fn open(&mut self) -> Result<Self::Link, DeviceError> {
-        let (db, session, source) = (self.db.clone(), self.session, self.source);
-        let records =
-            tokio::task::spawn_blocking(move || SessionRecords::open(&db, session, source))
-                .await
-                .map_err(|e| DeviceError::fatal(format!("indexing the session failed: {e}")))?
-                .map_err(|e| DeviceError::fatal(e.to_string()))?;
-        Ok(ReplayLink::new(records, self.control.clone()))
-    }
-}
 
 /// The raw chunks of one source of one session, indexed by rowid.
 pub struct SessionRecords {
@@ -93,12 +56,14 @@ impl SessionRecords {
     }
 }
 
-impl ReplayRecords for SessionRecords {
-    fn times(&self) -> &[u64] {
+impl SessionRecords {
+    /// Capture time (ns since the session started) of every chunk, in play order.
+    pub fn times(&self) -> &[u64] {
         &self.times
     }
 
-    fn load(&mut self, i: usize) -> Result<(Bytes, Timestamp), DeviceError> {
+    /// The bytes and timestamps of chunk `i` (`i < times().len()`).
+    pub fn load(&mut self, i: usize) -> Result<(Bytes, Timestamp), SessionError> {
         let read = || -> rusqlite::Result<(Vec<u8>, i64, i64)> {
             let mut stmt = self
                 .conn
@@ -113,12 +78,10 @@ impl ReplayRecords for SessionRecords {
                     unix_ns,
                 },
             )),
-            Err(rusqlite::Error::QueryReturnedNoRows) => Err(DeviceError::fatal(
-                "the session was deleted while replaying it",
+            Err(rusqlite::Error::QueryReturnedNoRows) => Err(SessionError::Invalid(
+                "the session was deleted while replaying it".into(),
             )),
-            Err(e) => Err(DeviceError::fatal(format!(
-                "reading the recorded session failed: {e}"
-            ))),
+            Err(e) => Err(SessionError::Sql(e)),
         }
     }
 }

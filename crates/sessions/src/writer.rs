@@ -29,11 +29,11 @@ use bytes::Bytes;
 use rusqlite::{params, Connection, TransactionBehavior};
 use schemars::JsonSchema;
 use serde::Serialize;
-use sextant_devices::wiring::FrameSink;
-use sextant_devices::Chunk;
 use sextant_telemetry::pipeline::DatasetInfo;
 use sextant_telemetry::project::Project;
+use sextant_telemetry::Chunk;
 use sextant_telemetry::FrameEvent;
+use sextant_telemetry::FrameSink;
 
 use crate::{codec, schema, SessionError, SessionId};
 

@@ -24,9 +24,11 @@ pub mod parse;
 pub mod pipeline;
 pub mod project;
 pub mod series;
+pub mod sink;
 pub mod transform;
 pub mod value;
 
 pub use pipeline::{FrameEvent, Pipeline, Timestamp};
 pub use project::Project;
+pub use sink::{Chunk, FrameSink};
 pub use value::{Rows, Value};

@@ -7,8 +7,8 @@
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
+use sextant_commands::Caller;
 use sextant_commands::{Policy, Tier};
-use sextant_runtime::Caller;
 
 /// One tool call as the model made it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

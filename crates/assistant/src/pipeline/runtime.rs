@@ -1,14 +1,13 @@
 //! Registry commands as the pipeline's tools: [`RuntimeExecutor`] runs calls through a
-//! [`RuntimeHandle`], and a `RuntimeHandle` is a [`Checkpointer`] via
-//! `assistant.checkpoint`.
+//! [`Commands`] door, which is a [`Checkpointer`] via `assistant.checkpoint`.
 //!
 //! The runtime applies the caller's tier policy again on its side; that is deliberate
 //! defence in depth. The executor tells it "a person approved" only when one did
 //! ([`Authorization::by_person`]), never because a rule allowed the call.
 
+use crate::Commands;
 use serde_json::{json, Value};
-use sextant_commands::Policy;
-use sextant_runtime::RuntimeHandle;
+use sextant_commands::{CommandDoor, Policy};
 
 use crate::pipeline::cancel::CancelToken;
 use crate::pipeline::context::{Authorization, CallContext};
@@ -20,12 +19,14 @@ use crate::pipeline::tiers::Checkpointer;
 /// reject dots), as the MCP door does.
 #[derive(Clone)]
 pub struct RuntimeExecutor {
-    handle: RuntimeHandle,
+    handle: Commands,
 }
 
 impl RuntimeExecutor {
-    pub fn new(handle: RuntimeHandle) -> RuntimeExecutor {
-        RuntimeExecutor { handle }
+    pub fn new(handle: impl CommandDoor + 'static) -> RuntimeExecutor {
+        RuntimeExecutor {
+            handle: std::sync::Arc::new(handle),
+        }
     }
 
     fn command(&self, tool: &str) -> Option<&sextant_commands::CommandSpec> {
@@ -89,7 +90,7 @@ impl Executor for RuntimeExecutor {
     }
 }
 
-impl Checkpointer for RuntimeHandle {
+impl<D: CommandDoor + ?Sized> Checkpointer for D {
     fn checkpoint<'a>(
         &'a self,
         ctx: &'a CallContext,

@@ -12,11 +12,13 @@ use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sextant_commands::{CommandError, Registry, Tier};
 use sextant_devices::replay::ReplayControl;
+
+use crate::session_replay::SessionReplayDriver;
 use sextant_devices::wiring::{Wiring, WiringOptions};
 use sextant_devices::{Clock, Reconnect, RunOptions, Source};
 use sextant_sessions::{
-    Recorder, SessionDetail, SessionError, SessionReplayDriver, SessionStore, SessionSummary,
-    WriterOptions, WriterReport,
+    Recorder, SessionDetail, SessionError, SessionStore, SessionSummary, WriterOptions,
+    WriterReport,
 };
 use sextant_telemetry::Pipeline;
 
