@@ -2,7 +2,10 @@ import { describe, expect, it } from "vitest";
 import { COLS, MIN_TILE_PX, autoTiles, columnsFor, reflow, settle, datasetViews, groupKind, moveTile, plainTile, resizeTile, resolveTiles, standsInFor, workspacesOf } from "../src/dashboard/layout";
 import type { Tile } from "../src/dashboard/model";
 import type { Dataset, Project } from "../src/dashboard/model";
-import { strings } from "../src/dashboard/strings";
+import { strings as typed } from "../src/dashboard/strings";
+
+// Looked up by any string: these checks are about what exists at run time.
+const strings: Record<"en" | "zh", Record<string, string>> = typed;
 
 const ds = (id: string, extra: Partial<Dataset> = {}): Dataset => ({ id, title: id.toUpperCase(), units: "", ...extra });
 const project: Project = {

@@ -1,10 +1,10 @@
 // What a person reads when a command fails says what failed in words, never the command's
 // internal name or its machine error code.
 import { describe, expect, it } from "vitest";
-import { dictionaries, failKeyOf, failed } from "../src/lib/i18n/index.svelte";
+import { dictionaries, failKeyOf, failed, type Key } from "../src/lib/i18n/index.svelte";
 
 describe("failure messages", () => {
-  const cases: [string, string][] = [
+  const cases: [string, Key][] = [
     ["project.save", "fail.project.save"],
     ["project.group.add", "fail.project"],
     ["sessions.startRecording", "fail.sessions"],

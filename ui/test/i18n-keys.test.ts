@@ -1,7 +1,7 @@
 // Every string file has the same keys in English and Chinese, no Chinese string is empty
 // or a stand-in, placeholders match, and every key the screens use exists.
 import { describe, expect, it } from "vitest";
-import { dictionaries } from "../src/lib/i18n/index.svelte";
+import { dictionaries as typed } from "../src/lib/i18n/index.svelte";
 import { strings as screens } from "../src/screens/strings";
 import { strings as dashboard } from "../src/dashboard/strings";
 import { strings as shell } from "../src/lib/i18n/shell";
@@ -10,6 +10,8 @@ import { CARD_STATUSES, PROVIDERS, noticeText, type ChatItem } from "../src/chat
 import { PARSER_KINDS, SOURCE_TYPES } from "../src/screens/connection";
 import * as enums from "../src/screens/project/enums";
 
+// Looked up by any string: these checks are about what exists at run time.
+const dictionaries: Record<"en" | "zh", Record<string, string>> = typed;
 const files = { screens, dashboard, shell, chat };
 const placeholders = (s: string) => [...s.matchAll(/\{(\w+)\}/g)].map((m) => m[1]).sort();
 

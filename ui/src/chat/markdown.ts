@@ -1,17 +1,24 @@
 /** Markdown for the assistant's replies, as HTML that is safe to insert.
  *
  *  The model's text is untrusted (it may quote device data, project strings or a web page),
- *  so nothing in it ever becomes markup by itself: every character of the input is escaped,
- *  and the only tags in the output are the fixed ones this renderer writes – paragraphs,
- *  line breaks, headings, strong/em/del, inline code, fenced code blocks, lists, block
- *  quotes, rules, tables and links to http(s) URLs (`target="_blank" rel="noopener
- *  noreferrer"`). No raw HTML, no other URL schemes, and no images: a remote image would
- *  load the moment the reply renders (a tracking pixel, or data leaked in its URL), so
- *  `![alt](url)` is a link to the URL that reads as its alt text, marked `md-image`.
+ *  so nothing in it ever becomes markup by itself. markdown-it parses it (CommonMark, with
+ *  tables and strikethrough) with raw HTML off, so every character the model writes is
+ *  text, escaped by the renderer; the only tags in the output are the fixed ones markdown-it
+ *  writes for paragraphs, line breaks, headings, strong/em/del, inline code, fenced code
+ *  blocks, lists, block quotes, rules and tables, and links to http(s) URLs (`target="_blank"
+ *  rel="noopener noreferrer"`). A link to any other scheme is its text alone. No images: a
+ *  remote image would load the moment the reply renders (a tracking pixel, or data leaked in
+ *  its URL), so `![alt](url)` is a link to the URL that reads as its alt text, marked
+ *  `md-image`, and just the alt text for any other scheme or inside a link.
  *
  *  Streaming-safe: the text is re-rendered as it grows, so every half-written construct
  *  renders as something sensible – an unclosed fence is a code block to the end, an
- *  unclosed `**`, backtick or `[link](` is plain text until its closing part arrives. */
+ *  unclosed `**` or backtick is plain text until its closing part arrives, and so is the
+ *  rest of the line after a `[text](` whose URL has not all arrived (not a link to half a
+ *  URL). markdown-it is linear in its input; the rules added here are too. */
+
+import MarkdownIt from "markdown-it";
+import type { StateBlock, StateCore, StateInline, Token } from "markdown-it";
 
 const ESCAPES: Record<string, string> = { "&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "'": "&#39;" };
 
@@ -19,284 +26,99 @@ export function escapeHtml(s: string): string {
   return s.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 }
 
-/** How deep lists and quotes may nest before their content is shown as plain paragraphs,
- *  and emphasis before its markers are shown as plain text. */
-const MAX_DEPTH = 16;
+/** How deep lists and quotes may nest before what is inside them is shown as a plain
+ *  paragraph (a quote is one of markdown-it's levels, a list two: the list and its item). */
+const MAX_BLOCK_LEVEL = 18;
 
-// Every pattern and scan here is linear in its line (the text is untrusted and re-rendered
-// on every streamed piece). `.` stops at U+2028/U+2029, so a line holding one never matches
-// FENCE or LIST_ITEM; their lookahead says so in one pass, where the pattern itself would
-// backtrack quadratically over a long run of backticks or blanks first.
-const FENCE = /^(?=[^\u2028\u2029]*$) {0,3}(`{3,}|~{3,})(.*)$/;
-const RULE = /^ {0,3}([-*_])(?:[ \t]*\1){2,}[ \t]*$/;
-const QUOTE = /^ {0,3}> ?(.*)$/;
-const LIST_ITEM = /^(?=[^\u2028\u2029]*$)( *)([-*+]|\d{1,9}[.)])(?:[ \t]+(.*)|[ \t]*)$/;
+/** How deep strong, em and del may nest before their markers are shown as plain text. */
+const MAX_EMPHASIS = 16;
+const EMPHASIS = /^(strong|em|s)_(open|close)$/;
 
-const isBlankChar = (c: string | undefined) => c === " " || c === "\t";
+const HTTP = /^https?:\/\/\S+$/i;
+const isWord = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}_]/u.test(c);
 
-/** An ATX heading (`## Title ##`): its level (the number of `#`s) and its text, or null.
- *  By hand, as the pattern `^ {0,3}(#{1,6})(?:[ \t]+(.*?))?(?:[ \t]+#+)?[ \t]*$` did it in
- *  quadratic time over a long run of blanks; same result. */
-function heading(line: string): { level: number; text: string } | null {
-  let i = 0;
-  while (i < 3 && line[i] === " ") i++;
-  let h = i;
-  while (line[h] === "#") h++;
-  const level = h - i;
-  if (level < 1 || level > 6) return null;
-  if (h === line.length) return { level, text: "" };
-  if (!isBlankChar(line[h])) return null;
-  let start = h;
-  while (isBlankChar(line[start])) start++;
-  // `.` stops at a line separator, and a line holding one is no heading.
-  if (/[\u2028\u2029]/.test(line.slice(start))) return null;
-  // The text ends before trailing blanks, and before a closing run of `#`s that a blank
-  // separates from it.
-  let end = line.length;
-  while (end > start && isBlankChar(line[end - 1])) end--;
-  if (end > start && line[end - 1] === "#") {
-    let hashes = end - 1;
-    while (hashes > start && line[hashes - 1] === "#") hashes--;
-    let blanks = hashes;
-    while (blanks > start && isBlankChar(line[blanks - 1])) blanks--;
-    if (blanks < hashes) end = blanks;
-  }
-  return { level, text: line.slice(start, end) };
-}
+const md = new MarkdownIt("default", {
+  html: false,
+  breaks: true,
+  // Bare URLs are linked by the `bare_url` rule below, http(s) only, as they always were here
+  // (markdown-it's linkify would also link `www.…` and e-mail addresses).
+  linkify: false,
+  typographer: false,
+  // Bounds how deep the inline scans recurse (an unclosed `![` nested in another costs up
+  // to this much each: 100 KB of them took 0.6 s at markdown-it's default of 100), and how
+  // deep blocks nest (`too_deep` below takes over first).
+  maxNesting: MAX_BLOCK_LEVEL + 2,
+});
+// Not in the dialect the model is asked to write, and surprising when it slips in: text
+// under a `---` is no heading, an indented line is no code block, and `[x]: url` lines do
+// not vanish into link definitions.
+md.disable(["lheading", "code", "reference"]);
 
-/** A table's delimiter row (`|:--|--:|`), as `^ *\|? *:?-+:? *(?:\| *:?-+:? *)*\|? *$` would
- *  match it – by hand, as that pattern backtracked quadratically over runs of spaces. */
-function isTableSep(line: string): boolean {
-  let k = 0;
-  const spaces = () => {
-    while (line[k] === " ") k++;
-  };
-  // `:?-+:? *` at k; moves k past it when it is there.
-  const cell = () => {
-    let j = k;
-    if (line[j] === ":") j++;
-    const dashes = j;
-    while (line[j] === "-") j++;
-    if (j === dashes) return false;
-    if (line[j] === ":") j++;
-    k = j;
-    spaces();
-    return true;
-  };
-  spaces();
-  if (line[k] === "|") k++;
-  spaces();
-  if (!cell()) return false;
-  while (line[k] === "|") {
-    const pipe = k++;
-    spaces();
-    if (!cell()) {
-      k = pipe; // the closing pipe
-      break;
-    }
-  }
-  if (line[k] === "|") k++;
-  spaces();
-  return k === line.length;
-}
+// Which links and images survive is decided once, on the parsed tokens (`inline` below);
+// the URL is kept as written (the renderer escapes it in the attribute).
+md.validateLink = () => true;
+md.normalizeLink = (url) => url;
+md.normalizeLinkText = (url) => url;
 
 /** Renders `src` (Markdown) as safe HTML. */
 export function renderMarkdown(src: string): string {
-  const lines = src.replace(/\r\n?/g, "\n").split("\n").map(expandTabs);
-  return blocks(lines, 0);
+  return md.render(src);
 }
 
-function expandTabs(line: string): string {
-  const m = /^[ \t]+/.exec(line);
-  return m ? m[0].replace(/\t/g, "    ") + line.slice(m[0].length) : line;
-}
+// ---- parsing -------------------------------------------------------------------------
 
-function indentOf(line: string): number {
-  return /^ */.exec(line)![0].length;
-}
+/** Past `MAX_BLOCK_LEVEL`, the rest of the block is one plain paragraph (markdown-it itself
+ *  would drop it at its nesting limit). */
+md.block.ruler.before("table", "too_deep", (state: StateBlock, startLine: number, endLine: number, silent: boolean) => {
+  if (state.level < MAX_BLOCK_LEVEL) return false;
+  if (silent) return true;
+  const text = state.getLines(startLine, endLine, state.blkIndent, false).trim();
+  state.line = endLine;
+  state.push("paragraph_open", "p", 1).map = [startLine, endLine];
+  const inline = state.push("inline", "", 0);
+  inline.content = text;
+  inline.map = [startLine, endLine];
+  inline.children = [];
+  state.push("paragraph_close", "p", -1);
+  return true;
+});
 
-const isBlank = (line: string) => line.trim() === "";
+/** A bare http(s) URL, found at its `:`, without trailing punctuation or unbalanced closing
+ *  parentheses; not right after a letter, digit or `_`, and not inside a link's text. */
+const URL_AT = /https?:\/\/[^\s<>"'`]+/iy;
+md.inline.ruler.before("linkify", "bare_url", (state: StateInline, silent: boolean) => {
+  // In a link label's scan (silent), a URL is not skipped whole: the label's `]` wins.
+  if (silent || state.linkLevel > 0 || state.src.charCodeAt(state.pos) !== 0x3a) return false;
+  // The scheme is the end of the pending text (read from the source: slicing the pending
+  // text, built up a character at a time, would copy all of it at every `:`).
+  const scheme = /https?$/i.exec(state.src.slice(Math.max(0, state.pos - 5), state.pos))?.[0];
+  if (!scheme || state.pending.length < scheme.length) return false;
+  const start = state.pos - scheme.length;
+  if (isWord(state.src[start - 1])) return false;
+  URL_AT.lastIndex = start;
+  const found = URL_AT.exec(state.src);
+  if (!found) return false;
+  const url = trimUrl(found[0].slice(0, state.posMax - start));
+  if (!url) return false;
+  state.pending = state.pending.slice(0, -scheme.length);
+  const open = state.push("link_open", "a", 1);
+  open.attrs = [["href", url]];
+  open.markup = "linkify";
+  open.info = "auto";
+  state.push("text", "", 0).content = url;
+  const close = state.push("link_close", "a", -1);
+  close.markup = "linkify";
+  close.info = "auto";
+  state.pos = start + url.length;
+  return true;
+});
 
-function blocks(lines: string[], depth: number): string {
-  let out = "";
-  let para: string[] = [];
-  const flush = () => {
-    if (para.length) out += `<p>${para.map((l) => inline(l.trim())).join("<br>")}</p>`;
-    para = [];
-  };
-  let i = 0;
-  while (i < lines.length) {
-    const line = lines[i];
-    const fence = FENCE.exec(line);
-    if (fence && !(fence[1][0] === "`" && fence[2].includes("`"))) {
-      flush();
-      const [marker, info] = [fence[1], fence[2].trim()];
-      const close = new RegExp(`^ {0,3}${marker[0] === "`" ? "`" : "~"}{${marker.length},}[ \\t]*$`);
-      const body: string[] = [];
-      i++;
-      while (i < lines.length && !close.test(lines[i])) body.push(lines[i++]);
-      const closed = i < lines.length;
-      i++;
-      // While streaming, the fence is still open: show what has arrived, without the
-      // blank line that is just the end of the text so far.
-      if (!closed) while (body.length && isBlank(body[body.length - 1])) body.pop();
-      const lang = info.split(/\s+/)[0];
-      out += `<pre class="md-code"><code${lang ? ` data-lang="${escapeHtml(lang)}"` : ""}>${escapeHtml(body.join("\n"))}</code></pre>`;
-      continue;
-    }
-    if (isBlank(line)) {
-      flush();
-      i++;
-      continue;
-    }
-    const head = heading(line);
-    if (head) {
-      flush();
-      // Chat-sized: `#` is an h3, and so on down to h6.
-      const level = Math.min(6, head.level + 2);
-      out += `<h${level}>${inline(head.text.trim())}</h${level}>`;
-      i++;
-      continue;
-    }
-    if (RULE.test(line)) {
-      flush();
-      out += "<hr>";
-      i++;
-      continue;
-    }
-    if (depth < MAX_DEPTH && QUOTE.test(line)) {
-      flush();
-      const inner: string[] = [];
-      while (i < lines.length && !isBlank(lines[i])) {
-        const q = QUOTE.exec(lines[i]);
-        inner.push(q ? q[1] : lines[i]);
-        i++;
-      }
-      out += `<blockquote>${blocks(inner, depth + 1)}</blockquote>`;
-      continue;
-    }
-    if (depth < MAX_DEPTH && LIST_ITEM.test(line)) {
-      flush();
-      const [html, next] = list(lines, i, depth);
-      out += html;
-      i = next;
-      continue;
-    }
-    if (line.includes("|") && i + 1 < lines.length && isTableSep(lines[i + 1]) && lines[i + 1].includes("|")) {
-      const head = cells(line);
-      const aligns = cells(lines[i + 1]).map((c) => {
-        const left = c.startsWith(":");
-        const right = c.endsWith(":");
-        return left && right ? "center" : right ? "right" : left ? "left" : "";
-      });
-      if (head.length === aligns.length) {
-        flush();
-        i += 2;
-        const rows: string[][] = [];
-        while (i < lines.length && !isBlank(lines[i]) && lines[i].includes("|")) rows.push(cells(lines[i++]));
-        const cell = (tag: string, text: string, k: number) =>
-          `<${tag}${aligns[k] ? ` style="text-align: ${aligns[k]}"` : ""}>${inline(text)}</${tag}>`;
-        out += `<table><thead><tr>${head.map((c, k) => cell("th", c, k)).join("")}</tr></thead>`;
-        if (rows.length) {
-          out += `<tbody>${rows.map((r) => `<tr>${aligns.map((_, k) => cell("td", r[k] ?? "", k)).join("")}</tr>`).join("")}</tbody>`;
-        }
-        out += "</table>";
-        continue;
-      }
-    }
-    para.push(line);
-    i++;
-  }
-  flush();
-  return out;
-}
-
-/** A table row's cells: split at `|` (not `\|`), outer pipes dropped. */
-function cells(row: string): string[] {
-  let s = row.trim();
-  if (s.startsWith("|")) s = s.slice(1);
-  if (s.endsWith("|") && !s.endsWith("\\|")) s = s.slice(0, -1);
-  return s.split(/(?<!\\)\|/).map((c) => c.trim().replace(/\\\|/g, "|"));
-}
-
-/** A list starting at `lines[start]`; returns its HTML and the index after it. */
-function list(lines: string[], start: number, depth: number): [string, number] {
-  const first = LIST_ITEM.exec(lines[start])!;
-  const base = first[1].length;
-  const ordered = /\d/.test(first[2]);
-  const items: string[][] = [];
-  let contentIndent = 0;
-  let i = start;
-  let loose = false;
-  while (i < lines.length) {
-    const line = lines[i];
-    const m = LIST_ITEM.exec(line);
-    if (m && m[1].length <= base + 1 && !RULE.test(line)) {
-      if (m[1].length < base || /\d/.test(m[2]) !== ordered) break;
-      items.push([m[3] ?? ""]);
-      contentIndent = m[1].length + m[2].length + 1;
-      i++;
-      continue;
-    }
-    if (isBlank(line)) {
-      // A blank line ends the list unless the list (or this item) goes on after it.
-      let j = i + 1;
-      while (j < lines.length && isBlank(lines[j])) j++;
-      if (j >= lines.length) break;
-      const next = LIST_ITEM.exec(lines[j]);
-      const continues = indentOf(lines[j]) > base + 1 || (next && next[1].length === base && /\d/.test(next[2]) === ordered);
-      if (!continues) break;
-      loose = true;
-      // All the blank lines at once (one at a time looked ahead over all of them each time).
-      for (; i < j; i++) items[items.length - 1].push("");
-      continue;
-    }
-    const indent = indentOf(line);
-    if (indent > base) {
-      items[items.length - 1].push(line.slice(Math.min(indent, contentIndent)));
-      i++;
-      continue;
-    }
-    // A lazy continuation of the item's text (not after a blank line, not a new block).
-    const last = items[items.length - 1];
-    if (!isBlank(last[last.length - 1]) && !FENCE.test(line) && !heading(line) && !QUOTE.test(line) && !RULE.test(line)) {
-      last.push(line.trim());
-      i++;
-      continue;
-    }
-    break;
-  }
-  const tag = ordered ? "ol" : "ul";
-  const n = ordered ? parseInt(first[2], 10) : 1;
-  const startAttr = ordered && n !== 1 ? ` start="${n}"` : "";
-  const body = items
-    .map((item) => {
-      let html = blocks(item, depth + 1);
-      // Tight lists: the item's first paragraph without <p>.
-      if (!loose) html = html.replace(/^<p>([\s\S]*?)<\/p>/, "$1");
-      return `<li>${html}</li>`;
-    })
-    .join("");
-  return [`<${tag}${startAttr}>${body}</${tag}>`, i];
-}
-
-const PUNCT = /[!-/:-@[-`{-~]/;
-const isSpace = (c: string | undefined) => c === undefined || /\s/.test(c);
-const isWord = (c: string | undefined) => c !== undefined && /[\p{L}\p{N}_]/u.test(c);
-
-function link(url: string, text: string): string {
-  return `<a href="${escapeHtml(url)}" target="_blank" rel="noopener noreferrer">${text}</a>`;
-}
-
-/** A bare URL at `s[i]`, without trailing punctuation; null if there is none. */
-function bareUrl(s: string, i: number): string | null {
-  const m = /^https?:\/\/[^\s<>"'`]+/i.exec(s.slice(i));
-  if (!m) return null;
-  // Trailing punctuation off, then unbalanced closing parentheses – counted once, not
-  // once per parenthesis removed.
-  let end = m[0].length;
-  while (end > 0 && ".,;:!?*_~".includes(m[0][end - 1])) end--;
-  let url = m[0].slice(0, end);
+/** `url` without trailing punctuation, then without closing parentheses that no opening one
+ *  balances (counted once, not once per parenthesis removed); null if no host is left. */
+function trimUrl(url: string): string | null {
+  let end = url.length;
+  while (end > 0 && ".,;:!?*_~".includes(url[end - 1])) end--;
+  url = url.slice(0, end);
   const opens = url.split("(").length - 1;
   let closes = url.split(")").length - 1;
   while (url.endsWith(")") && opens < closes) {
@@ -306,291 +128,219 @@ function bareUrl(s: string, i: number): string | null {
   return /^https?:\/\/./i.test(url) ? url : null;
 }
 
-/** Not looked up yet. */
-const UNKNOWN = -2;
+/** A link's text may hold another link's source, which is then its text (`[a [b](u)](v)`
+ *  is one link, to v): the label's scan does not stop at a link inside it, and inside a
+ *  link's text a `[` is just text. */
+const parseLinkLabel = md.helpers.parseLinkLabel;
+md.helpers = { ...md.helpers, parseLinkLabel: (state, start) => parseLinkLabel(state, start, false) };
+md.inline.ruler.before("link", "link_in_link", (state: StateInline, silent: boolean) => {
+  if (state.linkLevel === 0 || state.src.charCodeAt(state.pos) !== 0x5b) return false;
+  if (!silent) state.pending += "[";
+  state.pos++;
+  return true;
+});
 
-/** A line of inline text, with the look-ups that parsing it needs. Each table is built on
- *  first use in one pass over the line, or remembers every search it did, so that no
- *  search for a closing marker scans the rest of the line afresh for each opener without
- *  one – which made `"*a ".repeat(n)`, `"x _a".repeat(n)` or `"[".repeat(n)` quadratic. */
-class Line {
-  private runStart = 0;
-  private runEnd_ = 0;
-  private closers: Map<string, Map<number, number>> | undefined;
-  private noTicks: Map<number, number> | undefined;
-  private tickRuns: Map<number, number[]> | undefined;
-  private brackets: number[] | undefined;
-  private parens: number[] | undefined;
-  private nextBracket = UNKNOWN;
+/** Per inline state and character: the last search for it, from where, and where it was
+ *  found (-1: nowhere after). */
+const searches = new WeakMap<StateInline, Map<string, { from: number; at: number }>>();
 
-  constructor(readonly s: string) {}
-
-  /** The index after the run of equal characters that `s[j]` starts (the last run found
-   *  is remembered: scans step through a long run one place at a time). */
-  runEnd(j: number): number {
-    const s = this.s;
-    if (j >= this.runStart && j < this.runEnd_) return this.runEnd_;
-    let end = j + 1;
-    while (end < s.length && s[end] === s[j]) end++;
-    this.runStart = j;
-    this.runEnd_ = end;
-    return end;
-  }
-
-  /** Where the closing `delim` of emphasis opened before `from` is, or -1.
-   *
-   *  A scan to the right that skips escaped characters and code spans. Where it goes next
-   *  depends only on where it is, so scans from different openers that reach the same
-   *  place end alike: each marker, backslash and backtick a scan stops at is remembered
-   *  with its result, and a later scan ends at the first remembered one. (Two scans part
-   *  ways only at a backslash or backtick and, once together again, stop at the same next
-   *  marker, backslash or backtick.) */
-  closing(delim: string, from: number): number {
-    const s = this.s;
-    this.closers ??= new Map();
-    let known = this.closers.get(delim);
-    if (!known) this.closers.set(delim, (known = new Map()));
-    const ch = delim[0];
-    const passed: number[] = [];
-    let found = -1;
-    for (let j = from; j < s.length; j++) {
-      if (s[j] === ch || s[j] === "\\" || s[j] === "`") {
-        const result = known.get(j);
-        if (result !== undefined) {
-          found = result;
-          break;
-        }
-        passed.push(j);
-      }
-      if (s[j] === "\\") {
-        j++;
-        continue;
-      }
-      if (s[j] === "`") {
-        // Code spans bind tighter than emphasis: skip over a closed one.
-        const n = this.runEnd(j) - j;
-        const end = this.backticks(n, j + n);
-        if (end >= 0) j = end + n - 1;
-        continue;
-      }
-      if (!s.startsWith(delim, j)) continue;
-      const run = this.runEnd(j) - j;
-      if (delim.length === 1 && run === 2) {
-        j += 1; // a `**` inside `*…*` belongs to nested strong text
-        continue;
-      }
-      if (isSpace(s[j - 1])) {
-        j += run - 1;
-        continue;
-      }
-      if (ch === "_" && isWord(s[j + delim.length])) {
-        // Within a longer run of `_`, the places up to its last `delim` all go on like
-        // this one (one at a time, that would be quadratic in the run): skip there.
-        const end = this.runEnd(j);
-        if (j + delim.length < end) j = delim.length === 1 ? end - 1 : end - delim.length - 1;
-        continue;
-      }
-      // A longer run closes with its last characters (`*a **b***`: the `*` is the last one).
-      found = j + Math.max(0, run - delim.length);
-      break;
-    }
-    for (const j of passed) known.set(j, found);
-    return found;
-  }
-
-  /** The first `n` backticks in a row at or after `from`, or -1 (a search that found none
-   *  is not repeated from further on). */
-  private backticks(n: number, from: number): number {
-    this.noTicks ??= new Map();
-    const none = this.noTicks.get(n);
-    if (none !== undefined && from >= none) return -1;
-    const at = this.s.indexOf("`".repeat(n), from);
-    if (at < 0) this.noTicks.set(n, from);
-    return at;
-  }
-
-  /** Where the code span whose `n` backticks end at `from` closes: the first run of
-   *  exactly `n` backticks after it, or -1. */
-  codeEnd(n: number, from: number): number {
-    if (!this.tickRuns) {
-      const runs = (this.tickRuns = new Map<number, number[]>());
-      for (let j = this.s.indexOf("`"); j >= 0; j = this.s.indexOf("`", j)) {
-        const end = this.runEnd(j);
-        const starts = runs.get(end - j);
-        if (starts) starts.push(j);
-        else runs.set(end - j, [j]);
-        j = end;
-      }
-    }
-    // The opening run ends at `from`, so the runs from there on are all whole ones.
-    const starts = this.tickRuns.get(n);
-    if (!starts) return -1;
-    let lo = 0;
-    let hi = starts.length;
-    while (lo < hi) {
-      const mid = (lo + hi) >> 1;
-      if (starts[mid] < from) lo = mid + 1;
-      else hi = mid;
-    }
-    return lo < starts.length ? starts[lo] : -1;
-  }
-
-  /** `[text](url "title")` at `s[i]`: the text, the URL and the index after it. */
-  linkAt(i: number): { text: string; url: string; end: number } | null {
-    const s = this.s;
-    this.brackets ??= partners(s, "[", "]", true);
-    const j = this.brackets[i];
-    if (j < 0 || s[j + 1] !== "(") return null;
-    this.parens ??= partners(s, "(", ")", false);
-    const k = this.parens[j + 1];
-    if (k < 0) return null;
-    const target = s.slice(j + 2, k).trim();
-    const url = target.replace(/\s+("[^"]*"|'[^']*')$/, "").replace(/^<(.*)>$/, "$1");
-    return { text: s.slice(i + 1, j), url, end: k + 1 };
-  }
-
-  /** Whether the first `]` after the `[` at `i` is followed by `(`: a link whose URL is
-   *  still streaming in. `i` only grows from one call to the next. */
-  openLink(i: number): boolean {
-    if (this.nextBracket !== -1 && this.nextBracket <= i) this.nextBracket = this.s.indexOf("]", i + 1);
-    return this.nextBracket >= 0 && this.s[this.nextBracket + 1] === "(";
-  }
-}
-
-/** For each `open` in `s`, the `close` that balances it – the first one after it where the
- *  count of opened minus closed ones, counted from it, drops to zero – or -1. With
- *  `escapes`, a backslash hides the character after it.
- *
- *  One pass for all of them: the running count from the start of `s` is kept, and the
- *  partner of an `open` at p is the first place after p where that count is one below its
- *  value at p. (A count from p skips the same escaped characters after p as the count from
- *  the start does: both are at p + 1 next, whether or not p itself was escaped.) */
-function partners(s: string, open: string, close: string, escapes: boolean): number[] {
-  const n = s.length;
-  // The count after each place, then (from the right) each `open`'s partner in its stead.
-  const at = new Array<number>(n);
-  let d = 0;
-  let low = 0;
-  let high = 0;
-  for (let j = 0; j < n; j++) {
-    if (escapes && s[j] === "\\") {
-      at[j] = d;
-      if (j + 1 < n) at[j + 1] = d;
-      j++;
-      continue;
-    }
-    if (s[j] === open) high = Math.max(high, ++d);
-    else if (s[j] === close) low = Math.min(low, --d);
-    at[j] = d;
-  }
-  // next[v - low + 1]: the first place right of the current one where the count is v.
-  const next = new Array<number>(high - low + 2).fill(-1);
-  for (let p = n - 1; p >= 0; p--) {
-    const count = at[p];
-    at[p] = s[p] === open ? next[count - low] : -1;
-    next[count - low + 1] = p;
-  }
+/** The first `c` at or after `from` in the state's source, or -1. A search that found
+ *  nothing, or found a place still ahead, is not repeated (`from` only grows). */
+function nextOf(state: StateInline, c: string, from: number): number {
+  let known = searches.get(state);
+  if (!known) searches.set(state, (known = new Map()));
+  const last = known.get(c);
+  if (last && from >= last.from && (last.at < 0 || last.at >= from)) return last.at;
+  const at = state.src.indexOf(c, from);
+  known.set(c, { from, at });
   return at;
 }
 
-function inline(s: string, inLink = false, depth = 0): string {
-  let line: Line | undefined;
-  let out = "";
-  let i = 0;
-  while (i < s.length) {
-    const c = s[i];
-    if (c === "\\" && i + 1 < s.length && PUNCT.test(s[i + 1])) {
-      out += escapeHtml(s[i + 1]);
-      i += 2;
-      continue;
+/** A `[` that starts no link, where the first `]` after it is followed by `(`: a link whose
+ *  URL is still streaming in (`[text](https://exa`), or one that never closes. It is plain
+ *  text up to its first `)`, or to the end of the line while none has arrived, so that
+ *  half a URL is not linked as a bare one. (After markdown-it's `link` rule, which takes
+ *  every complete link.) */
+md.inline.ruler.after("link", "half_link", (state: StateInline, silent: boolean) => {
+  if (silent || state.linkLevel > 0 || state.src.charCodeAt(state.pos) !== 0x5b) return false;
+  let lineEnd = nextOf(state, "\n", state.pos);
+  if (lineEnd < 0 || lineEnd > state.posMax) lineEnd = state.posMax;
+  const close = nextOf(state, "]", state.pos + 1);
+  if (close < 0 || close >= lineEnd || state.src.charCodeAt(close + 1) !== 0x28) return false;
+  const paren = nextOf(state, ")", close + 2);
+  const end = paren >= 0 && paren < lineEnd ? paren + 1 : lineEnd;
+  state.pending += state.src.slice(state.pos, end);
+  state.pos = end;
+  return true;
+});
+
+/** What the renderer may write, decided on the tokens. */
+md.core.ruler.push("sextant", (state: StateCore) => {
+  const lines = state.src.split("\n");
+  state.tokens = mergeLists(state.tokens, (line) => (lines[line] ?? "").trim() === "");
+  for (const token of state.tokens) {
+    // One line of HTML: no line breaks between tags (code keeps its own, as text).
+    token.block = false;
+    if (token.type === "heading_open" || token.type === "heading_close") {
+      // Chat-sized: `#` is an h3, and so on down to h6.
+      token.tag = `h${Math.min(6, Number(token.tag.slice(1)) + 2)}`;
+    } else if (token.type === "th_open" || token.type === "td_open") {
+      const align = /text-align:\s*(\w+)/.exec(String(token.attrGet("style") ?? ""))?.[1];
+      token.attrs = align ? [["style", `text-align: ${align}`]] : null;
+    } else if (token.type === "inline" && token.children) {
+      token.children = inline(token.children, state.Token);
+    } else if (token.type === "fence" && token.map) {
+      // Closed when its last line is a closing fence (an open one runs to the end of the
+      // text, or of the list item or quote it is in).
+      const [first, next] = token.map;
+      const closing = new RegExp(`${token.markup[0]}{${token.markup.length},}[ \\t]*$`);
+      token.meta = { closed: next - 1 > first && closing.test(lines[next - 1] ?? "") };
     }
-    if (c === "`") {
-      line ??= new Line(s);
-      const n = line.runEnd(i) - i;
-      const end = line.codeEnd(n, i + n);
-      if (end < 0) {
-        out += escapeHtml("`".repeat(n));
-        i += n;
-        continue;
-      }
-      let code = s.slice(i + n, end);
-      if (code.length > 2 && code.startsWith(" ") && code.endsWith(" ") && code.trim()) code = code.slice(1, -1);
-      out += `<code>${escapeHtml(code)}</code>`;
-      i = end + n;
-      continue;
-    }
-    if (c === "*" || c === "_" || c === "~") {
-      line ??= new Line(s);
-      const run = line.runEnd(i) - i;
-      const intraword = c === "_" && isWord(s[i - 1]);
-      // Nested too deep (only ever on purpose): the markers are plain text.
-      const delims =
-        depth >= MAX_DEPTH ? [] : c === "~" ? (run === 2 ? ["~~"] : []) : run >= 3 ? [c.repeat(3), c.repeat(2), c] : run === 2 ? [c.repeat(2)] : [c];
-      let done = false;
-      for (const d of delims) {
-        if (intraword || isSpace(s[i + d.length])) break;
-        const j = line.closing(d, i + d.length);
-        if (j < 0) continue;
-        const inner = inline(s.slice(i + d.length, j), inLink, depth + 1);
-        out +=
-          d === "~~" ? `<del>${inner}</del>` : d.length === 3 ? `<strong><em>${inner}</em></strong>` : d.length === 2 ? `<strong>${inner}</strong>` : `<em>${inner}</em>`;
-        i = j + d.length;
-        done = true;
-        break;
-      }
-      if (!done) {
-        out += escapeHtml(c.repeat(run));
-        i += run;
-      }
-      continue;
-    }
-    if (c === "!" && s[i + 1] === "[") {
-      line ??= new Line(s);
-      const m = line.linkAt(i + 1);
-      if (m) {
-        // Alt text is text: no emphasis or links of its own.
-        const alt = escapeHtml(m.text.replace(/\\([!-/:-@[-`{-~])/g, "$1"));
-        const safe = /^https?:\/\/\S+$/i.test(m.url);
-        // Inside a link (`[![badge](img)](href)`) the outer link is the one to follow.
-        if (inLink || !safe) out += alt;
-        else out += `<a class="md-image" href="${escapeHtml(m.url)}" target="_blank" rel="noopener noreferrer">${alt || escapeHtml(m.url)}</a>`;
-        i = m.end;
-        continue;
-      }
-    }
-    if (c === "[" && !inLink) {
-      line ??= new Line(s);
-      const m = line.linkAt(i);
-      if (m) {
-        const text = inline(m.text, true, depth + 1);
-        out += /^https?:\/\/\S+$/i.test(m.url) ? link(m.url, text) : text;
-        i = m.end;
-        continue;
-      }
-      // A link still streaming in (`[text](https://exa`): plain text, not a link to half a URL.
-      if (line.openLink(i)) {
-        out += escapeHtml(s.slice(i));
-        break;
-      }
-    }
-    if (c === "<" && !inLink) {
-      const m = /^<(https?:\/\/[^\s<>]+)>/i.exec(s.slice(i));
-      if (m) {
-        out += link(m[1], escapeHtml(m[1]));
-        i += m[0].length;
-        continue;
-      }
-    }
-    if ((c === "h" || c === "H") && !inLink && !isWord(s[i - 1])) {
-      const url = bareUrl(s, i);
-      if (url) {
-        out += link(url, escapeHtml(url));
-        i += url.length;
-        continue;
-      }
-    }
-    out += ESCAPES[c] ?? c;
-    i++;
   }
+  return true;
+});
+
+/** An inline token list with only safe links, images as links or text, strikethrough as
+ *  `<del>`, and `***x***` as `<strong><em>`. */
+function inline(tokens: Token[], TokenOf: typeof Token): Token[] {
+  const out: Token[] = [];
+  // Per open link: whether it was kept (a link to another scheme is its text alone).
+  const links: boolean[] = [];
+  // Per open emphasis: whether it was kept.
+  const emphasis: boolean[] = [];
+  const text = (content: string) => {
+    const t = new TokenOf("text", "", 0);
+    t.content = content;
+    return t;
+  };
+  for (let i = 0; i < tokens.length; i++) {
+    const t = tokens[i];
+    // Emphasis leaves empty text behind.
+    if (t.type === "text" && !t.content) continue;
+    if (t.type === "link_open") {
+      const href = String(t.attrGet("href") ?? "");
+      const keep = HTTP.test(href) && links.length === 0;
+      links.push(keep);
+      if (keep) {
+        t.attrs = [["href", href], ["target", "_blank"], ["rel", "noopener noreferrer"]];
+        out.push(t);
+      } else if (t.markup === "autolink") {
+        // `<mailto:x>` and the like read as written.
+        const inner = tokens[i + 1]?.type === "text" ? tokens[i + 1].content : "";
+        out.push(text(`<${inner}>`));
+        i += inner ? 2 : 1;
+        links.pop();
+      }
+      continue;
+    }
+    if (t.type === "link_close") {
+      if (links.pop()) out.push(t);
+      continue;
+    }
+    if (t.type === "image") {
+      // Alt text is text: no markup of its own (its raw source, backslash escapes undone).
+      const alt = t.content.replace(/\\([!-/:-@[-`{-~])/g, "$1");
+      const src = String(t.attrGet("src") ?? "");
+      // Inside a link (`[![badge](img)](href)`) the outer link is the one to follow.
+      if (links.length || !HTTP.test(src)) {
+        out.push(text(alt));
+      } else {
+        const open = new TokenOf("link_open", "a", 1);
+        open.attrs = [["class", "md-image"], ["href", src], ["target", "_blank"], ["rel", "noopener noreferrer"]];
+        out.push(open, text(alt || src), new TokenOf("link_close", "a", -1));
+      }
+      continue;
+    }
+    if (t.type === "s_open" || t.type === "s_close") t.tag = "del";
+    if (EMPHASIS.test(t.type)) {
+      // Nested too deep (only ever on purpose): the markers are plain text.
+      if (t.nesting === 1) emphasis.push(emphasis.length < MAX_EMPHASIS);
+      if (!(t.nesting === 1 ? emphasis[emphasis.length - 1] : emphasis.pop())) {
+        out.push(text(t.markup));
+        continue;
+      }
+    }
+    out.push(t);
+  }
+  strongOutside(out);
   return out;
 }
+
+/** `***x***` parses as `<em><strong>x</strong></em>`; written here as `<strong><em>`, as
+ *  the same text always was. */
+function strongOutside(tokens: Token[]) {
+  for (let i = 0; i + 1 < tokens.length; i++) {
+    if (tokens[i].type !== "em_open" || tokens[i + 1].type !== "strong_open") continue;
+    const level = tokens[i].level;
+    let j = i + 2;
+    while (j < tokens.length && !(tokens[j].type === "em_close" && tokens[j].level === level)) j++;
+    if (j >= tokens.length || tokens[j - 1].type !== "strong_close" || tokens[j - 1].level !== level + 1) continue;
+    for (const [a, b] of [
+      [i, i + 1],
+      [j - 1, j],
+    ]) {
+      const [x, y] = [tokens[a], tokens[b]];
+      [x.type, x.tag, x.markup, y.type, y.tag, y.markup] = [y.type, y.tag, y.markup, x.type, x.tag, x.markup];
+    }
+  }
+}
+
+/** Adjacent lists of the same kind are one list: CommonMark starts a new list where the
+ *  bullet changes (`-` then `*`) or the number's `.` becomes `)`, which the model does not
+ *  mean. The merged list is loose if either was, or a blank line separated them. */
+function mergeLists(tokens: Token[], blankLine: (line: number) => boolean): Token[] {
+  type List = { level: number; loose: boolean; paragraphs: Token[] };
+  const lists: List[] = [];
+  const merged: List[] = [];
+  let closed: List | undefined;
+  const out: Token[] = [];
+  for (const t of tokens) {
+    if (t.type === "bullet_list_open" || t.type === "ordered_list_open") {
+      const prev = out[out.length - 1];
+      if (closed && prev?.type === t.type.replace(/_open$/, "_close") && prev.level === t.level) {
+        // The one before goes on: neither its end nor this start is written.
+        out.pop();
+        if (t.map && blankLine(t.map[0] - 1)) closed.loose = true;
+        merged.push(closed);
+        lists.push(closed);
+        closed = undefined;
+        continue;
+      }
+      lists.push({ level: t.level, loose: false, paragraphs: [] });
+    } else if (t.type === "bullet_list_close" || t.type === "ordered_list_close") {
+      closed = lists.pop();
+      out.push(t);
+      continue;
+    } else if ((t.type === "paragraph_open" || t.type === "paragraph_close") && lists.length) {
+      // An item's own paragraphs, hidden in a tight list.
+      const list = lists[lists.length - 1];
+      if (t.level === list.level + 2) {
+        list.paragraphs.push(t);
+        if (!t.hidden) list.loose = true;
+      }
+    }
+    closed = undefined;
+    out.push(t);
+  }
+  for (const list of merged) if (list.loose) for (const t of list.paragraphs) t.hidden = false;
+  return out;
+}
+
+// ---- rendering -----------------------------------------------------------------------
+
+const rules = md.renderer.rules;
+rules.text = (tokens, idx) => escapeHtml(tokens[idx].content);
+rules.code_inline = (tokens, idx) => `<code>${escapeHtml(tokens[idx].content)}</code>`;
+rules.softbreak = () => "<br>";
+// Never made with `html: false`; text all the same should that ever change.
+rules.html_block = rules.html_inline = (tokens, idx) => escapeHtml(tokens[idx].content);
+rules.hardbreak = () => "<br>";
+rules.fence = (tokens, idx) => {
+  const token = tokens[idx];
+  // Without the line break that ends the last line, and, while the fence is still open,
+  // without the blank lines that are just the end of the text so far.
+  let code = token.content.replace(/\n$/, "");
+  if (!token.meta?.closed) code = code.replace(/(?:\n[ \t]*)+$/, "");
+  const lang = token.info.trim().split(/\s+/)[0];
+  return `<pre class="md-code"><code${lang ? ` data-lang="${escapeHtml(lang)}"` : ""}>${escapeHtml(code)}</code></pre>`;
+};

@@ -1,5 +1,6 @@
 /** The assistant's chats as the UI sees them: the shapes of docs/ui-protocol.md ("The
  *  assistant's chats") and pure helpers over them. No Svelte, no backend: tests pin these. */
+import type { Key } from "../lib/i18n/index.svelte";
 
 export type Provider = "anthropic" | "openai-compatible";
 export const PROVIDERS: Provider[] = ["anthropic", "openai-compatible"];
@@ -260,7 +261,7 @@ export const NOTICE_OF_END: Partial<Record<TurnEnd, string>> = {
 
 /** A notice as text: an i18n key, its values and how loud it is. */
 export interface NoticeText {
-  key: string;
+  key: Key;
   vars: Record<string, string | number>;
   level: "error" | "warn" | "info";
   /** Extra text shown as is (an error message, a payload). */

@@ -1,5 +1,5 @@
 /** Dashboard and widget strings, English and 简体中文 (a test checks both have the same keys). */
-const en: Record<string, string> = {
+const en = {
   "dash.standIn.painter": "Stands in for a Serial Studio painter widget: Sextant cannot run painter scripts, so this shows the group's data.",
   "dash.standIn.image": "Stands in for an image widget: Sextant cannot show camera images yet, so this shows the group's data.",
   "dash.standIn.webView": "Stands in for a web view: Sextant shows no web pages on the dashboard, so this shows the group's data.",
@@ -72,9 +72,11 @@ const en: Record<string, string> = {
   "quick.kept": "Kept: the channels are a group on the Dashboard now.",
   "quick.hint": "Nothing is arriving yet. Open a source on the Connect screen; Quick plot draws every column it finds.",
   "quick.goConnect": "Go to Connect",
-};
+} satisfies Record<string, string>;
 
-const zh: Record<string, string> = {
+export type Key = keyof typeof en;
+
+const zh: Record<Key, string> = {
   "dash.standIn.painter": "替代 Serial Studio 的绘图器控件：Sextant 无法运行绘图脚本，因此这里显示该分组的数据。",
   "dash.standIn.image": "替代图像控件：Sextant 暂不能显示摄像头图像，因此这里显示该分组的数据。",
   "dash.standIn.webView": "替代网页视图：Sextant 不在仪表盘上显示网页，因此这里显示该分组的数据。",
@@ -149,4 +151,4 @@ const zh: Record<string, string> = {
   "quick.goConnect": "前往连接",
 };
 
-export const strings: { en: Record<string, string>; zh: Record<string, string> } = { en, zh };
+export const strings = { en, zh };

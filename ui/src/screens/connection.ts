@@ -1,5 +1,6 @@
 /** Connect-screen form state and the pure mapping between it and a project source's
  *  `connection` / `parser` JSON (docs/project.schema.json). No UI, no backend calls. */
+import type { Key } from "../lib/i18n/index.svelte";
 
 export type SourceType = "serial" | "tcp" | "udp" | "mqtt" | "can" | "modbus" | "ble" | "simulator" | "namedPipe" | "process";
 export const SOURCE_TYPES: SourceType[] = ["serial", "tcp", "udp", "mqtt", "can", "modbus", "ble", "namedPipe", "process", "simulator"];
@@ -46,6 +47,11 @@ export interface ConnectForm {
   separator: string;
 }
 
+/** The choices of the serial and Modbus fields, in the order the screen offers them. */
+export const PARITIES: SerialForm["parity"][] = ["none", "even", "odd", "mark", "space"];
+export const FLOW_CONTROLS: SerialForm["flowControl"][] = ["none", "rtsCts", "xonXoff"];
+export const REGISTER_KINDS: ConnectForm["modbus"]["groups"][number]["kind"][] = ["coil", "discrete", "holding", "input"];
+
 export function defaultSerial(): SerialForm {
   return { port: "", baud: "115200", dataBits: 8, parity: "none", stopBits: "one", flowControl: "none", dtr: true, rts: true, autoReconnect: true };
 }
@@ -83,7 +89,7 @@ export function defaultForm(): ConnectForm {
 }
 
 /** A baud rate typed by a person: null when valid, else a reason key for t(). */
-export function baudError(text: string): string | null {
+export function baudError(text: string): Key | null {
   const s = text.trim();
   if (!/^\d+$/.test(s)) return "connect.err.baudNumber";
   const n = Number(s);
@@ -92,7 +98,7 @@ export function baudError(text: string): string | null {
 }
 
 /** A TCP/UDP port number: null when valid (1–65535, or 0 when `allowZero`). */
-export function portError(text: string, allowZero = false): string | null {
+export function portError(text: string, allowZero = false): Key | null {
   const s = text.trim();
   if (!/^\d+$/.test(s)) return "connect.err.portNumber";
   const n = Number(s);
@@ -121,8 +127,8 @@ export function serialJson(s: SerialForm): Json {
 }
 
 /** Every problem with the form, as [field, reason key] pairs; empty when it can be sent. */
-export function formErrors(f: ConnectForm): [string, string][] {
-  const errs: [string, string][] = [];
+export function formErrors(f: ConnectForm): [string, Key][] {
+  const errs: [string, Key][] = [];
   const need = (field: string, v: string) => v.trim() === "" && errs.push([field, "connect.err.required"]);
   const port = (field: string, v: string, zero = false) => {
     const e = portError(v, zero);

@@ -1,5 +1,6 @@
 /** Small pure helpers shared by the screens: recent-file lists, error text, compile-error
  *  lines, durations and dates. Kept free of Svelte and the backend so tests can pin them. */
+import type { Key } from "../lib/i18n/index.svelte";
 import { CommandError } from "../lib/transport/types";
 
 export const RECENT_MAX = 10;
@@ -124,7 +125,7 @@ export const MAX_DROP_BYTES = 16 * 1024 * 1024;
 export function dropProblem(
   file: { name: string; size: number } | null | undefined,
   max = MAX_DROP_BYTES,
-): { key: string; vars: Record<string, string | number> } | null {
+): { key: Key; vars: Record<string, string | number> } | null {
   if (!file) return { key: "project.msg.dropNothing", vars: {} };
   if (file.size === 0) return { key: "project.msg.dropEmpty", vars: { name: file.name } };
   if (file.size > max) return { key: "project.msg.dropTooBig", vars: { name: file.name, mb: Math.round(max / (1024 * 1024)) } };
