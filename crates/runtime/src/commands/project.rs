@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
-use serde_json::json;
+use serde_json::{json, Value as Json};
 use sextant_commands::{CommandError, Registry, Tier};
 use sextant_telemetry::project::Project;
 
@@ -138,233 +138,200 @@ struct CheckpointInfo {
     taken: u64,
 }
 
+/// The `project.*` file and history commands and the `assistant.*` checkpoints, one line
+/// each; the handler of `project.setTitle` is `project_set_title`, and so on, below in the
+/// same order. Kept out of rustfmt so that each command stays one line.
+#[rustfmt::skip]
 pub fn register(r: &mut Registry<Workspace>) {
-    r.register(
-        "project.get",
-        Tier::Safe,
-        "The whole project as JSON.",
-        |ws: &mut Workspace, _: NoParams| Ok(ws.project().clone()),
-    );
-    r.register(
-        "project.new",
-        Tier::Confirm,
-        "Starts a new, empty project (undoable).",
-        |ws: &mut Workspace, p: NewParams| {
-            let project = Project {
-                title: p.title.unwrap_or_else(|| "Untitled".into()),
-                ..Project::default()
-            };
-            ws.replace("new project", project, None)?;
-            Ok(Done::ok())
-        },
-    );
-    r.register(
-        "project.open",
-        Tier::Confirm,
-        "Opens a Sextant project file, or imports a Serial Studio one.",
-        |ws: &mut Workspace, p: PathParams| {
-            let text = std::fs::read_to_string(&p.path).map_err(|e| {
-                CommandError::failed(format!("could not read {}: {e}", p.path.display()))
-            })?;
-            match Project::from_json_str(&text) {
-                Ok(project) => {
-                    let file = Some(p.path.clone());
-                    ws.replace(&format!("open {}", p.path.display()), project, Some(p.path))?;
-                    Ok(Opened {
-                        ok: true,
-                        file,
-                        detail: None,
-                        report: None,
-                    })
-                }
-                Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
-                    let imported = sextant_import::import_serial_studio(&text).map_err(|e| {
-                        CommandError::failed(format!("could not open {}: {e}", p.path.display()))
-                    })?;
-                    // An imported file is not ours to overwrite: it gets no path until saved.
-                    ws.replace(
-                        &format!("import {}", p.path.display()),
-                        imported.project,
-                        None,
-                    )?;
-                    Ok(Opened {
-                        ok: true,
-                        file: None,
-                        detail: Some("imported from Serial Studio format".into()),
-                        report: Some(imported.summary),
-                    })
-                }
-                Err(e) => Err(CommandError::failed(format!(
-                    "could not open {}: {e}",
-                    p.path.display()
-                ))),
-            }
-        },
-    )
-    .example("open a project", json!({"path": "rover.sextant.json"}));
-    r.register(
-        "project.openContent",
-        Tier::Confirm,
-        "Opens a project from its text (a file dropped on a browser window, which has no path): \
-         a Sextant project, or a Serial Studio one imported. It has no file until saved.",
-        |ws: &mut Workspace, p: ContentParams| {
-            if p.content.len() > 16 * 1024 * 1024 {
-                return Err(CommandError::invalid(
-                    "content",
-                    "a project file over 16 MiB is not a project file",
-                ));
-            }
-            match Project::from_json_str(&p.content) {
-                Ok(project) => {
-                    ws.replace(&format!("open {}", p.name), project, None)?;
-                    Ok(Opened {
-                        ok: true,
-                        file: None,
-                        detail: None,
-                        report: None,
-                    })
-                }
-                Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
-                    let imported =
-                        sextant_import::import_serial_studio(&p.content).map_err(|e| {
-                            CommandError::failed(format!("could not open {}: {e}", p.name))
-                        })?;
-                    ws.replace(&format!("import {}", p.name), imported.project, None)?;
-                    Ok(Opened {
-                        ok: true,
-                        file: None,
-                        detail: Some("imported from Serial Studio format".into()),
-                        report: Some(imported.summary),
-                    })
-                }
-                Err(e) => Err(CommandError::failed(format!(
-                    "could not open {}: {e}",
-                    p.name
-                ))),
-            }
-        },
-    );
-    r.register(
-        "project.setTitle",
-        Tier::Confirm,
-        "Renames the project (its title, not its file).",
-        |ws: &mut Workspace, p: TitleParams| {
-            ws.edit("rename project", |proj| {
-                proj.title = p.title.clone();
-                Ok(Done::ok())
+    r.register("project.get", Tier::Safe, "The whole project as JSON.", project_get);
+    r.register("project.new", Tier::Confirm, "Starts a new, empty project (undoable).", project_new);
+    r.register("project.open", Tier::Confirm, "Opens a Sextant project file, or imports a Serial Studio one.", project_open)
+        .example("open a project", json!({"path": "rover.sextant.json"}));
+    r.register("project.openContent", Tier::Confirm, PROJECT_OPEN_CONTENT, project_open_content);
+    r.register("project.setTitle", Tier::Confirm, "Renames the project (its title, not its file).", project_set_title)
+        .example("rename", json!({"title": "Rover telemetry"}));
+    r.register("project.import", Tier::Confirm, "Imports a Serial Studio project (.ssproj/.json); returns what could not be mapped.", project_import);
+    r.register("project.save", Tier::Confirm, "Saves the project atomically (to `path`, or its current file).", project_save);
+    r.register("project.validate", Tier::Safe, "Checks the project and lists every problem with its path.", project_validate);
+    r.register("project.undo", Tier::Confirm, "Undoes the last project edit.", project_undo);
+    r.register("project.redo", Tier::Confirm, "Redoes the last undone edit.", project_redo);
+    r.register("project.history", Tier::Safe, "Labels of the undo and redo stacks, oldest first.", project_history);
+    r.register("assistant.checkpoint", Tier::Safe, "Takes a named checkpoint of the project (the last 50 are kept).", assistant_checkpoint);
+    r.register("assistant.listCheckpoints", Tier::Safe, "Checkpoints, oldest first.", assistant_list_checkpoints);
+    r.register("assistant.restore", Tier::AlwaysConfirm, "Restores the project to a checkpoint (undoable).", assistant_restore);
+}
+
+fn project_get(ws: &mut Workspace, _: NoParams) -> Result<Project, CommandError> {
+    Ok(ws.project().clone())
+}
+
+fn project_new(ws: &mut Workspace, p: NewParams) -> Result<Done, CommandError> {
+    let project = Project {
+        title: p.title.unwrap_or_else(|| "Untitled".into()),
+        ..Project::default()
+    };
+    ws.replace("new project", project, None)?;
+    Ok(Done::ok())
+}
+
+fn project_open(ws: &mut Workspace, p: PathParams) -> Result<Opened, CommandError> {
+    let text = std::fs::read_to_string(&p.path)
+        .map_err(|e| CommandError::failed(format!("could not read {}: {e}", p.path.display())))?;
+    match Project::from_json_str(&text) {
+        Ok(project) => {
+            let file = Some(p.path.clone());
+            ws.replace(&format!("open {}", p.path.display()), project, Some(p.path))?;
+            Ok(Opened {
+                ok: true,
+                file,
+                detail: None,
+                report: None,
             })
-        },
-    )
-    .example("rename", json!({"title": "Rover telemetry"}));
-    r.register(
-        "project.import",
-        Tier::Confirm,
-        "Imports a Serial Studio project (.ssproj/.json); returns what could not be mapped.",
-        |ws: &mut Workspace, p: PathParams| {
-            let text = std::fs::read_to_string(&p.path).map_err(|e| {
-                CommandError::failed(format!("could not read {}: {e}", p.path.display()))
-            })?;
+        }
+        Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
             let imported = sextant_import::import_serial_studio(&text).map_err(|e| {
-                CommandError::failed(format!("could not import {}: {e}", p.path.display()))
+                CommandError::failed(format!("could not open {}: {e}", p.path.display()))
             })?;
+            // An imported file is not ours to overwrite: it gets no path until saved.
             ws.replace(
                 &format!("import {}", p.path.display()),
                 imported.project,
                 None,
             )?;
-            Ok(Imported {
-                report: imported.summary,
+            Ok(Opened {
+                ok: true,
+                file: None,
+                detail: Some("imported from Serial Studio format".into()),
+                report: Some(imported.summary),
             })
-        },
-    );
-    r.register(
-        "project.save",
-        Tier::Confirm,
-        "Saves the project atomically (to `path`, or its current file).",
-        |ws: &mut Workspace, p: SaveParams| {
-            let path = ws.save(p.path)?;
-            Ok(Done::detail(path.display().to_string()))
-        },
-    );
-    r.register(
-        "project.validate",
-        Tier::Safe,
-        "Checks the project and lists every problem with its path.",
-        |ws: &mut Workspace, _: NoParams| {
-            let issues = ws.project().validate();
-            Ok(Validation {
-                valid: issues.is_empty(),
-                issues: issues
-                    .into_iter()
-                    .map(|i| Issue {
-                        path: i.path,
-                        message: i.message,
-                    })
-                    .collect(),
+        }
+        Err(e) => Err(CommandError::failed(format!(
+            "could not open {}: {e}",
+            p.path.display()
+        ))),
+    }
+}
+
+const PROJECT_OPEN_CONTENT: &str =
+    "Opens a project from its text (a file dropped on a browser window, which has no path): \
+    a Sextant project, or a Serial Studio one imported. It has no file until saved.";
+
+fn project_open_content(ws: &mut Workspace, p: ContentParams) -> Result<Opened, CommandError> {
+    if p.content.len() > 16 * 1024 * 1024 {
+        return Err(CommandError::invalid(
+            "content",
+            "a project file over 16 MiB is not a project file",
+        ));
+    }
+    match Project::from_json_str(&p.content) {
+        Ok(project) => {
+            ws.replace(&format!("open {}", p.name), project, None)?;
+            Ok(Opened {
+                ok: true,
+                file: None,
+                detail: None,
+                report: None,
             })
-        },
-    );
-    r.register(
-        "project.undo",
-        Tier::Confirm,
-        "Undoes the last project edit.",
-        |ws: &mut Workspace, _: NoParams| {
-            ws.undo()
-                .map(Done::detail)
-                .ok_or_else(|| CommandError::failed("nothing to undo"))
-        },
-    );
-    r.register(
-        "project.redo",
-        Tier::Confirm,
-        "Redoes the last undone edit.",
-        |ws: &mut Workspace, _: NoParams| {
-            ws.redo()
-                .map(Done::detail)
-                .ok_or_else(|| CommandError::failed("nothing to redo"))
-        },
-    );
-    r.register(
-        "project.history",
-        Tier::Safe,
-        "Labels of the undo and redo stacks, oldest first.",
-        |ws: &mut Workspace, _: NoParams| {
-            let (undo, redo) = ws.undo_labels();
-            Ok(History { undo, redo })
-        },
-    );
-    r.register(
-        "assistant.checkpoint",
-        Tier::Safe,
-        "Takes a named checkpoint of the project (the last 50 are kept).",
-        |ws: &mut Workspace, p: CheckpointParams| {
-            let id = ws.checkpoint(p.label.as_deref().unwrap_or("manual checkpoint"));
-            Ok(json!({ "id": id }))
-        },
-    );
-    r.register(
-        "assistant.listCheckpoints",
-        Tier::Safe,
-        "Checkpoints, oldest first.",
-        |ws: &mut Workspace, _: NoParams| {
-            Ok(ws
-                .checkpoints()
-                .map(|c| CheckpointInfo {
-                    id: c.id,
-                    label: c.label.clone(),
-                    taken: c
-                        .taken
-                        .duration_since(std::time::UNIX_EPOCH)
-                        .map(|d| d.as_secs())
-                        .unwrap_or(0),
-                })
-                .collect::<Vec<_>>())
-        },
-    );
-    r.register(
-        "assistant.restore",
-        Tier::AlwaysConfirm,
-        "Restores the project to a checkpoint (undoable).",
-        |ws: &mut Workspace, p: RestoreParams| ws.restore(p.id).map(Done::detail),
-    );
+        }
+        Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
+            let imported = sextant_import::import_serial_studio(&p.content)
+                .map_err(|e| CommandError::failed(format!("could not open {}: {e}", p.name)))?;
+            ws.replace(&format!("import {}", p.name), imported.project, None)?;
+            Ok(Opened {
+                ok: true,
+                file: None,
+                detail: Some("imported from Serial Studio format".into()),
+                report: Some(imported.summary),
+            })
+        }
+        Err(e) => Err(CommandError::failed(format!(
+            "could not open {}: {e}",
+            p.name
+        ))),
+    }
+}
+
+fn project_set_title(ws: &mut Workspace, p: TitleParams) -> Result<Done, CommandError> {
+    ws.edit("rename project", |proj| {
+        proj.title = p.title.clone();
+        Ok(Done::ok())
+    })
+}
+
+fn project_import(ws: &mut Workspace, p: PathParams) -> Result<Imported, CommandError> {
+    let text = std::fs::read_to_string(&p.path)
+        .map_err(|e| CommandError::failed(format!("could not read {}: {e}", p.path.display())))?;
+    let imported = sextant_import::import_serial_studio(&text)
+        .map_err(|e| CommandError::failed(format!("could not import {}: {e}", p.path.display())))?;
+    ws.replace(
+        &format!("import {}", p.path.display()),
+        imported.project,
+        None,
+    )?;
+    Ok(Imported {
+        report: imported.summary,
+    })
+}
+
+fn project_save(ws: &mut Workspace, p: SaveParams) -> Result<Done, CommandError> {
+    let path = ws.save(p.path)?;
+    Ok(Done::detail(path.display().to_string()))
+}
+
+fn project_validate(ws: &mut Workspace, _: NoParams) -> Result<Validation, CommandError> {
+    let issues = ws.project().validate();
+    Ok(Validation {
+        valid: issues.is_empty(),
+        issues: issues
+            .into_iter()
+            .map(|i| Issue {
+                path: i.path,
+                message: i.message,
+            })
+            .collect(),
+    })
+}
+
+fn project_undo(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
+    ws.undo()
+        .map(Done::detail)
+        .ok_or_else(|| CommandError::failed("nothing to undo"))
+}
+
+fn project_redo(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
+    ws.redo()
+        .map(Done::detail)
+        .ok_or_else(|| CommandError::failed("nothing to redo"))
+}
+
+fn project_history(ws: &mut Workspace, _: NoParams) -> Result<History, CommandError> {
+    let (undo, redo) = ws.undo_labels();
+    Ok(History { undo, redo })
+}
+
+fn assistant_checkpoint(ws: &mut Workspace, p: CheckpointParams) -> Result<Json, CommandError> {
+    let id = ws.checkpoint(p.label.as_deref().unwrap_or("manual checkpoint"));
+    Ok(json!({ "id": id }))
+}
+
+fn assistant_list_checkpoints(
+    ws: &mut Workspace,
+    _: NoParams,
+) -> Result<Vec<CheckpointInfo>, CommandError> {
+    Ok(ws
+        .checkpoints()
+        .map(|c| CheckpointInfo {
+            id: c.id,
+            label: c.label.clone(),
+            taken: c
+                .taken
+                .duration_since(std::time::UNIX_EPOCH)
+                .map(|d| d.as_secs())
+                .unwrap_or(0),
+        })
+        .collect::<Vec<_>>())
+}
+
+fn assistant_restore(ws: &mut Workspace, p: RestoreParams) -> Result<Done, CommandError> {
+    ws.restore(p.id).map(Done::detail)
 }
