@@ -183,198 +183,186 @@ fn bytes_of(text: &str, hex: bool) -> Result<Vec<u8>, CommandError> {
     }
 }
 
+/// The frame parser and transform commands and their dry runs, one line each; the handler of
+/// `project.frameParser.setCode` is `project_frame_parser_set_code`, and so on, below in the same
+/// order. Kept out of rustfmt so that each command stays one line.
+#[rustfmt::skip]
 pub fn register(r: &mut Registry<Workspace>) {
-    r.register(
-        "project.frameParser.get",
-        Tier::Safe,
-        "A source's framing, decoder and parser (code included).",
-        |ws: &mut Workspace, p: SourceSel| {
-            let i = source_index(ws.project(), p.source.as_deref())?;
-            let s = &ws.project().sources[i];
-            Ok(ParserInfo {
-                source: s.id.clone(),
-                framing: s.framing.clone(),
-                decoder: s.decoder,
-                parser: s.parser.clone(),
-            })
+    r.register("project.frameParser.get", Tier::Safe, "A source's framing, decoder and parser (code included).", project_frame_parser_get);
+    r.register("project.frameParser.setCode", Tier::Confirm, PROJECT_FRAME_PARSER_SET_CODE, project_frame_parser_set_code)
+        .dry_run("project.frameParser.dryCompile")
+        .example("split CSV in JavaScript", json!({"code": "function parse(frame) { return frame.split(','); }", "language": "javascript"}));
+    r.register("project.frameParser.setConfig", Tier::Confirm, "Sets a source's parser to a built-in one (delimited, key=value, JSON, NMEA, binary…).", project_frame_parser_set_config)
+        .dry_run("project.frameParser.dryRun");
+    r.register("project.frameParser.dryCompile", Tier::Safe, "Compiles a parser (the given code, or the source's current parser) without changing anything.", project_frame_parser_dry_compile);
+    r.register("project.frameParser.dryRun", Tier::Safe, "Runs a parser (given code, or the current one) on sample frames; changes nothing.", project_frame_parser_dry_run)
+        .example("two CSV frames", json!({"frames": ["1,2,3", "4,5,6"]}));
+    r.register("project.transform.set", Tier::Confirm, "Sets or removes a dataset's transform (expression, Lua or JavaScript).", project_transform_set)
+        .dry_run("project.transform.dryRun")
+        .example("scale a raw ADC reading", json!({"dataset": "ds-1", "transform": {"language": "expression", "code": "value * 3.3 / 4095"}}));
+    r.register("project.transform.dryRun", Tier::Safe, "Runs a transform on sample values; changes nothing.", project_transform_dry_run);
+    r.register("project.dryRun.endToEnd", Tier::Safe, PROJECT_DRY_RUN_END_TO_END, project_dry_run_end_to_end)
+        .example("two lines", json!({"data": "1,2\n3,4\n"}));
+}
+
+fn project_frame_parser_get(ws: &mut Workspace, p: SourceSel) -> Result<ParserInfo, CommandError> {
+    let i = source_index(ws.project(), p.source.as_deref())?;
+    let s = &ws.project().sources[i];
+    Ok(ParserInfo {
+        source: s.id.clone(),
+        framing: s.framing.clone(),
+        decoder: s.decoder,
+        parser: s.parser.clone(),
+    })
+}
+
+const PROJECT_FRAME_PARSER_SET_CODE: &str =
+    "Sets a source's parser to a `parse(frame)` script. It is stored even if it does not compile \
+    (so work is never lost); check it with project.frameParser.dryCompile.";
+
+fn project_frame_parser_set_code(ws: &mut Workspace, p: SetCode) -> Result<Done, CommandError> {
+    let i = source_index(ws.project(), p.source.as_deref())?;
+    ws.edit("set parser code", |proj| {
+        let s = &mut proj.sources[i];
+        s.parser = script_config(&s.parser, p.code, p.language);
+        Ok(Done::ok())
+    })
+}
+
+fn project_frame_parser_set_config(ws: &mut Workspace, p: SetConfig) -> Result<Done, CommandError> {
+    let i = source_index(ws.project(), p.source.as_deref())?;
+    dryrun::compile_parser(&p.parser).map_err(|e| CommandError::invalid("parser", e.message))?;
+    ws.edit("set parser", |proj| {
+        proj.sources[i].parser = p.parser;
+        Ok(Done::ok())
+    })
+}
+
+fn project_frame_parser_dry_compile(
+    ws: &mut Workspace,
+    p: DryCompile,
+) -> Result<CompileResult, CommandError> {
+    let i = source_index(ws.project(), p.source.as_deref())?;
+    let current = &ws.project().sources[i].parser;
+    let config = match p.code {
+        Some(code) => script_config(current, code, p.language),
+        None => current.clone(),
+    };
+    Ok(match dryrun::compile_parser(&config) {
+        Ok(()) => CompileResult {
+            ok: true,
+            error: None,
+            line: None,
         },
-    );
-    r.register(
-        "project.frameParser.setCode",
-        Tier::Confirm,
-        "Sets a source's parser to a `parse(frame)` script. It is stored even if it does not compile \
-         (so work is never lost); check it with project.frameParser.dryCompile.",
-        |ws: &mut Workspace, p: SetCode| {
-            let i = source_index(ws.project(), p.source.as_deref())?;
-            ws.edit("set parser code", |proj| {
-                let s = &mut proj.sources[i];
-                s.parser = script_config(&s.parser, p.code, p.language);
-                Ok(Done::ok())
-            })
+        Err(e) => CompileResult {
+            ok: false,
+            error: Some(e.message),
+            line: e.line,
         },
-    )
-    .dry_run("project.frameParser.dryCompile")
-    .example(
-        "split CSV in JavaScript",
-        json!({"code": "function parse(frame) { return frame.split(','); }", "language": "javascript"}),
-    );
-    r.register(
-        "project.frameParser.setConfig",
-        Tier::Confirm,
-        "Sets a source's parser to a built-in one (delimited, key=value, JSON, NMEA, binary…).",
-        |ws: &mut Workspace, p: SetConfig| {
-            let i = source_index(ws.project(), p.source.as_deref())?;
-            dryrun::compile_parser(&p.parser)
-                .map_err(|e| CommandError::invalid("parser", e.message))?;
-            ws.edit("set parser", |proj| {
-                proj.sources[i].parser = p.parser;
-                Ok(Done::ok())
-            })
-        },
-    )
-    .dry_run("project.frameParser.dryRun");
-    r.register(
-        "project.frameParser.dryCompile",
-        Tier::Safe,
-        "Compiles a parser (the given code, or the source's current parser) without changing anything.",
-        |ws: &mut Workspace, p: DryCompile| {
-            let i = source_index(ws.project(), p.source.as_deref())?;
-            let current = &ws.project().sources[i].parser;
-            let config = match p.code {
-                Some(code) => script_config(current, code, p.language),
-                None => current.clone(),
-            };
-            Ok(match dryrun::compile_parser(&config) {
-                Ok(()) => CompileResult {
-                    ok: true,
-                    error: None,
-                    line: None,
-                },
-                Err(e) => CompileResult {
-                    ok: false,
-                    error: Some(e.message),
-                    line: e.line,
-                },
-            })
-        },
-    );
-    r.register(
-        "project.frameParser.dryRun",
-        Tier::Safe,
-        "Runs a parser (given code, or the current one) on sample frames; changes nothing.",
-        |ws: &mut Workspace, p: DryRun| {
-            let i = source_index(ws.project(), p.source.as_deref())?;
-            let s = &ws.project().sources[i];
-            let config = match p.code {
-                Some(code) => script_config(&s.parser, code, p.language),
-                None => s.parser.clone(),
-            };
-            let frames = p
-                .frames
-                .iter()
-                .map(|f| bytes_of(f, p.hex))
-                .collect::<Result<Vec<_>, _>>()?;
-            let outcomes =
-                dryrun::run_parser(&config, s.decoder, &frames).map_err(|e| CommandError {
-                    code: sextant_commands::ErrorCode::Failed,
-                    message: format!("the parser does not compile: {}", e.message),
-                    path: e.line.map(|l| format!("line {l}")),
-                })?;
-            Ok(outcomes
-                .into_iter()
-                .map(|o| match o {
-                    FrameOutcome::Rows(rows) => FrameResult {
-                        rows: Some(rows_to_json(&rows)),
-                        error: None,
-                        line: None,
-                    },
-                    FrameOutcome::Error { message, line } => FrameResult {
-                        rows: None,
-                        error: Some(message),
-                        line,
-                    },
-                })
-                .collect::<Vec<_>>())
-        },
-    )
-    .example("two CSV frames", json!({"frames": ["1,2,3", "4,5,6"]}));
-    r.register(
-        "project.transform.set",
-        Tier::Confirm,
-        "Sets or removes a dataset's transform (expression, Lua or JavaScript).",
-        |ws: &mut Workspace, p: TransformSet| {
-            if let Some(t) = &p.transform {
-                dryrun::run_transform(t, &[]).map_err(|e| CommandError::invalid("transform", e))?;
-            }
-            ws.edit(&format!("set transform of {}", p.dataset), |proj| {
-                let d = proj
-                    .groups
-                    .iter_mut()
-                    .flat_map(|g| g.datasets.iter_mut())
-                    .find(|d| d.id == p.dataset)
-                    .ok_or_else(|| CommandError::not_found(format!("no dataset has id `{}`", p.dataset)))?;
-                d.transform = p.transform;
-                Ok(Done::ok())
-            })
-        },
-    )
-    .dry_run("project.transform.dryRun")
-    .example(
-        "scale a raw ADC reading",
-        json!({"dataset": "ds-1", "transform": {"language": "expression", "code": "value * 3.3 / 4095"}}),
-    );
-    r.register(
-        "project.transform.dryRun",
-        Tier::Safe,
-        "Runs a transform on sample values; changes nothing.",
-        |ws: &mut Workspace, p: TransformDryRun| {
-            let t = match (p.transform, &p.dataset) {
-                (Some(t), _) => t,
-                (None, Some(id)) => ws
-                    .project()
-                    .datasets()
-                    .find(|d| &d.id == id)
-                    .and_then(|d| d.transform.clone())
-                    .ok_or_else(|| {
-                        CommandError::not_found(format!("dataset `{id}` has no transform"))
-                    })?,
-                (None, None) => {
-                    return Err(CommandError::invalid(
-                        "transform",
-                        "give a transform or a dataset",
-                    ))
-                }
-            };
-            let values: Vec<_> = p.values.iter().map(json_to_value).collect();
-            let results = dryrun::run_transform(&t, &values).map_err(CommandError::failed)?;
-            Ok(results
-                .into_iter()
-                .map(|r| match r {
-                    Ok(v) => json!({ "value": value_to_json(&v) }),
-                    Err(e) => json!({ "error": e }),
-                })
-                .collect::<Vec<_>>())
-        },
-    );
-    r.register(
-        "project.dryRun.endToEnd",
-        Tier::Safe,
-        "Feeds sample bytes through the whole project (framing, checksum, decoder, parser, \
-         transforms) on a throwaway pipeline; changes nothing.",
-        |ws: &mut Workspace, p: EndToEndParams| {
-            let i = source_index(ws.project(), p.source.as_deref())?;
-            let bytes = bytes_of(&p.data, p.hex)?;
-            let e = dryrun::end_to_end(ws.project(), i, &bytes).map_err(CommandError::failed)?;
-            Ok(EndToEndResult {
-                columns: e.columns,
-                rows: rows_to_json(&e.rows),
-                frames: e.frames,
-                checksum_failed: e.checksum_failed,
-                oversize_dropped: e.oversize_dropped,
-                parse_errors: e.parse_errors,
-                last_error: e.last_error,
-            })
-        },
-    )
-    .example("two lines", json!({"data": "1,2\n3,4\n"}));
+    })
+}
+
+fn project_frame_parser_dry_run(
+    ws: &mut Workspace,
+    p: DryRun,
+) -> Result<Vec<FrameResult>, CommandError> {
+    let i = source_index(ws.project(), p.source.as_deref())?;
+    let s = &ws.project().sources[i];
+    let config = match p.code {
+        Some(code) => script_config(&s.parser, code, p.language),
+        None => s.parser.clone(),
+    };
+    let frames = p
+        .frames
+        .iter()
+        .map(|f| bytes_of(f, p.hex))
+        .collect::<Result<Vec<_>, _>>()?;
+    let outcomes = dryrun::run_parser(&config, s.decoder, &frames).map_err(|e| CommandError {
+        code: sextant_commands::ErrorCode::Failed,
+        message: format!("the parser does not compile: {}", e.message),
+        path: e.line.map(|l| format!("line {l}")),
+    })?;
+    Ok(outcomes
+        .into_iter()
+        .map(|o| match o {
+            FrameOutcome::Rows(rows) => FrameResult {
+                rows: Some(rows_to_json(&rows)),
+                error: None,
+                line: None,
+            },
+            FrameOutcome::Error { message, line } => FrameResult {
+                rows: None,
+                error: Some(message),
+                line,
+            },
+        })
+        .collect::<Vec<_>>())
+}
+
+fn project_transform_set(ws: &mut Workspace, p: TransformSet) -> Result<Done, CommandError> {
+    if let Some(t) = &p.transform {
+        dryrun::run_transform(t, &[]).map_err(|e| CommandError::invalid("transform", e))?;
+    }
+    ws.edit(&format!("set transform of {}", p.dataset), |proj| {
+        let d = proj
+            .groups
+            .iter_mut()
+            .flat_map(|g| g.datasets.iter_mut())
+            .find(|d| d.id == p.dataset)
+            .ok_or_else(|| CommandError::not_found(format!("no dataset has id `{}`", p.dataset)))?;
+        d.transform = p.transform;
+        Ok(Done::ok())
+    })
+}
+
+fn project_transform_dry_run(
+    ws: &mut Workspace,
+    p: TransformDryRun,
+) -> Result<Vec<Json>, CommandError> {
+    let t = match (p.transform, &p.dataset) {
+        (Some(t), _) => t,
+        (None, Some(id)) => ws
+            .project()
+            .datasets()
+            .find(|d| &d.id == id)
+            .and_then(|d| d.transform.clone())
+            .ok_or_else(|| CommandError::not_found(format!("dataset `{id}` has no transform")))?,
+        (None, None) => {
+            return Err(CommandError::invalid(
+                "transform",
+                "give a transform or a dataset",
+            ))
+        }
+    };
+    let values: Vec<_> = p.values.iter().map(json_to_value).collect();
+    let results = dryrun::run_transform(&t, &values).map_err(CommandError::failed)?;
+    Ok(results
+        .into_iter()
+        .map(|r| match r {
+            Ok(v) => json!({ "value": value_to_json(&v) }),
+            Err(e) => json!({ "error": e }),
+        })
+        .collect::<Vec<_>>())
+}
+
+const PROJECT_DRY_RUN_END_TO_END: &str =
+    "Feeds sample bytes through the whole project (framing, checksum, decoder, parser, \
+    transforms) on a throwaway pipeline; changes nothing.";
+
+fn project_dry_run_end_to_end(
+    ws: &mut Workspace,
+    p: EndToEndParams,
+) -> Result<EndToEndResult, CommandError> {
+    let i = source_index(ws.project(), p.source.as_deref())?;
+    let bytes = bytes_of(&p.data, p.hex)?;
+    let e = dryrun::end_to_end(ws.project(), i, &bytes).map_err(CommandError::failed)?;
+    Ok(EndToEndResult {
+        columns: e.columns,
+        rows: rows_to_json(&e.rows),
+        frames: e.frames,
+        checksum_failed: e.checksum_failed,
+        oversize_dropped: e.oversize_dropped,
+        parse_errors: e.parse_errors,
+        last_error: e.last_error,
+    })
 }
