@@ -17,7 +17,7 @@ use sextant_telemetry::{Pipeline, Project};
 
 use super::project::{Done, NoParams};
 use crate::convert::value_to_json;
-use crate::workspace::{Event, Live, PutAside};
+use crate::workspace::{DashboardView, Event, Live, PutAside};
 use crate::Workspace;
 
 #[derive(Serialize, JsonSchema)]
@@ -351,381 +351,334 @@ struct ReplayState {
     speed: Option<f64>,
 }
 
+/// Replays, actions, CSV export, the MQTT publisher, connecting, the dashboard and the console, one
+/// line each; the handler of `io.connect` is `io_connect`, and so on, below in the same order. Kept
+/// out of rustfmt so that each command stays one line.
+#[rustfmt::skip]
 pub fn register(r: &mut Registry<Workspace>) {
-    r.register(
-        "csvPlayer.open",
-        Tier::Confirm,
-        "Plays a CSV export through the pipeline in place of the live sources (which \
-         connect again when it stops: io.disconnect). An export of the open project (every \
-         dataset has its `Group/Dataset` column) plays into it, keeping its widgets, units \
-         and tabs; any other file needs replaceProject: true and opens a project made from \
-         its columns (undoable, and the open project comes back when the replay stops).",
-        |ws: &mut Workspace, p: CsvOpen| {
-            if !(p.speed.is_finite() && p.speed >= 0.0) {
-                return Err(CommandError::invalid(
-                    "speed",
-                    "speed must be 0 (as fast as possible) or more",
-                ));
-            }
-            let (columns, _) = sextant_devices::csv_replay::load_csv(&p.path)
-                .map_err(|e| CommandError::failed(e.to_string()))?;
-            let into_open = sextant_devices::csv_replay::project_playing_into(
-                ws.project(),
-                &columns,
-                &p.path,
-                p.speed,
-            );
-            if let (Err(why), false) = (&into_open, p.replace_project) {
-                return Err(CommandError::invalid(
-                    "replaceProject",
-                    format!(
-                        "{why}, so it cannot play into it; to play it in a project made from \
-                         its columns instead (the open project comes back when the replay \
-                         stops), run again with replaceProject: true"
-                    ),
-                ));
-            }
-            let live_project = make_room_for_replay(ws)?;
-            let started = match into_open {
-                Ok(playback) => connect_project(ws, playback).map(|()| None),
-                Err(_) => {
-                    let project = sextant_devices::csv_replay::project_for_csv(
-                        &columns, &p.path, p.speed,
-                    );
-                    connect_own_project(ws, &format!("play {}", p.path.display()), project)
-                        .map(Some)
-                }
-            };
-            match started {
-                Ok(replaced_at) => {
-                    ws.after_replay = Some(PutAside {
-                        live_project,
-                        replaced_at,
-                    });
-                    Ok(json!({ "datasets": columns.len(), "intoOpenProject": replaced_at.is_none() }))
-                }
-                Err(e) => {
-                    put_back(ws, live_project);
-                    Err(e)
-                }
-            }
-        },
-    );
-    r.register(
-        "replay.setState",
-        Tier::Safe,
-        "Pauses, resumes, steps, seeks or changes the speed of every playing replay (captures, \
-         CSV files, recorded sessions).",
-        |ws: &mut Workspace, p: ReplayState| {
-            let controls = ws
-                .live
-                .as_ref()
-                .map(|l| l.replay.clone())
-                .unwrap_or_default();
-            if controls.is_empty() {
-                return Err(CommandError::failed("nothing is replaying"));
-            }
-            for c in &controls {
-                if let Some(speed) = p.speed {
-                    c.set_speed(speed);
-                }
-                if let Some(s) = p.seek_s {
-                    c.seek(std::time::Duration::from_secs_f64(s.max(0.0)));
-                }
-                match p.paused {
-                    Some(true) => c.pause(),
-                    Some(false) => c.resume(),
-                    None => {}
-                }
-                for _ in 0..p.step.unwrap_or(0) {
-                    c.step();
-                }
-            }
-            Ok(json!({ "replays": controls.len(), "paused": controls[0].is_paused() }))
-        },
-    );
-    r.register(
-        "replay.getState",
-        Tier::Safe,
-        "Where every playing replay is: paused, speed, position and duration in seconds (empty when nothing replays).",
-        |ws: &mut Workspace, _: NoParams| {
-            let replays: Vec<Json> = ws
-                .live
-                .as_ref()
-                .map(|l| {
-                    l.replay
-                        .iter()
-                        .map(|c| {
-                            let p = c.progress();
-                            json!({"paused": p.paused, "speed": p.speed, "atEnd": p.at_end,
-                                   "positionS": p.position_s, "durationS": p.duration_s})
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            Ok(json!({ "replays": replays }))
-        },
-    );
-    r.register(
-        "project.action.run",
-        Tier::DeviceGated,
-        "Sends an action's payload (text or hex, with its line ending) to its device now.",
-        |ws: &mut Workspace, p: ActionRun| {
-            let action = ws
-                .project()
-                .actions
-                .iter()
-                .find(|a| a.id == p.id)
-                .cloned()
-                .ok_or_else(|| CommandError::not_found(format!("no action has id `{}`", p.id)))?;
-            let bytes = payload(&action.payload, action.hex, action.line_ending, None)?;
-            let index = source_position(ws, action.source.as_deref())?;
-            send_to(ws, index, bytes)
-        },
-    );
+    r.register("csvPlayer.open", Tier::Confirm, CSV_PLAYER_OPEN, csv_player_open);
+    r.register("replay.setState", Tier::Safe, REPLAY_SET_STATE, replay_set_state);
+    r.register("replay.getState", Tier::Safe, "Where every playing replay is: paused, speed, position and duration in seconds (empty when nothing replays).", replay_get_state);
+    r.register("project.action.run", Tier::DeviceGated, "Sends an action's payload (text or hex, with its line ending) to its device now.", project_action_run);
 
-    r.register(
-        "csvExport.enable",
-        Tier::Confirm,
-        "Exports every parsed frame to a CSV file from the next io.connect on, on a writer \
-         thread that never stalls ingestion.",
-        |ws: &mut Workspace, p: CsvEnable| {
-            ws.csv_export = Some(p.path);
-            Ok(Done::detail(if ws.live.is_some() {
-                "takes effect at the next io.connect"
-            } else {
-                "enabled"
-            }))
-        },
-    );
-    r.register(
-        "csvExport.disable",
-        Tier::Confirm,
-        "Stops CSV export (from the next connect).",
-        |ws: &mut Workspace, _: NoParams| {
-            ws.csv_export = None;
-            Ok(Done::ok())
-        },
-    );
-    r.register(
-        "csvExport.status",
-        Tier::Safe,
-        "The CSV export file, if enabled.",
-        |ws: &mut Workspace, _: NoParams| {
-            Ok(json!({ "enabled": ws.csv_export.is_some(), "path": ws.csv_export }))
-        },
-    );
-    r.register(
-        "mqtt.publisher.configure",
-        Tier::Confirm,
-        "Sets the MQTT publisher (frames as JSON or CSV at 1–30 Hz to a broker); used from the next io.connect.",
-        |ws: &mut Workspace, p: PublisherConfig| {
-            if !(1..=30).contains(&p.publisher.rate_hz) {
-                return Err(CommandError::invalid("publisher.rateHz", "the publish rate must be 1 to 30 Hz"));
-            }
-            ws.edit("configure MQTT publisher", |proj| {
-                proj.mqtt_publisher = Some(p.publisher);
-                Ok(Done::ok())
-            })
-        },
-    )
-    .example(
-        "publish JSON at 10 Hz",
-        json!({"publisher": {"enabled": true, "host": "127.0.0.1", "port": 1883, "topic": "lab/rover/frames", "format": "json", "rateHz": 10}}),
-    );
-    r.register(
-        "io.connect",
-        Tier::Confirm,
-        "Connects every source of the project and starts parsing.",
-        |ws: &mut Workspace, _: NoParams| {
-            if ws.live.is_some() {
-                return Ok(Done::detail("already connected"));
-            }
-            connect(ws)?;
-            Ok(Done::ok())
-        },
-    );
-    r.register(
-        "io.disconnect",
-        Tier::Confirm,
-        "Disconnects every source.",
-        |ws: &mut Workspace, _: NoParams| {
-            if !stop_sources(ws) {
-                return Ok(Done::detail("not connected"));
-            }
-            // Stopping a replay brings back what it took the place of.
-            let Some(aside) = ws.after_replay.take() else {
-                return Ok(Done::ok());
-            };
-            restore_project(ws, &aside);
-            match aside.live_project {
-                Some(p) if p == *ws.project() => match connect(ws) {
-                    Ok(()) => Ok(Done::detail("replay stopped; the live sources are connected again")),
-                    Err(e) => Ok(Done::detail(format!(
-                        "replay stopped; the live sources did not connect again: {}",
-                        e.message
-                    ))),
-                },
-                Some(_) => Ok(Done::detail(
-                    "replay stopped; the project changed during the replay, so its sources wait for io.connect",
-                )),
-                None => Ok(Done::detail("replay stopped")),
-            }
-        },
-    );
-    r.register(
-        "io.status",
-        Tier::Safe,
-        "Status and counters of every source (connected, reconnecting, errors, drops).",
-        |ws: &mut Workspace, _: NoParams| {
-            let Some(live) = &ws.live else {
-                return Ok(json!({ "connected": false, "sources": [] }));
-            };
-            let snap = live
-                .wiring
-                .as_ref()
-                .map(|w| w.snapshot())
-                .unwrap_or_default();
-            let sources: Vec<SourceStatus> = ws
-                .project()
-                .sources
+    r.register("csvExport.enable", Tier::Confirm, CSV_EXPORT_ENABLE, csv_export_enable);
+    r.register("csvExport.disable", Tier::Confirm, "Stops CSV export (from the next connect).", csv_export_disable);
+    r.register("csvExport.status", Tier::Safe, "The CSV export file, if enabled.", csv_export_status);
+    r.register("mqtt.publisher.configure", Tier::Confirm, "Sets the MQTT publisher (frames as JSON or CSV at 1–30 Hz to a broker); used from the next io.connect.", mqtt_publisher_configure)
+        .example("publish JSON at 10 Hz", json!({"publisher": {"enabled": true, "host": "127.0.0.1", "port": 1883, "topic": "lab/rover/frames", "format": "json", "rateHz": 10}}));
+    r.register("io.connect", Tier::Confirm, "Connects every source of the project and starts parsing.", io_connect);
+    r.register("io.disconnect", Tier::Confirm, "Disconnects every source.", io_disconnect);
+    r.register("io.status", Tier::Safe, "Status and counters of every source (connected, reconnecting, errors, drops).", io_status);
+    r.register("io.listSerialPorts", Tier::Safe, "Serial ports present on this machine now, with their USB description (call again after plugging a device in).", io_list_serial_ports);
+    r.register("dashboard.latestFrame", Tier::Safe, "The latest value of every dataset while connected (frozen while the view is paused).", dashboard_latest_frame);
+    r.register("dashboard.tail", Tier::Safe, "The last frames (up to 1000), oldest first, as rows of every dataset's value.", dashboard_tail);
+    r.register("dashboard.getView", Tier::Safe, "The dashboard's time range, points per plot, refresh rate and pause state.", dashboard_get_view);
+    r.register("dashboard.setView", Tier::Safe, "Changes how the dashboard shows data (view state only: the project is untouched).", dashboard_set_view)
+        .example("last 30 s, paused", json!({"timeRangeS": 30, "paused": true}));
+    r.register("console.send", Tier::DeviceGated, "Sends text or hex bytes to a connected device, with an optional line ending and checksum.", console_send)
+        .example("a command with CRLF", json!({"data": "RESET", "lineEnding": "crLf"}));
+}
+
+const CSV_PLAYER_OPEN: &str =
+    "Plays a CSV export through the pipeline in place of the live sources (which \
+    connect again when it stops: io.disconnect). An export of the open project (every \
+    dataset has its `Group/Dataset` column) plays into it, keeping its widgets, units \
+    and tabs; any other file needs replaceProject: true and opens a project made from \
+    its columns (undoable, and the open project comes back when the replay stops).";
+
+fn csv_player_open(ws: &mut Workspace, p: CsvOpen) -> Result<Json, CommandError> {
+    if !(p.speed.is_finite() && p.speed >= 0.0) {
+        return Err(CommandError::invalid(
+            "speed",
+            "speed must be 0 (as fast as possible) or more",
+        ));
+    }
+    let (columns, _) = sextant_devices::csv_replay::load_csv(&p.path)
+        .map_err(|e| CommandError::failed(e.to_string()))?;
+    let into_open =
+        sextant_devices::csv_replay::project_playing_into(ws.project(), &columns, &p.path, p.speed);
+    if let (Err(why), false) = (&into_open, p.replace_project) {
+        return Err(CommandError::invalid(
+            "replaceProject",
+            format!(
+                "{why}, so it cannot play into it; to play it in a project made from \
+                 its columns instead (the open project comes back when the replay \
+                 stops), run again with replaceProject: true"
+            ),
+        ));
+    }
+    let live_project = make_room_for_replay(ws)?;
+    let started = match into_open {
+        Ok(playback) => connect_project(ws, playback).map(|()| None),
+        Err(_) => {
+            let project = sextant_devices::csv_replay::project_for_csv(&columns, &p.path, p.speed);
+            connect_own_project(ws, &format!("play {}", p.path.display()), project).map(Some)
+        }
+    };
+    match started {
+        Ok(replaced_at) => {
+            ws.after_replay = Some(PutAside {
+                live_project,
+                replaced_at,
+            });
+            Ok(json!({ "datasets": columns.len(), "intoOpenProject": replaced_at.is_none() }))
+        }
+        Err(e) => {
+            put_back(ws, live_project);
+            Err(e)
+        }
+    }
+}
+
+const REPLAY_SET_STATE: &str =
+    "Pauses, resumes, steps, seeks or changes the speed of every playing replay (captures, \
+    CSV files, recorded sessions).";
+
+fn replay_set_state(ws: &mut Workspace, p: ReplayState) -> Result<Json, CommandError> {
+    let controls = ws
+        .live
+        .as_ref()
+        .map(|l| l.replay.clone())
+        .unwrap_or_default();
+    if controls.is_empty() {
+        return Err(CommandError::failed("nothing is replaying"));
+    }
+    for c in &controls {
+        if let Some(speed) = p.speed {
+            c.set_speed(speed);
+        }
+        if let Some(s) = p.seek_s {
+            c.seek(std::time::Duration::from_secs_f64(s.max(0.0)));
+        }
+        match p.paused {
+            Some(true) => c.pause(),
+            Some(false) => c.resume(),
+            None => {}
+        }
+        for _ in 0..p.step.unwrap_or(0) {
+            c.step();
+        }
+    }
+    Ok(json!({ "replays": controls.len(), "paused": controls[0].is_paused() }))
+}
+
+fn replay_get_state(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
+    let replays: Vec<Json> = ws
+        .live
+        .as_ref()
+        .map(|l| {
+            l.replay
                 .iter()
-                .zip(&live.handles)
-                .enumerate()
-                .map(|(i, (s, h))| {
-                    let d = h.stats();
-                    let p = snap.sources.get(i).cloned().unwrap_or_default();
-                    SourceStatus {
-                        id: s.id.clone(),
-                        status: h.status().to_string(),
-                        bytes: d.bytes,
-                        chunks: d.chunks,
-                        dropped_chunks: d.dropped_chunks,
-                        frames: p.framing.frames,
-                        checksum_failed: p.framing.checksum_failed,
-                        oversize_dropped: p.framing.oversize_dropped,
-                        parse_errors: p.parse_errors + p.decode_errors,
-                        last_error: p.last_error,
-                    }
+                .map(|c| {
+                    let p = c.progress();
+                    json!({"paused": p.paused, "speed": p.speed, "atEnd": p.at_end,
+                           "positionS": p.position_s, "durationS": p.duration_s})
                 })
-                .collect();
-            Ok(json!({ "connected": true, "sources": sources }))
+                .collect()
+        })
+        .unwrap_or_default();
+    Ok(json!({ "replays": replays }))
+}
+
+fn project_action_run(ws: &mut Workspace, p: ActionRun) -> Result<Json, CommandError> {
+    let action = ws
+        .project()
+        .actions
+        .iter()
+        .find(|a| a.id == p.id)
+        .cloned()
+        .ok_or_else(|| CommandError::not_found(format!("no action has id `{}`", p.id)))?;
+    let bytes = payload(&action.payload, action.hex, action.line_ending, None)?;
+    let index = source_position(ws, action.source.as_deref())?;
+    send_to(ws, index, bytes)
+}
+
+const CSV_EXPORT_ENABLE: &str =
+    "Exports every parsed frame to a CSV file from the next io.connect on, on a writer \
+    thread that never stalls ingestion.";
+
+fn csv_export_enable(ws: &mut Workspace, p: CsvEnable) -> Result<Done, CommandError> {
+    ws.csv_export = Some(p.path);
+    Ok(Done::detail(if ws.live.is_some() {
+        "takes effect at the next io.connect"
+    } else {
+        "enabled"
+    }))
+}
+
+fn csv_export_disable(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
+    ws.csv_export = None;
+    Ok(Done::ok())
+}
+
+fn csv_export_status(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
+    Ok(json!({ "enabled": ws.csv_export.is_some(), "path": ws.csv_export }))
+}
+
+fn mqtt_publisher_configure(ws: &mut Workspace, p: PublisherConfig) -> Result<Done, CommandError> {
+    if !(1..=30).contains(&p.publisher.rate_hz) {
+        return Err(CommandError::invalid(
+            "publisher.rateHz",
+            "the publish rate must be 1 to 30 Hz",
+        ));
+    }
+    ws.edit("configure MQTT publisher", |proj| {
+        proj.mqtt_publisher = Some(p.publisher);
+        Ok(Done::ok())
+    })
+}
+
+fn io_connect(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
+    if ws.live.is_some() {
+        return Ok(Done::detail("already connected"));
+    }
+    connect(ws)?;
+    Ok(Done::ok())
+}
+
+fn io_disconnect(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
+    if !stop_sources(ws) {
+        return Ok(Done::detail("not connected"));
+    }
+    // Stopping a replay brings back what it took the place of.
+    let Some(aside) = ws.after_replay.take() else {
+        return Ok(Done::ok());
+    };
+    restore_project(ws, &aside);
+    match aside.live_project {
+        Some(p) if p == *ws.project() => match connect(ws) {
+            Ok(()) => Ok(Done::detail("replay stopped; the live sources are connected again")),
+            Err(e) => Ok(Done::detail(format!(
+                "replay stopped; the live sources did not connect again: {}",
+                e.message
+            ))),
         },
-    );
-    r.register(
-        "io.listSerialPorts",
-        Tier::Safe,
-        "Serial ports present on this machine now, with their USB description (call again after plugging a device in).",
-        |_: &mut Workspace, _: NoParams| {
-            let ports: Vec<SerialPort> = sextant_devices::serial::list_ports()
-                .into_iter()
-                .map(|p| SerialPort {
-                    path: p.path,
-                    description: p.description,
-                })
-                .collect();
-            Ok(ports)
-        },
-    );
-    r.register(
-        "dashboard.latestFrame",
-        Tier::Safe,
-        "The latest value of every dataset while connected (frozen while the view is paused).",
-        |ws: &mut Workspace, _: NoParams| Ok(latest_frame(ws)),
-    );
-    r.register(
-        "dashboard.tail",
-        Tier::Safe,
-        "The last frames (up to 1000), oldest first, as rows of every dataset's value.",
-        |ws: &mut Workspace, p: TailParams| {
-            let Some(live) = &ws.live else {
-                return Ok(json!({ "columns": [], "frames": [] }));
-            };
-            let (columns, frames) = live.tail.last(p.count.clamp(1, crate::tail::TAIL_FRAMES));
-            Ok(json!({
-                "columns": columns.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
-                "frames": frames
-                    .iter()
-                    .map(|(t, row)| json!({ "elapsedS": t, "values": row.iter().map(value_to_json).collect::<Vec<_>>() }))
-                    .collect::<Vec<_>>(),
-            }))
-        },
-    );
-    r.register(
-        "dashboard.getView",
-        Tier::Safe,
-        "The dashboard's time range, points per plot, refresh rate and pause state.",
-        |ws: &mut Workspace, _: NoParams| Ok(ws.view.clone()),
-    );
-    r.register(
-        "dashboard.setView",
-        Tier::Safe,
-        "Changes how the dashboard shows data (view state only: the project is untouched).",
-        |ws: &mut Workspace, p: ViewParams| {
-            // Check everything before changing anything: a bad field leaves the view as it was.
-            if let Some(t) = p.time_range_s {
-                if !(t.is_finite() && (0.1..=86_400.0).contains(&t)) {
-                    return Err(CommandError::invalid(
-                        "timeRangeS",
-                        "the time range must be 0.1 s to 24 h",
-                    ));
-                }
+        Some(_) => Ok(Done::detail(
+            "replay stopped; the project changed during the replay, so its sources wait for io.connect",
+        )),
+        None => Ok(Done::detail("replay stopped")),
+    }
+}
+
+fn io_status(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
+    let Some(live) = &ws.live else {
+        return Ok(json!({ "connected": false, "sources": [] }));
+    };
+    let snap = live
+        .wiring
+        .as_ref()
+        .map(|w| w.snapshot())
+        .unwrap_or_default();
+    let sources: Vec<SourceStatus> = ws
+        .project()
+        .sources
+        .iter()
+        .zip(&live.handles)
+        .enumerate()
+        .map(|(i, (s, h))| {
+            let d = h.stats();
+            let p = snap.sources.get(i).cloned().unwrap_or_default();
+            SourceStatus {
+                id: s.id.clone(),
+                status: h.status().to_string(),
+                bytes: d.bytes,
+                chunks: d.chunks,
+                dropped_chunks: d.dropped_chunks,
+                frames: p.framing.frames,
+                checksum_failed: p.framing.checksum_failed,
+                oversize_dropped: p.framing.oversize_dropped,
+                parse_errors: p.parse_errors + p.decode_errors,
+                last_error: p.last_error,
             }
-            if let Some(n) = p.points {
-                if !(10..=1_000_000).contains(&n) {
-                    return Err(CommandError::invalid(
-                        "points",
-                        "points must be 10 to 1 000 000",
-                    ));
-                }
-            }
-            if let Some(hz) = p.refresh_hz {
-                if !(1..=240).contains(&hz) {
-                    return Err(CommandError::invalid(
-                        "refreshHz",
-                        "the refresh rate must be 1 to 240 Hz",
-                    ));
-                }
-            }
-            let before = ws.view.clone();
-            if let Some(t) = p.time_range_s {
-                ws.view.time_range_s = t;
-            }
-            if let Some(n) = p.points {
-                ws.view.points = n;
-            }
-            if let Some(hz) = p.refresh_hz {
-                ws.view.refresh_hz = hz;
-            }
-            if let Some(paused) = p.paused {
-                // Freeze what the reads return; ingestion itself never pauses.
-                ws.frozen = if paused { Some(live_frame(ws)) } else { None };
-                ws.view.paused = paused;
-            }
-            // Every door's dashboard follows a change made from another (the assistant, the API).
-            if ws.view != before {
-                let view = ws.view.clone();
-                ws.push_event(Event::ViewChanged { view });
-            }
-            Ok(ws.view.clone())
-        },
-    )
-    .example(
-        "last 30 s, paused",
-        json!({"timeRangeS": 30, "paused": true}),
-    );
-    r.register(
-        "console.send",
-        Tier::DeviceGated,
-        "Sends text or hex bytes to a connected device, with an optional line ending and checksum.",
-        |ws: &mut Workspace, p: Send| {
-            let bytes = payload(&p.data, p.hex, p.line_ending, p.checksum)?;
-            let index = source_position(ws, p.source.as_deref())?;
-            send_to(ws, index, bytes)
-        },
-    )
-    .example(
-        "a command with CRLF",
-        json!({"data": "RESET", "lineEnding": "crLf"}),
-    );
+        })
+        .collect();
+    Ok(json!({ "connected": true, "sources": sources }))
+}
+
+fn io_list_serial_ports(_: &mut Workspace, _: NoParams) -> Result<Vec<SerialPort>, CommandError> {
+    let ports: Vec<SerialPort> = sextant_devices::serial::list_ports()
+        .into_iter()
+        .map(|p| SerialPort {
+            path: p.path,
+            description: p.description,
+        })
+        .collect();
+    Ok(ports)
+}
+
+fn dashboard_latest_frame(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
+    Ok(latest_frame(ws))
+}
+
+fn dashboard_tail(ws: &mut Workspace, p: TailParams) -> Result<Json, CommandError> {
+    let Some(live) = &ws.live else {
+        return Ok(json!({ "columns": [], "frames": [] }));
+    };
+    let (columns, frames) = live.tail.last(p.count.clamp(1, crate::tail::TAIL_FRAMES));
+    Ok(json!({
+        "columns": columns.iter().map(|d| d.id.clone()).collect::<Vec<_>>(),
+        "frames": frames
+            .iter()
+            .map(|(t, row)| json!({ "elapsedS": t, "values": row.iter().map(value_to_json).collect::<Vec<_>>() }))
+            .collect::<Vec<_>>(),
+    }))
+}
+
+fn dashboard_get_view(ws: &mut Workspace, _: NoParams) -> Result<DashboardView, CommandError> {
+    Ok(ws.view.clone())
+}
+
+fn dashboard_set_view(ws: &mut Workspace, p: ViewParams) -> Result<DashboardView, CommandError> {
+    // Check everything before changing anything: a bad field leaves the view as it was.
+    if let Some(t) = p.time_range_s {
+        if !(t.is_finite() && (0.1..=86_400.0).contains(&t)) {
+            return Err(CommandError::invalid(
+                "timeRangeS",
+                "the time range must be 0.1 s to 24 h",
+            ));
+        }
+    }
+    if let Some(n) = p.points {
+        if !(10..=1_000_000).contains(&n) {
+            return Err(CommandError::invalid(
+                "points",
+                "points must be 10 to 1 000 000",
+            ));
+        }
+    }
+    if let Some(hz) = p.refresh_hz {
+        if !(1..=240).contains(&hz) {
+            return Err(CommandError::invalid(
+                "refreshHz",
+                "the refresh rate must be 1 to 240 Hz",
+            ));
+        }
+    }
+    let before = ws.view.clone();
+    if let Some(t) = p.time_range_s {
+        ws.view.time_range_s = t;
+    }
+    if let Some(n) = p.points {
+        ws.view.points = n;
+    }
+    if let Some(hz) = p.refresh_hz {
+        ws.view.refresh_hz = hz;
+    }
+    if let Some(paused) = p.paused {
+        // Freeze what the reads return; ingestion itself never pauses.
+        ws.frozen = if paused { Some(live_frame(ws)) } else { None };
+        ws.view.paused = paused;
+    }
+    // Every door's dashboard follows a change made from another (the assistant, the API).
+    if ws.view != before {
+        let view = ws.view.clone();
+        ws.push_event(Event::ViewChanged { view });
+    }
+    Ok(ws.view.clone())
+}
+
+fn console_send(ws: &mut Workspace, p: Send) -> Result<Json, CommandError> {
+    let bytes = payload(&p.data, p.hex, p.line_ending, p.checksum)?;
+    let index = source_position(ws, p.source.as_deref())?;
+    send_to(ws, index, bytes)
 }
