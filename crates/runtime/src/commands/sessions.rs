@@ -183,258 +183,237 @@ fn recorder(ws: &Workspace) -> Option<&Recorder> {
     ws.live.as_ref().map(|l| &l.recorder)
 }
 
+/// The `sessions.*` commands, one line each; the handler of `sessions.startRecording` is
+/// `sessions_start_recording`, and so on, below in the same order. Kept out of rustfmt so that each
+/// command stays one line.
+#[rustfmt::skip]
 pub fn register(r: &mut Registry<Workspace>) {
-    r.register(
-        "sessions.setDatabase",
-        Tier::Confirm,
-        "Chooses the SQLite file recorded sessions are kept in (created when missing; an \
-         older file is upgraded, a newer one refused).",
-        |ws: &mut Workspace, p: DatabaseParams| {
-            // Open it now so a bad path or a newer file is reported here, not mid-recording.
-            SessionStore::open(&p.path).map_err(|e| to_command_error(e, "path"))?;
-            ws.set_sessions_db(Some(p.path));
-            Ok(Done::ok())
-        },
+    r.register("sessions.setDatabase", Tier::Confirm, SESSIONS_SET_DATABASE, sessions_set_database);
+    r.register("sessions.list", Tier::Safe, SESSIONS_LIST, sessions_list);
+    r.register("sessions.get", Tier::Safe, "One session: its summary, CSV columns, per-source raw data and embedded project.", sessions_get);
+    r.register("sessions.tag", Tier::Confirm, "Adds and removes tags of a session.", sessions_tag)
+        .example("mark a bench run", json!({"id": 3, "add": ["bench", "firmware 1.2"], "remove": ["todo"]}));
+    r.register("sessions.rename", Tier::Confirm, "Changes a session's title.", sessions_rename);
+    r.register("sessions.delete", Tier::AlwaysConfirm, "Deletes a session with all its raw data and frames. Cannot be undone.", sessions_delete);
+    r.register("sessions.exportCsv", Tier::Confirm, SESSIONS_EXPORT_CSV, sessions_export_csv);
+    r.register("sessions.startRecording", Tier::Confirm, SESSIONS_START_RECORDING, sessions_start_recording);
+    r.register("sessions.stopRecording", Tier::Confirm, "Stops recording and closes the session; the live run goes on.", sessions_stop_recording);
+    r.register("sessions.replay", Tier::Confirm, SESSIONS_REPLAY, sessions_replay)
+        .example("replay session 3 at ten times real time", json!({"id": 3, "speed": 10}));
+}
+
+const SESSIONS_SET_DATABASE: &str =
+    "Chooses the SQLite file recorded sessions are kept in (created when missing; an \
+    older file is upgraded, a newer one refused).";
+
+fn sessions_set_database(ws: &mut Workspace, p: DatabaseParams) -> Result<Done, CommandError> {
+    // Open it now so a bad path or a newer file is reported here, not mid-recording.
+    SessionStore::open(&p.path).map_err(|e| to_command_error(e, "path"))?;
+    ws.set_sessions_db(Some(p.path));
+    Ok(Done::ok())
+}
+
+const SESSIONS_LIST: &str =
+    "Recorded sessions, oldest first, with their tags, frame/chunk/byte counts, drops \
+    and duration; and the session being recorded now.";
+
+fn sessions_list(ws: &mut Workspace, p: ListParams) -> Result<Listing, CommandError> {
+    let recording = recorder(ws).and_then(Recorder::current);
+    let Some(db) = ws.sessions_db().map(PathBuf::from) else {
+        return Ok(Listing {
+            database: None,
+            sessions: Vec::new(),
+            recording,
+        });
+    };
+    let sessions = SessionStore::open(&db)
+        .and_then(|s| s.list(p.tag.as_deref()))
+        .map_err(|e| to_command_error(e, "tag"))?;
+    Ok(Listing {
+        database: Some(db),
+        sessions,
+        recording,
+    })
+}
+
+fn sessions_get(ws: &mut Workspace, p: IdParams) -> Result<SessionDetail, CommandError> {
+    store(ws)?.get(p.id).map_err(|e| to_command_error(e, "id"))
+}
+
+fn sessions_tag(ws: &mut Workspace, p: TagParams) -> Result<Tags, CommandError> {
+    let store = store(ws)?;
+    let mut tags = store
+        .summary(p.id)
+        .map_err(|e| to_command_error(e, "id"))?
+        .tags;
+    for (i, tag) in p.add.iter().enumerate() {
+        tags = store
+            .tag(p.id, tag)
+            .map_err(|e| to_command_error(e, &format!("add[{i}]")))?;
+    }
+    for tag in &p.remove {
+        tags = store
+            .untag(p.id, tag)
+            .map_err(|e| to_command_error(e, "remove"))?;
+    }
+    Ok(Tags { id: p.id, tags })
+}
+
+fn sessions_rename(ws: &mut Workspace, p: RenameParams) -> Result<Done, CommandError> {
+    store(ws)?
+        .rename(p.id, &p.title)
+        .map_err(|e| to_command_error(e, "title"))?;
+    Ok(Done::ok())
+}
+
+fn sessions_delete(ws: &mut Workspace, p: DeleteParams) -> Result<Done, CommandError> {
+    if recorder(ws)
+        .and_then(Recorder::current)
+        .is_some_and(|r| r.id == p.id)
+    {
+        return Err(CommandError::failed(format!(
+            "session {} is being recorded; stop it with sessions.stopRecording first",
+            p.id
+        )));
+    }
+    let mut store = store(ws)?;
+    store.delete(p.id).map_err(|e| to_command_error(e, "id"))?;
+    if p.vacuum {
+        store.vacuum().map_err(|e| to_command_error(e, "vacuum"))?;
+    }
+    Ok(Done::ok())
+}
+
+const SESSIONS_EXPORT_CSV: &str =
+    "Writes a session's frames to a CSV file, exactly as the live CSV export does \
+    (`elapsed_s, Group/Dataset, …`, one row per frame).";
+
+fn sessions_export_csv(ws: &mut Workspace, p: ExportParams) -> Result<Exported, CommandError> {
+    let rows = store(ws)?
+        .export_csv_file(p.id, &p.path)
+        .map_err(|e| to_command_error(e, "path"))?;
+    Ok(Exported { path: p.path, rows })
+}
+
+const SESSIONS_START_RECORDING: &str =
+    "Records the live run (raw bytes and parsed frames, with the project it runs) into \
+    a new session, until sessions.stopRecording or io.disconnect.";
+
+fn sessions_start_recording(ws: &mut Workspace, p: StartParams) -> Result<Started, CommandError> {
+    let db = database(ws)?;
+    let recorder = recorder(ws)
+        .ok_or_else(|| CommandError::failed("not connected; run io.connect first, then record"))?;
+    let id = recorder
+        .record(
+            &db,
+            p.title.as_deref().unwrap_or(""),
+            p.tags,
+            WriterOptions::default(),
+        )
+        .map_err(|e| to_command_error(e, "tags"))?;
+    Ok(Started { id })
+}
+
+fn sessions_stop_recording(ws: &mut Workspace, _: NoParams) -> Result<Stopped, CommandError> {
+    let Some(writer) = recorder(ws).and_then(Recorder::stop) else {
+        return Ok(Stopped {
+            stopped: false,
+            session: None,
+        });
+    };
+    // Waits for the rows queued so far to be committed (one batch, typically).
+    let report = writer
+        .close()
+        .map_err(|e| CommandError::failed(e.to_string()))?;
+    Ok(Stopped {
+        stopped: true,
+        session: Some(report),
+    })
+}
+
+const SESSIONS_REPLAY: &str =
+    "Opens a session's project (undoably, unless it is already open) and connects its \
+    recorded raw data in place of the live sources, through a fresh pipeline. It holds \
+    at its end (seek or resume with replay.setState); io.disconnect ends it and brings \
+    back the project and live sources it took the place of.";
+
+fn sessions_replay(ws: &mut Workspace, p: ReplayParams) -> Result<Replaying, CommandError> {
+    if !(p.speed.is_finite() && p.speed >= 0.0) {
+        return Err(CommandError::invalid(
+            "speed",
+            "speed must be 0 (as fast as possible) or a positive factor",
+        ));
+    }
+    let db = database(ws)?;
+    let project = store(ws)?
+        .project(p.id)
+        .map_err(|e| to_command_error(e, "id"))?;
+    let pipeline = Pipeline::new(&project)
+        .map_err(|e| CommandError::failed(format!("the session's project does not build: {e}")))?;
+    let live_project = super::io::make_room_for_replay(ws)?;
+    let project_replaced = *ws.project() != project;
+    let mut replaced_at = None;
+    if project_replaced {
+        if let Err(e) = ws.replace(&format!("replay session {}", p.id), project.clone(), None) {
+            super::io::put_back(ws, live_project);
+            return Err(e);
+        }
+        replaced_at = Some(ws.revision());
+    }
+    let clock = Clock::start();
+    let mut inputs = Vec::new();
+    let mut handles = Vec::new();
+    let mut replay = Vec::new();
+    for i in 0..project.sources.len() {
+        let control = ReplayControl::new(p.speed);
+        // Holds at the end, so seek and Play go on from there.
+        control.hold_at_end();
+        replay.push(control.clone());
+        let source = Source::spawn(
+            SessionReplayDriver {
+                db: db.clone(),
+                session: p.id,
+                source: i,
+                control,
+            },
+            RunOptions {
+                reconnect: Reconnect::off(),
+                clock,
+                ..RunOptions::default()
+            },
+        );
+        let (chunks, handle) = source.into_parts();
+        inputs.push((i, chunks));
+        handles.push(handle);
+    }
+    let sources = handles.len();
+    let recorder = Recorder::new(project);
+    let tail = crate::tail::Tail::default();
+    let wiring = Wiring::start(
+        pipeline,
+        inputs,
+        vec![
+            Box::new(recorder.sink()),
+            Box::new(tail.sink()),
+            Box::new(ws.scope.sink()),
+        ],
+        WiringOptions::default(),
     );
-    r.register(
-        "sessions.list",
-        Tier::Safe,
-        "Recorded sessions, oldest first, with their tags, frame/chunk/byte counts, drops \
-         and duration; and the session being recorded now.",
-        |ws: &mut Workspace, p: ListParams| {
-            let recording = recorder(ws).and_then(Recorder::current);
-            let Some(db) = ws.sessions_db().map(PathBuf::from) else {
-                return Ok(Listing {
-                    database: None,
-                    sessions: Vec::new(),
-                    recording,
-                });
-            };
-            let sessions = SessionStore::open(&db)
-                .and_then(|s| s.list(p.tag.as_deref()))
-                .map_err(|e| to_command_error(e, "tag"))?;
-            Ok(Listing {
-                database: Some(db),
-                sessions,
-                recording,
-            })
-        },
-    );
-    r.register(
-        "sessions.get",
-        Tier::Safe,
-        "One session: its summary, CSV columns, per-source raw data and embedded project.",
-        |ws: &mut Workspace, p: IdParams| -> Result<SessionDetail, CommandError> {
-            store(ws)?.get(p.id).map_err(|e| to_command_error(e, "id"))
-        },
-    );
-    r.register(
-        "sessions.tag",
-        Tier::Confirm,
-        "Adds and removes tags of a session.",
-        |ws: &mut Workspace, p: TagParams| {
-            let store = store(ws)?;
-            let mut tags = store
-                .summary(p.id)
-                .map_err(|e| to_command_error(e, "id"))?
-                .tags;
-            for (i, tag) in p.add.iter().enumerate() {
-                tags = store
-                    .tag(p.id, tag)
-                    .map_err(|e| to_command_error(e, &format!("add[{i}]")))?;
-            }
-            for tag in &p.remove {
-                tags = store
-                    .untag(p.id, tag)
-                    .map_err(|e| to_command_error(e, "remove"))?;
-            }
-            Ok(Tags { id: p.id, tags })
-        },
-    )
-    .example(
-        "mark a bench run",
-        json!({"id": 3, "add": ["bench", "firmware 1.2"], "remove": ["todo"]}),
-    );
-    r.register(
-        "sessions.rename",
-        Tier::Confirm,
-        "Changes a session's title.",
-        |ws: &mut Workspace, p: RenameParams| {
-            store(ws)?
-                .rename(p.id, &p.title)
-                .map_err(|e| to_command_error(e, "title"))?;
-            Ok(Done::ok())
-        },
-    );
-    r.register(
-        "sessions.delete",
-        Tier::AlwaysConfirm,
-        "Deletes a session with all its raw data and frames. Cannot be undone.",
-        |ws: &mut Workspace, p: DeleteParams| {
-            if recorder(ws)
-                .and_then(Recorder::current)
-                .is_some_and(|r| r.id == p.id)
-            {
-                return Err(CommandError::failed(format!(
-                    "session {} is being recorded; stop it with sessions.stopRecording first",
-                    p.id
-                )));
-            }
-            let mut store = store(ws)?;
-            store.delete(p.id).map_err(|e| to_command_error(e, "id"))?;
-            if p.vacuum {
-                store.vacuum().map_err(|e| to_command_error(e, "vacuum"))?;
-            }
-            Ok(Done::ok())
-        },
-    );
-    r.register(
-        "sessions.exportCsv",
-        Tier::Confirm,
-        "Writes a session's frames to a CSV file, exactly as the live CSV export does \
-         (`elapsed_s, Group/Dataset, …`, one row per frame).",
-        |ws: &mut Workspace, p: ExportParams| {
-            let rows = store(ws)?
-                .export_csv_file(p.id, &p.path)
-                .map_err(|e| to_command_error(e, "path"))?;
-            Ok(Exported { path: p.path, rows })
-        },
-    );
-    r.register(
-        "sessions.startRecording",
-        Tier::Confirm,
-        "Records the live run (raw bytes and parsed frames, with the project it runs) into \
-         a new session, until sessions.stopRecording or io.disconnect.",
-        |ws: &mut Workspace, p: StartParams| {
-            let db = database(ws)?;
-            let recorder = recorder(ws).ok_or_else(|| {
-                CommandError::failed("not connected; run io.connect first, then record")
-            })?;
-            let id = recorder
-                .record(
-                    &db,
-                    p.title.as_deref().unwrap_or(""),
-                    p.tags,
-                    WriterOptions::default(),
-                )
-                .map_err(|e| to_command_error(e, "tags"))?;
-            Ok(Started { id })
-        },
-    );
-    r.register(
-        "sessions.stopRecording",
-        Tier::Confirm,
-        "Stops recording and closes the session; the live run goes on.",
-        |ws: &mut Workspace, _: NoParams| {
-            let Some(writer) = recorder(ws).and_then(Recorder::stop) else {
-                return Ok(Stopped {
-                    stopped: false,
-                    session: None,
-                });
-            };
-            // Waits for the rows queued so far to be committed (one batch, typically).
-            let report = writer
-                .close()
-                .map_err(|e| CommandError::failed(e.to_string()))?;
-            Ok(Stopped {
-                stopped: true,
-                session: Some(report),
-            })
-        },
-    );
-    r.register(
-        "sessions.replay",
-        Tier::Confirm,
-        "Opens a session's project (undoably, unless it is already open) and connects its \
-         recorded raw data in place of the live sources, through a fresh pipeline. It holds \
-         at its end (seek or resume with replay.setState); io.disconnect ends it and brings \
-         back the project and live sources it took the place of.",
-        |ws: &mut Workspace, p: ReplayParams| {
-            if !(p.speed.is_finite() && p.speed >= 0.0) {
-                return Err(CommandError::invalid(
-                    "speed",
-                    "speed must be 0 (as fast as possible) or a positive factor",
-                ));
-            }
-            let db = database(ws)?;
-            let project = store(ws)?
-                .project(p.id)
-                .map_err(|e| to_command_error(e, "id"))?;
-            let pipeline = Pipeline::new(&project).map_err(|e| {
-                CommandError::failed(format!("the session's project does not build: {e}"))
-            })?;
-            let live_project = super::io::make_room_for_replay(ws)?;
-            let project_replaced = *ws.project() != project;
-            let mut replaced_at = None;
-            if project_replaced {
-                if let Err(e) =
-                    ws.replace(&format!("replay session {}", p.id), project.clone(), None)
-                {
-                    super::io::put_back(ws, live_project);
-                    return Err(e);
-                }
-                replaced_at = Some(ws.revision());
-            }
-            let clock = Clock::start();
-            let mut inputs = Vec::new();
-            let mut handles = Vec::new();
-            let mut replay = Vec::new();
-            for i in 0..project.sources.len() {
-                let control = ReplayControl::new(p.speed);
-                // Holds at the end, so seek and Play go on from there.
-                control.hold_at_end();
-                replay.push(control.clone());
-                let source = Source::spawn(
-                    SessionReplayDriver {
-                        db: db.clone(),
-                        session: p.id,
-                        source: i,
-                        control,
-                    },
-                    RunOptions {
-                        reconnect: Reconnect::off(),
-                        clock,
-                        ..RunOptions::default()
-                    },
-                );
-                let (chunks, handle) = source.into_parts();
-                inputs.push((i, chunks));
-                handles.push(handle);
-            }
-            let sources = handles.len();
-            let recorder = Recorder::new(project);
-            let tail = crate::tail::Tail::default();
-            let wiring = Wiring::start(
-                pipeline,
-                inputs,
-                vec![
-                    Box::new(recorder.sink()),
-                    Box::new(tail.sink()),
-                    Box::new(ws.scope.sink()),
-                ],
-                WiringOptions::default(),
-            );
-            ws.live = Some(Live {
-                handles,
-                wiring: Some(wiring),
-                recorder,
-                tail,
-                replay,
-            });
-            ws.after_replay = Some(crate::workspace::PutAside {
-                live_project,
-                replaced_at,
-            });
-            ws.push_event(Event::Connected);
-            Ok(Replaying {
-                id: p.id,
-                sources,
-                project_replaced,
-            })
-        },
-    )
-    .example(
-        "replay session 3 at ten times real time",
-        json!({"id": 3, "speed": 10}),
-    );
+    ws.live = Some(Live {
+        handles,
+        wiring: Some(wiring),
+        recorder,
+        tail,
+        replay,
+    });
+    ws.after_replay = Some(crate::workspace::PutAside {
+        live_project,
+        replaced_at,
+    });
+    ws.push_event(Event::Connected);
+    Ok(Replaying {
+        id: p.id,
+        sources,
+        project_replaced,
+    })
 }
