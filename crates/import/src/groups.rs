@@ -408,13 +408,42 @@ fn range(lo: Option<f64>, hi: Option<f64>) -> Option<(f64, f64)> {
     }
 }
 
+/// One dataset of a group, its keys read section by section in the order below (the
+/// report lists problems in that order).
 fn import_dataset(
     obj: &mut Obj,
     ctx: &DatasetCtx,
     ids: &mut Ids,
     r: &mut ImportReport,
 ) -> ImportedDataset {
-    let mut d = Dataset {
+    let mut d = new_dataset(obj, ctx, ids, r);
+    let unique_id = obj.i64("uniqueId", r).filter(|u| *u >= 0);
+    obj.skip(&[
+        "value",
+        "numericValue",
+        "datasetId",
+        "groupId",
+        "datasetSourceId",
+    ]);
+    widget_and_role(obj, ctx.group_widget, &mut d, r);
+    fft_and_led(obj, &mut d, r);
+    let alarm_range = ranges(obj, &mut d, r);
+    d.alarms = alarms(obj, alarm_range, r);
+    transform_and_virtual(obj, ctx.transform_language, &mut d, r);
+    let unfed = !parser_slot(obj, &mut d, r);
+    let x_axis = x_axis_reference(obj, r);
+    display_only_settings(obj, r);
+    ImportedDataset {
+        dataset: d,
+        unique_id,
+        x_axis,
+        unfed,
+    }
+}
+
+/// A new dataset with its id, title, units and source, and its flags (plot, FFT, LED, log).
+fn new_dataset(obj: &mut Obj, ctx: &DatasetCtx, ids: &mut Ids, r: &mut ImportReport) -> Dataset {
+    Dataset {
         id: ids.next("ds"),
         title: simplified(&obj.string("title", r).unwrap_or_default()),
         units: simplified(&obj.string("units", r).unwrap_or_default()),
@@ -425,20 +454,14 @@ fn import_dataset(
         led: obj.bool("led", r).unwrap_or(false),
         log: obj.bool("log", r).unwrap_or(false),
         ..Dataset::default()
-    };
-    let unique_id = obj.i64("uniqueId", r).filter(|u| *u >= 0);
-    obj.skip(&[
-        "value",
-        "numericValue",
-        "datasetId",
-        "groupId",
-        "datasetSourceId",
-    ]);
+    }
+}
 
-    // Widget or role.
+/// The widget string: a widget of the dataset's own, or its role in the group's widget.
+fn widget_and_role(obj: &mut Obj, group: GroupWidget, d: &mut Dataset, r: &mut ImportReport) {
     let widget_path = obj.at("widget");
     let widget_text = simplified(&obj.string("widget", r).unwrap_or_default()).to_ascii_lowercase();
-    match dataset_widget(&widget_text, ctx.group_widget) {
+    match dataset_widget(&widget_text, group) {
         Some((widget, role)) => {
             d.widget = widget;
             d.role = role;
@@ -448,8 +471,11 @@ fn import_dataset(
             format!("dataset widget {widget_text:?} has no Sextant equivalent; no widget"),
         ),
     }
+}
 
-    // FFT and LED.
+/// The FFT window (256 when missing or invalid), the sampling rate Sextant does not need,
+/// and the LED threshold.
+fn fft_and_led(obj: &mut Obj, d: &mut Dataset, r: &mut ImportReport) {
     let fft_path = obj.at("fftSamples");
     match obj.i64("fftSamples", r) {
         Some(n) if n >= 1 => d.fft_samples = u32::try_from(n).unwrap_or(u32::MAX),
@@ -473,8 +499,12 @@ fn import_dataset(
         obj.skip(&["fftSamplingRate"]);
     }
     d.led_threshold = obj.f64("ledHigh", r);
+}
 
-    // Ranges: Serial Studio keeps separate plot, widget and FFT ranges; Sextant has one.
+/// The dataset's one range, from Serial Studio's legacy, widget, plot and FFT ranges (the
+/// first that says something), reporting the others where they differ. Returns the range
+/// the older alarm thresholds are relative to.
+fn ranges(obj: &mut Obj, d: &mut Dataset, r: &mut ImportReport) -> Option<(f64, f64)> {
     let legacy = range(obj.f64("min", r), obj.f64("max", r));
     let widget_range = range(obj.f64("widgetMin", r), obj.f64("widgetMax", r));
     let plot_range = range(obj.f64("plotMin", r), obj.f64("plotMax", r));
@@ -500,19 +530,24 @@ fn import_dataset(
             }
         }
     }
+    widget_range.or(legacy).or(chosen)
+}
 
-    // Alarms.
-    let alarm_range = widget_range.or(legacy).or(chosen);
-    d.alarms = alarms(obj, alarm_range, r);
-
-    // Transform and virtual datasets.
+/// The transform (in the source's language unless the dataset names one), and whether the
+/// dataset is virtual: said so, or implied by a transform that never reads `value`.
+fn transform_and_virtual(
+    obj: &mut Obj,
+    default_language: TransformLanguage,
+    d: &mut Dataset,
+    r: &mut ImportReport,
+) {
     let code_path = obj.at("transformCode");
     let code = obj.string("transformCode", r).unwrap_or_default();
     let lang_path = obj.at("transformLanguage");
     let lang = obj.i64("transformLanguage", r);
     if !code.trim().is_empty() {
         let language = match lang {
-            None | Some(-1) => Some(ctx.transform_language),
+            None | Some(-1) => Some(default_language),
             Some(0) => Some(TransformLanguage::JavaScript),
             Some(1) => Some(TransformLanguage::Lua),
             Some(other) => {
@@ -547,11 +582,13 @@ fn import_dataset(
         );
         d.is_virtual = false;
     }
+}
 
-    // Parser slot.
+/// The parser slot (they start at 1; a virtual dataset without one reads slot 1), and
+/// whether there is a usable one: Serial Studio never fills a regular dataset without.
+fn parser_slot(obj: &mut Obj, d: &mut Dataset, r: &mut ImportReport) -> bool {
     let index_path = obj.at("index");
     let slot = obj.i64("index", r);
-    let mut unfed = false;
     match slot.and_then(|i| u32::try_from(i).ok()).filter(|i| *i >= 1) {
         Some(i) => d.index = i,
         None if d.is_virtual => d.index = 1,
@@ -564,17 +601,24 @@ fn import_dataset(
                     slot.map_or("no index".to_string(), |i| format!("index {i}"))
                 ),
             );
-            unfed = true;
+            return false;
         }
     }
+    true
+}
 
-    // X axis: -2 time, -1 samples (Serial Studio shows it as time too), else a dataset.
-    let x_axis = match obj.i64("xAxis", r) {
+/// The dataset the X axis follows, by its Serial Studio id; -2 (time) and -1 (samples,
+/// which Serial Studio shows as time too) leave the default time axis.
+fn x_axis_reference(obj: &mut Obj, r: &mut ImportReport) -> Option<i64> {
+    match obj.i64("xAxis", r) {
         Some(x) if x > 0 => Some(x),
         _ => None,
-    };
+    }
+}
 
-    // Display-only settings Sextant does not have.
+/// Display-only settings Sextant does not have, noted unless blank or Serial Studio's
+/// default.
+fn display_only_settings(obj: &mut Obj, r: &mut ImportReport) {
     obj.unmapped("alias", &[], "Sextant looks datasets up by id only", r);
     obj.unmapped("color", &[], "Sextant picks dataset colours itself", r);
     obj.unmapped(
@@ -627,13 +671,6 @@ fn import_dataset(
         "extremeHold",
     ] {
         obj.unmapped(key, &[], "plot display option not supported by Sextant", r);
-    }
-
-    ImportedDataset {
-        dataset: d,
-        unique_id,
-        x_axis,
-        unfed,
     }
 }
 
