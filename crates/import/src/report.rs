@@ -20,6 +20,7 @@ use serde_json::Value;
     Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, schemars::JsonSchema,
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ReportSeverity")]
 pub enum Severity {
     /// Something the project did in Serial Studio that it does not do here.
     Lost,
@@ -42,6 +43,7 @@ pub struct ReportItem {
 /// What a report item is about, by the name the person gave it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ReportSubject")]
 pub struct Subject {
     /// `group`, `dataset`, `source`, `action`, `table`, `workspace` or `project`.
     pub kind: &'static str,
@@ -52,6 +54,7 @@ pub struct Subject {
 /// A line of the report as a person reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(rename = "ImportReportLine")]
 pub struct SummaryItem {
     pub severity: Severity,
     pub subject: Subject,

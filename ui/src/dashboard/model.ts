@@ -1,62 +1,32 @@
-/** The parts of the project model (docs/project.schema.json) the dashboard reads. */
-import type { AlarmBand } from "../widgets/math/alarms";
+/** The parts of the project model the dashboard reads. Every type comes from the Rust
+ *  model through the generated wire types (`lib/wire/types.gen.ts`), so a field renamed or
+ *  retyped in Rust fails the UI's type check; the dashboard only requires fewer fields. */
+import type * as Wire from "../lib/wire/types.gen";
 
-export type DatasetWidget = "none" | "bar" | "gauge" | "compass" | "meter" | "clock";
-export type GroupWidget =
-  | "none" | "dataGrid" | "multiPlot" | "accelerometer" | "gyroscope" | "gps" | "plot3d"
-  | "barPanel" | "ledPanel" | "terminal" | "painter" | "image" | "webView";
-export type Role = "lat" | "lon" | "alt" | "x" | "y" | "z" | "yaw" | "pitch" | "roll";
+export type DatasetWidget = Wire.DatasetWidget;
+export type GroupWidget = Wire.GroupWidget;
+export type Role = Wire.Role;
+/** Which of a dataset's views a tile shows. */
+export type TileView = Wire.TileView;
 
-export interface Dataset {
-  id: string;
-  title: string;
-  units: string;
-  widget?: DatasetWidget;
-  role?: Role | null;
-  graph?: boolean;
-  fft?: boolean;
-  fftSamples?: number;
-  led?: boolean;
-  ledThreshold?: number | null;
-  log?: boolean;
-  min?: number | null;
-  max?: number | null;
-  alarms?: AlarmBand[];
-  xAxis?: { mode: "time" } | { mode: "samples" } | { mode: "dataset"; id: string };
-}
+/** `T`'s named fields, without the catch-all of fields a newer file may carry (`extra`). */
+type Known<T> = { [K in keyof T as string extends K ? never : number extends K ? never : K]: T[K] };
+/** `T` with only the fields in `K` required: what the dashboard needs to draw it. */
+type Reads<T, K extends keyof Known<T>> = Pick<Known<T>, K> & Partial<Omit<Known<T>, K>>;
 
-export interface Group {
-  id: string;
-  title: string;
-  widget?: GroupWidget;
-  datasets: Dataset[];
-}
+export type Dataset = Reads<Wire.Dataset, "id" | "title" | "units">;
 
-/** Which of a dataset's views a tile shows (the backend's `TileView`). */
-export type TileView = "widget" | "plot" | "fft" | "led";
+export type Group = Omit<Reads<Wire.Group, "id" | "title">, "datasets"> & { datasets: Dataset[] };
 
-export interface Tile {
-  group?: string | null;
-  dataset?: string | null;
-  view?: TileView | null;
-  x: number;
-  y: number;
-  w: number;
-  h: number;
-}
+export type Tile = Reads<Wire.Tile, "x" | "y" | "w" | "h">;
 
-export interface Workspace {
-  id: string;
-  title: string;
-  tiles: Tile[];
-}
+export type Workspace = Omit<Reads<Wire.Workspace, "id" | "title">, "tiles"> & { tiles: Tile[] };
 
-export interface Project {
-  title: string;
+export type Project = Omit<Reads<Wire.Project, "title">, "groups" | "workspaces" | "sources"> & {
   groups: Group[];
   workspaces?: Workspace[];
-  sources?: { id: string; title: string }[];
-}
+  sources?: Reads<Wire.Source, "id" | "title">[];
+};
 
 /** Kinds of tile the dashboard draws (the `data-widget-kind` hook). */
 export type WidgetKind =

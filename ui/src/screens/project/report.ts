@@ -3,17 +3,14 @@
  *  a severity, the group/dataset/source they are about, a message and how many settings a
  *  line folds. Pure, so tests pin how it is read and ordered. */
 
-export type Severity = "lost" | "changed" | "note";
+import type { ImportReportLine, ReportSeverity } from "../../lib/wire/types.gen";
 
-export interface ReportLine {
-  severity: Severity;
-  /** `group`, `dataset`, `source`, `action`, `table`, `workspace` or `project`. */
-  subject: { kind: string; name: string };
-  message: string;
-  /** Where in the Serial Studio file (shown on hover). */
-  path: string;
-  count: number;
-}
+export type Severity = ReportSeverity;
+
+/** A line as the backend sends it (generated from `sextant_import::SummaryItem`): `subject`
+ *  is the group/dataset/source it is about, `path` where in the Serial Studio file, `count`
+ *  how many settings the line folds. */
+export type ReportLine = ImportReportLine;
 
 const SEVERITIES: readonly Severity[] = ["lost", "changed", "note"];
 

@@ -1,0 +1,63 @@
+//! The wire types the UI reads, as one JSON Schema (`ui/src/lib/wire/schema.json`) from
+//! which the UI's TypeScript types are generated (`npm --prefix ui run gen:wire`): the Rust
+//! types are the only definition, and a change to one that is not regenerated fails here
+//! first, then in the UI's own check that its generated file matches the schema.
+
+use schemars::generate::SchemaSettings;
+use serde_json::{json, Map, Value};
+use sextant_commands::{CommandError, ErrorCode, Tier};
+use sextant_telemetry::Project;
+
+/// The schema of what the doors send (serialization: every field a value always has is
+/// required), with one property per wire type so every one gets a TypeScript type.
+fn wire_schema() -> Value {
+    let mut generator = SchemaSettings::draft07().for_serialize().into_generator();
+    let mut properties = Map::new();
+    properties.insert(
+        "project".into(),
+        generator.subschema_for::<Project>().to_value(),
+    );
+    properties.insert("tier".into(), generator.subschema_for::<Tier>().to_value());
+    properties.insert(
+        "errorCode".into(),
+        generator.subschema_for::<ErrorCode>().to_value(),
+    );
+    properties.insert(
+        "commandError".into(),
+        generator.subschema_for::<CommandError>().to_value(),
+    );
+    properties.insert(
+        "importReportLine".into(),
+        generator
+            .subschema_for::<sextant_import::SummaryItem>()
+            .to_value(),
+    );
+    let required: Vec<&String> = properties.keys().collect();
+    json!({
+        "$schema": "http://json-schema.org/draft-07/schema#",
+        "title": "Wire",
+        "description": "Generated from Sextant's Rust types by crates/runtime/tests/wire.rs; do not edit.",
+        "type": "object",
+        "properties": properties,
+        "required": required,
+        "additionalProperties": false,
+        "definitions": generator.definitions(),
+    })
+}
+
+#[test]
+fn the_ui_wire_schema_is_current() {
+    let text = serde_json::to_string_pretty(&wire_schema()).unwrap() + "\n";
+    let path =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ui/src/lib/wire/schema.json");
+    if std::env::var_os("SEXTANT_BLESS").is_some() {
+        std::fs::write(&path, &text).unwrap();
+    }
+    let checked_in = std::fs::read_to_string(&path).unwrap_or_default();
+    assert!(
+        checked_in == text,
+        "ui/src/lib/wire/schema.json is stale; regenerate it with \
+         `SEXTANT_BLESS=1 cargo test -p sextant-runtime --test wire`, then the UI's types with \
+         `npm --prefix ui run gen:wire`"
+    );
+}

@@ -1,0 +1,958 @@
+/* Generated from Sextant's Rust types (src/lib/wire/schema.json) by scripts/gen-wire.mjs; do not edit.
+ * Regenerate with `npm run gen:wire` after `SEXTANT_BLESS=1 cargo test -p sextant-runtime --test wire`. */
+
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BinaryType".
+ */
+export type BinaryType = "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "u64" | "i64" | "f32" | "f64";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ScriptLanguage".
+ */
+export type ScriptLanguage = "lua" | "javascript";
+/**
+ * What a dataset means to a group widget (GPS, accelerometer, gyroscope, 3-D plot).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Role".
+ */
+export type Role = "lat" | "lon" | "alt" | "x" | "y" | "z" | "yaw" | "pitch" | "roll";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Severity".
+ */
+export type Severity = "info" | "warning" | "critical";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TransformLanguage".
+ */
+export type TransformLanguage = ("lua" | "javascript") | "expression";
+/**
+ * One of the ways a dataset can be drawn (it may have several: a gauge, a plot, an FFT…).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TileView".
+ */
+export type TileView = ("plot" | "fft" | "led") | "widget";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TableValue".
+ */
+export type TableValue = number | string;
+/**
+ * How much care a command needs before it runs.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Tier".
+ */
+export type Tier = "Safe" | "Confirm" | "DeviceGated" | "AlwaysConfirm" | "Blocked";
+/**
+ * Machine-readable error codes, stable across versions (API clients match on them).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ErrorCode".
+ */
+export type ErrorCode =
+  | ("unknown_command" | "invalid_params")
+  | "not_allowed"
+  | "denied"
+  | "failed"
+  | "not_found"
+  | "bad_request"
+  | "needs_confirmation";
+/**
+ * How much an unmapped setting matters to the person who imported the file.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ReportSeverity".
+ */
+export type ReportSeverity = "lost" | "changed" | "note";
+/**
+ * The `format` key's only value; see [`FORMAT_MARKER`].
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "FileFormat".
+ */
+export type FileFormat = "sextant-project";
+/**
+ * Where the bytes come from. Secrets (passwords, keys) are never stored here: they live
+ * in the OS keyring, looked up by source id.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Connection".
+ */
+export type Connection =
+  | SerialSettings
+  | {
+      type: "tcp";
+      host: string;
+      port: number;
+    }
+  | {
+      type: "udp";
+      localPort: number;
+      remoteHost: string | null;
+      remotePort: number | null;
+      multicastGroup: string | null;
+      /**
+       * IPv4 address of the interface to join the group on; any when absent.
+       */
+      multicastInterface: string | null;
+    }
+  | MqttSettings
+  | CanSettings
+  | ModbusSettings
+  | BleSettings
+  | {
+      type: "process";
+      program: string;
+      args: string[];
+      workingDir: string | null;
+    }
+  | {
+      type: "namedPipe";
+      path: string;
+    }
+  | SimulatorSettings
+  | {
+      type: "replay";
+      path: string;
+      speed: number;
+    };
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Parity".
+ */
+export type Parity = "none" | "even" | "odd" | "mark" | "space";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "StopBits".
+ */
+export type StopBits = "one" | "onePointFive" | "two";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "FlowControl".
+ */
+export type FlowControl = "none" | "rtsCts" | "xonXoff";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "MqttVersion".
+ */
+export type MqttVersion = "3.1.1" | "5";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "RegisterKind".
+ */
+export type RegisterKind = "coil" | "discrete" | "holding" | "input";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Waveform".
+ */
+export type Waveform = "sine" | "square" | "saw" | "noise" | "randomWalk";
+/**
+ * How frames are cut out of the byte stream.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "FrameMode".
+ */
+export type FrameMode = "endOnly" | "startEnd" | "startOnly" | "none";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "DelimiterFormat".
+ */
+export type DelimiterFormat = "text" | "hex";
+/**
+ * The checksum after a frame's end delimiter. By catalogue name: `crc8` is CRC-8/NRSC-5,
+ * `crc16` CRC-16/CCITT-FALSE (IBM-3740), `crc16-modbus` CRC-16/MODBUS (sent low byte
+ * first), `crc16-ccitt` CRC-16/XMODEM, `crc32` CRC-32/ISO-HDLC; `xor8`, `mod256`,
+ * `fletcher16` and `adler32` are what they say.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ChecksumKind".
+ */
+export type ChecksumKind =
+  | "none"
+  | "xor8"
+  | "mod256"
+  | "crc8"
+  | "crc16"
+  | "crc16-modbus"
+  | "crc16-ccitt"
+  | "fletcher16"
+  | "crc32"
+  | "adler32";
+/**
+ * How a frame's payload is handed to the parser.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Decoder".
+ */
+export type Decoder = "plainText" | "hex" | "base64" | "binary" | "cobs" | "slip";
+/**
+ * Turns a decoded frame into values for parser slots 1, 2, 3…
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ParserConfig".
+ */
+export type ParserConfig =
+  | {
+      kind: "quickPlot";
+    }
+  | {
+      kind: "delimited";
+      separator: string;
+    }
+  | {
+      kind: "fixedWidth";
+      widths: number[];
+    }
+  | {
+      kind: "keyValue";
+      /**
+       * Key at position `i` feeds slot `i + 1`.
+       */
+      keys: string[];
+      pairSeparator: string;
+      valueSeparator: string;
+    }
+  | {
+      kind: "json";
+      /**
+       * Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`.
+       */
+      paths: string[];
+    }
+  | {
+      kind: "nmea";
+    }
+  | {
+      kind: "binary";
+      fields: BinaryField[];
+    }
+  | {
+      kind: "script";
+      language: ScriptLanguage;
+      code: string;
+    }
+  | {
+      kind: "can";
+      messages: CanMessage[];
+    };
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Endian".
+ */
+export type Endian = "little" | "big";
+/**
+ * How a signal's raw bits are read.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CanValueType".
+ */
+export type CanValueType = "unsigned" | "signed" | "float";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "GroupWidget".
+ */
+export type GroupWidget =
+  | "none"
+  | "dataGrid"
+  | "multiPlot"
+  | "accelerometer"
+  | "gyroscope"
+  | "gps"
+  | "plot3d"
+  | "barPanel"
+  | "ledPanel"
+  | "terminal"
+  | "painter"
+  | "image"
+  | "webView";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "DatasetWidget".
+ */
+export type DatasetWidget = "none" | "bar" | "gauge" | "compass" | "meter" | "clock";
+/**
+ * What a plot puts on its X axis.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "XAxis".
+ */
+export type XAxis =
+  | {
+      mode: "time";
+    }
+  | {
+      mode: "samples";
+    }
+  | {
+      mode: "dataset";
+      id: string;
+    };
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "LineEnding".
+ */
+export type LineEnding = "none" | "lf" | "cr" | "crLf";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "PublishFormat".
+ */
+export type PublishFormat = "json" | "csv" | "raw";
+
+/**
+ * Generated from Sextant's Rust types by crates/runtime/tests/wire.rs; do not edit.
+ */
+export interface Wire {
+  project: Project;
+  tier: Tier;
+  errorCode: ErrorCode;
+  commandError: CommandError;
+  importReportLine: ImportReportLine;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Project".
+ */
+export interface Project {
+  /**
+   * Always `"sextant-project"`: marks the file as Sextant's.
+   */
+  format: "sextant-project";
+  /**
+   * Version of this file format; see `SCHEMA_VERSION`.
+   */
+  schemaVersion: number;
+  title: string;
+  /**
+   * Every device the project reads; they run at once.
+   */
+  sources: Source[];
+  groups: Group[];
+  actions: Action[];
+  workspaces: Workspace[];
+  /**
+   * Shared constant tables readable from scripts with `tableGet`.
+   */
+  tables: ConstTable[];
+  mqttPublisher: MqttPublisher | null;
+  [k: string]: unknown;
+}
+/**
+ * One device and how its bytes become values.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Source".
+ */
+export interface Source {
+  id: string;
+  title: string;
+  /**
+   * Where the bytes come from. Secrets (passwords, keys) are never stored here: they live
+   * in the OS keyring, looked up by source id.
+   */
+  connection:
+    | SerialSettings
+    | {
+        type: "tcp";
+        host: string;
+        port: number;
+      }
+    | {
+        type: "udp";
+        localPort: number;
+        remoteHost: string | null;
+        remotePort: number | null;
+        multicastGroup: string | null;
+        /**
+         * IPv4 address of the interface to join the group on; any when absent.
+         */
+        multicastInterface: string | null;
+      }
+    | MqttSettings
+    | CanSettings
+    | ModbusSettings
+    | BleSettings
+    | {
+        type: "process";
+        program: string;
+        args: string[];
+        workingDir: string | null;
+      }
+    | {
+        type: "namedPipe";
+        path: string;
+      }
+    | SimulatorSettings
+    | {
+        type: "replay";
+        path: string;
+        speed: number;
+      };
+  framing: Framing;
+  /**
+   * How a frame's payload is handed to the parser.
+   */
+  decoder: "plainText" | "hex" | "base64" | "binary" | "cobs" | "slip";
+  /**
+   * Turns a decoded frame into values for parser slots 1, 2, 3…
+   */
+  parser:
+    | {
+        kind: "quickPlot";
+      }
+    | {
+        kind: "delimited";
+        separator: string;
+      }
+    | {
+        kind: "fixedWidth";
+        widths: number[];
+      }
+    | {
+        kind: "keyValue";
+        /**
+         * Key at position `i` feeds slot `i + 1`.
+         */
+        keys: string[];
+        pairSeparator: string;
+        valueSeparator: string;
+      }
+    | {
+        kind: "json";
+        /**
+         * Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`.
+         */
+        paths: string[];
+      }
+    | {
+        kind: "nmea";
+      }
+    | {
+        kind: "binary";
+        fields: BinaryField[];
+      }
+    | {
+        kind: "script";
+        language: ScriptLanguage;
+        code: string;
+      }
+    | {
+        kind: "can";
+        messages: CanMessage[];
+      };
+  [k: string]: unknown;
+}
+export interface SerialSettings {
+  type: "serial";
+}
+export interface MqttSettings {
+  type: "mqtt";
+}
+export interface CanSettings {
+  type: "can";
+}
+export interface ModbusSettings {
+  type: "modbus";
+}
+export interface BleSettings {
+  type: "ble";
+}
+export interface SimulatorSettings {
+  type: "simulator";
+}
+export interface Framing {
+  /**
+   * How frames are cut out of the byte stream.
+   */
+  mode: "endOnly" | "startEnd" | "startOnly" | "none";
+  delimiterFormat: "text" | "hex";
+  start: string;
+  /**
+   * Up to 8 alternative end patterns; the earliest match in the stream wins.
+   */
+  end: string[];
+  /**
+   * Checksum bytes that follow the end delimiter and cover the payload.
+   */
+  checksum:
+    | "none"
+    | "xor8"
+    | "mod256"
+    | "crc8"
+    | "crc16"
+    | "crc16-modbus"
+    | "crc16-ccitt"
+    | "fletcher16"
+    | "crc32"
+    | "adler32";
+  /**
+   * Longest frame kept; longer ones are discarded and counted.
+   */
+  maxFrameBytes: number;
+}
+/**
+ * One field of a binary layout. Without `offset` a field starts where the previous ended.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BinaryField".
+ */
+export interface BinaryField {
+  type: BinaryType;
+  endian: "little" | "big";
+  offset: number | null;
+  /**
+   * Multiplier applied to the raw integer (1 when absent).
+   */
+  scale: number | null;
+}
+/**
+ * One CAN message of a [`ParserConfig::Can`] layout.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CanMessage".
+ */
+export interface CanMessage {
+  /**
+   * The CAN id, without any flag.
+   */
+  id: number;
+  /**
+   * A 29-bit extended id rather than an 11-bit standard one.
+   */
+  extended: boolean;
+  name: string;
+  signals: CanSignal[];
+}
+/**
+ * One signal of a CAN message: `physical = raw * factor + offset`.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CanSignal".
+ */
+export interface CanSignal {
+  name: string;
+  /**
+   * DBC bit numbering: for `little` (Intel) the least significant bit, for `big`
+   * (Motorola) the most significant bit, counting bit 0 as the LSB of byte 0.
+   */
+  startBit: number;
+  /**
+   * Bits, 1 to 64.
+   */
+  size: number;
+  byteOrder: "little" | "big";
+  /**
+   * How a signal's raw bits are read.
+   */
+  valueType: "unsigned" | "signed" | "float";
+  factor: number;
+  offset: number;
+  /**
+   * Present only when a multiplexor (switch) signal has one of the given raw values.
+   */
+  mux?: CanMux | null;
+}
+/**
+ * The multiplexing condition of a signal.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CanMux".
+ */
+export interface CanMux {
+  /**
+   * Name of the switch signal in the same message (itself possibly multiplexed).
+   */
+  switch: string;
+  /**
+   * Inclusive `[min, max]` ranges of the switch's raw value; `[[3, 3]]` for `m3`.
+   */
+  ranges: [number, number][];
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Group".
+ */
+export interface Group {
+  id: string;
+  title: string;
+  widget:
+    | "none"
+    | "dataGrid"
+    | "multiPlot"
+    | "accelerometer"
+    | "gyroscope"
+    | "gps"
+    | "plot3d"
+    | "barPanel"
+    | "ledPanel"
+    | "terminal"
+    | "painter"
+    | "image"
+    | "webView";
+  datasets: Dataset[];
+  [k: string]: unknown;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Dataset".
+ */
+export interface Dataset {
+  /**
+   * Stable unique id; never reused within a project.
+   */
+  id: string;
+  title: string;
+  units: string;
+  /**
+   * 1-based parser slot this dataset reads; ignored for virtual datasets.
+   */
+  index: number;
+  /**
+   * The source whose parser feeds this dataset; the first source when absent.
+   */
+  source: string | null;
+  /**
+   * Computed by its transform from other datasets and tables, not read from a slot.
+   */
+  virtual: boolean;
+  widget: "none" | "bar" | "gauge" | "compass" | "meter" | "clock";
+  role: Role | null;
+  graph: boolean;
+  fft: boolean;
+  fftSamples: number;
+  led: boolean;
+  ledThreshold: number | null;
+  log: boolean;
+  min: number | null;
+  max: number | null;
+  alarms: AlarmBand[];
+  transform: Transform | null;
+  /**
+   * What a plot puts on its X axis.
+   */
+  xAxis:
+    | {
+        mode: "time";
+      }
+    | {
+        mode: "samples";
+      }
+    | {
+        mode: "dataset";
+        id: string;
+      };
+  [k: string]: unknown;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "AlarmBand".
+ */
+export interface AlarmBand {
+  min: number;
+  max: number;
+  severity: Severity;
+  label: string;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Transform".
+ */
+export interface Transform {
+  language: TransformLanguage;
+  code: string;
+}
+/**
+ * A button that sends fixed bytes to a source.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Action".
+ */
+export interface Action {
+  id: string;
+  title: string;
+  source: string | null;
+  payload: string;
+  /**
+   * `payload` is hex bytes rather than text.
+   */
+  hex: boolean;
+  lineEnding: "none" | "lf" | "cr" | "crLf";
+  /**
+   * Repeat every N ms while connected.
+   */
+  timerMs: number | null;
+  onConnect: boolean;
+  [k: string]: unknown;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Workspace".
+ */
+export interface Workspace {
+  id: string;
+  title: string;
+  tiles: Tile[];
+  [k: string]: unknown;
+}
+/**
+ * A widget placed on a workspace grid; it shows a group or a single dataset.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Tile".
+ */
+export interface Tile {
+  group: string | null;
+  dataset: string | null;
+  /**
+   * Which of a dataset's views the tile shows; absent: the dataset's first view.
+   */
+  view?: TileView | null;
+  x: number;
+  y: number;
+  w: number;
+  h: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ConstTable".
+ */
+export interface ConstTable {
+  name: string;
+  entries: TableEntry[];
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TableEntry".
+ */
+export interface TableEntry {
+  name: string;
+  value: TableValue;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "MqttPublisher".
+ */
+export interface MqttPublisher {
+  enabled: boolean;
+  host: string;
+  port: number;
+  topic: string;
+  format: "json" | "csv" | "raw";
+  rateHz: number;
+  tls: boolean;
+  clientId: string;
+  username: string | null;
+}
+/**
+ * A failed command: a code, a human message, and for invalid parameters the JSON path.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CommandError".
+ */
+export interface CommandError {
+  code: ErrorCode;
+  message: string;
+  /**
+   * Path of the offending parameter, e.g. `dataset.alarms[0].min`.
+   */
+  path?: string | null;
+}
+/**
+ * A line of the report as a person reads it.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ImportReportLine".
+ */
+export interface ImportReportLine {
+  severity: ReportSeverity;
+  subject: ReportSubject;
+  message: string;
+  /**
+   * Where in the file (the first, for a folded line).
+   */
+  path: string;
+  /**
+   * How many settings the line stands for (display details of many datasets fold into
+   * one line).
+   */
+  count: number;
+}
+/**
+ * What a report item is about, by the name the person gave it.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ReportSubject".
+ */
+export interface ReportSubject {
+  /**
+   * `group`, `dataset`, `source`, `action`, `table`, `workspace` or `project`.
+   */
+  kind: string;
+  /**
+   * `VU Meter`, `VU Meter/Mic L`; empty for the project.
+   */
+  name: string;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SerialSettings".
+ */
+export interface SerialSettings1 {
+  port: string;
+  /**
+   * Any rate up to 15 Mbaud; a rate the port cannot do fails the open, never falls back.
+   */
+  baud: number;
+  dataBits: number;
+  parity: "none" | "even" | "odd" | "mark" | "space";
+  stopBits: "one" | "onePointFive" | "two";
+  flowControl: "none" | "rtsCts" | "xonXoff";
+  dtr: boolean;
+  rts: boolean;
+  autoReconnect: boolean;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "MqttSettings".
+ */
+export interface MqttSettings1 {
+  host: string;
+  port: number;
+  clientId: string;
+  /**
+   * User name only; the password is a secret kept outside the project.
+   */
+  username: string | null;
+  topic: string;
+  version: "3.1.1" | "5";
+  keepAliveS: number;
+  cleanSession: boolean;
+  tls: boolean;
+  /**
+   * PEM file of the certificate authority to trust for TLS (a private broker's CA);
+   * the system's roots are used when absent.
+   */
+  caFile: string | null;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CanSettings".
+ */
+export interface CanSettings1 {
+  /**
+   * SocketCAN interface (`can0`, `vcan0`) or a serial port for an SLCAN adapter.
+   */
+  interface: string;
+  slcan: boolean;
+  bitrate: number;
+  fd: boolean;
+  dataBitrate: number | null;
+  listenOnly: boolean;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "RegisterGroup".
+ */
+export interface RegisterGroup {
+  kind: RegisterKind;
+  start: number;
+  count: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ModbusSettings".
+ */
+export interface ModbusSettings1 {
+  /**
+   * `tcp` uses host/port; `rtu` uses the serial settings.
+   */
+  rtu: boolean;
+  host: string;
+  port: number;
+  serial: SerialSettings1 | null;
+  slaveId: number;
+  pollIntervalMs: number;
+  groups: RegisterGroup[];
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BleSettings".
+ */
+export interface BleSettings1 {
+  /**
+   * Device name or address to connect to.
+   */
+  device: string;
+  service: string;
+  notifyCharacteristic: string;
+  writeCharacteristic: string | null;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SimChannel".
+ */
+export interface SimChannel {
+  name: string;
+  waveform: "sine" | "square" | "saw" | "noise" | "randomWalk";
+  frequencyHz: number;
+  amplitude: number;
+  offset: number;
+  /**
+   * Peak-to-peak amplitude of added uniform noise.
+   */
+  noise: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SimulatorSettings".
+ */
+export interface SimulatorSettings1 {
+  frameRateHz: number;
+  channels: SimChannel[];
+  /**
+   * Append a GPS track (lat, lon, alt) to every frame.
+   */
+  gps: boolean;
+  /**
+   * Append an IMU (ax, ay, az, gx, gy, gz) to every frame.
+   */
+  imu: boolean;
+  seed: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Framing".
+ */
+export interface Framing1 {
+  /**
+   * How frames are cut out of the byte stream.
+   */
+  mode: "endOnly" | "startEnd" | "startOnly" | "none";
+  delimiterFormat: "text" | "hex";
+  start: string;
+  /**
+   * Up to 8 alternative end patterns; the earliest match in the stream wins.
+   */
+  end: string[];
+  /**
+   * Checksum bytes that follow the end delimiter and cover the payload.
+   */
+  checksum:
+    | "none"
+    | "xor8"
+    | "mod256"
+    | "crc8"
+    | "crc16"
+    | "crc16-modbus"
+    | "crc16-ccitt"
+    | "fletcher16"
+    | "crc32"
+    | "adler32";
+  /**
+   * Longest frame kept; longer ones are discarded and counted.
+   */
+  maxFrameBytes: number;
+}
