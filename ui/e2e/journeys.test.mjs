@@ -83,6 +83,13 @@ function datasetIds(p) {
 /** Connects the open project's first source to the pty and feeds it `lineAt(i)`. */
 async function connectFed(p, lineAt, everyMs = 20) {
   await nav(p, "connect");
+  // A test that failed half-way may have left its source connected.
+  const stale = p.locator('[data-testid="disconnect"]');
+  if (await stale.isVisible()) {
+    stopFeed?.();
+    await stale.click();
+    await p.locator('[data-testid="connection-status"][data-state="disconnected"]').waitFor({ timeout: 10000 });
+  }
   await p.selectOption('[data-testid="source-type"]', "serial");
   await p.fill('[data-testid="serial-port"]', pty.a);
   await p.click('[data-testid="connect"]');
@@ -126,6 +133,7 @@ test("a project in the Vibration Test Rig shape imports with its tabs and says w
     return `${Math.sin(t).toFixed(3)},${(3000 + 100 * Math.cos(t)).toFixed(0)},${(-20 + 5 * Math.sin(t)).toFixed(1)},${(-22 + 5 * Math.cos(t)).toFixed(1)},${(60 + (i % 5)).toFixed(1)}\n`;
   });
   await nav(p, "dashboard");
+  await p.locator('[data-testid="workspace-tab"]', { hasText: "Motor" }).waitFor();
   const tabs = await p.locator('[data-testid="workspace-tab"]').allInnerTexts();
   assert.deepEqual(tabs.map((s) => s.trim()), ["Overview", "Vibration (Campbell)", "VU Meter", "Motor"]);
   const value = await numbersFor(p, ["Vibration", "Mic L", "Mic R", "Motor RPM", "Motor temperature"]);
@@ -153,6 +161,7 @@ test("a project in the TinyGPS and MPU6050 shape shows numbers on its map, accel
     return `/*${(45.5017 + i / 1e5).toFixed(5)},-73.5673,${(35 + (i % 7)).toFixed(1)},0.12,-0.05,9.81,${(i % 30) - 15},2.5,-1.25,${(21 + (i % 3)).toFixed(1)}*/`;
   });
   await nav(p, "dashboard");
+  await p.locator('[data-testid="workspace-tab"]').first().waitFor();
   assert.deepEqual((await p.locator('[data-testid="workspace-tab"]').allInnerTexts()).map((s) => s.trim()), ["Overview"]);
   const value = await numbersFor(p, ["Latitude", "Longitude", "Altitude", "Accel X", "Accel Z", "Gyro X", "Gyro Z", "Temperature"]);
   assert.ok(Math.abs((await value("Latitude")) - 45.5) < 0.1);

@@ -12,7 +12,7 @@ function backend() {
     async call(command: string, _params: unknown, approved = false) {
       calls.push({ command, approved });
       if (command === "io.connect" && !approved) {
-        throw new CommandError({ code: "needs_confirmation", message: "this project runs `sh -c id` – allow it?" });
+        throw new CommandError({ code: "needsConfirmation", message: "this project runs `sh -c id` – allow it?" });
       }
       if (command === "project.save") throw new CommandError({ code: "failed", message: "disk full" });
       return { ok: true };
@@ -52,5 +52,13 @@ describe("consent for calls that need a person's yes", () => {
     await expect(t.call("project.save")).rejects.toMatchObject({ code: "failed" });
     await expect(t.call("io.connect", {}, true)).resolves.toEqual({ ok: true });
     expect(asked).toBe(0);
+  });
+});
+
+describe("error codes", () => {
+  it("read in the wire's camelCase, whatever spelling an older backend sent", () => {
+    expect(new CommandError({ code: "needs_confirmation", message: "" }).code).toBe("needsConfirmation");
+    expect(new CommandError({ code: "invalidParams", message: "" }).code).toBe("invalidParams");
+    expect(new CommandError({ code: "denied", message: "" }).code).toBe("denied");
   });
 });

@@ -5,7 +5,7 @@
 //! ```text
 //! → {"type":"command","id":1,"command":"project.get","params":{}}
 //! ← {"type":"response","id":1,"success":true,"result":{…}}
-//! ← {"type":"response","id":2,"success":false,"error":{"code":"invalid_params","message":"…"}}
+//! ← {"type":"response","id":2,"success":false,"error":{"code":"invalidParams","message":"…"}}
 //! → {"type":"batch","id":3,"commands":[{"id":"a","command":"…","params":{}}, …]}
 //! ← {"type":"batch","id":3,"results":[{"type":"response","id":"a",…}, …]}
 //! ```

@@ -86,10 +86,10 @@ async fn request_response_errors_and_batch() {
         )
         .await;
     assert_eq!(r["success"], false);
-    assert_eq!(r["error"]["code"], "invalid_params");
+    assert_eq!(r["error"]["code"], "invalidParams");
     assert_eq!(r["error"]["path"], "dataset.index");
     let r = c.call(3, "project.nope", json!({})).await;
-    assert_eq!(r["error"]["code"], "unknown_command");
+    assert_eq!(r["error"]["code"], "unknownCommand");
     let r = c.call(4, "api.getCommands", json!({})).await;
     assert!(r["result"]
         .as_array()
@@ -108,7 +108,7 @@ async fn request_response_errors_and_batch() {
     let results = b["results"].as_array().unwrap();
     assert_eq!(results.len(), 3);
     assert_eq!(results[0]["success"], true);
-    assert_eq!(results[1]["error"]["code"], "not_found");
+    assert_eq!(results[1]["error"]["code"], "notFound");
     assert_eq!(results[2]["result"]["groups"].as_array().unwrap().len(), 2);
 }
 
@@ -117,7 +117,7 @@ async fn bad_input_gets_an_error_and_the_connection_survives() {
     let server = server(ApiOptions::default()).await;
     let mut c = Client::connect(&server).await;
     c.send_raw(b"{not json\n").await;
-    assert_eq!(c.recv().await["error"]["code"], "bad_request");
+    assert_eq!(c.recv().await["error"]["code"], "badRequest");
     let mut huge = vec![b'x'; 2 * 1024 * 1024];
     huge.push(b'\n');
     c.send_raw(&huge).await;
@@ -133,7 +133,7 @@ async fn bad_input_gets_an_error_and_the_connection_survives() {
         .unwrap()
         .contains("nested"));
     c.send(json!({"type": "mystery", "id": 9})).await;
-    assert_eq!(c.recv().await["error"]["code"], "bad_request");
+    assert_eq!(c.recv().await["error"]["code"], "badRequest");
     let r = c.call(10, "project.validate", json!({})).await;
     assert_eq!(
         r["result"]["valid"], true,
@@ -166,7 +166,7 @@ async fn non_loopback_needs_a_token_and_a_token_needs_auth() {
     .unwrap();
     let mut c = Client::connect(&server).await;
     let r = c.call(1, "project.get", json!({})).await;
-    assert_eq!(r["error"]["code"], "not_allowed");
+    assert_eq!(r["error"]["code"], "notAllowed");
     c.send(json!({"type": "auth", "id": 2, "token": "wrong"}))
         .await;
     assert_eq!(c.recv().await["success"], false);
@@ -208,7 +208,7 @@ async fn device_commands_need_consent_and_frames_are_pushed() {
             .call(2, "console.send", json!({"data": "42", "lineEnding": "lf"}))
             .await;
         if !consent {
-            assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+            assert_eq!(r["error"]["code"], "notAllowed", "{r}");
             assert!(r["error"]["message"]
                 .as_str()
                 .unwrap()

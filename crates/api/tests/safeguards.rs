@@ -215,7 +215,7 @@ async fn wrong_tokens_are_answered_slower_and_then_hung_up_on() {
             .await
             .unwrap();
         let r = c.recv().await;
-        assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+        assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     }
     let mut rest = String::new();
     let n = tokio::time::timeout(Duration::from_secs(10), c.reader.read_line(&mut rest))
@@ -255,7 +255,7 @@ async fn api_callers_cannot_add_or_start_a_program_without_the_flag() {
     let mut c = Line::connect(server.local_addr()).await;
     let source = json!({"source": {"id": "tool", "connection": serde_json::to_value(shell(&marker)).unwrap()}});
     let r = c.call(1, "project.source.add", source.clone()).await;
-    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     let message = r["error"]["message"].as_str().unwrap();
     assert!(
         message.contains("--allow-process-sources") && message.contains("/bin/sh -c"),
@@ -265,7 +265,7 @@ async fn api_callers_cannot_add_or_start_a_program_without_the_flag() {
     let r = c
         .call(2, "project.source.update", json!({"id": "src-1", "changes": {"connection": serde_json::to_value(shell(&marker)).unwrap()}}))
         .await;
-    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     let content = program_project(&marker).to_json_string();
     let r = c
         .call(
@@ -276,7 +276,7 @@ async fn api_callers_cannot_add_or_start_a_program_without_the_flag() {
         .await;
     assert_eq!(r["success"], true, "opening is fine: {r}");
     let r = c.call(4, "io.connect", json!({})).await;
-    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     assert!(!ran(&marker).await, "the program ran");
 
     // With the user's flag, the same calls run the program.
@@ -362,7 +362,7 @@ async fn api_callers_write_files_only_inside_the_users_folders() {
         if allowed {
             assert_eq!(r["success"], true, "{command} {params}: {r}");
         } else {
-            assert_eq!(r["error"]["code"], "not_allowed", "{command} {params}: {r}");
+            assert_eq!(r["error"]["code"], "notAllowed", "{command} {params}: {r}");
             assert!(
                 r["error"]["message"]
                     .as_str()
@@ -430,7 +430,7 @@ async fn websocket_api_callers_cannot_start_a_program() {
         .unwrap();
     // Even claiming a person approved it: this door has nobody to ask.
     let r = ws_call(&mut ws, 1, "io.connect", json!({}), true).await;
-    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     assert!(!ran(&marker).await, "the program ran");
 }
 
@@ -469,7 +469,7 @@ async fn the_ui_door_asks_the_person_once_per_project_and_command_line() {
         .unwrap();
     // A click on Connect is not a yes to running a program: the person is asked first.
     let r = ws_call(&mut ws, 1, "io.connect", json!({}), false).await;
-    assert_eq!(r["error"]["code"], "needs_confirmation", "{r}");
+    assert_eq!(r["error"]["code"], "needsConfirmation", "{r}");
     let question = r["error"]["message"].as_str().unwrap();
     assert!(
         question.contains("/bin/sh -c") && question.contains("allow it?"),
@@ -504,7 +504,7 @@ async fn the_ui_door_asks_the_person_once_per_project_and_command_line() {
     )
     .await;
     assert_eq!(
-        r["error"]["code"], "needs_confirmation",
+        r["error"]["code"], "needsConfirmation",
         "changing what runs asks too: {r}"
     );
     let r = ws_call(
@@ -515,7 +515,7 @@ async fn the_ui_door_asks_the_person_once_per_project_and_command_line() {
         false,
     )
     .await;
-    assert_eq!(r["error"]["code"], "needs_confirmation", "{r}");
+    assert_eq!(r["error"]["code"], "needsConfirmation", "{r}");
     assert!(
         r["error"]["message"]
             .as_str()
@@ -611,7 +611,7 @@ async fn saving_over_an_imported_serial_studio_file_asks_first() {
         "an import has no file: {r}"
     );
     let r = ws_call(&mut ws, 2, "project.save", json!({ "path": ssproj }), false).await;
-    assert_eq!(r["error"]["code"], "needs_confirmation", "{r}");
+    assert_eq!(r["error"]["code"], "needsConfirmation", "{r}");
     assert!(
         r["error"]["message"]
             .as_str()

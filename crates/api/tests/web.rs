@@ -171,7 +171,7 @@ async fn display_frames_flow_after_connecting_from_the_ui_door() {
     .await
     .unwrap();
     let r = reply(&mut ws, 3).await;
-    assert_eq!(r["error"]["code"], "invalid_params");
+    assert_eq!(r["error"]["code"], "invalidParams");
     assert!(r["error"]["message"].as_str().unwrap().contains("rateHz"));
 
     // Stop: no more binary frames once the stop is acknowledged.
@@ -198,10 +198,10 @@ async fn destructive_commands_need_the_persons_confirmation() {
     let server = server(Project::default(), ui.path()).await;
     let mut ws = connect(&server, None).await.unwrap();
     let r = command(&mut ws, 1, "sessions.delete", json!({"id": 1}), false).await;
-    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     // Confirmed, it runs (and fails for a real reason: there is no sessions database).
     let r = command(&mut ws, 2, "sessions.delete", json!({"id": 1}), true).await;
-    assert_ne!(r["error"]["code"], "not_allowed", "{r}");
+    assert_ne!(r["error"]["code"], "notAllowed", "{r}");
     // Edits run without asking: the person made them.
     let r = command(
         &mut ws,
@@ -282,9 +282,9 @@ async fn a_lan_server_serves_display_frames_only_after_the_token() {
     ))
     .await
     .unwrap();
-    assert_eq!(reply(&mut ws, 1).await["error"]["code"], "not_allowed");
+    assert_eq!(reply(&mut ws, 1).await["error"]["code"], "notAllowed");
     let r = command(&mut ws, 2, "io.connect", json!({}), false).await;
-    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     ws.send(Message::text(
         json!({"type": "auth", "id": 3, "token": "wrong"}).to_string(),
     ))
@@ -425,7 +425,7 @@ async fn the_socket_carries_chats_and_streams_their_events() {
 
     let r = chat(&mut ws, 6, json!({"op": "warp"})).await;
     assert_eq!(r["success"], false);
-    assert_eq!(r["error"]["code"], "invalid_params", "{r}");
+    assert_eq!(r["error"]["code"], "invalidParams", "{r}");
 }
 
 #[tokio::test]
@@ -439,7 +439,7 @@ async fn chats_need_the_token_on_a_lan_and_an_assistant_to_exist() {
     let url = format!("ws://127.0.0.1:{}/ws", server.local_addr().port());
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
     let r = chat(&mut ws, 1, json!({"op": "list"})).await;
-    assert_eq!(r["error"]["code"], "not_allowed", "{r}");
+    assert_eq!(r["error"]["code"], "notAllowed", "{r}");
     ws.send(Message::text(
         json!({"type": "auth", "id": 2, "token": "s3cret"}).to_string(),
     ))

@@ -69,7 +69,7 @@ async fn commands_batches_and_errors_over_websocket() {
         "{r}"
     );
     ws.send(Message::text("{broken")).await.unwrap();
-    assert_eq!(recv(&mut ws).await["error"]["code"], "bad_request");
+    assert_eq!(recv(&mut ws).await["error"]["code"], "badRequest");
     ws.send(Message::text(
         json!({"type": "batch", "id": 2, "commands": [{"id": "a", "command": "project.validate"}]})
             .to_string(),
@@ -119,7 +119,7 @@ async fn oversize_messages_are_refused_and_tokens_required_when_set() {
     ))
     .await
     .unwrap();
-    assert_eq!(recv(&mut ws).await["error"]["code"], "not_allowed");
+    assert_eq!(recv(&mut ws).await["error"]["code"], "notAllowed");
     ws.send(Message::text(
         json!({"type": "auth", "id": 2, "token": "t0k"}).to_string(),
     ))

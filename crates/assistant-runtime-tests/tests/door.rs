@@ -241,7 +241,7 @@ async fn chats_are_listed_renamed_and_deleted_and_history_shows_open_prompts() {
     assert_eq!(history["running"], true);
     assert_eq!(history["approvals"][0]["callId"], call_id.as_str());
     assert_eq!(history["approvals"][0]["name"], "project.group.add");
-    assert_eq!(history["approvals"][0]["tier"], "Confirm");
+    assert_eq!(history["approvals"][0]["tier"], "confirm");
     assert_eq!(history["items"][0]["type"], "user");
     let list = ok(&door, json!({"op": "list"})).await;
     let row = |id: &Value| {
@@ -365,7 +365,7 @@ async fn device_control_turn(allow: bool) -> (Vec<(String, Value)>, (String, Str
         match next(&mut events).await {
             ServiceEventKind::ApprovalRequested { call_id, tier, .. } => {
                 let tier = serde_json::to_value(tier).unwrap();
-                let op = if tier == "Confirm" { "approve" } else { "deny" };
+                let op = if tier == "confirm" { "approve" } else { "deny" };
                 ok(&door, json!({"op": op, "chat": chat, "callId": call_id})).await;
                 asked.push((call_id, tier));
             }
@@ -385,7 +385,7 @@ async fn device_control_turn(allow: bool) -> (Vec<(String, Value)>, (String, Str
 
 #[tokio::test]
 async fn device_control_from_the_settings_decides_whether_a_device_gated_call_may_ask() {
-    let confirm = |id: &str| (id.to_string(), json!("Confirm"));
+    let confirm = |id: &str| (id.to_string(), json!("confirm"));
     let (asked, (status, content)) = device_control_turn(false).await;
     assert_eq!(asked, vec![confirm("toolu_a1"), confirm("toolu_a2")]);
     assert_eq!(status, "\"denied\"");
@@ -397,7 +397,7 @@ async fn device_control_from_the_settings_decides_whether_a_device_gated_call_ma
         vec![
             confirm("toolu_a1"),
             confirm("toolu_a2"),
-            ("toolu_a3".to_string(), json!("DeviceGated"))
+            ("toolu_a3".to_string(), json!("deviceGated"))
         ]
     );
     assert_eq!(

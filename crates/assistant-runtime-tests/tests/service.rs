@@ -266,7 +266,7 @@ async fn nobody_answering_denies_with_no_answer() {
     assert_eq!(
         approvals(&s),
         vec![
-            json!({"callId": "toolu_d1", "name": "project.group.add", "tier": "Confirm",
+            json!({"callId": "toolu_d1", "name": "project.group.add", "tier": "confirm",
                     "approved": false, "by": "timeout", "reason": "no answer"})
         ]
     );
@@ -418,7 +418,7 @@ async fn a_second_send_is_refused_and_cancel_answers_every_call() {
     assert_eq!(
         approvals(&s),
         vec![
-            json!({"callId": "toolu_d1", "name": "project.group.add", "tier": "Confirm",
+            json!({"callId": "toolu_d1", "name": "project.group.add", "tier": "confirm",
                     "approved": false, "by": "cancelled", "reason": "cancelled"})
         ]
     );

@@ -401,7 +401,7 @@ fn call_runs_commands_headless_with_tiers_applied() {
     ]);
     assert!(!out.status.success());
     let err: Json = serde_json::from_slice(&out.stdout).unwrap();
-    assert_eq!(err["code"], "not_found");
+    assert_eq!(err["code"], "notFound");
 
     let out = sextant(&["call", "console.send", r#"{"data": "x"}"#, "--project", p]);
     assert!(!out.status.success());
@@ -417,7 +417,7 @@ fn call_runs_commands_headless_with_tiers_applied() {
     let err: Json = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(
         (err["code"].as_str(), err["path"].as_str()),
-        (Some("invalid_params"), Some("id"))
+        (Some("invalidParams"), Some("id"))
     );
     let listed = text(&sextant(&["commands"]).stdout);
     assert!(listed.contains("project.frameParser.dryCompile") && listed.contains("DeviceGated"));

@@ -192,12 +192,12 @@ fn an_agent_drives_sextant_over_stdio() {
         "{}",
         text_of(&send)
     );
-    assert_eq!(send["structuredContent"]["code"], "not_allowed");
+    assert_eq!(send["structuredContent"]["code"], "notAllowed");
 
     // Invalid parameters come back with the path of the bad value.
     let bad = s.call(8, "project_group_add", json!({"title": 5}));
     assert_eq!(bad["isError"], true);
-    assert_eq!(bad["structuredContent"]["code"], "invalid_params");
+    assert_eq!(bad["structuredContent"]["code"], "invalidParams");
     assert_eq!(bad["structuredContent"]["path"], "title");
     assert!(text_of(&bad).contains("title"));
 
@@ -247,9 +247,9 @@ fn device_control_is_the_users_flag() {
     let send = s.call(2, "console_send", json!({"data": "hello"}));
     // Allowed by policy; it fails only because no device is connected.
     assert_eq!(send["isError"], true, "{send}");
-    assert_ne!(send["structuredContent"]["code"], "not_allowed", "{send}");
+    assert_ne!(send["structuredContent"]["code"], "notAllowed", "{send}");
     let restore = s.call(3, "assistant_restore", json!({"id": 1}));
-    assert_eq!(restore["structuredContent"]["code"], "not_allowed");
+    assert_eq!(restore["structuredContent"]["code"], "notAllowed");
     let (status, _) = s.finish();
     assert!(status.success());
 }

@@ -38,17 +38,23 @@ use serde::{Deserialize, Serialize};
     Deserialize,
     schemars::JsonSchema,
 )]
+#[serde(rename_all = "camelCase")]
 pub enum Tier {
     /// Read-only; runs freely.
+    #[serde(alias = "Safe")]
     Safe,
     /// Changes the project; asks first unless the user auto-approves edits.
+    #[serde(alias = "Confirm")]
     Confirm,
     /// Touches a device or the outside world (send bytes, publish); needs "allow device
     /// control" and a confirmation every time.
+    #[serde(alias = "DeviceGated")]
     DeviceGated,
     /// Destructive (restore a checkpoint, delete); always asks, never auto-approved.
+    #[serde(alias = "AlwaysConfirm")]
     AlwaysConfirm,
     /// Never runs from an automated caller.
+    #[serde(alias = "Blocked")]
     Blocked,
 }
 
@@ -64,25 +70,32 @@ impl Tier {
     }
 }
 
-/// Machine-readable error codes, stable across versions (API clients match on them).
+/// Machine-readable error codes (API clients match on them). Sent in camelCase like every
+/// other value on the wire; the snake_case spellings of earlier versions are still read.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "snake_case")]
+#[serde(rename_all = "camelCase")]
 pub enum ErrorCode {
+    #[serde(alias = "unknown_command")]
     UnknownCommand,
+    #[serde(alias = "invalid_params")]
     InvalidParams,
     /// The caller's settings or tier policy do not allow this command.
+    #[serde(alias = "not_allowed")]
     NotAllowed,
     /// The user declined.
     Denied,
     /// The command ran and failed (a file could not be written, a port could not open…).
     Failed,
     /// The object the command names does not exist.
+    #[serde(alias = "not_found")]
     NotFound,
     /// The request itself was malformed (API framing, oversize, bad JSON).
+    #[serde(alias = "bad_request")]
     BadRequest,
     /// This very call needs a person's yes first (it runs a program, or writes outside the
     /// user's folders); the message says what to ask them. A door that can ask shows it
-    /// and repeats the call approved; the others are refused with `not_allowed` instead.
+    /// and repeats the call approved; the others are refused with `notAllowed` instead.
+    #[serde(alias = "needs_confirmation")]
     NeedsConfirmation,
 }
 

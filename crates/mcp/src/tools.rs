@@ -77,7 +77,7 @@ impl ToolTable {
             let (schema, wrapped) = input_schema(&spec.params_schema);
             let mut meta = MetaObject::new();
             meta.insert("sextant/command".into(), json!(spec.name));
-            meta.insert("sextant/tier".into(), json!(spec.tier.as_str()));
+            meta.insert("sextant/tier".into(), json!(spec.tier));
             let tool = Tool::new(
                 name.clone(),
                 description(spec, allow_device_control),

@@ -161,13 +161,13 @@ async fn safe_calls_and_edits_run_and_edits_are_visible_and_undoable() {
 async fn tiers_apply_to_mcp_callers() {
     let (client, _) = connect(McpOptions::default()).await;
     let error = refused(&call(&client, "console_send", json!({"data": "hi"})).await);
-    assert_eq!(error["code"], "not_allowed");
+    assert_eq!(error["code"], "notAllowed");
     let message = error["message"].as_str().unwrap();
     assert!(message.contains("allow device control"), "{message}");
     assert!(message.contains("--allow-device-control"), "{message}");
 
     let error = refused(&call(&client, "assistant_restore", json!({"id": 1})).await);
-    assert_eq!(error["code"], "not_allowed");
+    assert_eq!(error["code"], "notAllowed");
     client.cancel().await.unwrap();
 
     // With the user's consent the policy lets it through; it then fails for want of a
@@ -181,10 +181,10 @@ async fn tiers_apply_to_mcp_callers() {
     let send = tools.iter().find(|t| t.name == "console_send").unwrap();
     assert!(send.description.as_deref().unwrap().contains("allowed"));
     let error = refused(&call(&client, "console_send", json!({"data": "hi"})).await);
-    assert_ne!(error["code"], "not_allowed", "{error}");
+    assert_ne!(error["code"], "notAllowed", "{error}");
     let error = refused(&call(&client, "assistant_restore", json!({"id": 1})).await);
     assert_eq!(
-        error["code"], "not_allowed",
+        error["code"], "notAllowed",
         "consent never unlocks destructive commands"
     );
     client.cancel().await.unwrap();
@@ -195,7 +195,7 @@ async fn bad_arguments_name_their_path_and_unknown_tools_are_protocol_errors() {
     let (client, _) = connect(McpOptions::default()).await;
     let result = call(&client, "project_group_add", json!({"title": 5})).await;
     let error = refused(&result);
-    assert_eq!(error["code"], "invalid_params");
+    assert_eq!(error["code"], "invalidParams");
     assert_eq!(error["path"], "title");
     assert!(text(&result).contains("(at `title`)"), "{}", text(&result));
 
@@ -286,7 +286,7 @@ async fn a_program_runs_only_with_the_users_flag() {
         "workingDir": dir.path()}}});
     let (client, runtime) = connect(McpOptions::default()).await;
     let error = refused(&call(&client, "project_source_add", source.clone()).await);
-    assert_eq!(error["code"], "not_allowed", "{error}");
+    assert_eq!(error["code"], "notAllowed", "{error}");
     assert!(
         error["message"]
             .as_str()
@@ -307,7 +307,7 @@ async fn a_program_runs_only_with_the_users_flag() {
     )
     .await);
     let error = refused(&call(&client, "io_connect", json!({})).await);
-    assert_eq!(error["code"], "not_allowed", "{error}");
+    assert_eq!(error["code"], "notAllowed", "{error}");
     tokio::time::sleep(std::time::Duration::from_millis(500)).await;
     assert!(!dir.path().join("ran").exists(), "the program ran");
     client.cancel().await.unwrap();

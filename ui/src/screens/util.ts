@@ -41,7 +41,7 @@ export function errorText(e: unknown): string {
 }
 
 export function isUnknownCommand(e: unknown): boolean {
-  return e instanceof CommandError && (e.code === "unknown_command" || e.code === "unknownCommand");
+  return e instanceof CommandError && e.code === "unknownCommand";
 }
 
 /** The 1-based line a compile/runtime error points at, from its text when the backend

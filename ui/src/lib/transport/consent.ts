@@ -1,7 +1,7 @@
 /** A person's yes to one call, for commands the backend runs only after one
- *  (`needs_confirmation`: the call runs a program, or writes outside the user's folders).
+ *  (`needsConfirmation`: the call runs a program, or writes outside the user's folders).
  *
- *  Every call goes through [`withConsent`]: when the backend answers `needs_confirmation`,
+ *  Every call goes through [`withConsent`]: when the backend answers `needsConfirmation`,
  *  the question it sent is put to the person (the shell shows it as a dialog) and, on a
  *  yes, the very same call is sent again as approved. A no rejects the call with `denied`,
  *  so each screen reports it like any other refusal. One question is shown at a time. */
@@ -10,7 +10,7 @@ import { CommandError, type Transport } from "./types";
 /** Asks the person `question`; resolves with their answer. */
 export type Asker = (question: string) => Promise<boolean>;
 
-/** `inner`, with `needs_confirmation` answers turned into a question to the person. */
+/** `inner`, with `needsConfirmation` answers turned into a question to the person. */
 export function withConsent(inner: Transport, ask: Asker): Transport {
   return {
     kind: inner.kind,
@@ -18,7 +18,7 @@ export function withConsent(inner: Transport, ask: Asker): Transport {
       try {
         return await inner.call<T>(command, params, approved);
       } catch (e) {
-        if (!(e instanceof CommandError) || e.code !== "needs_confirmation" || approved) throw e;
+        if (!(e instanceof CommandError) || e.code !== "needsConfirmation" || approved) throw e;
         if (!(await ask(e.message))) {
           throw new CommandError({ code: "denied", message: `not run: you said no (${e.message})` });
         }

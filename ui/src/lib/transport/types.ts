@@ -16,7 +16,8 @@ export class CommandError extends Error {
   constructor(info: CommandErrorInfo) {
     super(info.message);
     this.name = "CommandError";
-    this.code = info.code;
+    // The wire's camelCase; an older backend spelled codes in snake_case.
+    this.code = info.code.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
     this.path = info.path;
   }
 }

@@ -46,21 +46,22 @@ export type TableValue = number | string;
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "Tier".
  */
-export type Tier = "Safe" | "Confirm" | "DeviceGated" | "AlwaysConfirm" | "Blocked";
+export type Tier = "safe" | "confirm" | "deviceGated" | "alwaysConfirm" | "blocked";
 /**
- * Machine-readable error codes, stable across versions (API clients match on them).
+ * Machine-readable error codes (API clients match on them). Sent in camelCase like every
+ * other value on the wire; the snake_case spellings of earlier versions are still read.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "ErrorCode".
  */
 export type ErrorCode =
-  | ("unknown_command" | "invalid_params")
-  | "not_allowed"
+  | ("unknownCommand" | "invalidParams")
+  | "notAllowed"
   | "denied"
   | "failed"
-  | "not_found"
-  | "bad_request"
-  | "needs_confirmation";
+  | "notFound"
+  | "badRequest"
+  | "needsConfirmation";
 /**
  * How much an unmapped setting matters to the person who imported the file.
  *
