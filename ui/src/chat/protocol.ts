@@ -1,5 +1,6 @@
 /** The assistant's chats as the UI sees them: the shapes of docs/ui-protocol.md ("The
  *  assistant's chats") and pure helpers over them. No Svelte, no backend: tests pin these. */
+import type { Tier as WireTier } from "../lib/wire/types.gen";
 import type { Key } from "../lib/i18n/index.svelte";
 
 export type Provider = "anthropic" | "openai-compatible";
@@ -62,8 +63,9 @@ export interface Usage {
   estimated?: boolean;
 }
 
-/** How much care a command needs (`sextant_commands::Tier`), as the card shows it. */
-export type Tier = "safe" | "confirm" | "deviceGated" | "alwaysConfirm" | "blocked" | "unknown";
+/** How much care a command needs (`sextant_commands::Tier`, generated), as the card shows
+ *  it; `unknown` for a spelling no version of the backend sends. */
+export type Tier = WireTier | "unknown";
 
 /** A tool card's state: the history's statuses, plus the live ones (`running`, `awaiting`
  *  an answer, `blocked` by post-execute). */
@@ -129,10 +131,11 @@ export type ToolCardItem = Extract<ChatItem, { type: "toolCard" }>;
 const num = (x: unknown, d = 0) => (typeof x === "number" && Number.isFinite(x) ? x : d);
 const str = (x: unknown) => (typeof x === "string" ? x : x == null ? "" : String(x));
 
-/** A tier as the backend spells it (`"DeviceGated"`, `"device_gated"`, …), or null. */
+/** A tier as the backend spells it (`"deviceGated"`; an older one `"DeviceGated"`, and old
+ *  chat logs keep those), or `unknown`. */
 export function normalizeTier(x: unknown): Tier {
   const k = str(x).replace(/[_\s-]/g, "").toLowerCase();
-  const tiers: Record<string, Tier> = {
+  const tiers: Record<string, WireTier> = {
     safe: "safe",
     confirm: "confirm",
     devicegated: "deviceGated",

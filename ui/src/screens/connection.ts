@@ -1,12 +1,24 @@
 /** Connect-screen form state and the pure mapping between it and a project source's
  *  `connection` / `parser` JSON (docs/project.schema.json). No UI, no backend calls. */
 import type { Key } from "../lib/i18n/index.svelte";
+import type { Connection, ParserConfig } from "../lib/wire/types.gen";
 
-export type SourceType = "serial" | "tcp" | "udp" | "mqtt" | "can" | "modbus" | "ble" | "simulator" | "namedPipe" | "process";
-export const SOURCE_TYPES: SourceType[] = ["serial", "tcp", "udp", "mqtt", "can", "modbus", "ble", "namedPipe", "process", "simulator"];
+/** Every kind of source the Connect screen sets up (from the generated wire types); a
+ *  replay of a capture or CSV file is started from the Recording screen instead. */
+export type SourceType = Exclude<Connection["type"], "replay">;
+/** In the order the Connect screen offers them; `satisfies` makes a missing kind an error. */
+export const SOURCE_TYPES = ["serial", "tcp", "udp", "mqtt", "can", "modbus", "ble", "namedPipe", "process", "simulator"] as const satisfies readonly SourceType[];
+type Missing<All, Listed> = Exclude<All, Listed>;
+/** Compile-time: the list above names every source kind (a new one in Rust fails here). */
+const _everySource: Missing<SourceType, (typeof SOURCE_TYPES)[number]> extends never ? true : never = true;
 
-export type ParserKind = "quickPlot" | "delimited" | "keyValue" | "json" | "nmea" | "fixedWidth" | "binary" | "script" | "can";
-export const PARSER_KINDS: ParserKind[] = ["quickPlot", "delimited", "keyValue", "json", "nmea", "fixedWidth", "binary", "script", "can"];
+/** Every parser the backend knows. */
+export type ParserKind = ParserConfig["kind"];
+export const PARSER_KINDS = ["quickPlot", "delimited", "keyValue", "json", "nmea", "fixedWidth", "binary", "script", "can"] as const satisfies readonly ParserKind[];
+/** Compile-time: the list above names every parser kind. */
+const _everyParser: Missing<ParserKind, (typeof PARSER_KINDS)[number]> extends never ? true : never = true;
+void _everySource;
+void _everyParser;
 
 export const BAUD_RATES = [300, 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 250000, 460800, 500000, 921600, 1000000, 2000000, 3000000];
 /** The backend accepts any rate up to 15 Mbaud (a rate the port cannot do fails the open). */
@@ -288,11 +300,11 @@ function serialFrom(c: Json, base: SerialForm): SerialForm {
 export function formFromSource(src: Json): ConnectForm {
   const f = defaultForm();
   const c = (src.connection ?? {}) as Json;
-  const type = (SOURCE_TYPES as string[]).includes(String(c.type)) ? (c.type as SourceType) : "simulator";
+  const type = (SOURCE_TYPES as readonly string[]).includes(String(c.type)) ? (c.type as SourceType) : "simulator";
   f.type = type;
   f.title = s(src.title);
   const p = (src.parser ?? {}) as Json;
-  f.parserKind = (PARSER_KINDS as string[]).includes(String(p.kind)) ? (p.kind as ParserKind) : "quickPlot";
+  f.parserKind = (PARSER_KINDS as readonly string[]).includes(String(p.kind)) ? (p.kind as ParserKind) : "quickPlot";
   if (p.kind === "delimited") f.separator = s(p.separator, ",");
   switch (type) {
     case "serial": f.serial = serialFrom(c, f.serial); break;

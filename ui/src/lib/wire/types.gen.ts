@@ -2,74 +2,6 @@
  * Regenerate with `npm run gen:wire` after `SEXTANT_BLESS=1 cargo test -p sextant-runtime --test wire`. */
 
 /**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "BinaryType".
- */
-export type BinaryType = "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "u64" | "i64" | "f32" | "f64";
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "ScriptLanguage".
- */
-export type ScriptLanguage = "lua" | "javascript";
-/**
- * What a dataset means to a group widget (GPS, accelerometer, gyroscope, 3-D plot).
- *
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "Role".
- */
-export type Role = "lat" | "lon" | "alt" | "x" | "y" | "z" | "yaw" | "pitch" | "roll";
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "Severity".
- */
-export type Severity = "info" | "warning" | "critical";
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "TransformLanguage".
- */
-export type TransformLanguage = ("lua" | "javascript") | "expression";
-/**
- * One of the ways a dataset can be drawn (it may have several: a gauge, a plot, an FFT…).
- *
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "TileView".
- */
-export type TileView = ("plot" | "fft" | "led") | "widget";
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "TableValue".
- */
-export type TableValue = number | string;
-/**
- * How much care a command needs before it runs.
- *
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "Tier".
- */
-export type Tier = "safe" | "confirm" | "deviceGated" | "alwaysConfirm" | "blocked";
-/**
- * Machine-readable error codes (API clients match on them). Sent in camelCase like every
- * other value on the wire; the snake_case spellings of earlier versions are still read.
- *
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "ErrorCode".
- */
-export type ErrorCode =
-  | ("unknownCommand" | "invalidParams")
-  | "notAllowed"
-  | "denied"
-  | "failed"
-  | "notFound"
-  | "badRequest"
-  | "needsConfirmation";
-/**
- * How much an unmapped setting matters to the person who imported the file.
- *
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "ReportSeverity".
- */
-export type ReportSeverity = "lost" | "changed" | "note";
-/**
  * The `format` key's only value; see [`FORMAT_MARKER`].
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -84,7 +16,9 @@ export type FileFormat = "sextant-project";
  * via the `definition` "Connection".
  */
 export type Connection =
-  | SerialSettings
+  | (SerialSettings & {
+      type: "serial";
+    })
   | {
       type: "tcp";
       host: string;
@@ -101,10 +35,18 @@ export type Connection =
        */
       multicastInterface: string | null;
     }
-  | MqttSettings
-  | CanSettings
-  | ModbusSettings
-  | BleSettings
+  | (MqttSettings & {
+      type: "mqtt";
+    })
+  | (CanSettings & {
+      type: "can";
+    })
+  | (ModbusSettings & {
+      type: "modbus";
+    })
+  | (BleSettings & {
+      type: "ble";
+    })
   | {
       type: "process";
       program: string;
@@ -115,7 +57,9 @@ export type Connection =
       type: "namedPipe";
       path: string;
     }
-  | SimulatorSettings
+  | (SimulatorSettings & {
+      type: "simulator";
+    })
   | {
       type: "replay";
       path: string;
@@ -242,9 +186,19 @@ export type ParserConfig =
     };
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BinaryType".
+ */
+export type BinaryType = "u8" | "i8" | "u16" | "i16" | "u32" | "i32" | "u64" | "i64" | "f32" | "f64";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "Endian".
  */
 export type Endian = "little" | "big";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ScriptLanguage".
+ */
+export type ScriptLanguage = "lua" | "javascript";
 /**
  * How a signal's raw bits are read.
  *
@@ -276,6 +230,23 @@ export type GroupWidget =
  */
 export type DatasetWidget = "none" | "bar" | "gauge" | "compass" | "meter" | "clock";
 /**
+ * What a dataset means to a group widget (GPS, accelerometer, gyroscope, 3-D plot).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Role".
+ */
+export type Role = "lat" | "lon" | "alt" | "x" | "y" | "z" | "yaw" | "pitch" | "roll";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Severity".
+ */
+export type Severity = "info" | "warning" | "critical";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TransformLanguage".
+ */
+export type TransformLanguage = ("lua" | "javascript") | "expression";
+/**
  * What a plot puts on its X axis.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -298,10 +269,51 @@ export type XAxis =
  */
 export type LineEnding = "none" | "lf" | "cr" | "crLf";
 /**
+ * One of the ways a dataset can be drawn (it may have several: a gauge, a plot, an FFT…).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TileView".
+ */
+export type TileView = ("plot" | "fft" | "led") | "widget";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TableValue".
+ */
+export type TableValue = number | string;
+/**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "PublishFormat".
  */
 export type PublishFormat = "json" | "csv" | "raw";
+/**
+ * How much care a command needs before it runs.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Tier".
+ */
+export type Tier = "safe" | "confirm" | "deviceGated" | "alwaysConfirm" | "blocked";
+/**
+ * Machine-readable error codes (API clients match on them). Sent in camelCase like every
+ * other value on the wire; the snake_case spellings of earlier versions are still read.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ErrorCode".
+ */
+export type ErrorCode =
+  | ("unknownCommand" | "invalidParams")
+  | "notAllowed"
+  | "denied"
+  | "failed"
+  | "notFound"
+  | "badRequest"
+  | "needsConfirmation";
+/**
+ * How much an unmapped setting matters to the person who imported the file.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ReportSeverity".
+ */
+export type ReportSeverity = "lost" | "changed" | "note";
 
 /**
  * Generated from Sextant's Rust types by crates/runtime/tests/wire.rs; do not edit.
@@ -318,10 +330,7 @@ export interface Wire {
  * via the `definition` "Project".
  */
 export interface Project {
-  /**
-   * Always `"sextant-project"`: marks the file as Sextant's.
-   */
-  format: "sextant-project";
+  format: FileFormat & string;
   /**
    * Version of this file format; see `SCHEMA_VERSION`.
    */
@@ -350,145 +359,157 @@ export interface Project {
 export interface Source {
   id: string;
   title: string;
-  /**
-   * Where the bytes come from. Secrets (passwords, keys) are never stored here: they live
-   * in the OS keyring, looked up by source id.
-   */
-  connection:
-    | SerialSettings
-    | {
-        type: "tcp";
-        host: string;
-        port: number;
-      }
-    | {
-        type: "udp";
-        localPort: number;
-        remoteHost: string | null;
-        remotePort: number | null;
-        multicastGroup: string | null;
-        /**
-         * IPv4 address of the interface to join the group on; any when absent.
-         */
-        multicastInterface: string | null;
-      }
-    | MqttSettings
-    | CanSettings
-    | ModbusSettings
-    | BleSettings
-    | {
-        type: "process";
-        program: string;
-        args: string[];
-        workingDir: string | null;
-      }
-    | {
-        type: "namedPipe";
-        path: string;
-      }
-    | SimulatorSettings
-    | {
-        type: "replay";
-        path: string;
-        speed: number;
-      };
-  framing: Framing;
-  /**
-   * How a frame's payload is handed to the parser.
-   */
-  decoder: "plainText" | "hex" | "base64" | "binary" | "cobs" | "slip";
-  /**
-   * Turns a decoded frame into values for parser slots 1, 2, 3…
-   */
-  parser:
-    | {
-        kind: "quickPlot";
-      }
-    | {
-        kind: "delimited";
-        separator: string;
-      }
-    | {
-        kind: "fixedWidth";
-        widths: number[];
-      }
-    | {
-        kind: "keyValue";
-        /**
-         * Key at position `i` feeds slot `i + 1`.
-         */
-        keys: string[];
-        pairSeparator: string;
-        valueSeparator: string;
-      }
-    | {
-        kind: "json";
-        /**
-         * Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`.
-         */
-        paths: string[];
-      }
-    | {
-        kind: "nmea";
-      }
-    | {
-        kind: "binary";
-        fields: BinaryField[];
-      }
-    | {
-        kind: "script";
-        language: ScriptLanguage;
-        code: string;
-      }
-    | {
-        kind: "can";
-        messages: CanMessage[];
-      };
+  connection: Connection & {
+    [k: string]: unknown;
+  };
+  framing: Framing & {
+    [k: string]: unknown;
+  };
+  decoder: Decoder & string;
+  parser: ParserConfig & {
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 }
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SerialSettings".
+ */
 export interface SerialSettings {
-  type: "serial";
-}
-export interface MqttSettings {
-  type: "mqtt";
-}
-export interface CanSettings {
-  type: "can";
-}
-export interface ModbusSettings {
-  type: "modbus";
-}
-export interface BleSettings {
-  type: "ble";
-}
-export interface SimulatorSettings {
-  type: "simulator";
-}
-export interface Framing {
+  port: string;
   /**
-   * How frames are cut out of the byte stream.
+   * Any rate up to 15 Mbaud; a rate the port cannot do fails the open, never falls back.
    */
-  mode: "endOnly" | "startEnd" | "startOnly" | "none";
-  delimiterFormat: "text" | "hex";
+  baud: number;
+  dataBits: number;
+  parity: Parity & string;
+  stopBits: StopBits & string;
+  flowControl: FlowControl & string;
+  dtr: boolean;
+  rts: boolean;
+  autoReconnect: boolean;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "MqttSettings".
+ */
+export interface MqttSettings {
+  host: string;
+  port: number;
+  clientId: string;
+  /**
+   * User name only; the password is a secret kept outside the project.
+   */
+  username: string | null;
+  topic: string;
+  version: MqttVersion & string;
+  keepAliveS: number;
+  cleanSession: boolean;
+  tls: boolean;
+  /**
+   * PEM file of the certificate authority to trust for TLS (a private broker's CA);
+   * the system's roots are used when absent.
+   */
+  caFile: string | null;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CanSettings".
+ */
+export interface CanSettings {
+  /**
+   * SocketCAN interface (`can0`, `vcan0`) or a serial port for an SLCAN adapter.
+   */
+  interface: string;
+  slcan: boolean;
+  bitrate: number;
+  fd: boolean;
+  dataBitrate: number | null;
+  listenOnly: boolean;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ModbusSettings".
+ */
+export interface ModbusSettings {
+  /**
+   * `tcp` uses host/port; `rtu` uses the serial settings.
+   */
+  rtu: boolean;
+  host: string;
+  port: number;
+  serial: SerialSettings | null;
+  slaveId: number;
+  pollIntervalMs: number;
+  groups: RegisterGroup[];
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "RegisterGroup".
+ */
+export interface RegisterGroup {
+  kind: RegisterKind;
+  start: number;
+  count: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BleSettings".
+ */
+export interface BleSettings {
+  /**
+   * Device name or address to connect to.
+   */
+  device: string;
+  service: string;
+  notifyCharacteristic: string;
+  writeCharacteristic: string | null;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SimulatorSettings".
+ */
+export interface SimulatorSettings {
+  frameRateHz: number;
+  channels: SimChannel[];
+  /**
+   * Append a GPS track (lat, lon, alt) to every frame.
+   */
+  gps: boolean;
+  /**
+   * Append an IMU (ax, ay, az, gx, gy, gz) to every frame.
+   */
+  imu: boolean;
+  seed: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SimChannel".
+ */
+export interface SimChannel {
+  name: string;
+  waveform: Waveform & string;
+  frequencyHz: number;
+  amplitude: number;
+  offset: number;
+  /**
+   * Peak-to-peak amplitude of added uniform noise.
+   */
+  noise: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Framing".
+ */
+export interface Framing {
+  mode: FrameMode & string;
+  delimiterFormat: DelimiterFormat & string;
   start: string;
   /**
    * Up to 8 alternative end patterns; the earliest match in the stream wins.
    */
   end: string[];
-  /**
-   * Checksum bytes that follow the end delimiter and cover the payload.
-   */
-  checksum:
-    | "none"
-    | "xor8"
-    | "mod256"
-    | "crc8"
-    | "crc16"
-    | "crc16-modbus"
-    | "crc16-ccitt"
-    | "fletcher16"
-    | "crc32"
-    | "adler32";
+  checksum: ChecksumKind & string;
   /**
    * Longest frame kept; longer ones are discarded and counted.
    */
@@ -502,7 +523,7 @@ export interface Framing {
  */
 export interface BinaryField {
   type: BinaryType;
-  endian: "little" | "big";
+  endian: Endian & string;
   offset: number | null;
   /**
    * Multiplier applied to the raw integer (1 when absent).
@@ -544,11 +565,8 @@ export interface CanSignal {
    * Bits, 1 to 64.
    */
   size: number;
-  byteOrder: "little" | "big";
-  /**
-   * How a signal's raw bits are read.
-   */
-  valueType: "unsigned" | "signed" | "float";
+  byteOrder: Endian & string;
+  valueType: CanValueType & string;
   factor: number;
   offset: number;
   /**
@@ -579,20 +597,7 @@ export interface CanMux {
 export interface Group {
   id: string;
   title: string;
-  widget:
-    | "none"
-    | "dataGrid"
-    | "multiPlot"
-    | "accelerometer"
-    | "gyroscope"
-    | "gps"
-    | "plot3d"
-    | "barPanel"
-    | "ledPanel"
-    | "terminal"
-    | "painter"
-    | "image"
-    | "webView";
+  widget: GroupWidget & string;
   datasets: Dataset[];
   [k: string]: unknown;
 }
@@ -619,7 +624,7 @@ export interface Dataset {
    * Computed by its transform from other datasets and tables, not read from a slot.
    */
   virtual: boolean;
-  widget: "none" | "bar" | "gauge" | "compass" | "meter" | "clock";
+  widget: DatasetWidget & string;
   role: Role | null;
   graph: boolean;
   fft: boolean;
@@ -631,20 +636,9 @@ export interface Dataset {
   max: number | null;
   alarms: AlarmBand[];
   transform: Transform | null;
-  /**
-   * What a plot puts on its X axis.
-   */
-  xAxis:
-    | {
-        mode: "time";
-      }
-    | {
-        mode: "samples";
-      }
-    | {
-        mode: "dataset";
-        id: string;
-      };
+  xAxis: XAxis & {
+    [k: string]: unknown;
+  };
   [k: string]: unknown;
 }
 /**
@@ -680,7 +674,7 @@ export interface Action {
    * `payload` is hex bytes rather than text.
    */
   hex: boolean;
-  lineEnding: "none" | "lf" | "cr" | "crLf";
+  lineEnding: LineEnding & string;
   /**
    * Repeat every N ms while connected.
    */
@@ -741,7 +735,7 @@ export interface MqttPublisher {
   host: string;
   port: number;
   topic: string;
-  format: "json" | "csv" | "raw";
+  format: PublishFormat & string;
   rateHz: number;
   tls: boolean;
   clientId: string;
@@ -796,164 +790,4 @@ export interface ReportSubject {
    * `VU Meter`, `VU Meter/Mic L`; empty for the project.
    */
   name: string;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "SerialSettings".
- */
-export interface SerialSettings1 {
-  port: string;
-  /**
-   * Any rate up to 15 Mbaud; a rate the port cannot do fails the open, never falls back.
-   */
-  baud: number;
-  dataBits: number;
-  parity: "none" | "even" | "odd" | "mark" | "space";
-  stopBits: "one" | "onePointFive" | "two";
-  flowControl: "none" | "rtsCts" | "xonXoff";
-  dtr: boolean;
-  rts: boolean;
-  autoReconnect: boolean;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "MqttSettings".
- */
-export interface MqttSettings1 {
-  host: string;
-  port: number;
-  clientId: string;
-  /**
-   * User name only; the password is a secret kept outside the project.
-   */
-  username: string | null;
-  topic: string;
-  version: "3.1.1" | "5";
-  keepAliveS: number;
-  cleanSession: boolean;
-  tls: boolean;
-  /**
-   * PEM file of the certificate authority to trust for TLS (a private broker's CA);
-   * the system's roots are used when absent.
-   */
-  caFile: string | null;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "CanSettings".
- */
-export interface CanSettings1 {
-  /**
-   * SocketCAN interface (`can0`, `vcan0`) or a serial port for an SLCAN adapter.
-   */
-  interface: string;
-  slcan: boolean;
-  bitrate: number;
-  fd: boolean;
-  dataBitrate: number | null;
-  listenOnly: boolean;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "RegisterGroup".
- */
-export interface RegisterGroup {
-  kind: RegisterKind;
-  start: number;
-  count: number;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "ModbusSettings".
- */
-export interface ModbusSettings1 {
-  /**
-   * `tcp` uses host/port; `rtu` uses the serial settings.
-   */
-  rtu: boolean;
-  host: string;
-  port: number;
-  serial: SerialSettings1 | null;
-  slaveId: number;
-  pollIntervalMs: number;
-  groups: RegisterGroup[];
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "BleSettings".
- */
-export interface BleSettings1 {
-  /**
-   * Device name or address to connect to.
-   */
-  device: string;
-  service: string;
-  notifyCharacteristic: string;
-  writeCharacteristic: string | null;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "SimChannel".
- */
-export interface SimChannel {
-  name: string;
-  waveform: "sine" | "square" | "saw" | "noise" | "randomWalk";
-  frequencyHz: number;
-  amplitude: number;
-  offset: number;
-  /**
-   * Peak-to-peak amplitude of added uniform noise.
-   */
-  noise: number;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "SimulatorSettings".
- */
-export interface SimulatorSettings1 {
-  frameRateHz: number;
-  channels: SimChannel[];
-  /**
-   * Append a GPS track (lat, lon, alt) to every frame.
-   */
-  gps: boolean;
-  /**
-   * Append an IMU (ax, ay, az, gx, gy, gz) to every frame.
-   */
-  imu: boolean;
-  seed: number;
-}
-/**
- * This interface was referenced by `Wire`'s JSON-Schema
- * via the `definition` "Framing".
- */
-export interface Framing1 {
-  /**
-   * How frames are cut out of the byte stream.
-   */
-  mode: "endOnly" | "startEnd" | "startOnly" | "none";
-  delimiterFormat: "text" | "hex";
-  start: string;
-  /**
-   * Up to 8 alternative end patterns; the earliest match in the stream wins.
-   */
-  end: string[];
-  /**
-   * Checksum bytes that follow the end delimiter and cover the payload.
-   */
-  checksum:
-    | "none"
-    | "xor8"
-    | "mod256"
-    | "crc8"
-    | "crc16"
-    | "crc16-modbus"
-    | "crc16-ccitt"
-    | "fletcher16"
-    | "crc32"
-    | "adler32";
-  /**
-   * Longest frame kept; longer ones are discarded and counted.
-   */
-  maxFrameBytes: number;
 }
