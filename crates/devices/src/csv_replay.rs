@@ -272,11 +272,7 @@ pub fn project_playing_into(
     let mut used = vec![false; columns.len()];
     for group in &mut playback.groups {
         for ds in &mut group.datasets {
-            let name = if group.title.is_empty() {
-                ds.title.clone()
-            } else {
-                format!("{}/{}", group.title, ds.title)
-            };
+            let name = sextant_telemetry::pipeline::column_name(&group.title, &ds.title);
             // Two datasets of one name read the columns of that name in order.
             match (0..columns.len()).find(|&i| !used[i] && columns[i] == name) {
                 Some(i) => {

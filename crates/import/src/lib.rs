@@ -363,7 +363,7 @@ fn import_root(root: &Map<String, Value>) -> Imported {
             ),
         );
     }
-    let summary = r.summary(&Value::Object(root.clone()));
+    let summary = r.summary(root);
     Imported {
         project,
         report: r,

@@ -13,7 +13,7 @@
 use std::fmt;
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 /// How much an unmapped setting matters to the person who imported the file.
 #[derive(
@@ -118,7 +118,7 @@ impl ImportReport {
     /// The report as a person reads it, for the file `root` it was made from: lost
     /// behaviour first, then changes, then notes; each named by its subject's title; notes
     /// with the same message (the same detail of many datasets) folded into one line.
-    pub fn summary(&self, root: &Value) -> Vec<SummaryItem> {
+    pub fn summary(&self, root: &Map<String, Value>) -> Vec<SummaryItem> {
         let mut out: Vec<SummaryItem> = Vec::new();
         for item in &self.items {
             if item.severity == Severity::Note {
@@ -173,7 +173,7 @@ impl fmt::Display for ImportReport {
 }
 
 /// The group, dataset, source… that `path` (`groups[1].datasets[0].widget`) sits in.
-fn subject(root: &Value, path: &str) -> Subject {
+fn subject(root: &Map<String, Value>, path: &str) -> Subject {
     let steps = steps(path);
     let title = |v: &Value, keys: &[&str]| {
         keys.iter()
@@ -264,7 +264,7 @@ mod tests {
             "painter widget: Sextant cannot run painter scripts",
         );
         r.lost("controlScriptCode", "control scripts are not supported");
-        let s = r.summary(&root);
+        let s = r.summary(root.as_object().unwrap());
         let lines: Vec<(Severity, &str, &str, usize)> = s
             .iter()
             .map(|i| (i.severity, i.subject.kind, i.subject.name.as_str(), i.count))

@@ -288,10 +288,12 @@ fn mutate(node: &mut Value, rng: &mut Rng) {
 
 #[test]
 fn mutated_fixtures_never_panic_and_always_validate() {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/serial-studio");
+    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures");
     let mut rng = Rng(0x5EED_1234_ABCD_0001);
-    let mut files: Vec<_> = std::fs::read_dir(&dir)
-        .expect("fixtures")
+    // The example shapes too: their tabs' widget references get mutated like the rest.
+    let mut files: Vec<_> = ["serial-studio", "serial-studio-shapes"]
+        .iter()
+        .flat_map(|d| std::fs::read_dir(fixtures.join(d)).expect("fixtures"))
         .map(|e| e.expect("entry").path())
         .filter(|p| {
             let n = p.to_string_lossy();

@@ -100,11 +100,17 @@ pub struct DatasetInfo {
 impl DatasetInfo {
     /// The CSV column name, `Group/Dataset`.
     pub fn column(&self) -> String {
-        if self.group.is_empty() {
-            self.title.clone()
-        } else {
-            format!("{}/{}", self.group, self.title)
-        }
+        column_name(&self.group, &self.title)
+    }
+}
+
+/// The CSV column of a dataset titled `title` in group `group`: `Group/Dataset`, or the
+/// title alone outside a group. The one rule every export and every reader of one uses.
+pub fn column_name(group: &str, title: &str) -> String {
+    if group.is_empty() {
+        title.to_string()
+    } else {
+        format!("{group}/{title}")
     }
 }
 
