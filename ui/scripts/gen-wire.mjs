@@ -1,5 +1,5 @@
 // Generates src/lib/wire/types.gen.ts from src/lib/wire/schema.json, which the Rust side
-// writes from its own types (crates/runtime/tests/wire.rs). Run: npm run gen:wire.
+// writes from its own types (crates/api/tests/wire.rs). Run: npm run gen:wire.
 // `wireTypes()` is exported so the UI's staleness test compares without writing.
 import { compile } from "json-schema-to-typescript";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -11,7 +11,7 @@ export async function wireTypes() {
   const schema = JSON.parse(readFileSync(new URL("schema.json", dir), "utf8"));
   const banner =
     "/* Generated from Sextant's Rust types (src/lib/wire/schema.json) by scripts/gen-wire.mjs; do not edit.\n" +
-    " * Regenerate with `npm run gen:wire` after `SEXTANT_BLESS=1 cargo test -p sextant-runtime --test wire`. */";
+    " * Regenerate with `npm run gen:wire` after `SEXTANT_BLESS=1 cargo test -p sextant-api --test wire`. */";
   return compile(schema, "Wire", {
     bannerComment: banner,
     additionalProperties: false,

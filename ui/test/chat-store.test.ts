@@ -43,7 +43,7 @@ class FakeService implements ChatBackend {
     return () => this.listeners.delete(handler);
   }
   emit(chat: number, type: string, fields: Record<string, unknown> = {}) {
-    for (const h of this.listeners) h({ chat, type, ...fields });
+    for (const h of this.listeners) h({ chat, type, ...fields } as ChatEvent);
   }
   ops(op: string) {
     return this.requests.filter((r) => r.op === op);

@@ -7,7 +7,7 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use sextant_assistant::door::{ChatDoor, SETTINGS_FILE};
-use sextant_assistant::service::{ServiceEvent, ServiceEventKind};
+use sextant_assistant::service::{ServiceEvent, ServiceEventKind, TurnEndKind};
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
 use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
@@ -105,7 +105,7 @@ async fn settings_and_the_key_persist_and_the_key_never_reaches_the_settings_fil
         match next(&mut events).await {
             ServiceEventKind::ApprovalRequested { .. } => panic!("auto-approve was persisted"),
             ServiceEventKind::TurnEnded { end, detail } => {
-                assert_eq!(end, "finished", "{detail:?}");
+                assert_eq!(end, TurnEndKind::Finished, "{detail:?}");
                 break;
             }
             _ => {}
@@ -313,7 +313,7 @@ async fn an_openai_compatible_endpoint_with_a_version_path_works_like_geminis() 
         match next(&mut events).await {
             ServiceEventKind::TextDelta { text, .. } => reply.push_str(&text),
             ServiceEventKind::TurnEnded { end, detail } => {
-                assert_eq!(end, "finished", "{detail:?}");
+                assert_eq!(end, TurnEndKind::Finished, "{detail:?}");
                 break;
             }
             _ => {}

@@ -8,7 +8,7 @@ use sextant_assistant::chatlog::{kinds, ChatId, Event};
 use sextant_assistant::pipeline::ResultStatus;
 use sextant_assistant::service::{
     ChatService, Decider, ProviderKind, ServiceError, ServiceEvent, ServiceEventKind,
-    ServiceSettings,
+    ServiceSettings, TurnEndKind,
 };
 use sextant_commands::{Policy, Tier};
 use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
@@ -148,7 +148,7 @@ async fn the_model_builds_a_gauge_through_approved_tool_calls() {
         let (status, content) = done(&seen, id);
         assert_eq!(status, ResultStatus::Ok, "{content}");
     }
-    assert_eq!(ended(&seen), "finished", "{seen:?}");
+    assert_eq!(ended(&seen), TurnEndKind::Finished, "{seen:?}");
 
     let project = ui_call(&s.runtime, "project.get").await;
     let group = &project["groups"][0];
@@ -273,9 +273,9 @@ async fn nobody_answering_denies_with_no_answer() {
 }
 
 /// How the turn whose events are `seen` ended (its last event is `turnEnded`).
-fn ended(seen: &[ServiceEventKind]) -> &'static str {
+fn ended(seen: &[ServiceEventKind]) -> TurnEndKind {
     match seen.last() {
-        Some(ServiceEventKind::TurnEnded { end, .. }) => end,
+        Some(ServiceEventKind::TurnEnded { end, .. }) => *end,
         other => panic!("the last event is not turnEnded: {other:?}"),
     }
 }
@@ -411,7 +411,7 @@ async fn a_second_send_is_refused_and_cancel_answers_every_call() {
     );
     s.service.cancel(s.chat);
     let seen = drive(&mut s.events, |_| {}).await;
-    assert_eq!(ended(&seen), "cancelled", "{seen:?}");
+    assert_eq!(ended(&seen), TurnEndKind::Cancelled, "{seen:?}");
     turn.wait().await.unwrap();
     assert!(!s.service.is_running(s.chat));
     // The prompt the cancel closed is on record, and the UI heard it closed exactly once.
@@ -542,12 +542,12 @@ async fn a_failed_turn_is_retried_without_repeating_the_message() {
     let turn = s.service.send(s.chat, "How is the supply?").await.unwrap();
     let seen = drive(&mut s.events, |_| {}).await;
     turn.wait().await.unwrap();
-    assert_eq!(ended(&seen), "failed", "{seen:?}");
+    assert_eq!(ended(&seen), TurnEndKind::Failed, "{seen:?}");
 
     let turn = s.service.retry(s.chat).await.unwrap();
     let seen = drive(&mut s.events, |_| {}).await;
     turn.wait().await.unwrap();
-    assert_eq!(ended(&seen), "finished", "{seen:?}");
+    assert_eq!(ended(&seen), TurnEndKind::Finished, "{seen:?}");
     // The retried request carries the question once, and the log holds it once.
     let second = s.server.requests()[1].json();
     let asked = second["messages"]

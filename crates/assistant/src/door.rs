@@ -18,8 +18,8 @@ use sextant_commands::CommandDoor;
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_secrets::{Backend, SecretStore};
 
-use crate::chatlog::{ChatId, ChatLogError};
-use crate::service::{ChatService, ProviderKind, ServiceError, ServiceSettings};
+use crate::chatlog::{ChatId, ChatLogError, ChatSummary, UiItem};
+use crate::service::{ChatService, ProviderKind, ServiceError, ServiceEventKind, ServiceSettings};
 
 /// How long a settings change waits for the key store.
 const KEY_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -31,7 +31,7 @@ pub const CHATS_FILE: &str = "chats.sqlite";
 
 /// Settings as stored in `assistant.json`: everything the person chose except the key.
 /// Every field has a default, so a file from an older version still loads.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct StoredSettings {
     provider: ProviderKind,
@@ -51,6 +51,56 @@ impl Default for StoredSettings {
             allow_device_control: false,
         }
     }
+}
+
+/// One chat of `list`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ChatListEntry {
+    #[serde(flatten)]
+    summary: ChatSummary,
+    /// A turn is running in it now.
+    running: bool,
+}
+
+/// What `getSettings` and `setSettings` answer: the stored settings, and where the key is
+/// (never the key itself).
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SettingsView {
+    #[serde(flatten)]
+    stored: StoredSettings,
+    has_api_key: bool,
+    key_storage: Backend,
+}
+
+/// One model of `listModels`.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct ModelEntry {
+    id: String,
+    /// The provider's name for it, where it gives one.
+    display_name: Option<String>,
+}
+
+/// What `history` answers.
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct HistoryReply {
+    items: Vec<UiItem>,
+    running: bool,
+    /// The approval prompts open now (`approvalRequested` events).
+    approvals: Vec<ServiceEventKind>,
+    /// The reply streaming now: its text not yet in `items`, and where the next
+    /// `textDelta` starts, so the page skips what it has.
+    streaming: Option<StreamingText>,
+}
+
+#[derive(Debug, Serialize, schemars::JsonSchema)]
+pub struct StreamingText {
+    text: String,
+    /// UTF-16 code units of the turn's text streamed so far.
+    end: u64,
 }
 
 fn default_base_url(provider: ProviderKind) -> &'static str {
@@ -140,16 +190,14 @@ impl ChatDoor {
         match op.as_str() {
             "list" => {
                 let chats = service.list_chats().map_err(service_error)?;
-                let list: Vec<Value> = chats
+                let list: Vec<ChatListEntry> = chats
                     .into_iter()
-                    .map(|c| {
-                        let running = service.is_running(c.id);
-                        let mut v = to_value(&c);
-                        v["running"] = running.into();
-                        v
+                    .map(|summary| ChatListEntry {
+                        running: service.is_running(summary.id),
+                        summary,
                     })
                     .collect();
-                Ok(Value::Array(list))
+                Ok(to_value(&list))
             }
             "create" => {
                 let title = optional_str(&fields, "title")?.unwrap_or("New chat");
@@ -177,13 +225,14 @@ impl ChatDoor {
                     .await
                     .map_err(|e| CommandError::failed(format!("reading the chat stopped: {e}")))?
                     .map_err(service_error)?;
-                Ok(json!({
-                    "items": items,
-                    "running": live.is_some(),
-                    "approvals": service.pending_approvals(chat),
-                    // The reply streaming now: its text not yet in `items`, and where the
-                    // next textDelta starts (`at`), so the page skips what it has.
-                    "streaming": live.map(|l| json!({"text": l.text, "end": l.streamed})),
+                Ok(to_value(&HistoryReply {
+                    items,
+                    running: live.is_some(),
+                    approvals: service.pending_approvals(chat),
+                    streaming: live.map(|l| StreamingText {
+                        text: l.text,
+                        end: l.streamed,
+                    }),
                 }))
             }
             "send" => {
@@ -232,10 +281,14 @@ impl ChatDoor {
             "setSettings" => self.set_settings(fields).await,
             "listModels" => {
                 let models = service.list_models().await.map_err(service_error)?;
-                Ok(models
+                let models: Vec<ModelEntry> = models
                     .into_iter()
-                    .map(|m| json!({ "id": m.id, "displayName": m.display_name }))
-                    .collect())
+                    .map(|m| ModelEntry {
+                        id: m.id,
+                        display_name: m.display_name,
+                    })
+                    .collect();
+                Ok(to_value(&models))
             }
             other => Err(CommandError::invalid(
                 "op",
@@ -249,10 +302,11 @@ impl ChatDoor {
     }
 
     fn settings_view(&self, stored: &StoredSettings) -> Value {
-        let mut view = to_value(stored);
-        view["hasApiKey"] = self.service.settings().api_key.is_some().into();
-        view["keyStorage"] = to_value(&self.secrets.backend());
-        view
+        to_value(&SettingsView {
+            stored: stored.clone(),
+            has_api_key: self.service.settings().api_key.is_some(),
+            key_storage: self.secrets.backend(),
+        })
     }
 
     async fn set_settings(&self, mut fields: Map<String, Value>) -> Result<Value, CommandError> {

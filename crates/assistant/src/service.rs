@@ -53,7 +53,7 @@ use crate::tools::{ToolSet, ToolsError};
 const EVENT_CAPACITY: usize = 1024;
 
 /// Which wire format the provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "kebab-case")]
 pub enum ProviderKind {
     Anthropic,
@@ -145,7 +145,7 @@ impl fmt::Debug for ServiceSettings {
 }
 
 /// One event of one chat, as doors forward it.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ServiceEvent {
     pub chat: ChatId,
@@ -154,7 +154,7 @@ pub struct ServiceEvent {
 }
 
 /// What happened. Mirrors [`TurnEvent`] plus the approval prompts.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(
     tag = "type",
     rename_all = "camelCase",
@@ -213,8 +213,7 @@ pub enum ServiceEventKind {
     },
     /// Always the last event of a turn; a new `send` is accepted from here on.
     TurnEnded {
-        /// `finished`, `toolCallLimit`, `cancelled` or `failed`.
-        end: &'static str,
+        end: TurnEndKind,
         /// The stop reason, the call limit or the failure, as text.
         detail: Option<String>,
     },
@@ -255,18 +254,30 @@ impl ServiceEventKind {
 
     fn ended(end: &TurnEnd) -> ServiceEventKind {
         let (end, detail) = match end {
-            TurnEnd::Finished { stop } => ("finished", Some(stop_text(stop))),
-            TurnEnd::ToolCallLimit { limit } => ("toolCallLimit", Some(limit.to_string())),
-            TurnEnd::Cancelled => ("cancelled", None),
-            TurnEnd::Failed { message } => ("failed", Some(message.clone())),
+            TurnEnd::Finished { stop } => (TurnEndKind::Finished, Some(stop_text(stop))),
+            TurnEnd::ToolCallLimit { limit } => {
+                (TurnEndKind::ToolCallLimit, Some(limit.to_string()))
+            }
+            TurnEnd::Cancelled => (TurnEndKind::Cancelled, None),
+            TurnEnd::Failed { message } => (TurnEndKind::Failed, Some(message.clone())),
         };
         ServiceEventKind::TurnEnded { end, detail }
     }
 }
 
+/// What ended a turn (`turnEnded.end`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TurnEndKind {
+    Finished,
+    ToolCallLimit,
+    Cancelled,
+    Failed,
+}
+
 /// Who or what closed an approval prompt. Recorded in the chat log with the decision
 /// (a structural `approval` event), so a chat shows afterwards who let each edit through.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Decider {
     /// The person pressed Approve or Deny.
@@ -935,7 +946,7 @@ impl Drop for EndGuard<'_> {
             self.inner.publish(
                 self.chat,
                 ServiceEventKind::TurnEnded {
-                    end: "failed",
+                    end: TurnEndKind::Failed,
                     detail: Some("the turn stopped unexpectedly; see the log".into()),
                 },
             );

@@ -45,7 +45,7 @@ use crate::file::FileStore;
 
 /// Where a [`SecretStore`] keeps its secrets. Serialized as `"keyring"` or
 /// `"encryptedFile"`, so a UI can tell the user how their keys are stored.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub enum Backend {
     /// The OS keyring (Secret Service, macOS Keychain, Windows Credential Manager).

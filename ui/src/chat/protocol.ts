@@ -1,9 +1,20 @@
 /** The assistant's chats as the UI sees them: the shapes of docs/ui-protocol.md ("The
  *  assistant's chats") and pure helpers over them. No Svelte, no backend: tests pin these. */
-import type { Tier as WireTier } from "../lib/wire/types.gen";
+import type {
+  ChatListEntry,
+  Decider,
+  ModelEntry,
+  ProviderKind,
+  SettingsView,
+  ToolStatus,
+  TurnEndKind,
+  Tier as WireTier,
+} from "../lib/wire/types.gen";
 import type { Key } from "../lib/i18n/index.svelte";
 
-export type Provider = "anthropic" | "openai-compatible";
+/** The chat door's shapes are generated from the Rust types (`lib/wire/types.gen.ts`);
+ *  what follows names them for the panel. */
+export type Provider = ProviderKind;
 export const PROVIDERS: Provider[] = ["anthropic", "openai-compatible"];
 /** Well-known Chat Completions endpoints, offered as suggestions for the base URL (the
  *  field stays free text: any OpenAI-compatible server works). */
@@ -25,34 +36,15 @@ export const DEFAULT_BASE_URL: Record<Provider, string> = {
 };
 
 /** One chat in the list (`list`). */
-export interface ChatSummary {
-  id: number;
-  title: string;
-  createdUnixMs: number;
-  updatedUnixMs: number;
-  events: number;
-  running: boolean;
-}
+export type ChatSummary = ChatListEntry;
 
 /** The assistant's settings (`getSettings` / `setSettings`); the key itself never comes back. */
-export interface ChatSettings {
-  provider: Provider;
-  baseUrl: string;
-  model: string;
-  autoApproveEdits: boolean;
-  allowDeviceControl: boolean;
-  hasApiKey: boolean;
-  /** `"keyring"` or `"encryptedFile"`. */
-  keyStorage: string | null;
-}
+export type ChatSettings = SettingsView;
 
 /** The settings fields a person edits. */
 export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl">;
 
-export interface ModelInfo {
-  id: string;
-  displayName: string;
-}
+export type ModelInfo = ModelEntry;
 
 export interface Usage {
   inputTokens: number;
@@ -69,11 +61,11 @@ export type Tier = WireTier | "unknown";
 
 /** A tool card's state: the history's statuses, plus the live ones (`running`, `awaiting`
  *  an answer, `blocked` by post-execute). */
-export type CardStatus = "pending" | "running" | "awaiting" | "ok" | "error" | "denied" | "blocked" | "interrupted";
+export type CardStatus = ToolStatus | "running" | "awaiting";
 export const CARD_STATUSES: CardStatus[] = ["pending", "running", "awaiting", "ok", "error", "denied", "blocked", "interrupted"];
 
 /** What ended a turn (`turnEnded.end`). */
-export type TurnEnd = "finished" | "toolCallLimit" | "cancelled" | "failed";
+export type TurnEnd = TurnEndKind;
 
 export interface Approval {
   tier: Tier;
@@ -87,16 +79,16 @@ export interface Approval {
 /** Who answered an approval prompt, and how (docs/ui-protocol.md: `by`). */
 export interface Decision {
   approved: boolean;
-  by: "person" | "approveAll" | "timeout" | "cancelled" | "turnEnded";
+  by: Decider;
   reason: string | null;
 }
 
 export function normalizeDecision(x: Record<string, unknown>): Decision {
   const by = str(x.by);
-  const known = ["person", "approveAll", "timeout", "cancelled", "turnEnded"];
+  const known: Decider[] = ["person", "approveAll", "timeout", "cancelled", "turnEnded"];
   return {
     approved: x.approved === true,
-    by: (known.includes(by) ? by : "person") as Decision["by"],
+    by: (known as string[]).includes(by) ? (by as Decider) : "person",
     reason: x.reason == null || x.reason === "" ? null : str(x.reason),
   };
 }
@@ -172,7 +164,7 @@ export function normalizeItems(raw: unknown): ChatItem[] {
     const it = r as Record<string, unknown>;
     const seq = num(it.seq, -1 - index);
     const key = `s${seq}`;
-    // The fold serializes variants in snake_case; the protocol names them in camelCase.
+    // `toolCard`; an older backend wrote `tool_card`.
     const type = str(it.type).replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
     switch (type) {
       case "user":

@@ -7,6 +7,7 @@
  *  approval prompts mark their card), and when a turn ends the chat is re-read. Events of
  *  other chats only update the list's running marks. */
 import type { ChatEvent, ChatRequest, Unsubscribe } from "../lib/transport/types";
+import type { HistoryReply } from "../lib/wire/types.gen";
 import { errorText } from "../screens/util";
 import { failed } from "../lib/i18n/index.svelte";
 import {
@@ -34,13 +35,6 @@ export interface ChatBackend {
   onChat(handler: (e: ChatEvent) => void): Unsubscribe;
 }
 
-interface HistoryReply {
-  items: unknown[];
-  running: boolean;
-  approvals?: Record<string, unknown>[];
-  /** The reply streaming now: its text not yet in `items`, and where the next delta starts. */
-  streaming?: { text: string; end: number } | null;
-}
 
 /** What this UI adds to a turn: its token usage and how it ended (when not plainly). */
 interface TurnExtras {

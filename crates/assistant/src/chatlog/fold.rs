@@ -60,7 +60,7 @@ pub struct Message {
 }
 
 /// A tool card's state in the UI.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolStatus {
     Pending,
@@ -74,7 +74,7 @@ pub enum ToolStatus {
 }
 
 /// One element of the chat as the UI draws it (`docs/ui-protocol.md`).
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
 #[serde(tag = "type", rename_all = "camelCase")]
 pub enum UiItem {
     User {

@@ -15,7 +15,7 @@ use crate::chatlog::fold::{fold, Folded};
 use crate::chatlog::{schema, ChatId, ChatLogError};
 
 /// One chat in a list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct ChatSummary {
     pub id: ChatId,

@@ -11,7 +11,7 @@ use crate::pipeline::context::CallContext;
 use crate::pipeline::Outcome;
 
 /// How a call ended, as the model and the UI see it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ResultStatus {
     Ok,

@@ -3,6 +3,8 @@
  *  Two implementations with the same meaning: Tauri (desktop) and WebSocket (`sextant serve`).
  *  See docs/ui-protocol.md. */
 
+import type { ServiceEvent } from "../wire/types.gen";
+
 export interface CommandErrorInfo {
   code: string;
   message: string;
@@ -49,11 +51,7 @@ export interface ChatRequest {
 /** A live event of one chat: `{chat, type, …}` (textDelta, toolCallDone, turnEnded, …).
  *  The WebSocket transport adds `{chat: -1, type: "resync"}` after a reconnect: events may
  *  have been missed, so views re-read the chats they show. */
-export interface ChatEvent {
-  chat: number;
-  type: string;
-  [key: string]: unknown;
-}
+export type ChatEvent = ServiceEvent | { chat: number; type: "resync" };
 
 export interface Transport {
   readonly kind: "tauri" | "websocket";

@@ -1,5 +1,5 @@
 /* Generated from Sextant's Rust types (src/lib/wire/schema.json) by scripts/gen-wire.mjs; do not edit.
- * Regenerate with `npm run gen:wire` after `SEXTANT_BLESS=1 cargo test -p sextant-runtime --test wire`. */
+ * Regenerate with `npm run gen:wire` after `SEXTANT_BLESS=1 cargo test -p sextant-api --test wire`. */
 
 /**
  * The `format` key's only value; see [`FORMAT_MARKER`].
@@ -308,6 +308,247 @@ export type ErrorCode =
   | "badRequest"
   | "needsConfirmation";
 /**
+ * Which wire format the provider speaks.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ProviderKind".
+ */
+export type ProviderKind = "anthropic" | "openai-compatible";
+/**
+ * Where a [`SecretStore`] keeps its secrets. Serialized as `"keyring"` or
+ * `"encryptedFile"`, so a UI can tell the user how their keys are stored.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Backend".
+ */
+export type Backend = "keyring" | "encryptedFile";
+/**
+ * One element of the chat as the UI draws it (`docs/ui-protocol.md`).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "UiItem".
+ */
+export type UiItem =
+  | {
+      type: "user";
+      seq: number;
+      text: string;
+    }
+  | {
+      type: "assistant";
+      seq: number;
+      text: string;
+    }
+  | {
+      type: "toolCard";
+      seq: number;
+      id: string;
+      name: string;
+      args: unknown;
+      status: ToolStatus;
+      result: string | null;
+    }
+  | {
+      type: "compaction";
+      seq: number;
+      through: number;
+      summary: string;
+    }
+  | {
+      type: "notice";
+      seq: number;
+      kind: string;
+      payload: unknown;
+    };
+/**
+ * A tool card's state in the UI.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ToolStatus".
+ */
+export type ToolStatus = ("pending" | "ok" | "error" | "denied") | "blocked" | "interrupted";
+/**
+ * What happened. Mirrors [`TurnEvent`] plus the approval prompts.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ServiceEventKind".
+ */
+export type ServiceEventKind =
+  | {
+      type: "textDelta";
+      text: string;
+      /**
+       * Where it starts in the turn's streamed text (UTF-16 code units), so a page that
+       * read the history mid-reply can skip what that already had.
+       */
+      at: number;
+    }
+  | {
+      type: "toolCallStarted";
+      id: string;
+      name: string;
+    }
+  | {
+      type: "toolCallPending";
+      id: string;
+      name: string;
+      args: unknown;
+    }
+  | {
+      type: "toolCallRunning";
+      id: string;
+    }
+  | {
+      type: "toolCallDone";
+      id: string;
+      status: ResultStatus;
+      content: string;
+    }
+  | {
+      type: "usage";
+      inputTokens: number;
+      outputTokens: number;
+      cacheReadTokens: number;
+      cacheCreationTokens: number;
+      /**
+       * The output count is an estimate (a stopped reply).
+       */
+      estimated: boolean;
+    }
+  | {
+      type: "approvalRequested";
+      callId: string;
+      name: string;
+      args: unknown;
+      tier: Tier | null;
+      /**
+       * What this very call does that needs a person's yes beyond its tier (it runs a
+       * program, or writes outside the user's folders), worded as the question.
+       */
+      question?: string | null;
+    }
+  | {
+      type: "approvalResolved";
+      callId: string;
+      approved: boolean;
+      by: Decider;
+      /**
+       * A denial's reason, as the model reads it.
+       */
+      reason: string | null;
+    }
+  | {
+      type: "turnEnded";
+      end: TurnEndKind;
+      /**
+       * The stop reason, the call limit or the failure, as text.
+       */
+      detail: string | null;
+    };
+/**
+ * How a call ended, as the model and the UI see it.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ResultStatus".
+ */
+export type ResultStatus = "ok" | "error" | "denied" | "blocked";
+/**
+ * Who or what closed an approval prompt. Recorded in the chat log with the decision
+ * (a structural `approval` event), so a chat shows afterwards who let each edit through.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Decider".
+ */
+export type Decider = "person" | "approveAll" | "timeout" | "cancelled" | "turnEnded";
+/**
+ * What ended a turn (`turnEnded.end`).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TurnEndKind".
+ */
+export type TurnEndKind = "finished" | "toolCallLimit" | "cancelled" | "failed";
+/**
+ * One event of one chat, as doors forward it.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ServiceEvent".
+ */
+export type ServiceEvent = {
+  chat: number;
+} & ServiceEvent1;
+export type ServiceEvent1 =
+  | {
+      type: "textDelta";
+      text: string;
+      /**
+       * Where it starts in the turn's streamed text (UTF-16 code units), so a page that
+       * read the history mid-reply can skip what that already had.
+       */
+      at: number;
+    }
+  | {
+      type: "toolCallStarted";
+      id: string;
+      name: string;
+    }
+  | {
+      type: "toolCallPending";
+      id: string;
+      name: string;
+      args: unknown;
+    }
+  | {
+      type: "toolCallRunning";
+      id: string;
+    }
+  | {
+      type: "toolCallDone";
+      id: string;
+      status: ResultStatus;
+      content: string;
+    }
+  | {
+      type: "usage";
+      inputTokens: number;
+      outputTokens: number;
+      cacheReadTokens: number;
+      cacheCreationTokens: number;
+      /**
+       * The output count is an estimate (a stopped reply).
+       */
+      estimated: boolean;
+    }
+  | {
+      type: "approvalRequested";
+      callId: string;
+      name: string;
+      args: unknown;
+      tier: Tier | null;
+      /**
+       * What this very call does that needs a person's yes beyond its tier (it runs a
+       * program, or writes outside the user's folders), worded as the question.
+       */
+      question?: string | null;
+    }
+  | {
+      type: "approvalResolved";
+      callId: string;
+      approved: boolean;
+      by: Decider;
+      /**
+       * A denial's reason, as the model reads it.
+       */
+      reason: string | null;
+    }
+  | {
+      type: "turnEnded";
+      end: TurnEndKind;
+      /**
+       * The stop reason, the call limit or the failure, as text.
+       */
+      detail: string | null;
+    };
+/**
  * How much an unmapped setting matters to the person who imported the file.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -316,13 +557,18 @@ export type ErrorCode =
 export type ReportSeverity = "lost" | "changed" | "note";
 
 /**
- * Generated from Sextant's Rust types by crates/runtime/tests/wire.rs; do not edit.
+ * Generated from Sextant's Rust types by crates/api/tests/wire.rs; do not edit.
  */
 export interface Wire {
   project: Project;
   tier: Tier;
   errorCode: ErrorCode;
   commandError: CommandError;
+  chatListEntry: ChatListEntry;
+  chatSettings: SettingsView;
+  modelEntry: ModelEntry;
+  chatHistory: HistoryReply;
+  chatEvent: ServiceEvent;
   importReportLine: ImportReportLine;
 }
 /**
@@ -754,6 +1000,85 @@ export interface CommandError {
    * Path of the offending parameter, e.g. `dataset.alarms[0].min`.
    */
   path?: string | null;
+}
+/**
+ * One chat of `list`.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ChatListEntry".
+ */
+export interface ChatListEntry {
+  id: number;
+  title: string;
+  createdUnixMs: number;
+  /**
+   * The last event's time (the creation time for an empty chat).
+   */
+  updatedUnixMs: number;
+  events: number;
+  /**
+   * A turn is running in it now.
+   */
+  running: boolean;
+}
+/**
+ * What `getSettings` and `setSettings` answer: the stored settings, and where the key is
+ * (never the key itself).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SettingsView".
+ */
+export interface SettingsView {
+  provider: ProviderKind & string;
+  baseUrl: string;
+  model: string;
+  autoApproveEdits: boolean;
+  allowDeviceControl: boolean;
+  hasApiKey: boolean;
+  keyStorage: Backend;
+}
+/**
+ * One model of `listModels`.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ModelEntry".
+ */
+export interface ModelEntry {
+  id: string;
+  /**
+   * The provider's name for it, where it gives one.
+   */
+  displayName: string | null;
+}
+/**
+ * What `history` answers.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "HistoryReply".
+ */
+export interface HistoryReply {
+  items: UiItem[];
+  running: boolean;
+  /**
+   * The approval prompts open now (`approvalRequested` events).
+   */
+  approvals: ServiceEventKind[];
+  /**
+   * The reply streaming now: its text not yet in `items`, and where the next
+   * `textDelta` starts, so the page skips what it has.
+   */
+  streaming: StreamingText | null;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "StreamingText".
+ */
+export interface StreamingText {
+  text: string;
+  /**
+   * UTF-16 code units of the turn's text streamed so far.
+   */
+  end: number;
 }
 /**
  * A line of the report as a person reads it.

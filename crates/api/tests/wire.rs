@@ -5,6 +5,8 @@
 
 use schemars::generate::SchemaSettings;
 use serde_json::{json, Map, Value};
+use sextant_assistant::door;
+use sextant_assistant::service::ServiceEvent;
 use sextant_commands::{CommandError, ErrorCode, Tier};
 use sextant_telemetry::Project;
 
@@ -26,6 +28,27 @@ fn wire_schema() -> Value {
         "commandError".into(),
         generator.subschema_for::<CommandError>().to_value(),
     );
+    // The chat door (`{"type":"chat",…}`): its replies and the events it pushes.
+    properties.insert(
+        "chatListEntry".into(),
+        generator.subschema_for::<door::ChatListEntry>().to_value(),
+    );
+    properties.insert(
+        "chatSettings".into(),
+        generator.subschema_for::<door::SettingsView>().to_value(),
+    );
+    properties.insert(
+        "modelEntry".into(),
+        generator.subschema_for::<door::ModelEntry>().to_value(),
+    );
+    properties.insert(
+        "chatHistory".into(),
+        generator.subschema_for::<door::HistoryReply>().to_value(),
+    );
+    properties.insert(
+        "chatEvent".into(),
+        generator.subschema_for::<ServiceEvent>().to_value(),
+    );
     properties.insert(
         "importReportLine".into(),
         generator
@@ -36,7 +59,7 @@ fn wire_schema() -> Value {
     json!({
         "$schema": "http://json-schema.org/draft-07/schema#",
         "title": "Wire",
-        "description": "Generated from Sextant's Rust types by crates/runtime/tests/wire.rs; do not edit.",
+        "description": "Generated from Sextant's Rust types by crates/api/tests/wire.rs; do not edit.",
         "type": "object",
         "properties": properties,
         "required": required,
