@@ -1,0 +1,317 @@
+//! Embedders: text → a unit vector, behind one trait so the store and its callers never
+//! know which one they have. `deterministic-lexicon-v1` (here) needs nothing and is the
+//! fallback; a neural model (`sextant-embed-minilm`) and an OpenAI-compatible endpoint
+//! (`endpoint`) implement the same trait.
+
+use std::collections::HashMap;
+use std::sync::OnceLock;
+
+use serde::Deserialize;
+
+use crate::text::{self, Piece};
+
+/// What a vector means: vectors of different profiles are never compared (the store
+/// re-embeds its rows when the profile changes).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Profile {
+    /// Stored beside every vector, e.g. `deterministic-lexicon-v1`.
+    pub id: String,
+    pub dimensions: usize,
+    /// The cosine below which a vector hit is noise for this embedder: the vector track
+    /// drops it. An embedder's own number, since each spreads unrelated texts differently.
+    pub min_similarity: f32,
+    /// Which kind of embedder, for the health view (a closed set, no free text).
+    pub kind: EmbedderKind,
+}
+
+/// The embedders Sextant has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum EmbedderKind {
+    Lexicon,
+    Minilm,
+    Endpoint,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum EmbedError {
+    /// The embedder cannot run at all (no model files, no endpoint).
+    #[error("the embedder is unavailable: {0}")]
+    Unavailable(String),
+    #[error("the embedder did not answer in time")]
+    Timeout,
+    #[error("embedding failed: {0}")]
+    Failed(String),
+}
+
+/// Text → unit vectors of [`Profile::dimensions`] floats, one per input, in order.
+pub trait Embedder: Send + Sync {
+    fn profile(&self) -> &Profile;
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
+}
+
+/// Cosine similarity of two unit vectors (their dot product); 0 for mismatched lengths.
+pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
+    if a.len() != b.len() {
+        return 0.0;
+    }
+    a.iter().zip(b).map(|(x, y)| x * y).sum()
+}
+
+/// Scales a vector to length 1 (a zero vector stays zero: it is similar to nothing).
+pub fn l2_normalize(v: &mut [f32]) {
+    let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    if norm > 0.0 && norm.is_finite() {
+        v.iter_mut().for_each(|x| *x /= norm);
+    }
+}
+
+/// The synonym table shipped with the lexicon embedder. Versioned: a change to it is a new
+/// profile id, since every stored vector depends on it.
+const SYNONYMS_V1: &str = include_str!("../data/synonyms-v1.json");
+
+#[derive(Deserialize)]
+struct SynonymFile {
+    schema: u32,
+    id: String,
+    groups: Vec<Vec<String>>,
+}
+
+/// Word → group index, and the CJK entries (matched inside CJK runs, which have no spaces).
+pub struct Synonyms {
+    id: String,
+    words: HashMap<String, usize>,
+    cjk: Vec<(Vec<char>, usize)>,
+}
+
+impl Synonyms {
+    /// The shipped table.
+    pub fn v1() -> &'static Synonyms {
+        static TABLE: OnceLock<Synonyms> = OnceLock::new();
+        TABLE.get_or_init(|| {
+            Synonyms::parse(SYNONYMS_V1).expect("the shipped synonym table is valid")
+        })
+    }
+
+    pub fn parse(json: &str) -> Result<Synonyms, String> {
+        let file: SynonymFile = serde_json::from_str(json).map_err(|e| e.to_string())?;
+        if file.schema != 1 {
+            return Err(format!(
+                "synonym table schema {} (this version reads 1)",
+                file.schema
+            ));
+        }
+        let mut words = HashMap::new();
+        let mut cjk = Vec::new();
+        for (group, entries) in file.groups.iter().enumerate() {
+            for entry in entries {
+                let entry = text::normalize(entry);
+                if entry.chars().all(text::is_cjk) {
+                    cjk.push((entry.chars().collect(), group));
+                } else {
+                    // A word in two groups belongs to the first: the table stays a function.
+                    words.entry(entry).or_insert(group);
+                }
+            }
+        }
+        Ok(Synonyms {
+            id: file.id,
+            words,
+            cjk,
+        })
+    }
+
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    pub fn group_of(&self, word: &str) -> Option<usize> {
+        self.words.get(word).copied()
+    }
+
+    /// The groups whose CJK entries occur in `run`.
+    pub fn groups_in(&self, run: &[char]) -> Vec<usize> {
+        let mut out = Vec::new();
+        for (entry, group) in &self.cjk {
+            if run.windows(entry.len()).any(|w| w == entry.as_slice()) && !out.contains(group) {
+                out.push(*group);
+            }
+        }
+        out
+    }
+}
+
+/// `deterministic-lexicon-v1`: NFKC + lower-case, code/path terms, CJK 3-grams, synonym
+/// groups, signed feature hashing into 128 dimensions, L2 normalisation. It sees only the
+/// text: no ids, subsets or relevance can leak into a vector.
+pub struct LexiconEmbedder {
+    profile: Profile,
+    synonyms: Option<&'static Synonyms>,
+}
+
+impl LexiconEmbedder {
+    pub const ID: &'static str = "deterministic-lexicon-v1";
+    pub const DIMENSIONS: usize = 128;
+    /// A synonym group counts as much as two words: it is the one signal that links texts
+    /// sharing no word, and each text has only a few.
+    const CONCEPT_WEIGHT: f32 = 2.0;
+
+    pub fn new() -> LexiconEmbedder {
+        LexiconEmbedder {
+            profile: Self::profile_with(Self::ID),
+            synonyms: Some(Synonyms::v1()),
+        }
+    }
+
+    /// Without the synonym table (the ablation: what the concept signal is worth).
+    pub fn without_synonyms() -> LexiconEmbedder {
+        LexiconEmbedder {
+            profile: Self::profile_with("deterministic-lexicon-v1-nosyn"),
+            synonyms: None,
+        }
+    }
+
+    fn profile_with(id: &str) -> Profile {
+        Profile {
+            id: id.into(),
+            dimensions: Self::DIMENSIONS,
+            // Unrelated texts collide in a few of 128 signed buckets: their cosine spreads
+            // around 0 with a deviation of about 1/√128 ≈ 0.09. 0.2 is two of those.
+            min_similarity: 0.2,
+            kind: EmbedderKind::Lexicon,
+        }
+    }
+
+    /// The features of a text with their weights (before hashing).
+    pub fn features(&self, text: &str) -> Vec<(String, f32)> {
+        // feature → (weight of one occurrence, occurrences)
+        let mut counts: HashMap<String, (f32, u32)> = HashMap::new();
+        let mut add = |f: String, w: f32| {
+            let e = counts.entry(f).or_insert((w, 0));
+            e.1 += 1;
+        };
+        for piece in text::pieces(text) {
+            match piece {
+                Piece::Word(terms) => {
+                    for term in terms {
+                        if text::is_stop_word(&term) {
+                            continue;
+                        }
+                        if let Some(group) = self.synonyms.and_then(|s| s.group_of(&term)) {
+                            add(format!("s:{group}"), Self::CONCEPT_WEIGHT);
+                        }
+                        add(format!("w:{term}"), 1.0);
+                    }
+                }
+                Piece::Cjk(run) => {
+                    if run.len() < 3 {
+                        let s: String = run.iter().collect();
+                        if !text::is_stop_word(&s) {
+                            add(format!("c:{s}"), 1.0);
+                        }
+                    } else {
+                        for tri in run.windows(3) {
+                            add(format!("c:{}", tri.iter().collect::<String>()), 1.0);
+                        }
+                    }
+                    if let Some(synonyms) = self.synonyms {
+                        for group in synonyms.groups_in(&run) {
+                            add(format!("s:{group}"), Self::CONCEPT_WEIGHT);
+                        }
+                    }
+                }
+            }
+        }
+        let mut features: Vec<(String, f32)> = counts
+            .into_iter()
+            // Sublinear: a word said five times is not five times the topic.
+            .map(|(f, (w, n))| (f, w * (1.0 + (n as f32).ln())))
+            .collect();
+        features.sort_by(|a, b| a.0.cmp(&b.0));
+        features
+    }
+
+    fn vector(&self, text: &str) -> Vec<f32> {
+        let mut v = vec![0.0f32; Self::DIMENSIONS];
+        for (feature, weight) in self.features(text) {
+            let h = fnv1a(feature.as_bytes());
+            let index = (h % Self::DIMENSIONS as u64) as usize;
+            // The sign from another bit: colliding features cancel as often as they add.
+            let sign = if h >> 63 == 0 { 1.0 } else { -1.0 };
+            v[index] += sign * weight;
+        }
+        l2_normalize(&mut v);
+        v
+    }
+}
+
+impl Default for LexiconEmbedder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Embedder for LexiconEmbedder {
+    fn profile(&self) -> &Profile {
+        &self.profile
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        Ok(texts.iter().map(|t| self.vector(t)).collect())
+    }
+}
+
+/// 64-bit FNV-1a: stable across platforms and versions, unlike `std`'s hasher.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= *b as u64;
+        h = h.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn vectors_are_unit_and_deterministic() {
+        let e = LexiconEmbedder::new();
+        let v = e
+            .embed(&["The rover's GPS is on /dev/ttyUSB1 at 9600 baud"])
+            .unwrap();
+        assert_eq!(v[0].len(), 128);
+        let norm: f32 = v[0].iter().map(|x| x * x).sum();
+        assert!((norm - 1.0).abs() < 1e-5);
+        assert_eq!(
+            v,
+            e.embed(&["The rover's GPS is on /dev/ttyUSB1 at 9600 baud"])
+                .unwrap()
+        );
+        assert!(e.embed(&["the of and"]).unwrap()[0]
+            .iter()
+            .all(|x| *x == 0.0));
+    }
+
+    #[test]
+    fn synonyms_link_texts_that_share_no_word() {
+        let with = LexiconEmbedder::new();
+        let without = LexiconEmbedder::without_synonyms();
+        let (a, b) = ("uart bitrate", "serial baud");
+        let sim = |e: &LexiconEmbedder| {
+            let v = e.embed(&[a, b]).unwrap();
+            cosine(&v[0], &v[1])
+        };
+        assert!(sim(&with) > 0.5, "{}", sim(&with));
+        assert!(sim(&without) < 0.3, "{}", sim(&without));
+    }
+
+    #[test]
+    fn cjk_synonyms_match_inside_runs() {
+        let s = Synonyms::v1();
+        let run: Vec<char> = "把串口波特率改成".chars().collect();
+        let groups = s.groups_in(&run);
+        assert!(groups.contains(&s.group_of("baud").unwrap()), "{groups:?}");
+    }
+}

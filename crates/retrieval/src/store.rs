@@ -1,0 +1,756 @@
+//! One corpus in SQLite: a table of rows (id, scope, kind, content, importance, the vector
+//! and its profile), an FTS5 index of the rows' terms (`text::index_terms`, pre-tokenised so
+//! CJK 2-grams, code and path pieces are words to FTS5), and three searches over them –
+//! full-text, vector, hybrid.
+//!
+//! The index works on a connection the caller owns, so a caller can keep it inside its own
+//! transactions (the chat archive indexes an event in the transaction that appends it).
+//!
+//! Invariants:
+//! - **Scope is enforced in SQL.** Full-text hits are joined on `scope = ?`; vector hits
+//!   come from a cache filled by `WHERE scope = ?` and are re-read by rowid *and* scope
+//!   before they are returned (`authoritative_revalidation`). A row of another scope is
+//!   never returned, however similar.
+//! - **Order is stable**: equal scores order by id.
+//! - **A failed embedder loses nothing**: the row is stored and full-text indexed with no
+//!   vector (`vector_cold`); [`Index::refresh_vectors`] fills it in later.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
+
+use rusqlite::{params, Connection, OptionalExtension};
+
+use crate::breaker::Breaker;
+use crate::diagnostics::{Collector, Degradation, Outcome, Purpose, Stage};
+use crate::embed::{cosine, EmbedError, Embedder};
+use crate::text;
+
+/// How many candidates each track brings to the fusion.
+pub const CANDIDATES: usize = 100;
+
+/// The hybrid score: the two signals on one absolute scale, averaged. `lexical` is the
+/// share of the query's information (keywords weighted by IDF) found in the row; `semantic`
+/// is the vector similarity above the embedder's noise floor, scaled to 0..1.
+pub const LEXICAL_WEIGHT: f64 = 0.5;
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("the retrieval store: {0}")]
+    Sql(#[from] rusqlite::Error),
+    #[error(
+        "`{0}` is not a corpus name (lower-case letters, digits and `_`, starting with a letter)"
+    )]
+    BadName(String),
+    #[error("a row needs a non-empty id and scope")]
+    BadRow,
+}
+
+/// A row to store.
+#[derive(Debug, Clone)]
+pub struct Doc<'a> {
+    pub id: &'a str,
+    pub scope: &'a str,
+    pub kind: &'a str,
+    pub content: &'a str,
+    pub importance: f32,
+}
+
+/// A stored row.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Row {
+    pub id: String,
+    pub scope: String,
+    pub kind: String,
+    pub content: String,
+    pub importance: f32,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Track {
+    Fts,
+    Vector,
+    Hybrid,
+}
+
+impl Track {
+    pub const ALL: [Track; 3] = [Track::Hybrid, Track::Fts, Track::Vector];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Track::Fts => "fts",
+            Track::Vector => "vector",
+            Track::Hybrid => "hybrid",
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    One(&'a str),
+    /// Every scope: only for a caller that asked for all.
+    Any,
+}
+
+#[derive(Debug, Clone)]
+pub struct Query<'a> {
+    pub scope: Scope<'a>,
+    pub text: &'a str,
+    pub track: Track,
+    pub limit: usize,
+    pub purpose: Purpose,
+}
+
+/// One result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hit {
+    pub id: String,
+    pub score: f64,
+    /// Its rank in the full-text candidates (1-based), if it was one.
+    pub fts_rank: Option<usize>,
+    /// Its vector similarity, if it was a vector candidate.
+    pub similarity: Option<f32>,
+}
+
+/// The vectors of one scope, as last read, and the revision they were read at.
+struct CachedScope {
+    revision: i64,
+    rowids: Vec<i64>,
+    /// `rowids.len() × dimensions` floats.
+    vectors: Vec<f32>,
+}
+
+/// A corpus: its tables' name, the embedder its vectors come from, and what it keeps in
+/// memory (the vectors of recently searched scopes).
+pub struct Index {
+    name: String,
+    embedder: Arc<dyn Embedder>,
+    cache: Mutex<HashMap<String, Arc<CachedScope>>>,
+    breaker: Breaker,
+    diagnostics: Arc<Collector>,
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_lowercase())
+        && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
+}
+
+fn vector_bytes(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+fn vector_from(bytes: &[u8]) -> Vec<f32> {
+    bytes
+        .chunks_exact(4)
+        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .collect()
+}
+
+impl Index {
+    pub fn new(
+        name: &str,
+        embedder: Arc<dyn Embedder>,
+        diagnostics: Arc<Collector>,
+    ) -> Result<Index, StoreError> {
+        if !valid_name(name) {
+            return Err(StoreError::BadName(name.into()));
+        }
+        let breaker = Breaker::new(&embedder.profile().id);
+        Ok(Index {
+            name: name.into(),
+            embedder,
+            cache: Mutex::new(HashMap::new()),
+            breaker,
+            diagnostics,
+        })
+    }
+
+    pub fn embedder(&self) -> &Arc<dyn Embedder> {
+        &self.embedder
+    }
+
+    pub fn breaker(&self) -> &Breaker {
+        &self.breaker
+    }
+
+    pub fn diagnostics(&self) -> &Arc<Collector> {
+        &self.diagnostics
+    }
+
+    /// Creates the corpus's tables if they are missing. Idempotent.
+    pub fn create(&self, conn: &Connection) -> Result<(), StoreError> {
+        let n = &self.name;
+        conn.execute_batch(&format!(
+            "CREATE TABLE IF NOT EXISTS {n} (
+                rowid INTEGER PRIMARY KEY,
+                id TEXT NOT NULL UNIQUE,
+                scope TEXT NOT NULL,
+                kind TEXT NOT NULL,
+                content TEXT NOT NULL,
+                importance REAL NOT NULL DEFAULT 0,
+                profile TEXT,
+                vector BLOB
+            );
+            CREATE INDEX IF NOT EXISTS {n}_by_scope ON {n}(scope);
+            -- Pre-tokenised terms (text::index_terms); `_` joins a code or path token.
+            CREATE VIRTUAL TABLE IF NOT EXISTS {n}_fts USING fts5(
+                terms, content='', contentless_delete=1,
+                tokenize = \"unicode61 remove_diacritics 0 tokenchars '_'\"
+            );
+            CREATE VIRTUAL TABLE IF NOT EXISTS {n}_vocab USING fts5vocab({n}_fts, 'row');
+            CREATE TABLE IF NOT EXISTS {n}_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
+            INSERT OR IGNORE INTO {n}_meta VALUES ('revision', 0);
+            CREATE TRIGGER IF NOT EXISTS {n}_rev_ins AFTER INSERT ON {n}
+                BEGIN UPDATE {n}_meta SET value = value + 1 WHERE key = 'revision'; END;
+            CREATE TRIGGER IF NOT EXISTS {n}_rev_del AFTER DELETE ON {n}
+                BEGIN UPDATE {n}_meta SET value = value + 1 WHERE key = 'revision'; END;
+            CREATE TRIGGER IF NOT EXISTS {n}_rev_upd AFTER UPDATE ON {n}
+                BEGIN UPDATE {n}_meta SET value = value + 1 WHERE key = 'revision'; END;"
+        ))?;
+        Ok(())
+    }
+
+    fn revision(&self, conn: &Connection) -> Result<i64, StoreError> {
+        Ok(conn.query_row(
+            &format!(
+                "SELECT value FROM {}_meta WHERE key = 'revision'",
+                self.name
+            ),
+            [],
+            |r| r.get(0),
+        )?)
+    }
+
+    /// Stores (or replaces) rows, embedding them in one batch. Atomic: all or none.
+    pub fn put(&self, conn: &Connection, docs: &[Doc<'_>]) -> Result<(), StoreError> {
+        if docs.iter().any(|d| d.id.is_empty() || d.scope.is_empty()) {
+            return Err(StoreError::BadRow);
+        }
+        let texts: Vec<&str> = docs.iter().map(|d| d.content).collect();
+        let vectors = match self.embedder.embed(&texts) {
+            Ok(v) if v.len() == docs.len() => Some(v),
+            Ok(_) => None,
+            Err(e) => {
+                tracing::warn!(
+                    "embedding {} rows failed, stored without vectors: {e}",
+                    docs.len()
+                );
+                None
+            }
+        };
+        let profile = &self.embedder.profile().id;
+        let n = &self.name;
+        savepoint(conn, |conn| {
+            let mut old = conn.prepare_cached(&format!("SELECT rowid FROM {n} WHERE id = ?1"))?;
+            let mut delete_fts =
+                conn.prepare_cached(&format!("DELETE FROM {n}_fts WHERE rowid = ?1"))?;
+            let mut delete = conn.prepare_cached(&format!("DELETE FROM {n} WHERE rowid = ?1"))?;
+            let mut insert = conn.prepare_cached(&format!(
+                "INSERT INTO {n} (id, scope, kind, content, importance, profile, vector)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)"
+            ))?;
+            let mut insert_fts = conn.prepare_cached(&format!(
+                "INSERT INTO {n}_fts (rowid, terms) VALUES (?1, ?2)"
+            ))?;
+            for (i, doc) in docs.iter().enumerate() {
+                if let Some(rowid) = old.query_row([doc.id], |r| r.get::<_, i64>(0)).optional()? {
+                    delete_fts.execute([rowid])?;
+                    delete.execute([rowid])?;
+                }
+                let vector = vectors.as_ref().map(|v| vector_bytes(&v[i]));
+                insert.execute(params![
+                    doc.id,
+                    doc.scope,
+                    doc.kind,
+                    doc.content,
+                    doc.importance as f64,
+                    vector.as_ref().map(|_| profile.as_str()),
+                    vector
+                ])?;
+                let rowid = conn.last_insert_rowid();
+                insert_fts.execute(params![rowid, text::index_terms(doc.content).join(" ")])?;
+            }
+            Ok(())
+        })
+    }
+
+    /// Removes rows by id (unknown ids are ignored). Atomic.
+    pub fn remove(&self, conn: &Connection, ids: &[&str]) -> Result<usize, StoreError> {
+        let n = &self.name;
+        savepoint(conn, |conn| {
+            let mut find = conn.prepare_cached(&format!("SELECT rowid FROM {n} WHERE id = ?1"))?;
+            let mut removed = 0;
+            for id in ids {
+                if let Some(rowid) = find.query_row([id], |r| r.get::<_, i64>(0)).optional()? {
+                    conn.execute(&format!("DELETE FROM {n}_fts WHERE rowid = ?1"), [rowid])?;
+                    conn.execute(&format!("DELETE FROM {n} WHERE rowid = ?1"), [rowid])?;
+                    removed += 1;
+                }
+            }
+            Ok(removed)
+        })
+    }
+
+    /// Removes every row of a scope. Atomic.
+    pub fn remove_scope(&self, conn: &Connection, scope: &str) -> Result<usize, StoreError> {
+        let n = &self.name;
+        savepoint(conn, |conn| {
+            conn.execute(
+                &format!(
+                    "DELETE FROM {n}_fts WHERE rowid IN (SELECT rowid FROM {n} WHERE scope = ?1)"
+                ),
+                [scope],
+            )?;
+            Ok(conn.execute(&format!("DELETE FROM {n} WHERE scope = ?1"), [scope])?)
+        })
+    }
+
+    pub fn get(&self, conn: &Connection, id: &str) -> Result<Option<Row>, StoreError> {
+        Ok(conn
+            .query_row(
+                &format!(
+                    "SELECT id, scope, kind, content, importance FROM {} WHERE id = ?1",
+                    self.name
+                ),
+                [id],
+                |r| {
+                    Ok(Row {
+                        id: r.get(0)?,
+                        scope: r.get(1)?,
+                        kind: r.get(2)?,
+                        content: r.get(3)?,
+                        importance: r.get::<_, f64>(4)? as f32,
+                    })
+                },
+            )
+            .optional()?)
+    }
+
+    pub fn count(&self, conn: &Connection) -> Result<u64, StoreError> {
+        Ok(
+            conn.query_row(&format!("SELECT count(*) FROM {}", self.name), [], |r| {
+                r.get(0)
+            })?,
+        )
+    }
+
+    /// Embeds the rows that have no vector, or one of another profile (after the embedder
+    /// changed), in batches. Returns how many it embedded.
+    pub fn refresh_vectors(&self, conn: &Connection) -> Result<usize, StoreError> {
+        let n = &self.name;
+        let profile = self.embedder.profile().id.clone();
+        let mut done = 0;
+        loop {
+            let batch: Vec<(i64, String)> = conn
+                .prepare(&format!(
+                    "SELECT rowid, content FROM {n} WHERE profile IS NULL OR profile != ?1 LIMIT 64"
+                ))?
+                .query_map([&profile], |r| Ok((r.get(0)?, r.get(1)?)))?
+                .collect::<Result<_, _>>()?;
+            if batch.is_empty() {
+                return Ok(done);
+            }
+            let texts: Vec<&str> = batch.iter().map(|(_, c)| c.as_str()).collect();
+            let vectors = match self.embedder.embed(&texts) {
+                Ok(v) => v,
+                Err(e) => {
+                    tracing::warn!("re-embedding stopped: {e}");
+                    return Ok(done);
+                }
+            };
+            savepoint(conn, |conn| {
+                let mut update = conn.prepare_cached(&format!(
+                    "UPDATE {n} SET profile = ?1, vector = ?2 WHERE rowid = ?3"
+                ))?;
+                for ((rowid, _), v) in batch.iter().zip(&vectors) {
+                    update.execute(params![profile, vector_bytes(v), rowid])?;
+                }
+                Ok(())
+            })?;
+            done += batch.len();
+        }
+    }
+
+    /// Searches. Never returns a row outside `query.scope`; at most `query.limit` hits, best
+    /// first, equal scores by id.
+    pub fn search(&self, conn: &Connection, query: &Query<'_>) -> Result<Vec<Hit>, StoreError> {
+        let scope_key = match query.scope {
+            Scope::One(s) => s,
+            Scope::Any => "",
+        };
+        let mut exec = self.diagnostics.begin(scope_key, query.purpose);
+        let keywords = exec.time(Stage::Keyword, || text::keywords(query.text));
+        if keywords.is_empty() {
+            exec.finish(Outcome::EmptyQuery);
+            return Ok(Vec::new());
+        }
+        let result = self.search_with(conn, query, &keywords, &mut exec);
+        exec.finish(if result.is_ok() {
+            Outcome::Completed
+        } else {
+            Outcome::Failed
+        });
+        result
+    }
+
+    fn search_with(
+        &self,
+        conn: &Connection,
+        query: &Query<'_>,
+        keywords: &[String],
+        exec: &mut crate::diagnostics::Execution,
+    ) -> Result<Vec<Hit>, StoreError> {
+        let want_fts = query.track != Track::Vector;
+        let want_vector = query.track != Track::Fts;
+        let fts = if want_fts {
+            match self.fts_candidates(conn, query.scope, keywords) {
+                Ok(c) => c,
+                Err(e) => {
+                    exec.degrade(Degradation::FtsUnavailable);
+                    if query.track == Track::Fts {
+                        return Err(e);
+                    }
+                    Vec::new()
+                }
+            }
+        } else {
+            Vec::new()
+        };
+        if fts.len() >= CANDIDATES {
+            exec.degrade(Degradation::CandidateBudgetExhausted);
+        }
+        let (vector, revision) = if want_vector {
+            self.vector_candidates(conn, query, exec)?
+        } else {
+            (Vec::new(), None)
+        };
+        let started = Instant::now();
+        let mut hits: Vec<Hit> = match query.track {
+            Track::Fts => fts
+                .iter()
+                .enumerate()
+                .map(|(i, (rowid, bm25))| Hit {
+                    id: rowid.to_string(),
+                    score: *bm25,
+                    fts_rank: Some(i + 1),
+                    similarity: None,
+                })
+                .collect(),
+            Track::Vector => vector
+                .iter()
+                .map(|(rowid, sim)| Hit {
+                    id: rowid.to_string(),
+                    score: *sim as f64,
+                    fts_rank: None,
+                    similarity: Some(*sim),
+                })
+                .collect(),
+            Track::Hybrid => self.fuse(conn, keywords, &fts, &vector)?,
+        };
+        exec.stage(Stage::Assembly, started.elapsed());
+        // Rowids → ids, re-read with the scope: the authoritative check.
+        let started = Instant::now();
+        let rowids: Vec<i64> = hits.iter().map(|h| h.id.parse().unwrap_or(-1)).collect();
+        let ids = self.ids_in_scope(conn, &rowids, query.scope)?;
+        hits.retain_mut(|h| match ids.get(&h.id.parse::<i64>().unwrap_or(-1)) {
+            Some(id) => {
+                h.id = id.clone();
+                true
+            }
+            None => false,
+        });
+        if let Some(read_at) = revision {
+            if self.revision(conn)? != read_at {
+                exec.degrade(Degradation::RevisionChanged);
+            }
+        }
+        exec.stage(Stage::AuthoritativeRevalidation, started.elapsed());
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score).then_with(|| a.id.cmp(&b.id)));
+        hits.truncate(query.limit);
+        Ok(hits)
+    }
+
+    /// Full-text candidates: (rowid, BM25 score, larger is better), best first.
+    fn fts_candidates(
+        &self,
+        conn: &Connection,
+        scope: Scope<'_>,
+        keywords: &[String],
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        let Some(fts_query) = text::fts_query(keywords) else {
+            return Ok(Vec::new());
+        };
+        let n = &self.name;
+        let (filter, scope_value) = match scope {
+            Scope::One(s) => ("AND d.scope = ?2", s),
+            Scope::Any => ("AND ?2 = ?2", ""),
+        };
+        let sql = format!(
+            "SELECT f.rowid, -bm25({n}_fts) AS score FROM {n}_fts f JOIN {n} d ON d.rowid = f.rowid
+             WHERE {n}_fts MATCH ?1 {filter} ORDER BY score DESC, d.id LIMIT {CANDIDATES}"
+        );
+        let mut stmt = conn.prepare_cached(&sql)?;
+        let rows = stmt.query_map(params![fts_query, scope_value], |r| {
+            Ok((r.get(0)?, r.get(1)?))
+        })?;
+        Ok(rows.collect::<Result<_, _>>()?)
+    }
+
+    /// Vector candidates above the embedder's floor: (rowid, similarity), best first, and
+    /// the revision the vectors were read at.
+    #[allow(clippy::type_complexity)]
+    fn vector_candidates(
+        &self,
+        conn: &Connection,
+        query: &Query<'_>,
+        exec: &mut crate::diagnostics::Execution,
+    ) -> Result<(Vec<(i64, f32)>, Option<i64>), StoreError> {
+        if !self.breaker.allow() {
+            exec.degrade(Degradation::EmbeddingCircuitOpen);
+            return Ok((Vec::new(), None));
+        }
+        let started = Instant::now();
+        let embedded = self.embedder.embed(&[query.text]);
+        exec.stage(Stage::QueryEmbedding, started.elapsed());
+        let q = match embedded {
+            Ok(mut v) if v.len() == 1 => {
+                self.breaker.success();
+                v.remove(0)
+            }
+            Ok(_) => {
+                self.breaker.failure();
+                exec.degrade(Degradation::EmbeddingError);
+                return Ok((Vec::new(), None));
+            }
+            Err(e) => {
+                self.breaker.failure();
+                exec.degrade(match e {
+                    EmbedError::Timeout => Degradation::EmbeddingTimeout,
+                    _ => Degradation::EmbeddingError,
+                });
+                return Ok((Vec::new(), None));
+            }
+        };
+        let started = Instant::now();
+        let cached = self.scope_vectors(conn, query.scope, exec)?;
+        let dims = self.embedder.profile().dimensions;
+        let floor = self.embedder.profile().min_similarity;
+        let mut scored: Vec<(i64, f32)> = cached
+            .rowids
+            .iter()
+            .zip(cached.vectors.chunks_exact(dims.max(1)))
+            .map(|(rowid, v)| (*rowid, cosine(&q, v)))
+            .filter(|(_, s)| *s >= floor)
+            .collect();
+        scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
+        scored.truncate(CANDIDATES);
+        exec.stage(Stage::Vector, started.elapsed());
+        Ok((scored, Some(cached.revision)))
+    }
+
+    /// The vectors of a scope, from memory when nothing changed since they were read.
+    fn scope_vectors(
+        &self,
+        conn: &Connection,
+        scope: Scope<'_>,
+        exec: &mut crate::diagnostics::Execution,
+    ) -> Result<Arc<CachedScope>, StoreError> {
+        let revision = self.revision(conn)?;
+        let key = match scope {
+            Scope::One(s) => format!("1:{s}"),
+            Scope::Any => "*".to_string(),
+        };
+        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+            if hit.revision == revision {
+                return Ok(hit);
+            }
+        }
+        let n = &self.name;
+        let profile = &self.embedder.profile().id;
+        let dims = self.embedder.profile().dimensions;
+        let (filter, scope_value) = match scope {
+            Scope::One(s) => ("scope = ?2", s),
+            Scope::Any => ("?2 = ?2", ""),
+        };
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT rowid, vector, profile = ?1 FROM {n} WHERE {filter} ORDER BY rowid"
+        ))?;
+        let mut rowids = Vec::new();
+        let mut vectors = Vec::new();
+        let mut cold = false;
+        let mut rows = stmt.query(params![profile, scope_value])?;
+        while let Some(r) = rows.next()? {
+            let current: Option<bool> = r.get(2)?;
+            let bytes: Option<Vec<u8>> = r.get(1)?;
+            match (current, bytes) {
+                (Some(true), Some(bytes)) if bytes.len() == dims * 4 => {
+                    rowids.push(r.get(0)?);
+                    vectors.extend(vector_from(&bytes));
+                }
+                _ => cold = true,
+            }
+        }
+        if cold {
+            exec.degrade(Degradation::VectorCold);
+        }
+        let fresh = Arc::new(CachedScope {
+            revision,
+            rowids,
+            vectors,
+        });
+        if let Ok(mut cache) = self.cache.lock() {
+            // Bounded: a process searching many scopes keeps the most recent few.
+            if cache.len() >= 64 && !cache.contains_key(&key) {
+                cache.clear();
+            }
+            cache.insert(key, fresh.clone());
+        }
+        Ok(fresh)
+    }
+
+    /// The hybrid ranking over the union of both tracks' candidates.
+    fn fuse(
+        &self,
+        conn: &Connection,
+        keywords: &[String],
+        fts: &[(i64, f64)],
+        vector: &[(i64, f32)],
+    ) -> Result<Vec<Hit>, StoreError> {
+        let mut candidates: Vec<i64> = fts.iter().map(|c| c.0).collect();
+        let seen: HashSet<i64> = candidates.iter().copied().collect();
+        candidates.extend(vector.iter().map(|c| c.0).filter(|r| !seen.contains(r)));
+        if candidates.is_empty() {
+            return Ok(Vec::new());
+        }
+        let idf = self.idf(conn, keywords)?;
+        let total_idf: f64 = idf.values().sum();
+        let terms = self.terms_of(conn, &candidates)?;
+        let fts_rank: HashMap<i64, usize> =
+            fts.iter().enumerate().map(|(i, c)| (c.0, i + 1)).collect();
+        let similarity: HashMap<i64, f32> = vector.iter().copied().collect();
+        let floor = self.embedder.profile().min_similarity as f64;
+        let hits = candidates
+            .into_iter()
+            .map(|rowid| {
+                let row_terms = terms.get(&rowid);
+                let lexical = if total_idf > 0.0 {
+                    idf.iter()
+                        .filter(|(k, _)| row_terms.is_some_and(|t| t.contains(*k)))
+                        .map(|(_, w)| w)
+                        .sum::<f64>()
+                        / total_idf
+                } else {
+                    0.0
+                };
+                let sim = similarity.get(&rowid).copied();
+                let semantic = sim.map_or(0.0, |s| {
+                    ((s as f64 - floor) / (1.0 - floor)).clamp(0.0, 1.0)
+                });
+                Hit {
+                    id: rowid.to_string(),
+                    score: LEXICAL_WEIGHT * lexical + (1.0 - LEXICAL_WEIGHT) * semantic,
+                    fts_rank: fts_rank.get(&rowid).copied(),
+                    similarity: sim,
+                }
+            })
+            .collect();
+        Ok(hits)
+    }
+
+    /// Each keyword's inverse document frequency in the corpus (BM25's form: rare words
+    /// weigh more; a word in every row still weighs a little).
+    fn idf(
+        &self,
+        conn: &Connection,
+        keywords: &[String],
+    ) -> Result<HashMap<String, f64>, StoreError> {
+        let n = &self.name;
+        let total: f64 = conn.query_row(&format!("SELECT count(*) FROM {n}"), [], |r| {
+            r.get::<_, i64>(0)
+        })? as f64;
+        let mut stmt =
+            conn.prepare_cached(&format!("SELECT doc FROM {n}_vocab WHERE term = ?1"))?;
+        let mut out = HashMap::new();
+        for k in keywords {
+            let docs: f64 = stmt
+                .query_row([k], |r| r.get::<_, i64>(0))
+                .optional()?
+                .unwrap_or(0) as f64;
+            out.insert(k.clone(), (1.0 + (total - docs + 0.5) / (docs + 0.5)).ln());
+        }
+        Ok(out)
+    }
+
+    fn terms_of(
+        &self,
+        conn: &Connection,
+        rowids: &[i64],
+    ) -> Result<HashMap<i64, HashSet<String>>, StoreError> {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT content FROM {} WHERE rowid = ?1",
+            self.name
+        ))?;
+        let mut out = HashMap::new();
+        for rowid in rowids {
+            if let Some(content) = stmt
+                .query_row([rowid], |r| r.get::<_, String>(0))
+                .optional()?
+            {
+                out.insert(*rowid, text::index_terms(&content).into_iter().collect());
+            }
+        }
+        Ok(out)
+    }
+
+    fn ids_in_scope(
+        &self,
+        conn: &Connection,
+        rowids: &[i64],
+        scope: Scope<'_>,
+    ) -> Result<HashMap<i64, String>, StoreError> {
+        let n = &self.name;
+        let mut stmt = match scope {
+            Scope::One(_) => conn.prepare_cached(&format!(
+                "SELECT id FROM {n} WHERE rowid = ?1 AND scope = ?2"
+            ))?,
+            Scope::Any => {
+                conn.prepare_cached(&format!("SELECT id FROM {n} WHERE rowid = ?1 AND ?2 = ?2"))?
+            }
+        };
+        let scope_value = match scope {
+            Scope::One(s) => s,
+            Scope::Any => "",
+        };
+        let mut out = HashMap::new();
+        for rowid in rowids {
+            if let Some(id) = stmt
+                .query_row(params![rowid, scope_value], |r| r.get::<_, String>(0))
+                .optional()?
+            {
+                out.insert(*rowid, id);
+            }
+        }
+        Ok(out)
+    }
+}
+
+/// Runs `f` inside a savepoint: released on success, rolled back on error. Works inside or
+/// outside the caller's transaction.
+fn savepoint<T>(
+    conn: &Connection,
+    f: impl FnOnce(&Connection) -> Result<T, StoreError>,
+) -> Result<T, StoreError> {
+    conn.execute_batch("SAVEPOINT retrieval")?;
+    match f(conn) {
+        Ok(v) => {
+            conn.execute_batch("RELEASE retrieval")?;
+            Ok(v)
+        }
+        Err(e) => {
+            let _ = conn.execute_batch("ROLLBACK TO retrieval; RELEASE retrieval");
+            Err(e)
+        }
+    }
+}

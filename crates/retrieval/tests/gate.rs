@@ -1,0 +1,177 @@
+//! The retrieval quality gate (spec 50, Layer 2) on our fixture, through the production
+//! path on a real SQLite file: the report is written first, then the gates are asserted.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use sextant_retrieval::eval::{evaluate, EvalError, Fixture, Report};
+use sextant_retrieval::{Embedder, LexiconEmbedder, Track};
+
+fn fixture_path(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/memory")
+        .join(name)
+}
+
+/// `<target>/test-results/`, where CI keeps what the tests leave.
+fn results_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .unwrap()
+        .join("test-results");
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+fn run(fixture: &str, embedder: Arc<dyn Embedder>, report_name: &str) -> Report {
+    let fixture = Fixture::load(&fixture_path(fixture)).unwrap();
+    let report = evaluate(
+        &fixture,
+        embedder,
+        &Track::ALL,
+        Path::new(env!("CARGO_TARGET_TMPDIR")),
+    )
+    .unwrap();
+    let path = results_dir().join(report_name);
+    std::fs::write(&path, serde_json::to_string_pretty(&report).unwrap()).unwrap();
+    eprintln!("{}\nreport: {}", report.table(), path.display());
+    report
+}
+
+/// The gates of the issue: hybrid overall; Recall@5 = 1 on the lexical subsets; hybrid
+/// never more than 0.02 below full-text on them.
+pub fn assert_gates(report: &Report) {
+    let hybrid = &report.tracks["hybrid"];
+    let fts = &report.tracks["fts"];
+    let mut misses = Vec::new();
+    if hybrid.overall.recall_at5 < 0.95 {
+        misses.push(format!(
+            "hybrid recall@5 {:.3} < 0.95",
+            hybrid.overall.recall_at5
+        ));
+    }
+    if hybrid.overall.mrr_at10 < 0.85 {
+        misses.push(format!(
+            "hybrid mrr@10 {:.3} < 0.85",
+            hybrid.overall.mrr_at10
+        ));
+    }
+    if hybrid.overall.ndcg_at10 < 0.85 {
+        misses.push(format!(
+            "hybrid ndcg@10 {:.3} < 0.85",
+            hybrid.overall.ndcg_at10
+        ));
+    }
+    for subset in ["exact", "cjk", "path", "code"] {
+        let h = &hybrid.by_subset[subset];
+        let f = &fts.by_subset[subset];
+        if h.recall_at5 < 1.0 {
+            misses.push(format!(
+                "hybrid recall@5 on {subset} {:.3} < 1",
+                h.recall_at5
+            ));
+        }
+        for (name, hv, fv) in [
+            ("recall@5", h.recall_at5, f.recall_at5),
+            ("mrr@10", h.mrr_at10, f.mrr_at10),
+            ("ndcg@10", h.ndcg_at10, f.ndcg_at10),
+        ] {
+            if hv < fv - 0.02 {
+                misses.push(format!(
+                    "hybrid {name} on {subset} {hv:.3} < fts {fv:.3} − 0.02"
+                ));
+            }
+        }
+    }
+    let failing: Vec<String> = report
+        .queries
+        .iter()
+        .filter(|q| q.tracks["hybrid"].recall_at5 < 1.0)
+        .map(|q| {
+            format!(
+                "{} {:?} → {:?}",
+                q.id, q.relevant_ids, q.tracks["hybrid"].ranked
+            )
+        })
+        .collect();
+    assert!(
+        misses.is_empty(),
+        "gate missed: {misses:#?}\nqueries below recall 1: {failing:#?}"
+    );
+}
+
+#[test]
+fn the_gate_holds_on_our_fixture_with_the_lexicon_embedder() {
+    let report = run(
+        "retrieval-v1.json",
+        Arc::new(LexiconEmbedder::new()),
+        "retrieval-v1-lexicon.json",
+    );
+    assert_gates(&report);
+}
+
+#[test]
+fn no_track_ever_returns_a_row_of_another_scope() {
+    // Over every query of the fixture and all three tracks (its cross-scope distractors are
+    // near-identical rows of another scope).
+    let report = run(
+        "retrieval-v1.json",
+        Arc::new(LexiconEmbedder::new()),
+        "retrieval-v1-scopes.json",
+    );
+    let leaks: Vec<_> = report
+        .queries
+        .iter()
+        .filter(|q| !q.cross_scope.is_empty())
+        .map(|q| (&q.id, &q.cross_scope))
+        .collect();
+    assert!(leaks.is_empty(), "{leaks:?}");
+    assert!(report.queries.len() >= 60);
+}
+
+#[test]
+fn without_synonyms_the_semantic_subset_falls() {
+    let with = run(
+        "retrieval-v1.json",
+        Arc::new(LexiconEmbedder::new()),
+        "retrieval-v1-lexicon-ablation-with.json",
+    );
+    let without = run(
+        "retrieval-v1.json",
+        Arc::new(LexiconEmbedder::without_synonyms()),
+        "retrieval-v1-lexicon-ablation-without.json",
+    );
+    let w = with.tracks["hybrid"].by_subset["semantic"].recall_at5;
+    let wo = without.tracks["hybrid"].by_subset["semantic"].recall_at5;
+    assert!(wo < w - 0.3, "semantic recall@5 with synonyms {w:.3}, without {wo:.3}: the concept signal is not what finds them");
+    // The lexical subsets do not depend on the table.
+    for subset in ["exact", "path", "code"] {
+        let a = with.tracks["hybrid"].by_subset[subset].recall_at5;
+        let b = without.tracks["hybrid"].by_subset[subset].recall_at5;
+        assert!(b >= a - 0.05, "{subset}: {a:.3} with, {b:.3} without");
+    }
+}
+
+#[test]
+fn a_query_without_relevant_ids_is_a_fixture_error() {
+    let json = r#"{"version":1,"vectorProfile":{"id":"deterministic-lexicon-v1","dimensions":128,"normalized":true},
+      "corpus":[{"id":"m1","agentId":"a","kind":"semantic","content":"baud 9600","importance":0.5}],
+      "queries":[{"id":"q1","agentId":"a","text":"baud","subsets":["exact"],"relevantIds":[]}]}"#;
+    match Fixture::parse(json) {
+        Err(EvalError::Fixture(msg)) => assert!(
+            msg.contains("q1") && msg.contains("no relevant ids"),
+            "{msg}"
+        ),
+        other => panic!("expected a fixture error, got {other:?}"),
+    }
+    let other_scope = json
+        .replace(r#""relevantIds":[]"#, r#""relevantIds":["m1"]"#)
+        .replace(r#""agentId":"a","text""#, r#""agentId":"b","text""#);
+    assert!(
+        matches!(Fixture::parse(&other_scope), Err(EvalError::Fixture(m)) if m.contains("another scope"))
+    );
+    let unknown = json.replace(r#""relevantIds":[]"#, r#""relevantIds":["m9"]"#);
+    assert!(
+        matches!(Fixture::parse(&unknown), Err(EvalError::Fixture(m)) if m.contains("not in the corpus"))
+    );
+}
