@@ -14,7 +14,6 @@
 //!   snapshot's JSON Schema and fails on any free-text field.
 
 use std::collections::BTreeMap;
-use std::num::NonZeroUsize;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
@@ -304,6 +303,11 @@ impl Collector {
         }
     }
 
+    /// How many scopes are held now, without sweeping (what recording leaves).
+    pub fn scope_count(&self) -> usize {
+        self.scopes.lock().map(|s| s.map.len()).unwrap_or(0)
+    }
+
     /// Drops the scopes unused for longer than the TTL.
     pub fn cleanup(&self) {
         let now = (self.clock)();
@@ -500,8 +504,3 @@ pub struct ProcessGauges {
     pub provider_aborted: u64,
     pub provider_late_settled: u64,
 }
-
-// `NonZeroUsize` is what `LruCache::new` takes; kept for a bounded cache should the
-// unbounded one with manual eviction above ever be replaced.
-#[allow(dead_code)]
-const _CAPACITY: Option<NonZeroUsize> = NonZeroUsize::new(MAX_SCOPES);

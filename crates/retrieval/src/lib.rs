@@ -20,6 +20,7 @@ pub mod endpoint;
 pub mod eval;
 pub mod sqlite_gate;
 pub mod store;
+pub mod synthetic;
 pub mod text;
 
 pub use embed::{Embedder, EmbedderKind, LexiconEmbedder, Profile};

@@ -29,6 +29,12 @@ use crate::text;
 /// How many candidates each track brings to the fusion.
 pub const CANDIDATES: usize = 100;
 
+/// A keyword in more than this share of the rows is too common to match on (see
+/// `match_keywords`)…
+pub const COMMON_SHARE: f64 = 0.1;
+/// …in a corpus large enough for shares to mean something.
+pub const MIN_COMMON: usize = 50;
+
 /// The hybrid score: the two signals on one absolute scale, averaged. `lexical` is the
 /// share of the query's information (keywords weighted by IDF) found in the row; `semantic`
 /// is the vector similarity above the embedder's noise floor, scaled to 0..1.
@@ -202,6 +208,11 @@ impl Index {
             CREATE VIRTUAL TABLE IF NOT EXISTS {n}_vocab USING fts5vocab({n}_fts, 'row');
             CREATE TABLE IF NOT EXISTS {n}_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
             INSERT OR IGNORE INTO {n}_meta VALUES ('revision', 0);
+            INSERT OR IGNORE INTO {n}_meta VALUES ('rows', (SELECT count(*) FROM {n}));
+            CREATE TRIGGER IF NOT EXISTS {n}_rows_ins AFTER INSERT ON {n}
+                BEGIN UPDATE {n}_meta SET value = value + 1 WHERE key = 'rows'; END;
+            CREATE TRIGGER IF NOT EXISTS {n}_rows_del AFTER DELETE ON {n}
+                BEGIN UPDATE {n}_meta SET value = value - 1 WHERE key = 'rows'; END;
             CREATE TRIGGER IF NOT EXISTS {n}_rev_ins AFTER INSERT ON {n}
                 BEGIN UPDATE {n}_meta SET value = value + 1 WHERE key = 'revision'; END;
             CREATE TRIGGER IF NOT EXISTS {n}_rev_del AFTER DELETE ON {n}
@@ -328,12 +339,13 @@ impl Index {
             .optional()?)
     }
 
+    /// How many rows the corpus has (kept by triggers: no table scan).
     pub fn count(&self, conn: &Connection) -> Result<u64, StoreError> {
-        Ok(
-            conn.query_row(&format!("SELECT count(*) FROM {}", self.name), [], |r| {
-                r.get(0)
-            })?,
-        )
+        Ok(conn.query_row(
+            &format!("SELECT value FROM {}_meta WHERE key = 'rows'", self.name),
+            [],
+            |r| r.get(0),
+        )?)
     }
 
     /// Embeds the rows that have no vector, or one of another profile (after the embedder
@@ -450,17 +462,24 @@ impl Index {
             Track::Hybrid => self.fuse(conn, keywords, &fts, &vector)?,
         };
         exec.stage(Stage::Assembly, started.elapsed());
-        // Rowids → ids, re-read with the scope: the authoritative check.
+        // Rowids → ids, re-read with the scope: the authoritative check. Best first, only
+        // as far as the answer needs: `limit` rows, and every row tied with the last.
         let started = Instant::now();
-        let rowids: Vec<i64> = hits.iter().map(|h| h.id.parse().unwrap_or(-1)).collect();
-        let ids = self.ids_in_scope(conn, &rowids, query.scope)?;
-        hits.retain_mut(|h| match ids.get(&h.id.parse::<i64>().unwrap_or(-1)) {
-            Some(id) => {
-                h.id = id.clone();
-                true
+        hits.sort_by(|a, b| b.score.total_cmp(&a.score));
+        let mut checked = Vec::with_capacity(query.limit + 4);
+        for mut hit in hits {
+            if checked.len() >= query.limit
+                && checked.last().is_some_and(|l: &Hit| l.score > hit.score)
+            {
+                break;
             }
-            None => false,
-        });
+            let rowid = hit.id.parse::<i64>().unwrap_or(-1);
+            if let Some(id) = self.id_in_scope(conn, rowid, query.scope)? {
+                hit.id = id;
+                checked.push(hit);
+            }
+        }
+        let mut hits = checked;
         if let Some(read_at) = revision {
             if self.revision(conn)? != read_at {
                 exec.degrade(Degradation::RevisionChanged);
@@ -472,6 +491,60 @@ impl Index {
         Ok(hits)
     }
 
+    /// The keywords worth matching on. BM25 scores every row a keyword matches, so a
+    /// keyword in most rows costs the most and says the least: those in more than
+    /// [`COMMON_SHARE`] of the rows are left out of the match (unless nothing else is left:
+    /// then the rarest two stay), and a CJK character alone is left out when its 2-grams
+    /// are there. The hybrid score still weighs every keyword.
+    fn match_keywords(
+        &self,
+        conn: &Connection,
+        keywords: &[String],
+    ) -> Result<Vec<String>, StoreError> {
+        let total = self.count(conn)? as f64;
+        let df = self.document_frequencies(conn, keywords)?;
+        let cjk_char = |k: &String| k.chars().count() == 1 && k.chars().all(text::is_cjk);
+        let has_bigram = keywords
+            .iter()
+            .any(|k| k.chars().count() == 2 && k.chars().all(text::is_cjk));
+        let mut useful: Vec<(&String, i64)> = keywords
+            .iter()
+            .filter(|k| !(has_bigram && cjk_char(k)))
+            .map(|k| (k, df.get(k).copied().unwrap_or(0)))
+            .filter(|(_, n)| *n > 0)
+            .collect();
+        useful.sort_by(|a, b| a.1.cmp(&b.1).then_with(|| a.0.cmp(b.0)));
+        let limit = (total * COMMON_SHARE).max(MIN_COMMON as f64) as i64;
+        let rare: Vec<String> = useful
+            .iter()
+            .filter(|(_, n)| *n <= limit)
+            .map(|(k, _)| (*k).clone())
+            .collect();
+        Ok(if rare.is_empty() {
+            useful.iter().take(2).map(|(k, _)| (*k).clone()).collect()
+        } else {
+            rare
+        })
+    }
+
+    /// How many rows each keyword is in.
+    fn document_frequencies(
+        &self,
+        conn: &Connection,
+        keywords: &[String],
+    ) -> Result<HashMap<String, i64>, StoreError> {
+        let mut stmt = conn.prepare_cached(&format!(
+            "SELECT doc FROM {}_vocab WHERE term = ?1",
+            self.name
+        ))?;
+        let mut out = HashMap::new();
+        for k in keywords {
+            let docs: i64 = stmt.query_row([k], |r| r.get(0)).optional()?.unwrap_or(0);
+            out.insert(k.clone(), docs);
+        }
+        Ok(out)
+    }
+
     /// Full-text candidates: (rowid, BM25 score, larger is better), best first.
     fn fts_candidates(
         &self,
@@ -479,7 +552,8 @@ impl Index {
         scope: Scope<'_>,
         keywords: &[String],
     ) -> Result<Vec<(i64, f64)>, StoreError> {
-        let Some(fts_query) = text::fts_query(keywords) else {
+        let keywords = self.match_keywords(conn, keywords)?;
+        let Some(fts_query) = text::fts_query(&keywords) else {
             return Ok(Vec::new());
         };
         let n = &self.name;
@@ -666,21 +740,17 @@ impl Index {
         conn: &Connection,
         keywords: &[String],
     ) -> Result<HashMap<String, f64>, StoreError> {
-        let n = &self.name;
-        let total: f64 = conn.query_row(&format!("SELECT count(*) FROM {n}"), [], |r| {
-            r.get::<_, i64>(0)
-        })? as f64;
-        let mut stmt =
-            conn.prepare_cached(&format!("SELECT doc FROM {n}_vocab WHERE term = ?1"))?;
-        let mut out = HashMap::new();
-        for k in keywords {
-            let docs: f64 = stmt
-                .query_row([k], |r| r.get::<_, i64>(0))
-                .optional()?
-                .unwrap_or(0) as f64;
-            out.insert(k.clone(), (1.0 + (total - docs + 0.5) / (docs + 0.5)).ln());
-        }
-        Ok(out)
+        let total = self.count(conn)? as f64;
+        Ok(self
+            .document_frequencies(conn, keywords)?
+            .into_iter()
+            .map(|(k, docs)| {
+                (
+                    k,
+                    (1.0 + (total - docs as f64 + 0.5) / (docs as f64 + 0.5)).ln(),
+                )
+            })
+            .collect())
     }
 
     fn terms_of(
@@ -704,35 +774,25 @@ impl Index {
         Ok(out)
     }
 
-    fn ids_in_scope(
+    fn id_in_scope(
         &self,
         conn: &Connection,
-        rowids: &[i64],
+        rowid: i64,
         scope: Scope<'_>,
-    ) -> Result<HashMap<i64, String>, StoreError> {
+    ) -> Result<Option<String>, StoreError> {
         let n = &self.name;
-        let mut stmt = match scope {
-            Scope::One(_) => conn.prepare_cached(&format!(
-                "SELECT id FROM {n} WHERE rowid = ?1 AND scope = ?2"
-            ))?,
-            Scope::Any => {
-                conn.prepare_cached(&format!("SELECT id FROM {n} WHERE rowid = ?1 AND ?2 = ?2"))?
-            }
-        };
-        let scope_value = match scope {
-            Scope::One(s) => s,
-            Scope::Any => "",
-        };
-        let mut out = HashMap::new();
-        for rowid in rowids {
-            if let Some(id) = stmt
-                .query_row(params![rowid, scope_value], |r| r.get::<_, String>(0))
-                .optional()?
-            {
-                out.insert(*rowid, id);
-            }
-        }
-        Ok(out)
+        Ok(match scope {
+            Scope::One(s) => conn
+                .prepare_cached(&format!(
+                    "SELECT id FROM {n} WHERE rowid = ?1 AND scope = ?2"
+                ))?
+                .query_row(params![rowid, s], |r| r.get(0))
+                .optional()?,
+            Scope::Any => conn
+                .prepare_cached(&format!("SELECT id FROM {n} WHERE rowid = ?1"))?
+                .query_row([rowid], |r| r.get(0))
+                .optional()?,
+        })
     }
 }
 

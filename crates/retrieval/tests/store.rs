@@ -1,0 +1,380 @@
+//! The store's behaviour on a real SQLite file: scopes, replacement, atomicity, vectors
+//! that arrive late, a changed embedder, and the embedder endpoint over real HTTP.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use rusqlite::Connection;
+use sextant_retrieval::diagnostics::{Collector, Degradation, Purpose};
+use sextant_retrieval::embed::{EmbedError, Embedder, Profile};
+use sextant_retrieval::endpoint::EndpointEmbedder;
+use sextant_retrieval::{Doc, Index, LexiconEmbedder, Query, Scope, Track};
+
+fn open() -> (tempfile::TempDir, Connection) {
+    let dir = tempfile::tempdir().unwrap();
+    let conn = Connection::open(dir.path().join("r.sqlite")).unwrap();
+    (dir, conn)
+}
+
+fn doc<'a>(id: &'a str, scope: &'a str, content: &'a str) -> Doc<'a> {
+    Doc {
+        id,
+        scope,
+        kind: "semantic",
+        content,
+        importance: 0.5,
+    }
+}
+
+fn search(index: &Index, conn: &Connection, scope: &str, text: &str, track: Track) -> Vec<String> {
+    index
+        .search(
+            conn,
+            &Query {
+                scope: Scope::One(scope),
+                text,
+                track,
+                limit: 10,
+                purpose: Purpose::Recall,
+            },
+        )
+        .unwrap()
+        .into_iter()
+        .map(|h| h.id)
+        .collect()
+}
+
+fn lexicon_index() -> Index {
+    Index::new(
+        "facts",
+        Arc::new(LexiconEmbedder::new()),
+        Arc::new(Collector::new()),
+    )
+    .unwrap()
+}
+
+#[test]
+fn a_row_of_another_scope_is_never_returned_however_similar() {
+    let (_dir, conn) = open();
+    let index = lexicon_index();
+    index.create(&conn).unwrap();
+    index
+        .put(
+            &conn,
+            &[
+                doc("a1", "alice", "The GPS on /dev/ttyUSB1 runs at 9600 baud"),
+                doc("b1", "bob", "The GPS on /dev/ttyUSB1 runs at 9600 baud"),
+                doc(
+                    "b2",
+                    "bob",
+                    "The GPS on /dev/ttyUSB1 runs at 9600 baud, really",
+                ),
+            ],
+        )
+        .unwrap();
+    for track in Track::ALL {
+        assert_eq!(
+            search(&index, &conn, "alice", "GPS ttyUSB1 baud", track),
+            ["a1"],
+            "{track:?}"
+        );
+        assert!(search(&index, &conn, "carol", "GPS ttyUSB1 baud", track).is_empty());
+    }
+    let any = index
+        .search(
+            &conn,
+            &Query {
+                scope: Scope::Any,
+                text: "GPS baud",
+                track: Track::Hybrid,
+                limit: 10,
+                purpose: Purpose::Search,
+            },
+        )
+        .unwrap();
+    assert_eq!(
+        any.len(),
+        3,
+        "an all-scopes search (asked for) sees every row"
+    );
+}
+
+#[test]
+fn equal_scores_order_by_id_and_a_put_replaces() {
+    let (_dir, conn) = open();
+    let index = lexicon_index();
+    index.create(&conn).unwrap();
+    index
+        .put(
+            &conn,
+            &[
+                doc("m2", "s", "same words here"),
+                doc("m1", "s", "same words here"),
+            ],
+        )
+        .unwrap();
+    assert_eq!(
+        search(&index, &conn, "s", "same words", Track::Hybrid),
+        ["m1", "m2"]
+    );
+    index
+        .put(&conn, &[doc("m2", "s", "completely different now")])
+        .unwrap();
+    assert_eq!(search(&index, &conn, "s", "same words", Track::Fts), ["m1"]);
+    assert_eq!(search(&index, &conn, "s", "different", Track::Fts), ["m2"]);
+    assert_eq!(index.count(&conn).unwrap(), 2);
+    assert_eq!(index.remove(&conn, &["m1", "nope"]).unwrap(), 1);
+    assert!(search(&index, &conn, "s", "same words", Track::Hybrid).is_empty());
+    assert_eq!(index.remove_scope(&conn, "s").unwrap(), 1);
+    assert_eq!(index.count(&conn).unwrap(), 0);
+}
+
+#[test]
+fn cjk_code_and_path_terms_are_findable() {
+    let (_dir, conn) = open();
+    let index = lexicon_index();
+    index.create(&conn).unwrap();
+    index
+        .put(
+            &conn,
+            &[
+                doc("c", "s", "我们讨论了压缩架构的设计"),
+                doc("t", "s", "call tableGet before the frame is parsed"),
+                doc("p", "s", "the bug is in crates/x/y.rs line 40"),
+                doc("n", "s", "nothing to see"),
+            ],
+        )
+        .unwrap();
+    assert_eq!(search(&index, &conn, "s", "压缩架构", Track::Fts), ["c"]);
+    assert_eq!(
+        search(&index, &conn, "s", "架构", Track::Fts),
+        ["c"],
+        "a 2-character word"
+    );
+    assert_eq!(search(&index, &conn, "s", "tableGet", Track::Fts)[0], "t");
+    assert_eq!(search(&index, &conn, "s", "table get", Track::Fts)[0], "t");
+    assert_eq!(
+        search(&index, &conn, "s", "crates/x/y.rs", Track::Fts)[0],
+        "p"
+    );
+    assert!(
+        search(&index, &conn, "s", "the of and", Track::Hybrid).is_empty(),
+        "all stop-words: nothing, no error"
+    );
+}
+
+#[test]
+fn a_put_inside_a_failed_transaction_leaves_nothing() {
+    let (_dir, mut conn) = open();
+    let index = lexicon_index();
+    index.create(&conn).unwrap();
+    {
+        let tx = conn.transaction().unwrap();
+        index
+            .put(&tx, &[doc("x", "s", "baud rate 115200")])
+            .unwrap();
+        // Dropped without commit: rolled back, the FTS rows with it.
+    }
+    assert_eq!(index.count(&conn).unwrap(), 0);
+    assert!(search(&index, &conn, "s", "baud", Track::Fts).is_empty());
+    // A bad row fails the whole batch.
+    assert!(index
+        .put(&conn, &[doc("ok", "s", "fine"), doc("", "s", "no id")])
+        .is_err());
+    assert_eq!(index.count(&conn).unwrap(), 0);
+}
+
+/// An embedder that can be switched off, to stand for a model that is not there yet.
+struct Flaky {
+    inner: LexiconEmbedder,
+    up: AtomicBool,
+}
+
+impl Embedder for Flaky {
+    fn profile(&self) -> &Profile {
+        self.inner.profile()
+    }
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        if self.up.load(Ordering::SeqCst) {
+            self.inner.embed(texts)
+        } else {
+            Err(EmbedError::Unavailable("switched off".into()))
+        }
+    }
+}
+
+#[test]
+fn rows_stored_while_the_embedder_is_down_are_kept_and_embedded_later() {
+    let (_dir, conn) = open();
+    let flaky = Arc::new(Flaky {
+        inner: LexiconEmbedder::new(),
+        up: AtomicBool::new(false),
+    });
+    let collector = Arc::new(Collector::new());
+    let index = Index::new("facts", flaky.clone(), collector.clone()).unwrap();
+    index.create(&conn).unwrap();
+    index
+        .put(&conn, &[doc("u", "s", "the uart bitrate is 57600")])
+        .unwrap();
+    // Full-text still finds it; the vector track degrades instead of failing.
+    assert_eq!(search(&index, &conn, "s", "bitrate", Track::Hybrid), ["u"]);
+    let health = collector.snapshot(None, Some(index.breaker().snapshot()));
+    assert_eq!(
+        health.scopes[0].degradations[&Degradation::EmbeddingError],
+        1
+    );
+    flaky.up.store(true, Ordering::SeqCst);
+    index.breaker().success();
+    assert_eq!(index.refresh_vectors(&conn).unwrap(), 1);
+    // Now the concept link works: no word shared with the row.
+    assert_eq!(
+        search(&index, &conn, "s", "serial baud", Track::Vector),
+        ["u"]
+    );
+}
+
+#[test]
+fn a_new_embedder_re_embeds_the_rows_of_the_old_one() {
+    let (_dir, conn) = open();
+    let old = Index::new(
+        "facts",
+        Arc::new(LexiconEmbedder::without_synonyms()),
+        Arc::new(Collector::new()),
+    )
+    .unwrap();
+    old.create(&conn).unwrap();
+    old.put(&conn, &[doc("u", "s", "the uart bitrate is 57600")])
+        .unwrap();
+    let new = lexicon_index();
+    // Vectors of another profile are never compared: cold until refreshed.
+    assert!(search(&new, &conn, "s", "serial baud", Track::Vector).is_empty());
+    assert_eq!(new.refresh_vectors(&conn).unwrap(), 1);
+    assert_eq!(
+        search(&new, &conn, "s", "serial baud", Track::Vector),
+        ["u"]
+    );
+    assert_eq!(new.refresh_vectors(&conn).unwrap(), 0);
+}
+
+/// A one-shot HTTP server on loopback answering `reply` to each request; returns its base
+/// URL and the request bodies it saw.
+fn server(replies: Vec<(u16, String)>) -> (String, std::thread::JoinHandle<Vec<String>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let handle = std::thread::spawn(move || {
+        let mut bodies = Vec::new();
+        for (status, body) in replies {
+            let (mut stream, _) = listener.accept().unwrap();
+            let mut reader = BufReader::new(stream.try_clone().unwrap());
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                reader.read_line(&mut line).unwrap();
+                if line == "\r\n" || line.is_empty() {
+                    break;
+                }
+                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+            let mut request = vec![0; length];
+            reader.read_exact(&mut request).unwrap();
+            bodies.push(String::from_utf8(request).unwrap());
+            write!(
+                stream,
+                "HTTP/1.1 {status} X\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            )
+            .unwrap();
+        }
+        bodies
+    });
+    (url, handle)
+}
+
+#[test]
+fn the_endpoint_embedder_speaks_the_openai_wire_format() {
+    // Out of order, as some servers answer; not normalised, as some models give them.
+    let reply = r#"{"object":"list","data":[{"object":"embedding","index":1,"embedding":[0,3,4]},{"object":"embedding","index":0,"embedding":[2,0,0]}],"model":"m","usage":{"prompt_tokens":4,"total_tokens":4}}"#;
+    let (url, handle) = server(vec![
+        (200, reply.into()),
+        (200, r#"{"data":[{"index":0,"embedding":[1,2]}]}"#.into()),
+        (
+            400,
+            r#"{"error":{"message":"model not found","type":"invalid_request_error"}}"#.into(),
+        ),
+    ]);
+    let e = EndpointEmbedder::new(&url, "nomic-embed", 3, None);
+    assert_eq!(
+        e.embed(&["a", "b"]).unwrap(),
+        vec![vec![1.0, 0.0, 0.0], vec![0.0, 0.6, 0.8]]
+    );
+    let wrong = e.embed(&["a"]).unwrap_err().to_string();
+    assert!(wrong.contains("2 numbers where 3 were expected"), "{wrong}");
+    let refused = e.embed(&["a"]).unwrap_err().to_string();
+    assert!(refused.contains("model not found"), "{refused}");
+    let bodies = handle.join().unwrap();
+    let first: serde_json::Value = serde_json::from_str(&bodies[0]).unwrap();
+    assert_eq!(
+        first,
+        serde_json::json!({"model": "nomic-embed", "input": ["a", "b"]})
+    );
+}
+
+#[test]
+fn a_dead_endpoint_opens_the_breaker_and_search_falls_back_to_full_text() {
+    // Nothing listens on this port (bound, then closed).
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let e = Arc::new(EndpointEmbedder::new(
+        &format!("http://127.0.0.1:{port}/v1"),
+        "m",
+        3,
+        None,
+    ));
+    let (_dir, conn) = open();
+    let collector = Arc::new(Collector::new());
+    let index = Index::new("facts", e, collector.clone()).unwrap();
+    index.create(&conn).unwrap();
+    index
+        .put(&conn, &[doc("u", "s", "the uart bitrate is 57600")])
+        .unwrap();
+    for _ in 0..5 {
+        assert_eq!(search(&index, &conn, "s", "uart", Track::Hybrid), ["u"]);
+    }
+    let breaker = index.breaker().snapshot();
+    assert_eq!(breaker.opens, 1);
+    assert_eq!(
+        breaker.skips, 2,
+        "after 3 failures the next 2 queries skip the endpoint"
+    );
+    let health = collector.snapshot(None, Some(breaker));
+    let d = &health.scopes[0].degradations;
+    assert_eq!(
+        (
+            d[&Degradation::EmbeddingError],
+            d[&Degradation::EmbeddingCircuitOpen]
+        ),
+        (3, 2)
+    );
+}
+
+#[test]
+fn the_corpus_name_is_checked_before_it_reaches_sql() {
+    for bad in ["", "Facts", "1x", "a;drop table x", "a b"] {
+        assert!(
+            Index::new(
+                bad,
+                Arc::new(LexiconEmbedder::new()),
+                Arc::new(Collector::new())
+            )
+            .is_err(),
+            "{bad}"
+        );
+    }
+}
