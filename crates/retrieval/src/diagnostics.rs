@@ -316,13 +316,8 @@ impl Collector {
         }
     }
 
-    /// Everything, as the health view shows it. `embedder` and `breaker` come from the
-    /// index that owns them.
-    pub fn snapshot(
-        &self,
-        embedder: Option<EmbedderKind>,
-        breaker: Option<BreakerSnapshot>,
-    ) -> Health {
+    /// Everything, as the health view shows it; `embedder` from whoever chose it.
+    pub fn snapshot(&self, embedder: Option<EmbedderHealth>) -> Health {
         let now = (self.clock)();
         let mut scopes_out = Vec::new();
         let (mut evicted, mut expired) = (0, 0);
@@ -353,7 +348,6 @@ impl Collector {
                 .map(|d| d.as_millis() as u64)
                 .unwrap_or(0),
             embedder,
-            breaker,
             scope_capacity: MAX_SCOPES as u64,
             scope_ttl_ms: SCOPE_TTL.as_millis() as u64,
             scopes_evicted: evicted,
@@ -458,8 +452,7 @@ impl Drop for Execution {
 pub struct Health {
     pub generated_unix_ms: u64,
     /// The embedder answering queries now (`None`: retrieval is off).
-    pub embedder: Option<EmbedderKind>,
-    pub breaker: Option<BreakerSnapshot>,
+    pub embedder: Option<EmbedderHealth>,
     pub scope_capacity: u64,
     pub scope_ttl_ms: u64,
     pub scopes_evicted: u64,
@@ -468,6 +461,27 @@ pub struct Health {
     pub scopes: Vec<ScopeHealth>,
     /// Process-wide numbers (not per scope).
     pub process: ProcessHealth,
+}
+
+/// Which embedder answers queries, why it is not the one preferred, and its breaker.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct EmbedderHealth {
+    pub kind: EmbedderKind,
+    /// Why the neural model is not in use (`None`: it is, or none was wanted).
+    pub fallback: Option<Fallback>,
+    pub dimensions: u64,
+    pub breaker: Option<BreakerSnapshot>,
+}
+
+/// Why retrieval fell back to the lexicon embedder.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Fallback {
+    /// No model folder was found.
+    ModelNotFound,
+    /// A model folder was found but did not load.
+    ModelFailedToLoad,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]

@@ -20,8 +20,18 @@ pub struct Profile {
     /// The cosine below which a vector hit is noise for this embedder: the vector track
     /// drops it. An embedder's own number, since each spreads unrelated texts differently.
     pub min_similarity: f32,
+    /// The similarity of a clear match: the hybrid score counts a vector hit from
+    /// `min_similarity` (nothing) to here (full).
+    pub strong_similarity: f32,
+    /// How much of the hybrid score the vector signal is (the rest is lexical). An
+    /// embedder whose vectors are hashed words adds less beside the words themselves than
+    /// a neural one, whose vectors carry what the words do not.
+    pub semantic_weight: f32,
     /// Which kind of embedder, for the health view (a closed set, no free text).
     pub kind: EmbedderKind,
+    /// It reads Chinese, Japanese and Korean text. A model trained on English alone puts all
+    /// such texts close together: for a query written mostly in CJK its vectors are skipped.
+    pub reads_cjk: bool,
 }
 
 /// The embedders Sextant has.
@@ -82,6 +92,7 @@ pub struct Synonyms {
     id: String,
     words: HashMap<String, usize>,
     cjk: Vec<(Vec<char>, usize)>,
+    cjk_text: Vec<(String, usize)>,
 }
 
 impl Synonyms {
@@ -103,11 +114,13 @@ impl Synonyms {
         }
         let mut words = HashMap::new();
         let mut cjk = Vec::new();
+        let mut cjk_text = Vec::new();
         for (group, entries) in file.groups.iter().enumerate() {
             for entry in entries {
                 let entry = text::normalize(entry);
                 if entry.chars().all(text::is_cjk) {
                     cjk.push((entry.chars().collect(), group));
+                    cjk_text.push((entry.clone(), group));
                 } else {
                     // A word in two groups belongs to the first: the table stays a function.
                     words.entry(entry).or_insert(group);
@@ -118,6 +131,7 @@ impl Synonyms {
             id: file.id,
             words,
             cjk,
+            cjk_text,
         })
     }
 
@@ -127,6 +141,62 @@ impl Synonyms {
 
     pub fn group_of(&self, word: &str) -> Option<usize> {
         self.words.get(word).copied()
+    }
+
+    /// Every group a text mentions: its words', and the CJK entries inside its CJK runs.
+    pub fn groups_of_text(&self, text: &str) -> Vec<usize> {
+        let mut out = Vec::new();
+        for piece in text::pieces(text) {
+            let groups = match piece {
+                Piece::Word(terms) => terms.iter().filter_map(|t| self.group_of(t)).collect(),
+                Piece::Cjk(run) => self.groups_in(&run),
+            };
+            for g in groups {
+                if !out.contains(&g) {
+                    out.push(g);
+                }
+            }
+        }
+        out
+    }
+
+    /// The group of one keyword: a word's own, or – for a CJK fragment (a character or a
+    /// 2-gram) – the group of an entry among `groups` that contains it.
+    pub fn group_of_fragment(&self, keyword: &str, groups: &[usize]) -> Option<usize> {
+        if let Some(g) = self.group_of(keyword) {
+            return Some(g);
+        }
+        let fragment: Vec<char> = keyword.chars().collect();
+        if fragment.is_empty() || !fragment.iter().all(|c| text::is_cjk(*c)) {
+            return None;
+        }
+        self.cjk
+            .iter()
+            .filter(|(_, g)| groups.contains(g))
+            .find(|(entry, _)| {
+                entry
+                    .windows(fragment.len())
+                    .any(|w| w == fragment.as_slice())
+            })
+            .map(|(_, g)| *g)
+    }
+
+    /// The words and entries of a group.
+    pub fn members(&self, group: usize) -> Vec<&str> {
+        let mut out: Vec<&str> = self
+            .words
+            .iter()
+            .filter(|(_, g)| **g == group)
+            .map(|(w, _)| w.as_str())
+            .collect();
+        out.extend(
+            self.cjk_text
+                .iter()
+                .filter(|(_, g)| *g == group)
+                .map(|(w, _)| w.as_str()),
+        );
+        out.sort_unstable();
+        out
     }
 
     /// The groups whose CJK entries occur in `run`.
@@ -178,7 +248,11 @@ impl LexiconEmbedder {
             // Unrelated texts collide in a few of 128 signed buckets: their cosine spreads
             // around 0 with a deviation of about 1/√128 ≈ 0.09. 0.2 is two of those.
             min_similarity: 0.2,
+            // A text and itself: the lexicon's clear matches share most features.
+            strong_similarity: 1.0,
+            semantic_weight: 0.5,
             kind: EmbedderKind::Lexicon,
+            reads_cjk: true,
         }
     }
 

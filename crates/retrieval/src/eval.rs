@@ -232,6 +232,8 @@ pub struct QueryReport {
 #[serde(rename_all = "camelCase")]
 pub struct Report {
     pub embedder: String,
+    /// The store used the thesaurus.
+    pub synonyms: bool,
     pub dimensions: usize,
     pub fixture_profile: String,
     pub corpus: usize,
@@ -246,11 +248,27 @@ pub fn evaluate(
     tracks: &[Track],
     dir: &Path,
 ) -> Result<Report, EvalError> {
+    evaluate_with(fixture, embedder, tracks, dir, true)
+}
+
+/// As [`evaluate`], choosing whether the store uses the thesaurus (`false`: the ablation).
+pub fn evaluate_with(
+    fixture: &Fixture,
+    embedder: Arc<dyn Embedder>,
+    tracks: &[Track],
+    dir: &Path,
+    synonyms: bool,
+) -> Result<Report, EvalError> {
     fixture.validate()?;
     std::fs::create_dir_all(dir)?;
     let db = tempfile_in(dir)?;
     let conn = rusqlite::Connection::open(&db)?;
     let index = Index::new("eval", embedder.clone(), Arc::new(Collector::new()))?;
+    let index = if synonyms {
+        index
+    } else {
+        index.without_synonyms()
+    };
     index.create(&conn)?;
     let docs: Vec<Doc<'_>> = fixture
         .corpus
@@ -349,6 +367,7 @@ pub fn evaluate(
         .collect();
     Ok(Report {
         embedder: embedder.profile().id.clone(),
+        synonyms,
         dimensions: embedder.profile().dimensions,
         fixture_profile: fixture.vector_profile.id.clone(),
         corpus: fixture.corpus.len(),

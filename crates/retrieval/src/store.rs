@@ -23,7 +23,7 @@ use rusqlite::{params, Connection, OptionalExtension};
 
 use crate::breaker::Breaker;
 use crate::diagnostics::{Collector, Degradation, Outcome, Purpose, Stage};
-use crate::embed::{cosine, EmbedError, Embedder};
+use crate::embed::{cosine, EmbedError, Embedder, Synonyms};
 use crate::text;
 
 /// How many candidates each track brings to the fusion.
@@ -35,10 +35,20 @@ pub const COMMON_SHARE: f64 = 0.1;
 /// …in a corpus large enough for shares to mean something.
 pub const MIN_COMMON: usize = 50;
 
-/// The hybrid score: the two signals on one absolute scale, averaged. `lexical` is the
-/// share of the query's information (keywords weighted by IDF) found in the row; `semantic`
-/// is the vector similarity above the embedder's noise floor, scaled to 0..1.
-pub const LEXICAL_WEIGHT: f64 = 0.5;
+/// The vector track's per-query floor is at least the similarity of the scope's median
+/// row to the query – the typical unrelated row (see `floor_for`)…
+pub const BACKGROUND_SHARE: f64 = 0.5;
+/// …in a scope of at least this many rows.
+pub const BACKGROUND_MIN_ROWS: usize = 20;
+
+/// A keyword found in a row only as a synonym (same thesaurus group) counts this much of
+/// a literal match.
+pub const CONCEPT_CREDIT: f64 = 0.5;
+
+/// The hybrid score: the two signals on one absolute scale, mixed by the embedder's
+/// `semantic_weight`. `lexical` is the share of the query's information (keywords weighted
+/// by IDF; a thesaurus synonym counts [`CONCEPT_CREDIT`]) found in the row; `semantic` is
+/// the vector similarity from the floor (0) to the embedder's clear-match similarity (1).
 
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
@@ -135,6 +145,8 @@ pub struct Index {
     cache: Mutex<HashMap<String, Arc<CachedScope>>>,
     breaker: Breaker,
     diagnostics: Arc<Collector>,
+    /// The thesaurus the hybrid score and candidates use (`None`: literal words only).
+    synonyms: Option<&'static Synonyms>,
 }
 
 fn valid_name(name: &str) -> bool {
@@ -170,7 +182,14 @@ impl Index {
             cache: Mutex::new(HashMap::new()),
             breaker,
             diagnostics,
+            synonyms: Some(Synonyms::v1()),
         })
+    }
+
+    /// Without the thesaurus: literal words only (the ablation).
+    pub fn without_synonyms(mut self) -> Index {
+        self.synonyms = None;
+        self
     }
 
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
@@ -433,10 +452,10 @@ impl Index {
         if fts.len() >= CANDIDATES {
             exec.degrade(Degradation::CandidateBudgetExhausted);
         }
-        let (vector, revision) = if want_vector {
+        let (vector, revision, floor) = if want_vector {
             self.vector_candidates(conn, query, exec)?
         } else {
-            (Vec::new(), None)
+            (Vec::new(), None, 1.0)
         };
         let started = Instant::now();
         let mut hits: Vec<Hit> = match query.track {
@@ -459,7 +478,10 @@ impl Index {
                     similarity: Some(*sim),
                 })
                 .collect(),
-            Track::Hybrid => self.fuse(conn, keywords, &fts, &vector)?,
+            Track::Hybrid => {
+                let related = self.synonym_candidates(conn, query.scope, query.text, keywords)?;
+                self.fuse(conn, query.text, keywords, &fts, &related, &vector, floor)?
+            }
         };
         exec.stage(Stage::Assembly, started.elapsed());
         // Rowids → ids, re-read with the scope: the authoritative check. Best first, only
@@ -553,9 +575,20 @@ impl Index {
         keywords: &[String],
     ) -> Result<Vec<(i64, f64)>, StoreError> {
         let keywords = self.match_keywords(conn, keywords)?;
-        let Some(fts_query) = text::fts_query(&keywords) else {
-            return Ok(Vec::new());
-        };
+        match text::fts_query(&keywords) {
+            Some(fts_query) => self.match_fts(conn, scope, &fts_query, CANDIDATES),
+            None => Ok(Vec::new()),
+        }
+    }
+
+    /// Rows of `scope` matching an FTS5 query: (rowid, BM25 score), best first.
+    fn match_fts(
+        &self,
+        conn: &Connection,
+        scope: Scope<'_>,
+        fts_query: &str,
+        limit: usize,
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
         let n = &self.name;
         let (filter, scope_value) = match scope {
             Scope::One(s) => ("AND d.scope = ?2", s),
@@ -563,7 +596,7 @@ impl Index {
         };
         let sql = format!(
             "SELECT f.rowid, -bm25({n}_fts) AS score FROM {n}_fts f JOIN {n} d ON d.rowid = f.rowid
-             WHERE {n}_fts MATCH ?1 {filter} ORDER BY score DESC, d.id LIMIT {CANDIDATES}"
+             WHERE {n}_fts MATCH ?1 {filter} ORDER BY score DESC, d.id LIMIT {limit}"
         );
         let mut stmt = conn.prepare_cached(&sql)?;
         let rows = stmt.query_map(params![fts_query, scope_value], |r| {
@@ -580,10 +613,14 @@ impl Index {
         conn: &Connection,
         query: &Query<'_>,
         exec: &mut crate::diagnostics::Execution,
-    ) -> Result<(Vec<(i64, f32)>, Option<i64>), StoreError> {
+    ) -> Result<(Vec<(i64, f32)>, Option<i64>, f32), StoreError> {
+        if !self.embedder.profile().reads_cjk && text::mostly_cjk(query.text) {
+            // The model does not read the query's script: its similarities would be noise.
+            return Ok((Vec::new(), None, 1.0));
+        }
         if !self.breaker.allow() {
             exec.degrade(Degradation::EmbeddingCircuitOpen);
-            return Ok((Vec::new(), None));
+            return Ok((Vec::new(), None, 1.0));
         }
         let started = Instant::now();
         let embedded = self.embedder.embed(&[query.text]);
@@ -596,7 +633,7 @@ impl Index {
             Ok(_) => {
                 self.breaker.failure();
                 exec.degrade(Degradation::EmbeddingError);
-                return Ok((Vec::new(), None));
+                return Ok((Vec::new(), None, 1.0));
             }
             Err(e) => {
                 self.breaker.failure();
@@ -604,24 +641,39 @@ impl Index {
                     EmbedError::Timeout => Degradation::EmbeddingTimeout,
                     _ => Degradation::EmbeddingError,
                 });
-                return Ok((Vec::new(), None));
+                return Ok((Vec::new(), None, 1.0));
             }
         };
         let started = Instant::now();
         let cached = self.scope_vectors(conn, query.scope, exec)?;
         let dims = self.embedder.profile().dimensions;
-        let floor = self.embedder.profile().min_similarity;
         let mut scored: Vec<(i64, f32)> = cached
             .rowids
             .iter()
             .zip(cached.vectors.chunks_exact(dims.max(1)))
             .map(|(rowid, v)| (*rowid, cosine(&q, v)))
-            .filter(|(_, s)| *s >= floor)
             .collect();
+        let floor = self.floor_for(&scored);
+        scored.retain(|(_, s)| *s >= floor);
         scored.sort_by(|a, b| b.1.total_cmp(&a.1).then(a.0.cmp(&b.0)));
         scored.truncate(CANDIDATES);
         exec.stage(Stage::Vector, started.elapsed());
-        Ok((scored, Some(cached.revision)))
+        Ok((scored, Some(cached.revision), floor))
+    }
+
+    /// The similarity a row must reach to count for this query: the embedder's own noise
+    /// floor, or – in a scope of [`BACKGROUND_MIN_ROWS`] or more – the query's similarity to
+    /// the scope's median row, when that is higher. For a query the embedder finds every
+    /// row alike for, only the rows that stand out from that background count.
+    fn floor_for(&self, scored: &[(i64, f32)]) -> f32 {
+        let floor = self.embedder.profile().min_similarity;
+        if scored.len() < BACKGROUND_MIN_ROWS {
+            return floor;
+        }
+        let mut sims: Vec<f32> = scored.iter().map(|s| s.1).collect();
+        let at = ((sims.len() as f64 * BACKGROUND_SHARE) as usize).min(sims.len() - 1);
+        let (_, background, _) = sims.select_nth_unstable_by(at, f32::total_cmp);
+        floor.max(*background)
     }
 
     /// The vectors of a scope, from memory when nothing changed since they were read.
@@ -684,35 +736,115 @@ impl Index {
         Ok(fresh)
     }
 
-    /// The hybrid ranking over the union of both tracks' candidates.
+    /// Rows that have a synonym of a query word but not the word (the thesaurus's
+    /// candidates for the hybrid track), best first.
+    fn synonym_candidates(
+        &self,
+        conn: &Connection,
+        scope: Scope<'_>,
+        text: &str,
+        keywords: &[String],
+    ) -> Result<Vec<(i64, f64)>, StoreError> {
+        let Some(synonyms) = self.synonyms else {
+            return Ok(Vec::new());
+        };
+        let mut related: Vec<String> = Vec::new();
+        for group in synonyms.groups_of_text(text) {
+            for word in synonyms.members(group) {
+                // A CJK entry is matched by its 2-grams, as the index holds it.
+                let terms = text::keywords(word);
+                let term = if terms.len() == 1 {
+                    format!("\"{}\"", terms[0])
+                } else {
+                    let grams: Vec<String> = terms
+                        .iter()
+                        .filter(|t| t.chars().count() == 2)
+                        .map(|t| format!("\"{t}\""))
+                        .collect();
+                    if grams.is_empty() {
+                        continue;
+                    }
+                    format!("({})", grams.join(" AND "))
+                };
+                if !keywords.contains(&word.to_string()) && !related.contains(&term) {
+                    related.push(term);
+                }
+            }
+        }
+        if related.is_empty() {
+            return Ok(Vec::new());
+        }
+        self.match_fts(conn, scope, &related.join(" OR "), CANDIDATES / 2)
+    }
+
+    /// The hybrid ranking over the candidates of every track.
+    #[allow(clippy::too_many_arguments)]
     fn fuse(
         &self,
         conn: &Connection,
+        text: &str,
         keywords: &[String],
         fts: &[(i64, f64)],
+        related: &[(i64, f64)],
         vector: &[(i64, f32)],
+        floor: f32,
     ) -> Result<Vec<Hit>, StoreError> {
-        let mut candidates: Vec<i64> = fts.iter().map(|c| c.0).collect();
-        let seen: HashSet<i64> = candidates.iter().copied().collect();
-        candidates.extend(vector.iter().map(|c| c.0).filter(|r| !seen.contains(r)));
+        let mut candidates: Vec<i64> = Vec::new();
+        let mut seen: HashSet<i64> = HashSet::new();
+        for rowid in fts
+            .iter()
+            .map(|c| c.0)
+            .chain(related.iter().map(|c| c.0))
+            .chain(vector.iter().map(|c| c.0))
+        {
+            if seen.insert(rowid) {
+                candidates.push(rowid);
+            }
+        }
         if candidates.is_empty() {
             return Ok(Vec::new());
         }
         let idf = self.idf(conn, keywords)?;
         let total_idf: f64 = idf.values().sum();
-        let terms = self.terms_of(conn, &candidates)?;
+        // Each keyword's thesaurus group, as the query uses it.
+        let query_groups: Vec<usize> = self
+            .synonyms
+            .map(|s| s.groups_of_text(text))
+            .unwrap_or_default();
+        let keyword_group: HashMap<&String, usize> = match self.synonyms {
+            Some(syn) => keywords
+                .iter()
+                .filter_map(|k| syn.group_of_fragment(k, &query_groups).map(|g| (k, g)))
+                .collect(),
+            None => HashMap::new(),
+        };
+        let rows = self.terms_of(conn, &candidates)?;
         let fts_rank: HashMap<i64, usize> =
             fts.iter().enumerate().map(|(i, c)| (c.0, i + 1)).collect();
         let similarity: HashMap<i64, f32> = vector.iter().copied().collect();
-        let floor = self.embedder.profile().min_similarity as f64;
+        let floor = floor as f64;
+        // Embedders differ in how high their similarities run (MiniLM's clear matches sit
+        // near 0.5, the lexicon's near 1): each profile says where a clear match is.
+        let strong = (self.embedder.profile().strong_similarity as f64).max(floor + 1e-6);
+        let semantic_weight = self.embedder.profile().semantic_weight as f64;
         let hits = candidates
             .into_iter()
             .map(|rowid| {
-                let row_terms = terms.get(&rowid);
+                let (row_terms, row_groups) = rows
+                    .get(&rowid)
+                    .map(|(t, g)| (Some(t), g.as_slice()))
+                    .unwrap_or((None, &[]));
                 let lexical = if total_idf > 0.0 {
                     idf.iter()
-                        .filter(|(k, _)| row_terms.is_some_and(|t| t.contains(*k)))
-                        .map(|(_, w)| w)
+                        .map(|(k, w)| {
+                            if row_terms.is_some_and(|t| t.contains(k)) {
+                                *w
+                            } else if keyword_group.get(k).is_some_and(|g| row_groups.contains(g)) {
+                                CONCEPT_CREDIT * w
+                            } else {
+                                0.0
+                            }
+                        })
                         .sum::<f64>()
                         / total_idf
                 } else {
@@ -720,11 +852,11 @@ impl Index {
                 };
                 let sim = similarity.get(&rowid).copied();
                 let semantic = sim.map_or(0.0, |s| {
-                    ((s as f64 - floor) / (1.0 - floor)).clamp(0.0, 1.0)
+                    ((s as f64 - floor) / (strong - floor)).clamp(0.0, 1.0)
                 });
                 Hit {
                     id: rowid.to_string(),
-                    score: LEXICAL_WEIGHT * lexical + (1.0 - LEXICAL_WEIGHT) * semantic,
+                    score: (1.0 - semantic_weight) * lexical + semantic_weight * semantic,
                     fts_rank: fts_rank.get(&rowid).copied(),
                     similarity: sim,
                 }
@@ -753,11 +885,13 @@ impl Index {
             .collect())
     }
 
+    /// Each row's index terms and thesaurus groups.
+    #[allow(clippy::type_complexity)]
     fn terms_of(
         &self,
         conn: &Connection,
         rowids: &[i64],
-    ) -> Result<HashMap<i64, HashSet<String>>, StoreError> {
+    ) -> Result<HashMap<i64, (HashSet<String>, Vec<usize>)>, StoreError> {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT content FROM {} WHERE rowid = ?1",
             self.name
@@ -768,7 +902,14 @@ impl Index {
                 .query_row([rowid], |r| r.get::<_, String>(0))
                 .optional()?
             {
-                out.insert(*rowid, text::index_terms(&content).into_iter().collect());
+                let groups = self
+                    .synonyms
+                    .map(|s| s.groups_of_text(&content))
+                    .unwrap_or_default();
+                out.insert(
+                    *rowid,
+                    (text::index_terms(&content).into_iter().collect(), groups),
+                );
             }
         }
         Ok(out)

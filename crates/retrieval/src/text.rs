@@ -51,6 +51,16 @@ pub fn is_cjk(c: char) -> bool {
         | 0x20000..=0x2EBEF) // Extensions B–F
 }
 
+/// Whether most letters of a text are CJK.
+pub fn mostly_cjk(text: &str) -> bool {
+    let (mut cjk, mut letters) = (0usize, 0usize);
+    for c in text.chars().filter(|c| c.is_alphabetic()) {
+        letters += 1;
+        cjk += is_cjk(c) as usize;
+    }
+    letters > 0 && cjk * 2 > letters
+}
+
 /// Whether `word` is a stop-word.
 pub fn is_stop_word(word: &str) -> bool {
     STOP_WORDS.contains(&word)

@@ -36,7 +36,7 @@ fn the_65th_scope_evicts_the_least_recently_used() {
     record(&c, "chat-0");
     record(&c, "chat-64");
     assert_eq!(c.scope_count(), MAX_SCOPES);
-    let h = c.snapshot(None, None);
+    let h = c.snapshot(None);
     assert_eq!((h.scopes.len(), h.scopes_evicted), (MAX_SCOPES, 1));
     // chat-0 survived with both of its retrievals: the evicted one was chat-1.
     assert!(h
@@ -60,7 +60,7 @@ fn scopes_expire_after_the_ttl_but_only_a_snapshot_or_cleanup_sweeps() {
     c.cleanup();
     assert_eq!(c.scope_count(), 1);
     secs.store(3 * SCOPE_TTL.as_secs(), Ordering::SeqCst);
-    let h = c.snapshot(None, None);
+    let h = c.snapshot(None);
     assert_eq!((h.scopes.len(), h.scopes_expired), (0, 2));
 }
 
@@ -93,7 +93,7 @@ fn rings_hold_256_refuse_bad_samples_and_rank_by_nearest_rank() {
 }
 
 fn outcomes(c: &Collector) -> Vec<(Outcome, u64)> {
-    let h = c.snapshot(None, None);
+    let h = c.snapshot(None);
     h.process
         .outcomes
         .into_iter()
@@ -136,7 +136,7 @@ fn every_retrieval_settles_exactly_once_even_on_early_return_or_panic() {
             (Outcome::Failed, 1)
         ]
     );
-    let h = c.snapshot(None, None);
+    let h = c.snapshot(None);
     assert_eq!(
         h.scopes[0].degradations[&Degradation::StoreError],
         1,
@@ -149,7 +149,7 @@ fn every_retrieval_settles_exactly_once_even_on_early_return_or_panic() {
 fn every_enum_map_is_complete_and_zero_filled() {
     let (c, _) = collector();
     record(&c, "s");
-    let h = c.snapshot(None, None);
+    let h = c.snapshot(None);
     let s = &h.scopes[0];
     assert_eq!(s.latency.len(), Stage::ALL.len());
     assert_eq!(s.purposes.len(), Purpose::ALL.len());

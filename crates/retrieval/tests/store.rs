@@ -220,7 +220,7 @@ fn rows_stored_while_the_embedder_is_down_are_kept_and_embedded_later() {
         .unwrap();
     // Full-text still finds it; the vector track degrades instead of failing.
     assert_eq!(search(&index, &conn, "s", "bitrate", Track::Hybrid), ["u"]);
-    let health = collector.snapshot(None, Some(index.breaker().snapshot()));
+    let health = collector.snapshot(None);
     assert_eq!(
         health.scopes[0].degradations[&Degradation::EmbeddingError],
         1
@@ -353,7 +353,7 @@ fn a_dead_endpoint_opens_the_breaker_and_search_falls_back_to_full_text() {
         breaker.skips, 2,
         "after 3 failures the next 2 queries skip the endpoint"
     );
-    let health = collector.snapshot(None, Some(breaker));
+    let health = collector.snapshot(None);
     let d = &health.scopes[0].degradations;
     assert_eq!(
         (
