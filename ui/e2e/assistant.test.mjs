@@ -5,7 +5,7 @@
 // there after the server restarts; the panel's details (a model count, the model when the
 // provider changes, a Markdown image, a call through meta_executeCommand) read right.
 import assert from "node:assert/strict";
-import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
@@ -276,4 +276,32 @@ test("the panel: a count said right, the provider's own model, an image as a lin
   } finally {
     script.stop();
   }
+});
+
+test("the Health view: which embedder answers, every stage, a dash where nothing was measured", async () => {
+  const page = await fresh(server.url);
+  await page.click('[data-testid="chat-toggle"]');
+  await page.click('[data-testid="chat-settings"]');
+  const health = page.locator('[data-testid="chat-health"]');
+  await health.locator('[data-testid="chat-health-latency"]').waitFor();
+  const embedder = (await health.locator('[data-testid="chat-health-embedder"]').innerText()).trim();
+  const modelDir = process.env.SEXTANT_EMBEDDING_MODEL_DIR;
+  if (modelDir && existsSync(join(modelDir, "model.safetensors"))) {
+    assert.equal(embedder, "all-MiniLM-L6-v2 (on this computer)");
+  } else {
+    assert.equal(embedder, "Built-in lexicon (deterministic-lexicon-v1)");
+    assert.match(await health.locator('[data-testid="chat-health-fallback"]').innerText(), /not found/);
+  }
+  const rows = health.locator('[data-testid="chat-health-latency"] tbody tr');
+  assert.equal(await rows.count(), 6, "every stage is listed");
+  // Nothing was retrieved in this chat yet: every latency is a dash, never "0 ms".
+  for (const cell of await health.locator('[data-testid="chat-health-latency"] tbody td').allInnerTexts()) {
+    assert.equal(cell.trim(), "—");
+  }
+  const outcomes = await health.locator('[data-testid="chat-health-outcomes"] tbody tr').allInnerTexts();
+  assert.equal(outcomes.length, 5);
+  assert.match(await health.innerText(), /process-wide/i);
+  await health.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, "browser-assistant-health-light-en.png") });
+  await page.close();
 });

@@ -50,6 +50,12 @@ fn wire_schema() -> Value {
         generator.subschema_for::<ServiceEvent>().to_value(),
     );
     properties.insert(
+        "retrievalHealth".into(),
+        generator
+            .subschema_for::<sextant_retrieval::diagnostics::Health>()
+            .to_value(),
+    );
+    properties.insert(
         "importReportLine".into(),
         generator
             .subschema_for::<sextant_import::SummaryItem>()

@@ -406,3 +406,53 @@ async fn device_control_from_the_settings_decides_whether_a_device_gated_call_ma
     );
     assert!(content.contains("the user declined"), "{content}");
 }
+
+#[tokio::test]
+async fn health_names_the_embedder_and_every_enum_key_with_no_text() {
+    let dir = tempfile::tempdir().unwrap();
+    let door = open(dir.path(), runtime());
+    let health = ok(&door, json!({"op": "health"})).await;
+    // The model is used when its files are there (the test environment may point at it),
+    // and the fallback is said otherwise.
+    let has_model = std::env::var_os("SEXTANT_EMBEDDING_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .is_some_and(|d| d.join("model.safetensors").is_file());
+    if has_model {
+        assert_eq!(health["embedder"]["kind"], "minilm", "{health}");
+        assert!(health["embedder"]["fallback"].is_null());
+        assert_eq!(health["embedder"]["dimensions"], 384);
+    } else {
+        assert_eq!(health["embedder"]["kind"], "lexicon", "{health}");
+        assert_eq!(health["embedder"]["fallback"], "modelNotFound");
+    }
+    assert_eq!(health["scopeCapacity"], 64);
+    let outcomes = health["process"]["outcomes"].as_object().unwrap();
+    let keys: Vec<&str> = outcomes.keys().map(String::as_str).collect();
+    assert_eq!(
+        keys,
+        [
+            "completed",
+            "disabled",
+            "empty_query",
+            "cancelled",
+            "failed"
+        ]
+    );
+    // Content-free: no string anywhere but closed-enum values.
+    fn strings(v: &Value, out: &mut Vec<String>) {
+        match v {
+            Value::String(s) => out.push(s.clone()),
+            Value::Array(a) => a.iter().for_each(|x| strings(x, out)),
+            Value::Object(o) => o.values().for_each(|x| strings(x, out)),
+            _ => {}
+        }
+    }
+    let mut found = Vec::new();
+    strings(&health, &mut found);
+    assert!(
+        found.iter().all(
+            |s| ["lexicon", "minilm", "modelNotFound", "modelFailedToLoad"].contains(&s.as_str())
+        ),
+        "{found:?}"
+    );
+}

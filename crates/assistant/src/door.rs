@@ -19,6 +19,7 @@ use sextant_commands::{CommandError, ErrorCode};
 use sextant_secrets::{Backend, SecretStore};
 
 use crate::chatlog::{ChatId, ChatLogError, ChatSummary, UiItem};
+use crate::retrieval::Retrieval;
 use crate::service::{ChatService, ProviderKind, ServiceError, ServiceEventKind, ServiceSettings};
 
 /// How long a settings change waits for the key store.
@@ -128,6 +129,8 @@ pub struct ChatDoor {
     /// Serializes settings changes (read-modify-write of the file and the key). Async: a
     /// change waits on the keyring, which may take a while (an unlock prompt).
     settings: tokio::sync::Mutex<StoredSettings>,
+    /// The embedder and diagnostics of everything the assistant retrieves.
+    retrieval: std::sync::Arc<Retrieval>,
 }
 
 impl ChatDoor {
@@ -161,6 +164,7 @@ impl ChatDoor {
             dir: dir.to_path_buf(),
             secrets,
             settings: tokio::sync::Mutex::new(stored),
+            retrieval: std::sync::Arc::new(Retrieval::open(dir)),
         })
     }
 
@@ -279,6 +283,16 @@ impl ChatDoor {
                 Ok(self.settings_view(&stored))
             }
             "setSettings" => self.set_settings(fields).await,
+            // Read-only and content-free (numbers, booleans, closed enums): the Health view.
+            "health" => {
+                let retrieval = self.retrieval.clone();
+                let health = tokio::task::spawn_blocking(move || retrieval.health())
+                    .await
+                    .map_err(|e| {
+                        CommandError::failed(format!("reading the health stopped: {e}"))
+                    })?;
+                Ok(to_value(&health))
+            }
             "listModels" => {
                 let models = service.list_models().await.map_err(service_error)?;
                 let models: Vec<ModelEntry> = models
@@ -295,7 +309,7 @@ impl ChatDoor {
                 format!(
                     "unknown chat op `{other}`; expected one of list, create, rename, delete, \
                      history, send, retry, approve, deny, approveAll, cancel, getSettings, \
-                     setSettings, listModels"
+                     setSettings, listModels, health"
                 ),
             )),
         }

@@ -17,6 +17,7 @@ pub mod context;
 pub mod conversation;
 pub mod door;
 pub mod pipeline;
+pub mod retrieval;
 pub mod seams;
 pub mod service;
 pub mod tools;

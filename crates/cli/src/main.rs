@@ -6,6 +6,8 @@ use std::io::{BufWriter, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+mod eval;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use sextant_commands::Policy;
@@ -183,6 +185,35 @@ enum Command {
     Validate { file: PathBuf },
     /// Print the JSON Schema of the project file.
     Schema,
+    /// Evaluate retrieval on a fixture: Recall@5, MRR@10 and nDCG@10 per track and subset,
+    /// through the same store and search the assistant uses.
+    Eval {
+        /// A fixture: {"version":1, "vectorProfile", "corpus":[…], "queries":[…]}.
+        #[arg(long)]
+        fixture: PathBuf,
+        /// Write the full JSON report (per query, per subset, per track) here.
+        #[arg(long)]
+        report: Option<PathBuf>,
+        #[arg(long, value_enum, default_value = "all")]
+        track: eval::TrackArg,
+        #[arg(long, value_enum, default_value = "lexicon")]
+        embedder: eval::EmbedderArg,
+        /// The all-MiniLM-L6-v2 folder (model.safetensors, tokenizer.json, config.json).
+        #[arg(long, env = "SEXTANT_EMBEDDING_MODEL_DIR")]
+        model_dir: Option<PathBuf>,
+        /// An OpenAI-compatible base URL with its version path, for --embedder endpoint.
+        #[arg(long)]
+        endpoint: Option<String>,
+        /// The model the endpoint should embed with.
+        #[arg(long)]
+        endpoint_model: Option<String>,
+        /// The endpoint model's vector length.
+        #[arg(long)]
+        endpoint_dimensions: Option<usize>,
+        /// Fail unless the hybrid track reaches these, e.g. recall5=0.95,mrr10=0.85,ndcg10=0.85.
+        #[arg(long)]
+        gate: Option<String>,
+    },
 }
 
 fn main() {
@@ -306,6 +337,30 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&Project::json_schema())?);
             Ok(())
         }
+        Command::Eval {
+            fixture,
+            report,
+            track,
+            embedder,
+            model_dir,
+            endpoint,
+            endpoint_model,
+            endpoint_dimensions,
+            gate,
+        } => eval::run(
+            eval::EvalArgs {
+                fixture,
+                report,
+                track,
+                embedder,
+                model_dir,
+                endpoint,
+                endpoint_model,
+                endpoint_dimensions,
+                gate,
+            },
+            &data_dir(None).unwrap_or_default(),
+        ),
     }
 }
 

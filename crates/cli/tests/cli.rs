@@ -617,3 +617,87 @@ fn a_project_that_runs_a_program_is_refused_unless_the_person_allows_it() {
     assert!(out.status.success(), "{}", text(&out.stderr));
     assert!(marker.exists(), "the flag is the person's yes");
 }
+
+#[test]
+fn eval_prints_three_tracks_writes_the_report_and_fails_a_missed_gate() {
+    let fixture =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/memory/retrieval-v1.json");
+    let dir = tempfile::tempdir().unwrap();
+    let report = dir.path().join("report.json");
+    let out = sextant(&[
+        "eval",
+        "--fixture",
+        fixture.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--gate",
+        "recall5=0.95,mrr10=0.85,ndcg10=0.85",
+    ]);
+    let stdout = text(&out.stdout);
+    assert!(out.status.success(), "{stdout}\n{}", text(&out.stderr));
+    for track in ["hybrid", "fts", "vector"] {
+        assert!(
+            stdout.lines().any(|l| l == track),
+            "no {track} table in:\n{stdout}"
+        );
+    }
+    assert!(stdout.contains("gate held on hybrid"));
+    let json: Json = serde_json::from_str(&std::fs::read_to_string(&report).unwrap()).unwrap();
+    for track in ["hybrid", "fts", "vector"] {
+        for key in ["recallAt5", "mrrAt10", "ndcgAt10"] {
+            assert!(
+                json["tracks"][track][key].is_number(),
+                "tracks.{track}.{key}"
+            );
+        }
+        assert!(json["tracks"][track]["bySubset"]["cjk"]["recallAt5"].is_number());
+    }
+    assert!(json["queries"].as_array().unwrap().len() >= 60);
+
+    // A gate out of reach: the report is still written, the exit code says no.
+    std::fs::remove_file(&report).unwrap();
+    let out = sextant(&[
+        "eval",
+        "--fixture",
+        fixture.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+        "--track",
+        "fts",
+        "--gate",
+        "recall5=0.99",
+    ]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("gate missed: fts recall@5"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(
+        report.exists(),
+        "the evidence is written before the verdict"
+    );
+
+    let bad = sextant(&[
+        "eval",
+        "--fixture",
+        fixture.to_str().unwrap(),
+        "--gate",
+        "recall=1",
+    ]);
+    assert!(!bad.status.success());
+    assert!(
+        text(&bad.stderr).contains("unknown gate `recall`"),
+        "{}",
+        text(&bad.stderr)
+    );
+    let broken = dir.path().join("broken.json");
+    std::fs::write(&broken, r#"{"version":1,"vectorProfile":{"id":"x","dimensions":1,"normalized":true},"corpus":[],"queries":[{"id":"q","agentId":"a","text":"t","relevantIds":[]}]}"#).unwrap();
+    let out = sextant(&["eval", "--fixture", broken.to_str().unwrap()]);
+    assert!(!out.status.success());
+    assert!(
+        text(&out.stderr).contains("has no relevant ids"),
+        "{}",
+        text(&out.stderr)
+    );
+}

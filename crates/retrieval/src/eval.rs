@@ -55,9 +55,10 @@ pub struct FixtureQuery {
 
 #[derive(Debug, thiserror::Error)]
 pub enum EvalError {
-    #[error("could not read the fixture {path}: {source}")]
+    #[error("could not read the fixture {path}")]
     Read {
         path: String,
+        #[source]
         source: std::io::Error,
     },
     #[error("the fixture is not valid JSON of the retrieval fixture shape: {0}")]

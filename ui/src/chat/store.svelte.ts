@@ -7,7 +7,7 @@
  *  approval prompts mark their card), and when a turn ends the chat is re-read. Events of
  *  other chats only update the list's running marks. */
 import type { ChatEvent, ChatRequest, Unsubscribe } from "../lib/transport/types";
-import type { HistoryReply } from "../lib/wire/types.gen";
+import type { Health, HistoryReply } from "../lib/wire/types.gen";
 import { errorText } from "../screens/util";
 import { failed } from "../lib/i18n/index.svelte";
 import {
@@ -353,6 +353,11 @@ export class ChatStore {
     const s = await this.request<ChatSettings>({ op: "getSettings" });
     if (s) this.settings = s;
     return s ?? null;
+  }
+
+  /** The retrieval health snapshot (numbers and closed enums only), or null. */
+  async loadHealth(): Promise<Health | null> {
+    return (await this.request<Health>({ op: "health" })) ?? null;
   }
 
   /** Saves the form; `apiKey`: a typed key to store, null to forget it, undefined to keep it. */

@@ -549,6 +549,25 @@ export type ServiceEvent1 =
       detail: string | null;
     };
 /**
+ * The embedders Sextant has.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "EmbedderKind".
+ */
+export type EmbedderKind = "lexicon" | "minilm" | "endpoint";
+/**
+ * Why retrieval fell back to the lexicon embedder.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Fallback".
+ */
+export type Fallback = "modelNotFound" | "modelFailedToLoad";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BreakerState".
+ */
+export type BreakerState = "closed" | "open" | "halfOpen";
+/**
  * How much an unmapped setting matters to the person who imported the file.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -569,6 +588,7 @@ export interface Wire {
   modelEntry: ModelEntry;
   chatHistory: HistoryReply;
   chatEvent: ServiceEvent;
+  retrievalHealth: Health;
   importReportLine: ImportReportLine;
 }
 /**
@@ -1079,6 +1099,151 @@ export interface StreamingText {
    * UTF-16 code units of the turn's text streamed so far.
    */
   end: number;
+}
+/**
+ * The health DTO: every enum-keyed map complete, a missing latency `null`.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Health".
+ */
+export interface Health {
+  generatedUnixMs: number;
+  /**
+   * The embedder answering queries now (`None`: retrieval is off).
+   */
+  embedder: EmbedderHealth | null;
+  scopeCapacity: number;
+  scopeTtlMs: number;
+  scopesEvicted: number;
+  scopesExpired: number;
+  /**
+   * Per-scope state, most recently used first; scopes are not named.
+   */
+  scopes: ScopeHealth[];
+  process: ProcessHealth & {
+    [k: string]: unknown;
+  };
+}
+/**
+ * Which embedder answers queries, why it is not the one preferred, and its breaker.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "EmbedderHealth".
+ */
+export interface EmbedderHealth {
+  kind: EmbedderKind;
+  /**
+   * Why the neural model is not in use (`None`: it is, or none was wanted).
+   */
+  fallback: Fallback | null;
+  dimensions: number;
+  breaker: BreakerSnapshot | null;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "BreakerSnapshot".
+ */
+export interface BreakerSnapshot {
+  state: BreakerState;
+  /**
+   * Failures in a row now.
+   */
+  consecutiveFailures: number;
+  failures: number;
+  /**
+   * Times it opened.
+   */
+  opens: number;
+  /**
+   * Queries that skipped the embedder because it was open.
+   */
+  skips: number;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ScopeHealth".
+ */
+export interface ScopeHealth {
+  ageMs: number;
+  idleMs: number;
+  latency: {
+    assembly?: Latency;
+    authoritative_revalidation?: Latency;
+    keyword?: Latency;
+    query_embedding?: Latency;
+    total?: Latency;
+    vector?: Latency;
+  };
+  purposes: {
+    decision?: number;
+    injection?: number;
+    recall?: number;
+    search?: number;
+  };
+  outcomes: {
+    cancelled?: number;
+    completed?: number;
+    disabled?: number;
+    empty_query?: number;
+    failed?: number;
+  };
+  degradations: {
+    candidate_budget_exhausted?: number;
+    embedding_circuit_open?: number;
+    embedding_error?: number;
+    embedding_timeout?: number;
+    fts_unavailable?: number;
+    revision_changed?: number;
+    store_error?: number;
+    store_timeout?: number;
+    store_unusable?: number;
+    unknown?: number;
+    vector_cold?: number;
+  };
+}
+/**
+ * A latency distribution in a snapshot; `None` (shown as "—") when nothing was measured.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Latency".
+ */
+export interface Latency {
+  samples: number;
+  p50Ms: number | null;
+  p95Ms: number | null;
+  maxMs: number | null;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ProcessHealth".
+ */
+export interface ProcessHealth {
+  outcomes: {
+    cancelled?: number;
+    completed?: number;
+    disabled?: number;
+    empty_query?: number;
+    failed?: number;
+  };
+  gauges: ProcessGauges;
+}
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ProcessGauges".
+ */
+export interface ProcessGauges {
+  extractionQueueDepth: number;
+  extractionOldestAgeMs: number;
+  embeddingBacklog: number;
+  openStores: number;
+  openStoresHighWater: number;
+  providerQueued: number;
+  providerAdmitted: number;
+  providerRateLimited: number;
+  providerCapacityRejected: number;
+  providerDeadline: number;
+  providerAborted: number;
+  providerLateSettled: number;
 }
 /**
  * A line of the report as a person reads it.
