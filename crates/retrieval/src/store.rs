@@ -27,7 +27,7 @@ use crate::embed::{cosine, EmbedError, Embedder, Synonyms};
 use crate::text;
 
 /// How many candidates each track brings to the fusion.
-pub const CANDIDATES: usize = 100;
+pub const CANDIDATES: usize = 50;
 
 /// A keyword in more than this share of the rows is too common to match on (see
 /// `match_keywords`)…
@@ -771,6 +771,15 @@ impl Index {
                 }
             }
         }
+        // As for the query's own words: a synonym in most rows says little and costs most.
+        let limit = (self.count(conn)? as f64 * COMMON_SHARE).max(MIN_COMMON as f64) as i64;
+        let plain: Vec<String> = related
+            .iter()
+            .filter(|t| !t.starts_with('('))
+            .map(|t| t.trim_matches('"').to_string())
+            .collect();
+        let df = self.document_frequencies(conn, &plain)?;
+        related.retain(|t| t.starts_with('(') || df.get(t.trim_matches('"')).is_some_and(|n| *n > 0 && *n <= limit));
         if related.is_empty() {
             return Ok(Vec::new());
         }

@@ -2,6 +2,14 @@
 //! topics, CAN ids, paths, Chinese facts) in any number, and queries over them, so latency
 //! can be measured at sizes no hand-written fixture reaches.
 
+use std::sync::Arc;
+use std::time::Instant;
+
+use rusqlite::Connection;
+
+use crate::diagnostics::{Collector, Purpose};
+use crate::{Doc, Embedder, Index, Query, Scope, Track};
+
 /// A small deterministic generator (xorshift); the same seed gives the same corpus.
 struct Rng(u64);
 
@@ -125,3 +133,98 @@ pub const QUERIES: &[&str] = &[
     "where does the thermal chamber log to",
     "parseFrame in decode_frame.js",
 ];
+
+fn percentile(sorted: &[f64], p: f64) -> f64 {
+    sorted[((p * sorted.len() as f64).ceil() as usize).clamp(1, sorted.len()) - 1]
+}
+
+/// Builds a corpus of `rows` in a file database, prints its build rate, and prints p50 and
+/// p95 search latency (query embedding included) per track.
+pub fn measure(embedder: Arc<dyn Embedder>, rows: usize, tracks: &[Track]) {
+    let dir = std::env::temp_dir().join(format!("sextant-bench-{}-{rows}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("bench.sqlite");
+    let _ = std::fs::remove_file(&path);
+    let conn = Connection::open(&path).unwrap();
+    conn.execute_batch("PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;")
+        .unwrap();
+    let index = Index::new("bench", embedder.clone(), Arc::new(Collector::new())).unwrap();
+    index.create(&conn).unwrap();
+    let scopes = 8;
+    let data: Vec<_> = (0..rows).map(|i| row(7, i, scopes)).collect();
+    let started = Instant::now();
+    conn.execute_batch("BEGIN").unwrap();
+    for chunk in data.chunks(256) {
+        let docs: Vec<Doc> = chunk
+            .iter()
+            .map(|(id, scope, content)| Doc {
+                id,
+                scope,
+                kind: "semantic",
+                content,
+                importance: 0.5,
+            })
+            .collect();
+        index.put(&conn, &docs).unwrap();
+    }
+    conn.execute_batch("COMMIT").unwrap();
+    let build = started.elapsed().as_secs_f64();
+    println!(
+        "{:<28} {:>7} rows: build {:>8.0} rows/s",
+        embedder.profile().id,
+        rows,
+        rows as f64 / build
+    );
+    for &track in tracks {
+        // Warm: the first query of a scope reads its vectors into memory.
+        for s in 0..scopes {
+            let scope = format!("scope-{s}");
+            index
+                .search(
+                    &conn,
+                    &Query {
+                        scope: Scope::One(&scope),
+                        text: "warm",
+                        track,
+                        limit: 10,
+                        purpose: Purpose::Search,
+                    },
+                )
+                .unwrap();
+        }
+        let mut samples = Vec::new();
+        let rounds = if rows >= 100_000 { 4 } else { 16 };
+        for round in 0..rounds {
+            for (q, text) in QUERIES.iter().enumerate() {
+                let scope = format!("scope-{}", (q + round) % scopes);
+                let t = Instant::now();
+                let hits = index
+                    .search(
+                        &conn,
+                        &Query {
+                            scope: Scope::One(&scope),
+                            text,
+                            track,
+                            limit: 10,
+                            purpose: Purpose::Search,
+                        },
+                    )
+                    .unwrap();
+                samples.push(t.elapsed().as_secs_f64() * 1000.0);
+                std::hint::black_box(hits);
+            }
+        }
+        samples.sort_by(f64::total_cmp);
+        println!(
+            "{:<28} {:>7} rows: {:<6} p50 {:>7.2} ms  p95 {:>7.2} ms  ({} queries)",
+            embedder.profile().id,
+            rows,
+            track.name(),
+            percentile(&samples, 0.5),
+            percentile(&samples, 0.95),
+            samples.len()
+        );
+    }
+    drop(conn);
+    let _ = std::fs::remove_dir_all(&dir);
+}

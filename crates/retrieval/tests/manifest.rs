@@ -164,7 +164,8 @@ fn the_checker_finds_each_kind_of_problem() {
         &std::fs::read_to_string(root.join("tests/memory-test-scope.json")).unwrap(),
     )
     .unwrap();
-    let cases: Vec<(&str, Box<dyn Fn(&mut Value)>)> = vec![
+    type Mutation = Box<dyn Fn(&mut Value)>;
+    let cases: Vec<(&str, Mutation)> = vec![
         (
             "does not exist",
             Box::new(|m| m["tests"][0]["path"] = "crates/retrieval/tests/nope.rs".into()),
