@@ -129,12 +129,22 @@ pub struct Hit {
     pub similarity: Option<f32>,
 }
 
-/// The vectors of one scope, as last read, and the revision they were read at.
+/// What the search keeps of one scope, as last read, and the revision it was read at:
+/// the vectors, and every row's terms and thesaurus groups (so the hybrid score needs no
+/// re-tokenising per query). Any write to the corpus invalidates it; the next search of
+/// the scope reads it again.
 struct CachedScope {
     revision: i64,
     rowids: Vec<i64>,
     /// `rowids.len() × dimensions` floats.
     vectors: Vec<f32>,
+    lexical: HashMap<i64, RowLexicon>,
+}
+
+/// A row's index terms and the thesaurus groups it mentions.
+struct RowLexicon {
+    terms: HashSet<String>,
+    groups: Vec<usize>,
 }
 
 /// A corpus: its tables' name, the embedder its vectors come from, and what it keeps in
@@ -147,6 +157,8 @@ pub struct Index {
     diagnostics: Arc<Collector>,
     /// The thesaurus the hybrid score and candidates use (`None`: literal words only).
     synonyms: Option<&'static Synonyms>,
+    /// Document frequencies looked up at a revision (valid until the corpus changes).
+    df_cache: Mutex<(i64, HashMap<String, i64>)>,
 }
 
 fn valid_name(name: &str) -> bool {
@@ -183,6 +195,7 @@ impl Index {
             breaker,
             diagnostics,
             synonyms: Some(Synonyms::v1()),
+            df_cache: Mutex::new((-1, HashMap::new())),
         })
     }
 
@@ -480,7 +493,10 @@ impl Index {
                 .collect(),
             Track::Hybrid => {
                 let related = self.synonym_candidates(conn, query.scope, query.text, keywords)?;
-                self.fuse(conn, query.text, keywords, &fts, &related, &vector, floor)?
+                let cached = self.scope_vectors(conn, query.scope, exec)?;
+                self.fuse(
+                    conn, query.text, keywords, &fts, &related, &vector, floor, &cached,
+                )?
             }
         };
         exec.stage(Stage::Assembly, started.elapsed());
@@ -549,21 +565,48 @@ impl Index {
         })
     }
 
-    /// How many rows each keyword is in.
+    /// How many rows each keyword is in (remembered until the corpus changes).
     fn document_frequencies(
         &self,
         conn: &Connection,
         keywords: &[String],
     ) -> Result<HashMap<String, i64>, StoreError> {
+        let revision = self.revision(conn)?;
+        let mut out = HashMap::new();
+        let mut missing = Vec::new();
+        if let Ok(mut cache) = self.df_cache.lock() {
+            if cache.0 != revision || cache.1.len() > 10_000 {
+                *cache = (revision, HashMap::new());
+            }
+            for k in keywords {
+                match cache.1.get(k) {
+                    Some(n) => {
+                        out.insert(k.clone(), *n);
+                    }
+                    None => missing.push(k),
+                }
+            }
+        } else {
+            missing.extend(keywords);
+        }
+        if missing.is_empty() {
+            return Ok(out);
+        }
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT doc FROM {}_vocab WHERE term = ?1",
             self.name
         ))?;
-        let mut out = HashMap::new();
-        for k in keywords {
+        let mut found = Vec::new();
+        for k in missing {
             let docs: i64 = stmt.query_row([k], |r| r.get(0)).optional()?.unwrap_or(0);
-            out.insert(k.clone(), docs);
+            found.push((k.clone(), docs));
         }
+        if let Ok(mut cache) = self.df_cache.lock() {
+            if cache.0 == revision {
+                cache.1.extend(found.iter().cloned());
+            }
+        }
+        out.extend(found);
         Ok(out)
     }
 
@@ -701,15 +744,18 @@ impl Index {
             Scope::Any => ("?2 = ?2", ""),
         };
         let mut stmt = conn.prepare_cached(&format!(
-            "SELECT rowid, vector, profile = ?1 FROM {n} WHERE {filter} ORDER BY rowid"
+            "SELECT rowid, vector, profile = ?1, content FROM {n} WHERE {filter} ORDER BY rowid"
         ))?;
         let mut rowids = Vec::new();
         let mut vectors = Vec::new();
+        let mut lexical = HashMap::new();
         let mut cold = false;
         let mut rows = stmt.query(params![profile, scope_value])?;
         while let Some(r) = rows.next()? {
             let current: Option<bool> = r.get(2)?;
             let bytes: Option<Vec<u8>> = r.get(1)?;
+            let content: String = r.get(3)?;
+            lexical.insert(r.get::<_, i64>(0)?, self.row_lexicon(&content));
             match (current, bytes) {
                 (Some(true), Some(bytes)) if bytes.len() == dims * 4 => {
                     rowids.push(r.get(0)?);
@@ -725,6 +771,7 @@ impl Index {
             revision,
             rowids,
             vectors,
+            lexical,
         });
         if let Ok(mut cache) = self.cache.lock() {
             // Bounded: a process searching many scopes keeps the most recent few.
@@ -779,7 +826,12 @@ impl Index {
             .map(|t| t.trim_matches('"').to_string())
             .collect();
         let df = self.document_frequencies(conn, &plain)?;
-        related.retain(|t| t.starts_with('(') || df.get(t.trim_matches('"')).is_some_and(|n| *n > 0 && *n <= limit));
+        related.retain(|t| {
+            t.starts_with('(')
+                || df
+                    .get(t.trim_matches('"'))
+                    .is_some_and(|n| *n > 0 && *n <= limit)
+        });
         if related.is_empty() {
             return Ok(Vec::new());
         }
@@ -797,6 +849,7 @@ impl Index {
         related: &[(i64, f64)],
         vector: &[(i64, f32)],
         floor: f32,
+        cached: &CachedScope,
     ) -> Result<Vec<Hit>, StoreError> {
         let mut candidates: Vec<i64> = Vec::new();
         let mut seen: HashSet<i64> = HashSet::new();
@@ -827,7 +880,12 @@ impl Index {
                 .collect(),
             None => HashMap::new(),
         };
-        let rows = self.terms_of(conn, &candidates)?;
+        let missing: Vec<i64> = candidates
+            .iter()
+            .copied()
+            .filter(|r| !cached.lexical.contains_key(r))
+            .collect();
+        let read = self.terms_of(conn, &missing)?;
         let fts_rank: HashMap<i64, usize> =
             fts.iter().enumerate().map(|(i, c)| (c.0, i + 1)).collect();
         let similarity: HashMap<i64, f32> = vector.iter().copied().collect();
@@ -839,10 +897,11 @@ impl Index {
         let hits = candidates
             .into_iter()
             .map(|rowid| {
-                let (row_terms, row_groups) = rows
-                    .get(&rowid)
-                    .map(|(t, g)| (Some(t), g.as_slice()))
-                    .unwrap_or((None, &[]));
+                let (row_terms, row_groups) =
+                    match cached.lexical.get(&rowid).or_else(|| read.get(&rowid)) {
+                        Some(l) => (Some(&l.terms), l.groups.as_slice()),
+                        None => (None, &[][..]),
+                    };
                 let lexical = if total_idf > 0.0 {
                     idf.iter()
                         .map(|(k, w)| {
@@ -894,13 +953,22 @@ impl Index {
             .collect())
     }
 
-    /// Each row's index terms and thesaurus groups.
-    #[allow(clippy::type_complexity)]
+    fn row_lexicon(&self, content: &str) -> RowLexicon {
+        RowLexicon {
+            terms: text::index_terms(content).into_iter().collect(),
+            groups: self
+                .synonyms
+                .map(|s| s.groups_of_text(content))
+                .unwrap_or_default(),
+        }
+    }
+
+    /// The lexicon of rows the cache does not hold (written since it was read).
     fn terms_of(
         &self,
         conn: &Connection,
         rowids: &[i64],
-    ) -> Result<HashMap<i64, (HashSet<String>, Vec<usize>)>, StoreError> {
+    ) -> Result<HashMap<i64, RowLexicon>, StoreError> {
         let mut stmt = conn.prepare_cached(&format!(
             "SELECT content FROM {} WHERE rowid = ?1",
             self.name
@@ -911,14 +979,7 @@ impl Index {
                 .query_row([rowid], |r| r.get::<_, String>(0))
                 .optional()?
             {
-                let groups = self
-                    .synonyms
-                    .map(|s| s.groups_of_text(&content))
-                    .unwrap_or_default();
-                out.insert(
-                    *rowid,
-                    (text::index_terms(&content).into_iter().collect(), groups),
-                );
+                out.insert(*rowid, self.row_lexicon(&content));
             }
         }
         Ok(out)
