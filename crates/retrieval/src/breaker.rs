@@ -81,15 +81,24 @@ impl Breaker {
         match s.state {
             BreakerState::Closed => true,
             BreakerState::HalfOpen => {
-                // One probe at a time: the others skip until it answers.
-                s.skips += 1;
-                false
+                // One probe at a time: the others skip until it answers – or, should it
+                // never answer (it panicked), until another wait has passed.
+                if s.opened_at
+                    .is_some_and(|t| now.saturating_duration_since(t) >= OPEN_FOR)
+                {
+                    s.opened_at = Some(now);
+                    true
+                } else {
+                    s.skips += 1;
+                    false
+                }
             }
             BreakerState::Open => {
                 if s.opened_at
                     .is_some_and(|t| now.saturating_duration_since(t) >= OPEN_FOR)
                 {
                     s.state = BreakerState::HalfOpen;
+                    s.opened_at = Some(now);
                     true
                 } else {
                     s.skips += 1;
@@ -174,10 +183,15 @@ mod tests {
         secs.store(OPEN_FOR.as_secs(), Ordering::SeqCst);
         assert!(b.allow(), "half-open lets one probe through");
         assert!(!b.allow(), "…and only one");
+        secs.store(2 * OPEN_FOR.as_secs(), Ordering::SeqCst);
+        assert!(
+            b.allow(),
+            "a probe that never answered does not block the breaker for good"
+        );
         b.failure();
         assert_eq!(b.snapshot().state, BreakerState::Open);
         assert_eq!(b.snapshot().opens, 2);
-        secs.store(2 * OPEN_FOR.as_secs(), Ordering::SeqCst);
+        secs.store(3 * OPEN_FOR.as_secs(), Ordering::SeqCst);
         assert!(b.allow());
         b.success();
         assert_eq!(b.snapshot().state, BreakerState::Closed);

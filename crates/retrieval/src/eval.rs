@@ -458,6 +458,9 @@ impl std::str::FromStr for Gate {
                 .trim()
                 .parse()
                 .map_err(|_| format!("`{part}`: `{value}` is not a number"))?;
+            if !(0.0..=1.0).contains(&value) {
+                return Err(format!("`{part}`: a gate is a number from 0 to 1"));
+            }
             match key.trim() {
                 "recall5" => gate.recall5 = Some(value),
                 "mrr10" => gate.mrr10 = Some(value),
@@ -550,5 +553,13 @@ mod tests {
             .unwrap_err()
             .contains("unknown gate"));
         assert!("recall5".parse::<Gate>().unwrap_err().contains("key=value"));
+        assert!("recall5=NaN"
+            .parse::<Gate>()
+            .unwrap_err()
+            .contains("from 0 to 1"));
+        assert!("mrr10=1.5"
+            .parse::<Gate>()
+            .unwrap_err()
+            .contains("from 0 to 1"));
     }
 }

@@ -42,7 +42,7 @@ pub fn run(dir: &Path) -> Result<Vec<Check>, rusqlite::Error> {
         "fts5",
         conn.execute_batch(
             "CREATE VIRTUAL TABLE gate_fts USING fts5(terms, content='', contentless_delete=1,
-               tokenize = \"unicode61 remove_diacritics 0 tokenchars '_'\");
+               tokenize = \"unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'\");
              INSERT INTO gate_fts (rowid, terms) VALUES (1, 'dev_ttyusb0 串口 波特率');
              DELETE FROM gate_fts WHERE rowid = 1;
              INSERT INTO gate_fts (rowid, terms) VALUES (2, 'parse_frame 压缩 缩架');",

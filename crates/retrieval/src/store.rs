@@ -60,6 +60,8 @@ pub enum StoreError {
     BadName(String),
     #[error("a row needs a non-empty id and scope")]
     BadRow,
+    #[error("the id `{0}` belongs to a row of another scope; ids are unique across the corpus")]
+    IdInOtherScope(String),
 }
 
 /// A row to store.
@@ -139,6 +141,8 @@ struct CachedScope {
     /// `rowids.len() × dimensions` floats.
     vectors: Vec<f32>,
     lexical: HashMap<i64, RowLexicon>,
+    /// Some rows have no vector of the current profile yet.
+    cold: bool,
 }
 
 /// A row's index terms and the thesaurus groups it mentions.
@@ -235,7 +239,7 @@ impl Index {
             -- Pre-tokenised terms (text::index_terms); `_` joins a code or path token.
             CREATE VIRTUAL TABLE IF NOT EXISTS {n}_fts USING fts5(
                 terms, content='', contentless_delete=1,
-                tokenize = \"unicode61 remove_diacritics 0 tokenchars '_'\"
+                tokenize = \"unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'\"
             );
             CREATE VIRTUAL TABLE IF NOT EXISTS {n}_vocab USING fts5vocab({n}_fts, 'row');
             CREATE TABLE IF NOT EXISTS {n}_meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL);
@@ -286,7 +290,8 @@ impl Index {
         let profile = &self.embedder.profile().id;
         let n = &self.name;
         savepoint(conn, |conn| {
-            let mut old = conn.prepare_cached(&format!("SELECT rowid FROM {n} WHERE id = ?1"))?;
+            let mut old =
+                conn.prepare_cached(&format!("SELECT rowid, scope FROM {n} WHERE id = ?1"))?;
             let mut delete_fts =
                 conn.prepare_cached(&format!("DELETE FROM {n}_fts WHERE rowid = ?1"))?;
             let mut delete = conn.prepare_cached(&format!("DELETE FROM {n} WHERE rowid = ?1"))?;
@@ -298,17 +303,35 @@ impl Index {
                 "INSERT INTO {n}_fts (rowid, terms) VALUES (?1, ?2)"
             ))?;
             for (i, doc) in docs.iter().enumerate() {
-                if let Some(rowid) = old.query_row([doc.id], |r| r.get::<_, i64>(0)).optional()? {
+                let existing = old
+                    .query_row([doc.id], |r| {
+                        Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?))
+                    })
+                    .optional()?;
+                if let Some((rowid, scope)) = existing {
+                    // Ids are unique across the corpus: a row is replaced only by its own scope.
+                    if scope != doc.scope {
+                        return Err(StoreError::IdInOtherScope(doc.id.to_string()));
+                    }
                     delete_fts.execute([rowid])?;
                     delete.execute([rowid])?;
                 }
-                let vector = vectors.as_ref().map(|v| vector_bytes(&v[i]));
+                let dims = self.embedder.profile().dimensions;
+                let vector = vectors
+                    .as_ref()
+                    .map(|v| &v[i])
+                    .filter(|v| v.len() == dims && v.iter().all(|x| x.is_finite()))
+                    .map(|v| vector_bytes(v));
                 insert.execute(params![
                     doc.id,
                     doc.scope,
                     doc.kind,
                     doc.content,
-                    doc.importance as f64,
+                    if doc.importance.is_finite() {
+                        doc.importance as f64
+                    } else {
+                        0.0
+                    },
                     vector.as_ref().map(|_| profile.as_str()),
                     vector
                 ])?;
@@ -397,8 +420,19 @@ impl Index {
                 return Ok(done);
             }
             let texts: Vec<&str> = batch.iter().map(|(_, c)| c.as_str()).collect();
+            let dims = self.embedder.profile().dimensions;
             let vectors = match self.embedder.embed(&texts) {
-                Ok(v) => v,
+                Ok(v)
+                    if v.len() == batch.len()
+                        && v.iter()
+                            .all(|x| x.len() == dims && x.iter().all(|f| f.is_finite())) =>
+                {
+                    v
+                }
+                Ok(_) => {
+                    tracing::warn!("re-embedding stopped: the embedder answered with the wrong number or size of vectors");
+                    return Ok(done);
+                }
                 Err(e) => {
                     tracing::warn!("re-embedding stopped: {e}");
                     return Ok(done);
@@ -574,7 +608,8 @@ impl Index {
         let revision = self.revision(conn)?;
         let mut out = HashMap::new();
         let mut missing = Vec::new();
-        if let Ok(mut cache) = self.df_cache.lock() {
+        let usable = conn.is_autocommit();
+        if let Some(mut cache) = self.df_cache.lock().ok().filter(|_| usable) {
             if cache.0 != revision || cache.1.len() > 10_000 {
                 *cache = (revision, HashMap::new());
             }
@@ -601,7 +636,13 @@ impl Index {
             let docs: i64 = stmt.query_row([k], |r| r.get(0)).optional()?.unwrap_or(0);
             found.push((k.clone(), docs));
         }
-        if let Ok(mut cache) = self.df_cache.lock() {
+        if let Ok(mut cache) = self.df_cache.lock().map_err(|_| ()).and_then(|c| {
+            if conn.is_autocommit() {
+                Ok(c)
+            } else {
+                Err(())
+            }
+        }) {
             if cache.0 == revision {
                 cache.1.extend(found.iter().cloned());
             }
@@ -731,8 +772,16 @@ impl Index {
             Scope::One(s) => format!("1:{s}"),
             Scope::Any => "*".to_string(),
         };
-        if let Some(hit) = self.cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        let cached = if conn.is_autocommit() {
+            self.cache.lock().ok().and_then(|c| c.get(&key).cloned())
+        } else {
+            None
+        };
+        if let Some(hit) = cached {
             if hit.revision == revision {
+                if hit.cold {
+                    exec.degrade(Degradation::VectorCold);
+                }
                 return Ok(hit);
             }
         }
@@ -772,7 +821,13 @@ impl Index {
             rowids,
             vectors,
             lexical,
+            cold,
         });
+        // Inside a transaction the revision may be rolled back and reused for other data:
+        // nothing read there is remembered.
+        if !conn.is_autocommit() {
+            return Ok(fresh);
+        }
         if let Ok(mut cache) = self.cache.lock() {
             // Bounded: a process searching many scopes keeps the most recent few.
             if cache.len() >= 64 && !cache.contains_key(&key) {
@@ -867,7 +922,7 @@ impl Index {
             return Ok(Vec::new());
         }
         let idf = self.idf(conn, keywords)?;
-        let total_idf: f64 = idf.values().sum();
+        let total_idf: f64 = keywords.iter().filter_map(|k| idf.get(k)).sum();
         // Each keyword's thesaurus group, as the query uses it.
         let query_groups: Vec<usize> = self
             .synonyms
@@ -903,7 +958,9 @@ impl Index {
                         None => (None, &[][..]),
                     };
                 let lexical = if total_idf > 0.0 {
-                    idf.iter()
+                    keywords
+                        .iter()
+                        .filter_map(|k| idf.get(k).map(|w| (k, w)))
                         .map(|(k, w)| {
                             if row_terms.is_some_and(|t| t.contains(k)) {
                                 *w
@@ -1015,10 +1072,16 @@ fn savepoint<T>(
 ) -> Result<T, StoreError> {
     conn.execute_batch("SAVEPOINT retrieval")?;
     match f(conn) {
-        Ok(v) => {
-            conn.execute_batch("RELEASE retrieval")?;
-            Ok(v)
-        }
+        Ok(v) => match conn.execute_batch("RELEASE retrieval") {
+            Ok(()) => Ok(v),
+            // Outside a transaction the release is the commit: when it fails (the database
+            // busy), SQLite keeps the transaction open, and every later write would nest in
+            // it and never be committed. Undo it now instead.
+            Err(e) => {
+                let _ = conn.execute_batch("ROLLBACK TO retrieval; RELEASE retrieval");
+                Err(e.into())
+            }
+        },
         Err(e) => {
             let _ = conn.execute_batch("ROLLBACK TO retrieval; RELEASE retrieval");
             Err(e)

@@ -197,12 +197,21 @@ fn cjk_unigrams_and_bigrams(run: &[char], out: &mut Vec<String>) {
     }
 }
 
+/// Most keywords a query is searched by: a pasted log of a megabyte is searched by its
+/// first words, not by a hundred thousand of them.
+pub const MAX_KEYWORDS: usize = 64;
+
 /// The keywords of a query: its index terms less stop-words, each once, in order of first
-/// appearance. Empty when the query is all stop-words (callers then skip full-text search).
+/// appearance, at most [`MAX_KEYWORDS`]. Empty when the query is all stop-words (callers
+/// then skip full-text search).
 pub fn keywords(text: &str) -> Vec<String> {
+    let mut seen = std::collections::HashSet::new();
     let mut out: Vec<String> = Vec::new();
     for term in index_terms(text) {
-        if !is_stop_word(&term) && !out.contains(&term) {
+        if out.len() == MAX_KEYWORDS {
+            break;
+        }
+        if !is_stop_word(&term) && seen.insert(term.clone()) {
             out.push(term);
         }
     }
@@ -273,5 +282,7 @@ mod tests {
         assert!(keywords("what is the").is_empty());
         assert!(fts_query(&keywords("the of and")).is_none());
         assert_eq!(fts_query(&["a\"b".to_string()]).unwrap(), "\"a\"\"b\"");
+        let long: String = (0..10_000).map(|i| format!("w{i} ")).collect();
+        assert_eq!(keywords(&long).len(), MAX_KEYWORDS);
     }
 }

@@ -378,3 +378,94 @@ fn the_corpus_name_is_checked_before_it_reaches_sql() {
         );
     }
 }
+
+#[test]
+fn a_row_is_never_replaced_from_another_scope() {
+    let (_dir, conn) = open();
+    let index = lexicon_index();
+    index.create(&conn).unwrap();
+    index
+        .put(&conn, &[doc("m1", "alice", "alice's baud rate is 9600")])
+        .unwrap();
+    let err = index
+        .put(&conn, &[doc("m1", "bob", "bob overwrites it")])
+        .unwrap_err();
+    assert!(err.to_string().contains("another scope"), "{err}");
+    assert_eq!(
+        index.get(&conn, "m1").unwrap().unwrap().content,
+        "alice's baud rate is 9600"
+    );
+    assert_eq!(
+        search(&index, &conn, "alice", "baud", Track::Hybrid),
+        ["m1"]
+    );
+}
+
+#[test]
+fn scripts_with_combining_marks_are_searchable() {
+    let (_dir, conn) = open();
+    let index = lexicon_index();
+    index.create(&conn).unwrap();
+    index
+        .put(
+            &conn,
+            &[
+                doc("h", "s", "लॉग फ़ाइल हिंदी में है"),
+                doc("t", "s", "บันทึกภาษาไทย"),
+                doc("n", "s", "nothing"),
+            ],
+        )
+        .unwrap();
+    assert_eq!(search(&index, &conn, "s", "हिंदी", Track::Fts), ["h"]);
+    assert_eq!(search(&index, &conn, "s", "บันทึกภาษาไทย", Track::Fts), ["t"]);
+}
+
+#[test]
+fn what_a_rolled_back_transaction_saw_is_not_remembered() {
+    let (_dir, mut conn) = open();
+    let index = lexicon_index();
+    index.create(&conn).unwrap();
+    {
+        let tx = conn.transaction().unwrap();
+        index
+            .put(&tx, &[doc("x", "s", "the uart bitrate is 57600")])
+            .unwrap();
+        assert_eq!(
+            search(&index, &tx, "s", "serial baud", Track::Vector),
+            ["x"]
+        );
+        // Rolled back: the revision goes back and will be reused by the next write.
+    }
+    index
+        .put(
+            &conn,
+            &[doc("y", "s", "the thermal chamber reached 86 degC")],
+        )
+        .unwrap();
+    assert!(search(&index, &conn, "s", "serial baud", Track::Vector).is_empty());
+    assert_eq!(
+        search(&index, &conn, "s", "thermal chamber", Track::Hybrid),
+        ["y"]
+    );
+}
+
+#[test]
+fn rows_without_vectors_are_reported_on_every_search_until_filled() {
+    let (_dir, conn) = open();
+    let flaky = Arc::new(Flaky {
+        inner: LexiconEmbedder::new(),
+        up: AtomicBool::new(false),
+    });
+    let collector = Arc::new(Collector::new());
+    let index = Index::new("facts", flaky.clone(), collector.clone()).unwrap();
+    index.create(&conn).unwrap();
+    index
+        .put(&conn, &[doc("u", "s", "the uart bitrate is 57600")])
+        .unwrap();
+    flaky.up.store(true, Ordering::SeqCst);
+    for _ in 0..3 {
+        search(&index, &conn, "s", "uart", Track::Hybrid);
+    }
+    let health = collector.snapshot(None);
+    assert_eq!(health.scopes[0].degradations[&Degradation::VectorCold], 3);
+}
