@@ -42,7 +42,8 @@ macro_rules! closed_enum {
 }
 
 closed_enum!(
-    /// A timed part of one retrieval.
+    /// A timed part of one retrieval (`keyword`: extracting the keywords and the full-text
+    /// search by them).
     Stage { Keyword, QueryEmbedding, Vector, AuthoritativeRevalidation, Assembly, Total }
 );
 closed_enum!(

@@ -46,7 +46,7 @@ impl EndpointEmbedder {
                 // Sentence-embedding models put unrelated short texts at 0–0.2.
                 min_similarity: 0.25,
                 strong_similarity: 0.7,
-                semantic_weight: 0.6,
+                semantic_weight: 0.5,
                 kind: EmbedderKind::Endpoint,
                 // Unknown: the person chose the model; trust it.
                 reads_cjk: true,

@@ -459,12 +459,15 @@ impl Index {
             Scope::Any => "",
         };
         let mut exec = self.diagnostics.begin(scope_key, query.purpose);
-        let keywords = exec.time(Stage::Keyword, || text::keywords(query.text));
+        // The keyword stage: extracting the keywords and the full-text search by them.
+        let started = Instant::now();
+        let keywords = text::keywords(query.text);
         if keywords.is_empty() {
+            exec.stage(Stage::Keyword, started.elapsed());
             exec.finish(Outcome::EmptyQuery);
             return Ok(Vec::new());
         }
-        let result = self.search_with(conn, query, &keywords, &mut exec);
+        let result = self.search_with(conn, query, &keywords, started, &mut exec);
         exec.finish(if result.is_ok() {
             Outcome::Completed
         } else {
@@ -478,6 +481,7 @@ impl Index {
         conn: &Connection,
         query: &Query<'_>,
         keywords: &[String],
+        keyword_started: Instant,
         exec: &mut crate::diagnostics::Execution,
     ) -> Result<Vec<Hit>, StoreError> {
         let want_fts = query.track != Track::Vector;
@@ -496,6 +500,7 @@ impl Index {
         } else {
             Vec::new()
         };
+        exec.stage(Stage::Keyword, keyword_started.elapsed());
         if fts.len() >= CANDIDATES {
             exec.degrade(Degradation::CandidateBudgetExhausted);
         }
@@ -975,6 +980,9 @@ impl Index {
                 } else {
                     0.0
                 };
+                // Squared: a row with half the query's words is weak evidence, one with all of
+                // them strong.
+                let lexical = lexical * lexical;
                 let sim = similarity.get(&rowid).copied();
                 let semantic = sim.map_or(0.0, |s| {
                     ((s as f64 - floor) / (strong - floor)).clamp(0.0, 1.0)

@@ -224,6 +224,23 @@ pub fn measure(embedder: Arc<dyn Embedder>, rows: usize, tracks: &[Track]) {
             percentile(&samples, 0.95),
             samples.len()
         );
+        if track == Track::Hybrid {
+            // Where the time goes, from the store's own diagnostics (the latest scope).
+            let health = index.diagnostics().snapshot(None);
+            if let Some(scope) = health.scopes.first() {
+                let stages: Vec<String> = scope
+                    .latency
+                    .iter()
+                    .filter_map(|(stage, l)| l.p50_ms.map(|p| format!("{stage:?} {p:.2}")))
+                    .collect();
+                println!(
+                    "{:<28} {:>7} rows: hybrid stages p50 ms: {}",
+                    "",
+                    rows,
+                    stages.join(", ")
+                );
+            }
+        }
     }
     drop(conn);
     let _ = std::fs::remove_dir_all(&dir);
