@@ -171,14 +171,22 @@ fn valid_name(name: &str) -> bool {
         && chars.all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '_')
 }
 
+/// Bytes of one stored vector element: vectors are kept as IEEE half floats, little-endian.
+/// Unit vectors' elements lie in −1..1, where a half float keeps three significant digits –
+/// far finer than any similarity threshold here – at half the size (a memory of a hundred
+/// facts with 384-dimension vectors must fit its file cap).
+const VECTOR_ELEMENT_BYTES: usize = 2;
+
 fn vector_bytes(v: &[f32]) -> Vec<u8> {
-    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+    v.iter()
+        .flat_map(|x| half::f16::from_f32(*x).to_le_bytes())
+        .collect()
 }
 
 fn vector_from(bytes: &[u8]) -> Vec<f32> {
     bytes
-        .chunks_exact(4)
-        .map(|c| f32::from_le_bytes([c[0], c[1], c[2], c[3]]))
+        .chunks_exact(VECTOR_ELEMENT_BYTES)
+        .map(|c| half::f16::from_le_bytes([c[0], c[1]]).to_f32())
         .collect()
 }
 
@@ -811,7 +819,7 @@ impl Index {
             let content: String = r.get(3)?;
             lexical.insert(r.get::<_, i64>(0)?, self.row_lexicon(&content));
             match (current, bytes) {
-                (Some(true), Some(bytes)) if bytes.len() == dims * 4 => {
+                (Some(true), Some(bytes)) if bytes.len() == dims * VECTOR_ELEMENT_BYTES => {
                     rowids.push(r.get(0)?);
                     vectors.extend(vector_from(&bytes));
                 }
