@@ -19,6 +19,7 @@ use sextant_commands::{CommandError, ErrorCode};
 use sextant_secrets::{Backend, SecretStore};
 
 use crate::chatlog::{ChatId, ChatLogError, ChatSummary, UiItem};
+use crate::memory::Memory;
 use crate::retrieval::Retrieval;
 use crate::service::{ChatService, ProviderKind, ServiceError, ServiceEventKind, ServiceSettings};
 
@@ -29,6 +30,8 @@ const KEY_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15
 pub const SETTINGS_FILE: &str = "assistant.json";
 /// The chat database.
 pub const CHATS_FILE: &str = "chats.sqlite";
+/// The consented memory.
+pub const MEMORY_FILE: &str = "memory.sqlite";
 
 /// Settings as stored in `assistant.json`: everything the person chose except the key.
 /// Every field has a default, so a file from an older version still loads.
@@ -40,6 +43,8 @@ struct StoredSettings {
     model: String,
     auto_approve_edits: bool,
     allow_device_control: bool,
+    /// The consented memory's index in every request (spec 20 §2; on by default).
+    memory: bool,
 }
 
 impl Default for StoredSettings {
@@ -50,6 +55,7 @@ impl Default for StoredSettings {
             model: "claude-sonnet-4-5".into(),
             auto_approve_edits: false,
             allow_device_control: false,
+            memory: true,
         }
     }
 }
@@ -131,6 +137,8 @@ pub struct ChatDoor {
     settings: tokio::sync::Mutex<StoredSettings>,
     /// The embedder and diagnostics of everything the assistant retrieves.
     retrieval: std::sync::Arc<Retrieval>,
+    /// The consented memory (`memory.sqlite`).
+    memory: std::sync::Arc<Memory>,
 }
 
 impl ChatDoor {
@@ -156,15 +164,20 @@ impl ChatDoor {
         let mut settings = ServiceSettings::new(stored.provider, &stored.base_url, &stored.model);
         settings.auto_approve_edits = stored.auto_approve_edits;
         settings.allow_device_control = stored.allow_device_control;
+        settings.memory = stored.memory;
         settings.api_key = read_key(&secrets, &stored);
         let service =
             ChatService::open(dir.join(CHATS_FILE), runtime, settings).map_err(service_error)?;
+        let retrieval = std::sync::Arc::new(Retrieval::open(dir));
+        let memory = std::sync::Arc::new(Memory::new(dir.join(MEMORY_FILE), retrieval.clone()));
+        service.set_memory(memory.clone());
         Ok(ChatDoor {
             service,
             dir: dir.to_path_buf(),
             secrets,
             settings: tokio::sync::Mutex::new(stored),
-            retrieval: std::sync::Arc::new(Retrieval::open(dir)),
+            retrieval,
+            memory,
         })
     }
 
@@ -304,15 +317,30 @@ impl ChatDoor {
                     .collect();
                 Ok(to_value(&models))
             }
+            "memoryList" | "memorySearch" | "memoryAdd" | "memoryEdit" | "memoryDelete"
+            | "memoryClear" => self.memory_op(op.as_str(), fields).await,
             other => Err(CommandError::invalid(
                 "op",
                 format!(
                     "unknown chat op `{other}`; expected one of list, create, rename, delete, \
                      history, send, retry, approve, deny, approveAll, cancel, getSettings, \
-                     setSettings, listModels, health"
+                     setSettings, listModels, health, memoryList, memorySearch, memoryAdd, \
+                     memoryEdit, memoryDelete, memoryClear"
                 ),
             )),
         }
+    }
+
+    /// The memory manager's ops. Every write is the person's (this door is the UI's, never
+    /// the model's); `memoryClear` needs `confirmed: true`, which the UI sends only after
+    /// the person confirmed in a dialog.
+    async fn memory_op(&self, op: &str, fields: Map<String, Value>) -> Result<Value, CommandError> {
+        let project = crate::memory::project_path(self.service.runtime()).await;
+        let memory = self.memory.clone();
+        let op = op.to_string();
+        tokio::task::spawn_blocking(move || memory_call(&memory, &op, &fields, project.as_deref()))
+            .await
+            .map_err(|e| CommandError::failed(format!("the memory stopped: {e}")))?
     }
 
     fn settings_view(&self, stored: &StoredSettings) -> Value {
@@ -386,11 +414,89 @@ impl ChatDoor {
         settings.model = next.model.clone();
         settings.auto_approve_edits = next.auto_approve_edits;
         settings.allow_device_control = next.allow_device_control;
+        settings.memory = next.memory;
         settings.api_key = key;
         self.service.set_settings(settings);
         let view = self.settings_view(&next);
         *guard = next;
         Ok(view)
+    }
+}
+
+/// One memory-manager op on the store.
+fn memory_call(
+    memory: &Memory,
+    op: &str,
+    fields: &Map<String, Value>,
+    project: Option<&str>,
+) -> Result<Value, CommandError> {
+    use sextant_memory::Category;
+    let category = |fields: &Map<String, Value>| -> Result<Option<Category>, CommandError> {
+        match fields.get("category") {
+            None | Some(Value::Null) => Ok(None),
+            Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| {
+                CommandError::invalid(
+                    "category",
+                    "expected preference, correction, reference or project",
+                )
+            }),
+        }
+    };
+    let id = |fields: &Map<String, Value>| -> Result<i64, CommandError> {
+        // `fact`, not `id`: `id` is the request's own framing.
+        fields
+            .get("fact")
+            .and_then(Value::as_i64)
+            .ok_or_else(|| CommandError::invalid("fact", "expected a fact id (a number)"))
+    };
+    let failed = |e: sextant_memory::MemoryError| CommandError::invalid("text", e.to_string());
+    match op {
+        "memoryList" => {
+            let c = category(fields)?;
+            let facts = memory.with(|m| m.list(c)).map_err(failed)?;
+            Ok(json!({ "facts": facts }))
+        }
+        "memorySearch" => {
+            let query = required_str(fields, "query")?;
+            let facts = memory
+                .with(|m| m.search(query, project, 20))
+                .map_err(failed)?;
+            Ok(json!({ "facts": facts }))
+        }
+        "memoryAdd" => {
+            let c = category(fields)?
+                .ok_or_else(|| CommandError::invalid("category", "choose a category"))?;
+            let text = required_str(fields, "text")?;
+            let project = if c == Category::Project {
+                Some(project.ok_or_else(|| {
+                    CommandError::invalid("category", "a project fact needs an open, saved project")
+                })?)
+            } else {
+                None
+            };
+            let written = memory.with(|m| m.add(c, text, project)).map_err(failed)?;
+            Ok(to_value(&written))
+        }
+        "memoryEdit" => {
+            let (id, text) = (id(fields)?, required_str(fields, "text")?);
+            Ok(to_value(
+                &memory.with(|m| m.edit(id, text)).map_err(failed)?,
+            ))
+        }
+        "memoryDelete" => {
+            let id = id(fields)?;
+            Ok(json!({ "deleted": memory.with(|m| m.delete(id)).map_err(failed)? }))
+        }
+        "memoryClear" => {
+            if fields.get("confirmed") != Some(&Value::Bool(true)) {
+                return Err(CommandError::new(
+                    ErrorCode::NeedsConfirmation,
+                    "clearing the memory deletes every fact; ask the person, then send confirmed: true",
+                ));
+            }
+            Ok(json!({ "deleted": memory.with(|m| m.clear()).map_err(failed)? }))
+        }
+        _ => unreachable!("memory ops are matched by the caller"),
     }
 }
 

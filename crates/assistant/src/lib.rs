@@ -16,6 +16,7 @@ pub mod chatlog;
 pub mod context;
 pub mod conversation;
 pub mod door;
+pub mod memory;
 pub mod pipeline;
 pub mod retrieval;
 pub mod seams;

@@ -41,6 +41,7 @@ use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
     TurnReport, UnloggedText,
 };
+use crate::memory::{Memory, MemoryBlock};
 use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
     ResultStatus, RuntimeExecutor,
@@ -78,6 +79,8 @@ pub struct ServiceSettings {
     pub docs_block: bool,
     /// Spec 20: the live state block (project summary, connection status) in every turn.
     pub live_state: bool,
+    /// Spec 20 §2: the consented memory's index in every request (when there is a store).
+    pub memory: bool,
     /// How long an approval prompt waits for an answer before the call is denied.
     pub approval_timeout: Duration,
 }
@@ -97,6 +100,7 @@ impl ServiceSettings {
             allow_device_control: false,
             docs_block: true,
             live_state: true,
+            memory: true,
             approval_timeout: Duration::from_secs(300),
         }
     }
@@ -139,6 +143,7 @@ impl fmt::Debug for ServiceSettings {
             .field("allow_device_control", &self.allow_device_control)
             .field("docs_block", &self.docs_block)
             .field("live_state", &self.live_state)
+            .field("memory", &self.memory)
             .field("approval_timeout", &self.approval_timeout)
             .finish()
     }
@@ -367,6 +372,8 @@ struct Inner {
     events: broadcast::Sender<ServiceEvent>,
     turns: Mutex<HashMap<ChatId, RunningTurn>>,
     pending: Mutex<HashMap<PendingKey, PendingApproval>>,
+    /// The consented memory, when the app has one (the door opens it in its data folder).
+    memory: Mutex<Option<Arc<Memory>>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -584,8 +591,19 @@ impl ChatService {
                 events,
                 turns: Mutex::new(HashMap::new()),
                 pending: Mutex::new(HashMap::new()),
+                memory: Mutex::new(None),
             }),
         })
+    }
+
+    /// The commands the assistant works through.
+    pub fn runtime(&self) -> &Commands {
+        &self.inner.runtime
+    }
+
+    /// The memory the turns read (while the `memory` setting is on).
+    pub fn set_memory(&self, memory: Arc<Memory>) {
+        *lock(&self.inner.memory) = Some(memory);
     }
 
     /// Every chat's events, each with its chat id.
@@ -727,8 +745,13 @@ impl ChatService {
         // Checked after the turn is registered: a concurrent delete either saw the turn
         // and refused, or finished before this check.
         lock(&self.inner.log).chat(chat)?;
+        // The message this turn answers (for a retry, the last one in the log).
+        let message = match &text {
+            Some(t) => t.clone(),
+            None => last_user_text(&lock(&self.inner.log).events(chat)?),
+        };
         let (conversation, prompt) = self
-            .prepare(chat, &settings, approve_confirm, unlogged)
+            .prepare(chat, &settings, approve_confirm, unlogged, &message)
             .await?;
         // From here the turn's task owns the chat's entry and frees it when it ends.
         std::mem::forget(slot);
@@ -743,6 +766,7 @@ impl ChatService {
         settings: &ServiceSettings,
         approve_confirm: Arc<AtomicBool>,
         unlogged: Arc<Mutex<UnloggedText>>,
+        message: &str,
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
         let runtime = &self.inner.runtime;
         // The system array from its contributors: what is off is not built (zero bytes).
@@ -757,6 +781,16 @@ impl ChatService {
                 commands: runtime.clone(),
                 chat,
             }));
+        }
+        if settings.memory {
+            if let Some(memory) = lock(&self.inner.memory).clone() {
+                contributors.push(Arc::new(MemoryBlock {
+                    memory,
+                    commands: runtime.clone(),
+                    message: message.to_string(),
+                    chat,
+                }));
+            }
         }
         let system = Arc::new(Contributors::new(contributors, Envelope::random()));
         let tools = ToolSet::new(runtime.specs())?;
@@ -964,4 +998,16 @@ impl Drop for TurnSlot<'_> {
     fn drop(&mut self) {
         lock(&self.inner.turns).remove(&self.chat);
     }
+}
+
+/// The text of the last user message of a log ("" when there is none).
+fn last_user_text(events: &[crate::chatlog::LoggedEvent]) -> String {
+    events
+        .iter()
+        .rev()
+        .find_map(|e| match &e.event {
+            Event::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
 }

@@ -126,6 +126,7 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("project.get", json!({})),
         ("project.validate", json!({})),
         ("project.history", json!({})),
+        ("project.file", json!({})),
         ("project.source.list", json!({})),
         ("project.dataset.get", json!({"id": "ds-1"})),
         ("project.workspace.list", json!({})),

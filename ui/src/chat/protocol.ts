@@ -42,7 +42,7 @@ export type ChatSummary = ChatListEntry;
 export type ChatSettings = SettingsView;
 
 /** The settings fields a person edits. */
-export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl">;
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory">;
 
 export type ModelInfo = ModelEntry;
 
@@ -347,6 +347,7 @@ export function settingsRequest(form: EditableSettings, apiKey?: string | null):
     model: form.model.trim(),
     autoApproveEdits: form.autoApproveEdits,
     allowDeviceControl: form.allowDeviceControl,
+    memory: form.memory,
   };
   if (apiKey === null) req.apiKey = null;
   else if (typeof apiKey === "string" && apiKey.trim()) req.apiKey = apiKey.trim();

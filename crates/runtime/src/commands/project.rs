@@ -110,6 +110,13 @@ struct Imported {
     report: Vec<sextant_import::SummaryItem>,
 }
 
+/// The open project's file.
+#[derive(Serialize, JsonSchema)]
+struct ProjectFile {
+    /// `null` for a project never saved.
+    path: Option<PathBuf>,
+}
+
 #[derive(Serialize, JsonSchema)]
 struct History {
     undo: Vec<String>,
@@ -156,6 +163,7 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register("project.undo", Tier::Confirm, "Undoes the last project edit.", project_undo);
     r.register("project.redo", Tier::Confirm, "Redoes the last undone edit.", project_redo);
     r.register("project.history", Tier::Safe, "Labels of the undo and redo stacks, oldest first.", project_history);
+    r.register("project.file", Tier::Safe, "The open project's file (`path`: null when never saved).", project_file);
     r.register("assistant.checkpoint", Tier::Safe, "Takes a named checkpoint of the project (the last 50 are kept).", assistant_checkpoint);
     r.register("assistant.listCheckpoints", Tier::Safe, "Checkpoints, oldest first.", assistant_list_checkpoints);
     r.register("assistant.restore", Tier::AlwaysConfirm, "Restores the project to a checkpoint (undoable).", assistant_restore);
@@ -302,6 +310,12 @@ fn project_redo(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
     ws.redo()
         .map(Done::detail)
         .ok_or_else(|| CommandError::failed("nothing to redo"))
+}
+
+fn project_file(ws: &mut Workspace, _: NoParams) -> Result<ProjectFile, CommandError> {
+    Ok(ProjectFile {
+        path: ws.path().map(|p| p.to_path_buf()),
+    })
 }
 
 fn project_history(ws: &mut Workspace, _: NoParams) -> Result<History, CommandError> {

@@ -1054,6 +1054,10 @@ export interface SettingsView {
   model: string;
   autoApproveEdits: boolean;
   allowDeviceControl: boolean;
+  /**
+   * The consented memory's index in every request (spec 20 §2; on by default).
+   */
+  memory: boolean;
   hasApiKey: boolean;
   keyStorage: Backend;
 }
