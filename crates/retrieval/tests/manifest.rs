@@ -13,17 +13,23 @@ fn root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
-/// The `#[test]` functions of a Rust file.
+/// The `#[test]` (and `#[tokio::test]`) functions of a Rust file.
 fn tests_in(source: &str) -> Vec<String> {
     let mut out = Vec::new();
     let mut rest = source;
-    while let Some(at) = rest.find("#[test]") {
-        rest = &rest[at + 7..];
+    loop {
+        let next = ["#[test]", "#[tokio::test]"]
+            .iter()
+            .filter_map(|m| rest.find(m).map(|at| (at, m.len())))
+            .min();
+        let Some((at, len)) = next else { break };
+        rest = &rest[at + len..];
         // Skip further attributes (`#[ignore]`, `#[should_panic]`).
         let mut body = rest.trim_start();
         while body.starts_with("#[") {
             body = body[body.find(']').map_or(body.len(), |i| i + 1)..].trim_start();
         }
+        let body = body.strip_prefix("async ").unwrap_or(body);
         if let Some(f) = body.strip_prefix("fn ") {
             let name: String = f
                 .chars()
@@ -184,7 +190,10 @@ fn the_checker_finds_each_kind_of_problem() {
                     .as_array()
                     .unwrap()
                     .iter()
-                    .position(|t| t["name"] != "main")
+                    .position(|t| {
+                        t["name"] != "main"
+                            && t["path"].as_str().unwrap().starts_with("crates/retrieval/")
+                    })
                     .unwrap();
                 m["tests"].as_array_mut().unwrap().remove(test);
             }),
