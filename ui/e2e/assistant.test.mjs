@@ -84,6 +84,34 @@ after(async () => {
   provider?.stop();
 });
 
+test("the Health view: which embedder answers, every stage, a dash where nothing was measured", async () => {
+  const page = await fresh(server.url);
+  await page.click('[data-testid="chat-toggle"]');
+  await page.click('[data-testid="chat-settings"]');
+  const health = page.locator('[data-testid="chat-health"]');
+  await health.locator('[data-testid="chat-health-latency"]').waitFor();
+  const embedder = (await health.locator('[data-testid="chat-health-embedder"]').innerText()).trim();
+  const modelDir = process.env.SEXTANT_EMBEDDING_MODEL_DIR;
+  if (modelDir && existsSync(join(modelDir, "model.safetensors"))) {
+    assert.equal(embedder, "all-MiniLM-L6-v2 (on this computer)");
+  } else {
+    assert.equal(embedder, "Built-in lexicon (deterministic-lexicon-v1)");
+    assert.match(await health.locator('[data-testid="chat-health-fallback"]').innerText(), /not found/);
+  }
+  const rows = health.locator('[data-testid="chat-health-latency"] tbody tr');
+  assert.equal(await rows.count(), 6, "every stage is listed");
+  // This runs first: nothing was retrieved yet, so every latency is a dash, never "0 ms".
+  for (const cell of await health.locator('[data-testid="chat-health-latency"] tbody td').allInnerTexts()) {
+    assert.equal(cell.trim(), "—");
+  }
+  const outcomes = await health.locator('[data-testid="chat-health-outcomes"] tbody tr').allInnerTexts();
+  assert.equal(outcomes.length, 5);
+  assert.match(await health.innerText(), /process-wide/i);
+  await health.scrollIntoViewIfNeeded();
+  await page.screenshot({ path: join(artifacts, "browser-assistant-health-light-en.png") });
+  await page.close();
+});
+
 test("the model adds a gauge the person approves; a denied call reaches the model as an Error", async () => {
   const page = await fresh(server.url);
   await page.click('[data-testid="chat-toggle"]');
@@ -278,30 +306,72 @@ test("the panel: a count said right, the provider's own model, an image as a lin
   }
 });
 
-test("the Health view: which embedder answers, every stage, a dash where nothing was measured", async () => {
-  const page = await fresh(server.url);
-  await page.click('[data-testid="chat-toggle"]');
-  await page.click('[data-testid="chat-settings"]');
-  const health = page.locator('[data-testid="chat-health"]');
-  await health.locator('[data-testid="chat-health-latency"]').waitFor();
-  const embedder = (await health.locator('[data-testid="chat-health-embedder"]').innerText()).trim();
-  const modelDir = process.env.SEXTANT_EMBEDDING_MODEL_DIR;
-  if (modelDir && existsSync(join(modelDir, "model.safetensors"))) {
-    assert.equal(embedder, "all-MiniLM-L6-v2 (on this computer)");
-  } else {
-    assert.equal(embedder, "Built-in lexicon (deterministic-lexicon-v1)");
-    assert.match(await health.locator('[data-testid="chat-health-fallback"]').innerText(), /not found/);
+test("a proposal becomes a fact only when the person presses Remember, and then goes with the next message", async () => {
+  const script = await scriptServer("e2e/anthropic_memory.json");
+  try {
+    const page = await fresh(server.url);
+    await page.click('[data-testid="chat-toggle"]');
+    await page.click('[data-testid="chat-settings"]');
+    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
+    await page.fill('[data-testid="chat-base-url"]', script.url);
+    await page.fill('[data-testid="chat-model"]', "claude-e2e");
+    await page.fill('[data-testid="chat-api-key"]', API_KEY);
+    assert.equal(await page.isChecked('[data-testid="chat-memory"]'), true, "memory is on by default");
+    await page.click('[data-testid="chat-settings-save"]');
+    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+
+    await page.click('[data-testid="chat-new"]');
+    await page.fill('[data-testid="chat-input"]', "the IMU talks at 921600 baud");
+    await page.click('[data-testid="chat-send"]');
+    // The model's proposal is a chip, and nothing is kept yet.
+    const chip = page.locator('[data-testid="memory-chip"]');
+    await chip.waitFor();
+    assert.match(await chip.innerText(), /Use 921600 baud for the IMU/);
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "press Remember" }).waitFor();
+    await page.screenshot({ path: join(artifacts, "browser-assistant-memory-chip-light-en.png") });
+    await page.click('[data-testid="chat-memory-open"]');
+    await page.locator('[data-testid="memory-empty"]').waitFor();
+    await page.click('[data-testid="chat-memory-open"]');
+
+    // Edit, then Remember: kept, and shown in the manager.
+    await chip.locator('[data-testid="memory-chip-edit"]').click();
+    await chip.locator('[data-testid="memory-chip-text"]').fill("Use 921600 baud for the IMU on /dev/ttyACM0");
+    await chip.locator('[data-testid="memory-chip-remember"]').click();
+    await page.locator('[data-testid="memory-chip-kept"]').waitFor();
+    await page.click('[data-testid="chat-memory-open"]');
+    const fact = page.locator('[data-testid="memory-fact"]');
+    await fact.waitFor();
+    assert.match(await fact.innerText(), /\/dev\/ttyACM0/);
+    await page.screenshot({ path: join(artifacts, "browser-assistant-memory-manager-light-en.png") });
+
+    // The next message carries it, after the cache breakpoint, inside the envelope.
+    await page.click('[data-testid="chat-memory-open"]');
+    await page.fill('[data-testid="chat-input"]', "which baud for the IMU?");
+    await page.click('[data-testid="chat-send"]');
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "as you asked me to remember" }).waitFor();
+    const requests = await script.requests();
+    const last = requests.at(-1).body;
+    const system = last.system;
+    const breakpoint = system.findIndex((b) => b.cache_control);
+    const memory = system.findIndex((b) => b.text.includes('source="assistant_memory"'));
+    assert.ok(memory > breakpoint && breakpoint >= 0, "the memory block follows the cache breakpoint");
+    assert.match(system[memory].text, /921600 baud for the IMU on \/dev\/ttyACM0/);
+
+    // Reloaded, the chip stays answered.
+    await page.reload();
+    await page.waitForSelector(".shell");
+    if (!(await page.locator('[data-testid="chat-panel"], .chat-panel').count())) await page.click('[data-testid="chat-toggle"]');
+    await page.locator('[data-testid="chat-item"]').first().click();
+    await page.locator('[data-testid="chat-user"]', { hasText: "921600" }).first().waitFor();
+    await page.locator('[data-testid="memory-chip-kept"]').waitFor();
+    assert.equal(await page.locator('[data-testid="memory-chip"]').count(), 0);
+    // The retrievals that built those requests are in the Health view now.
+    await page.click('[data-testid="chat-settings"]');
+    const total = page.locator('[data-testid="chat-health-latency"] tr[data-stage="total"] td').first();
+    await total.waitFor();
+    assert.match(await total.innerText(), /ms$/);
+    await page.close();
+  } finally {
+    script.stop();
   }
-  const rows = health.locator('[data-testid="chat-health-latency"] tbody tr');
-  assert.equal(await rows.count(), 6, "every stage is listed");
-  // Nothing was retrieved in this chat yet: every latency is a dash, never "0 ms".
-  for (const cell of await health.locator('[data-testid="chat-health-latency"] tbody td').allInnerTexts()) {
-    assert.equal(cell.trim(), "—");
-  }
-  const outcomes = await health.locator('[data-testid="chat-health-outcomes"] tbody tr').allInnerTexts();
-  assert.equal(outcomes.length, 5);
-  assert.match(await health.innerText(), /process-wide/i);
-  await health.scrollIntoViewIfNeeded();
-  await page.screenshot({ path: join(artifacts, "browser-assistant-health-light-en.png") });
-  await page.close();
 });

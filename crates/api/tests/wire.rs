@@ -50,6 +50,16 @@ fn wire_schema() -> Value {
         generator.subschema_for::<ServiceEvent>().to_value(),
     );
     properties.insert(
+        "memoryFact".into(),
+        generator.subschema_for::<sextant_memory::Fact>().to_value(),
+    );
+    properties.insert(
+        "memoryWritten".into(),
+        generator
+            .subschema_for::<sextant_memory::Written>()
+            .to_value(),
+    );
+    properties.insert(
         "retrievalHealth".into(),
         generator
             .subschema_for::<sextant_retrieval::diagnostics::Health>()

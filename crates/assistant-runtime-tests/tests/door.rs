@@ -552,7 +552,7 @@ async fn a_remembered_fact_reaches_the_next_request_after_the_breakpoint_and_a_d
     let second = server.requests()[1].json();
     let body = serde_json::to_string(&second).unwrap();
     assert!(
-        !body.contains("assistant_memory") && !body.contains("921600"),
+        !body.contains("source=\"assistant_memory\"") && !body.contains("921600"),
         "{body}"
     );
     assert_eq!(cached_prefix(&first), cached_prefix(&second));
@@ -588,11 +588,28 @@ async fn memory_off_means_no_memory_bytes_in_the_request() {
     assert!(
         !body.contains("assistant_memory")
             && !body.contains("921600")
-            && !body.contains("remember"),
+            && !body.contains("to remember"),
         "{body}"
     );
-    // Nothing else moved: the same cached prefix, one block fewer after it.
-    assert_eq!(cached_prefix(&on), cached_prefix(&off));
+    // Nothing else moved: the same cached system blocks, the same tools but the proposal
+    // tool, one block fewer after the breakpoint.
+    let cached_system = |b: &Value| {
+        let s = b["system"].as_array().unwrap().clone();
+        let end = s
+            .iter()
+            .position(|x| x.get("cache_control").is_some())
+            .unwrap();
+        s[..=end].to_vec()
+    };
+    assert_eq!(cached_system(&on), cached_system(&off));
+    let mut on_tools = on["tools"].as_array().unwrap().clone();
+    on_tools.retain(|t| t["name"] != "assistant_memory_propose");
+    let mut off_tools = off["tools"].as_array().unwrap().clone();
+    // The last tool carries the cache breakpoint; compare the tools themselves.
+    for t in on_tools.iter_mut().chain(off_tools.iter_mut()) {
+        t.as_object_mut().unwrap().remove("cache_control");
+    }
+    assert_eq!(off_tools, on_tools);
     assert_eq!(
         off["system"].as_array().unwrap().len() + 1,
         on["system"].as_array().unwrap().len()
@@ -666,4 +683,115 @@ async fn the_memory_manager_refuses_what_it_must_and_keeps_facts_across_a_restar
 
 async fn ok_err(door: &ChatDoor, request: Value) -> CommandError {
     err(door, request).await
+}
+
+#[tokio::test]
+async fn a_proposal_is_queued_and_keeps_nothing_and_memory_off_removes_the_tool() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(script("anthropic_memory_propose")).await;
+    let door = open(dir.path(), runtime());
+    ok(
+        &door,
+        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
+               "model": "claude-test", "apiKey": "sk-ant-test"}),
+    )
+    .await;
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    turn(&door, &chat, "the IMU talks at 921600 baud").await;
+    let requests = server.requests();
+    let first = requests[0].json();
+    let tools: Vec<&str> = first["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["name"].as_str().unwrap())
+        .collect();
+    assert!(tools.contains(&"assistant_memory_propose"), "{tools:?}");
+    // The tool result the model read, and the store: queued, nothing kept.
+    let second = requests[1].json();
+    let result = second["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+        .find(|b| b["type"] == "tool_result")
+        .expect("the propose call's result");
+    assert!(result["content"].to_string().contains("queued"), "{result}");
+    assert_eq!(
+        ok(&door, json!({"op": "memoryList"})).await["facts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0
+    );
+    // The card the panel shows the chip on.
+    let history = ok(&door, json!({"op": "history", "chat": chat})).await;
+    let card = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|i| i["type"] == "toolCard")
+        .unwrap();
+    assert_eq!(card["name"], "assistant_memory_propose");
+    assert_eq!(card["status"], "ok");
+    assert_eq!(card["args"]["text"], "Use 921600 baud for the IMU");
+
+    // Memory off: the tool is not offered, and nothing else about the tools changed.
+    let again = ScriptServer::start(script("anthropic_memory_propose")).await;
+    ok(
+        &door,
+        json!({"op": "setSettings", "baseUrl": again.url(), "apiKey": "sk-ant-test", "memory": false}),
+    )
+    .await;
+    let chat2 = ok(&door, json!({"op": "create"})).await["id"].clone();
+    let mut events = door.service().subscribe();
+    ok(&door, json!({"op": "send", "chat": chat2, "text": "hello"})).await;
+    while !matches!(next(&mut events).await, ServiceEventKind::TurnEnded { .. }) {}
+    let off = again.requests()[0].json();
+    let mut on_tools = first["tools"].as_array().unwrap().clone();
+    on_tools.retain(|t| t["name"] != "assistant_memory_propose");
+    assert_eq!(off["tools"].as_array().unwrap(), &on_tools);
+}
+
+#[tokio::test]
+async fn a_message_that_asks_to_be_remembered_gets_a_proposal_and_one_that_asks_about_memory_does_not(
+) {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(Script::load(
+        &fixtures_dir().join("anthropic_two_replies.json"),
+    ))
+    .await;
+    let door = open(dir.path(), runtime());
+    ok(
+        &door,
+        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
+               "model": "claude-test", "apiKey": "sk-ant-test"}),
+    )
+    .await;
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    turn(&door, &chat, "From now on use 921600 baud").await;
+    turn(&door, &chat, "do you remember the baud rate?").await;
+    let history = ok(&door, json!({"op": "history", "chat": chat})).await;
+    let proposals: Vec<&Value> = history["items"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|i| i["type"] == "notice" && i["kind"] == "memory_proposed")
+        .collect();
+    assert_eq!(proposals.len(), 1, "{history}");
+    assert_eq!(
+        proposals[0]["payload"]["text"],
+        "From now on use 921600 baud"
+    );
+    assert_eq!(
+        ok(&door, json!({"op": "memoryList"})).await["facts"]
+            .as_array()
+            .unwrap()
+            .len(),
+        0,
+        "a proposal keeps nothing"
+    );
+    // The model never sees the app's proposal (a log-only event).
+    let body = serde_json::to_string(&server.requests()[1].json()).unwrap();
+    assert!(!body.contains("memory_proposed"), "{body}");
 }

@@ -318,14 +318,39 @@ impl ChatDoor {
                 Ok(to_value(&models))
             }
             "memoryList" | "memorySearch" | "memoryAdd" | "memoryEdit" | "memoryDelete"
-            | "memoryClear" => self.memory_op(op.as_str(), fields).await,
+            | "memoryClear" => {
+                let answered = answered_proposal(&fields)?;
+                let result = self.memory_op(op.as_str(), fields).await?;
+                // A chip's answer is part of its chat's record, so it stays answered.
+                if let (Some((chat, about)), "memoryAdd") = (answered, op.as_str()) {
+                    let payload =
+                        json!({"about": about, "kept": true, "fact": result["fact"]["id"]});
+                    service
+                        .record(chat, MEMORY_ANSWERED, payload)
+                        .map_err(service_error)?;
+                }
+                Ok(result)
+            }
+            "memoryDismiss" => {
+                let (chat, about) = answered_proposal(&fields)?.ok_or_else(|| {
+                    CommandError::invalid("about", "which proposal (`chat` and `about`)")
+                })?;
+                service
+                    .record(
+                        chat,
+                        MEMORY_ANSWERED,
+                        json!({"about": about, "kept": false}),
+                    )
+                    .map_err(service_error)?;
+                Ok(Value::Null)
+            }
             other => Err(CommandError::invalid(
                 "op",
                 format!(
                     "unknown chat op `{other}`; expected one of list, create, rename, delete, \
                      history, send, retry, approve, deny, approveAll, cancel, getSettings, \
                      setSettings, listModels, health, memoryList, memorySearch, memoryAdd, \
-                     memoryEdit, memoryDelete, memoryClear"
+                     memoryEdit, memoryDelete, memoryClear, memoryDismiss"
                 ),
             )),
         }
@@ -420,6 +445,26 @@ impl ChatDoor {
         let view = self.settings_view(&next);
         *guard = next;
         Ok(view)
+    }
+}
+
+/// The log-only event that records a person's answer to a memory proposal:
+/// `{about, kept, fact?}` (`about` names the proposal: `call:<id>`, `seq:<n>`, `msg:<n>`).
+pub const MEMORY_ANSWERED: &str = "memory_answered";
+
+/// The proposal an op answers, when it names one (`chat` and `about`).
+fn answered_proposal(
+    fields: &Map<String, Value>,
+) -> Result<Option<(ChatId, String)>, CommandError> {
+    match fields.get("about") {
+        None | Some(Value::Null) => Ok(None),
+        Some(Value::String(about)) if !about.is_empty() && about.len() <= 200 => {
+            Ok(Some((chat_id(fields)?, about.clone())))
+        }
+        Some(_) => Err(CommandError::invalid(
+            "about",
+            "expected the proposal's key (a short string)",
+        )),
     }
 }
 

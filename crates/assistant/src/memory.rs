@@ -116,3 +116,273 @@ impl PromptContributor for MemoryBlock {
         })
     }
 }
+
+/// The model's one path to the memory: `assistant.memory.propose {category, text}`, which
+/// checks the proposal and answers `{"queued": true}` – and keeps nothing. The panel shows
+/// the call as a chip (Remember / Edit / Dismiss); only the person's Remember writes.
+pub const PROPOSE: &str = "assistant.memory.propose";
+
+/// The commands as a turn with memory on sees them: the runtime's, plus [`PROPOSE`]. Only
+/// built while the `memory` setting is on, so with it off the tool does not exist.
+pub struct ProposeDoor {
+    inner: Commands,
+    specs: Vec<sextant_commands::CommandSpec>,
+}
+
+impl ProposeDoor {
+    pub fn new(inner: Commands) -> ProposeDoor {
+        let mut specs = inner.specs().to_vec();
+        specs.push(sextant_commands::CommandSpec {
+            name: PROPOSE.to_string(),
+            description: "Proposes a fact for the person to remember (a preference, a correction, a \
+                          reference, or a fact of this project). Nothing is kept unless the person \
+                          presses Remember on it."
+                .to_string(),
+            tier: sextant_commands::Tier::Safe,
+            params_schema: json!({
+                "type": "object",
+                "properties": {
+                    "category": {"type": "string", "enum": ["preference", "correction", "reference", "project"]},
+                    "text": {"type": "string", "minLength": 1, "maxLength": sextant_memory::MAX_TEXT_CHARS,
+                             "description": "The fact in one sentence, in the person's words."}
+                },
+                "required": ["category", "text"],
+                "additionalProperties": false
+            }),
+            result_schema: json!({
+                "type": "object",
+                "properties": {"queued": {"type": "boolean"}},
+                "required": ["queued"]
+            }),
+            dry_run: None,
+            examples: Vec::new(),
+        });
+        ProposeDoor { inner, specs }
+    }
+}
+
+/// Checks a proposal's arguments (what the chip will show); nothing is kept.
+fn check_proposal(
+    params: &serde_json::Value,
+) -> Result<serde_json::Value, sextant_commands::CommandError> {
+    use sextant_commands::CommandError;
+    let category = params["category"].as_str().unwrap_or_default();
+    if !["preference", "correction", "reference", "project"].contains(&category) {
+        return Err(CommandError::invalid(
+            "category",
+            "expected preference, correction, reference or project",
+        ));
+    }
+    let text = params["text"].as_str().map(str::trim).unwrap_or_default();
+    if text.is_empty() {
+        return Err(CommandError::invalid("text", "say what to remember"));
+    }
+    let chars = text.chars().count();
+    if chars > sextant_memory::MAX_TEXT_CHARS {
+        return Err(CommandError::invalid(
+            "text",
+            format!(
+                "a fact is at most {} characters; this one has {chars}",
+                sextant_memory::MAX_TEXT_CHARS
+            ),
+        ));
+    }
+    Ok(json!({ "queued": true }))
+}
+
+impl sextant_commands::CommandDoor for ProposeDoor {
+    fn specs(&self) -> &[sextant_commands::CommandSpec] {
+        &self.specs
+    }
+
+    fn assess(&self, command: &str, params: &serde_json::Value) -> Option<String> {
+        if command == PROPOSE {
+            return None;
+        }
+        self.inner.assess(command, params)
+    }
+
+    fn call<'a>(
+        &'a self,
+        caller: Caller,
+        command: &'a str,
+        params: serde_json::Value,
+        policy: Policy,
+    ) -> sextant_commands::BoxFuture<'a, Result<serde_json::Value, sextant_commands::CommandError>>
+    {
+        if command == PROPOSE {
+            return Box::pin(async move { check_proposal(&params) });
+        }
+        self.inner.call(caller, command, params, policy)
+    }
+
+    fn call_approved<'a>(
+        &'a self,
+        caller: Caller,
+        command: &'a str,
+        params: serde_json::Value,
+        policy: Policy,
+    ) -> sextant_commands::BoxFuture<'a, Result<serde_json::Value, sextant_commands::CommandError>>
+    {
+        if command == PROPOSE {
+            return Box::pin(async move { check_proposal(&params) });
+        }
+        self.inner.call_approved(caller, command, params, policy)
+    }
+}
+
+/// The structural event the app logs after a message that asks to be remembered
+/// (`{text, category, phrase}`): the panel shows the same chip as for a proposal.
+pub const PROPOSED: &str = "memory_proposed";
+
+/// The phrases that mark a message as something to remember (English and Chinese), as
+/// shipped in `memory-phrases.json`: a weak model never proposes, so the app does.
+const PHRASES: &str = include_str!("../memory-phrases.json");
+
+#[derive(serde::Deserialize)]
+struct PhraseFile {
+    schema: u32,
+    /// Phrase → category. Matched case-insensitively as a whole phrase.
+    phrases: std::collections::BTreeMap<String, String>,
+    /// Phrases that look like one of the above but ask about memory instead ("do you
+    /// remember"): a message with one of these is never proposed.
+    never: Vec<String>,
+}
+
+/// Proposes a message for the memory when it says "remember that", "from now on", "I
+/// prefer", "记住", "以后" …: deterministic, auditable, precision over recall.
+pub struct PhraseProposer {
+    phrases: Vec<(String, String)>,
+    never: Vec<String>,
+}
+
+impl PhraseProposer {
+    pub fn shipped() -> PhraseProposer {
+        let file: PhraseFile =
+            serde_json::from_str(PHRASES).expect("the shipped phrase table is valid");
+        assert_eq!(file.schema, 1, "the shipped phrase table's schema");
+        let mut phrases: Vec<(String, String)> = file
+            .phrases
+            .into_iter()
+            .map(|(p, c)| (p.to_lowercase(), c))
+            .collect();
+        // The longest phrase wins.
+        phrases.sort_by(|a, b| {
+            b.0.chars()
+                .count()
+                .cmp(&a.0.chars().count())
+                .then(a.0.cmp(&b.0))
+        });
+        PhraseProposer {
+            phrases,
+            never: file.never.into_iter().map(|n| n.to_lowercase()).collect(),
+        }
+    }
+
+    /// The category to propose `text` as, or `None`.
+    pub fn matches(&self, text: &str) -> Option<(&str, &str)> {
+        let lower = text.to_lowercase();
+        if lower.trim_end().ends_with('?') || lower.trim_end().ends_with('？') {
+            return None;
+        }
+        if self.never.iter().any(|n| lower.contains(n.as_str())) {
+            return None;
+        }
+        self.phrases
+            .iter()
+            .find(|(p, _)| contains_phrase(&lower, p))
+            .map(|(p, c)| (p.as_str(), c.as_str()))
+    }
+}
+
+/// `phrase` in `text` as a whole phrase: ASCII phrases at word boundaries; CJK phrases
+/// anywhere (CJK has no spaces between words).
+fn contains_phrase(text: &str, phrase: &str) -> bool {
+    let ascii = phrase.is_ascii();
+    text.match_indices(phrase).any(|(at, _)| {
+        if !ascii {
+            return true;
+        }
+        let before = text[..at].chars().next_back();
+        let after = text[at + phrase.len()..].chars().next();
+        !before.is_some_and(char::is_alphanumeric) && !after.is_some_and(char::is_alphanumeric)
+    })
+}
+
+impl crate::seams::InboundRouter for PhraseProposer {
+    fn route(&self, text: &str) -> Vec<crate::chatlog::Event> {
+        let Some((phrase, category)) = self.matches(text) else {
+            return Vec::new();
+        };
+        tracing::info!(
+            phrase,
+            category,
+            "the message asks to be remembered: proposing it"
+        );
+        let text: String = text
+            .trim()
+            .chars()
+            .take(sextant_memory::MAX_TEXT_CHARS)
+            .collect();
+        vec![crate::chatlog::Event::Structural(
+            crate::chatlog::Structural {
+                kind: PROPOSED.to_string(),
+                payload: json!({ "text": text, "category": category, "phrase": phrase }),
+            },
+        )]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::seams::InboundRouter;
+
+    #[test]
+    fn the_phrase_table_proposes_what_asks_to_be_remembered_and_nothing_else() {
+        let cases: serde_json::Value = serde_json::from_str(
+            &std::fs::read_to_string(concat!(
+                env!("CARGO_MANIFEST_DIR"),
+                "/../../fixtures/memory/phrase-cases.json"
+            ))
+            .unwrap(),
+        )
+        .unwrap();
+        let proposer = PhraseProposer::shipped();
+        for case in cases["propose"].as_array().unwrap() {
+            let text = case["text"].as_str().unwrap();
+            let events = proposer.route(text);
+            assert_eq!(events.len(), 1, "{text} should be proposed");
+            let crate::chatlog::Event::Structural(s) = &events[0] else {
+                panic!("a structural event")
+            };
+            assert_eq!(s.kind, PROPOSED);
+            assert_eq!(s.payload["text"], text.trim());
+            assert_eq!(s.payload["category"], case["category"], "{text}");
+        }
+        for text in cases["ignore"].as_array().unwrap() {
+            let text = text.as_str().unwrap();
+            assert!(
+                proposer.route(text).is_empty(),
+                "{text} should not be proposed"
+            );
+        }
+    }
+
+    #[test]
+    fn a_proposal_is_checked_and_keeps_nothing() {
+        assert_eq!(
+            check_proposal(&json!({"category": "preference", "text": "hex please"})).unwrap(),
+            json!({"queued": true})
+        );
+        assert!(check_proposal(&json!({"category": "gossip", "text": "x"})).is_err());
+        assert!(check_proposal(&json!({"category": "preference", "text": "  "})).is_err());
+        let long = "x".repeat(sextant_memory::MAX_TEXT_CHARS + 1);
+        assert!(
+            check_proposal(&json!({"category": "preference", "text": long}))
+                .unwrap_err()
+                .message
+                .contains("at most")
+        );
+    }
+}

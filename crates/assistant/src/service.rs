@@ -41,13 +41,13 @@ use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
     TurnReport, UnloggedText,
 };
-use crate::memory::{Memory, MemoryBlock};
+use crate::memory::{Memory, MemoryBlock, PhraseProposer, ProposeDoor, PROPOSE};
 use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
     ResultStatus, RuntimeExecutor,
 };
 use crate::seams::{Contributors, DocsBlock, LiveStateBlock, PromptContributor, RoleBlock, Seams};
-use crate::tools::{ToolSet, ToolsError};
+use crate::tools::{ToolSet, ToolsError, DISCOVERY, ESSENTIAL};
 
 /// How many events a subscriber may fall behind before it misses some (it then gets
 /// `RecvError::Lagged` and should re-read [`ChatService::history`]).
@@ -601,6 +601,14 @@ impl ChatService {
         &self.inner.runtime
     }
 
+    /// Records a log-only event in a chat (a person's answer to a memory proposal, say).
+    pub fn record(&self, chat: ChatId, kind: &str, payload: Value) -> Result<(), ServiceError> {
+        let mut log = lock(&self.inner.log);
+        log.chat(chat)?;
+        log.append(chat, &Event::structural(kind, payload))?;
+        Ok(())
+    }
+
     /// The memory the turns read (while the `memory` setting is on).
     pub fn set_memory(&self, memory: Arc<Memory>) {
         *lock(&self.inner.memory) = Some(memory);
@@ -782,6 +790,11 @@ impl ChatService {
                 chat,
             }));
         }
+        // Memory on: its index in every request, its propose command among the tools, and
+        // the app's own proposals from the person's phrasing. Off: none of them is built.
+        let mut seams = Seams::default();
+        let mut commands: Commands = runtime.clone();
+        let mut offered: Vec<&str> = ESSENTIAL.iter().chain(DISCOVERY).copied().collect();
         if settings.memory {
             if let Some(memory) = lock(&self.inner.memory).clone() {
                 contributors.push(Arc::new(MemoryBlock {
@@ -790,10 +803,13 @@ impl ChatService {
                     message: message.to_string(),
                     chat,
                 }));
+                commands = Arc::new(ProposeDoor::new(runtime.clone()));
+                offered.push(PROPOSE);
+                seams.inbound.push(Arc::new(PhraseProposer::shipped()));
             }
         }
         let system = Arc::new(Contributors::new(contributors, Envelope::random()));
-        let tools = ToolSet::new(runtime.specs())?;
+        let tools = ToolSet::with_commands(commands.specs(), &offered)?;
         let prompt = Prompt::new(system.system().await, tools.definitions().to_vec());
         let approver = UiApprover {
             inner: self.inner.clone(),
@@ -801,9 +817,9 @@ impl ChatService {
             approve_confirm,
             timeout: settings.approval_timeout,
         };
-        let pipeline = Pipeline::new(RuntimeExecutor::new(runtime.clone()))
+        let pipeline = Pipeline::new(RuntimeExecutor::new(commands.clone()))
             .approver(approver)
-            .with_safety_tiers(runtime.clone());
+            .with_safety_tiers(commands.clone());
         let conversation = Conversation::new(
             settings.client()?,
             self.inner.log.clone(),
@@ -813,7 +829,7 @@ impl ChatService {
             Settings::new(settings.model.clone()),
         )
         .with_tools(Arc::new(tools))
-        .with_seams(Seams::default())
+        .with_seams(seams)
         .with_system_source(system)
         .with_unlogged_text(unlogged);
         Ok((conversation, prompt))

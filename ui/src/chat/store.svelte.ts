@@ -7,7 +7,7 @@
  *  approval prompts mark their card), and when a turn ends the chat is re-read. Events of
  *  other chats only update the list's running marks. */
 import type { ChatEvent, ChatRequest, Unsubscribe } from "../lib/transport/types";
-import type { Health, HistoryReply } from "../lib/wire/types.gen";
+import type { Category, Fact, Health, HistoryReply, Written } from "../lib/wire/types.gen";
 import { errorText } from "../screens/util";
 import { failed } from "../lib/i18n/index.svelte";
 import {
@@ -353,6 +353,45 @@ export class ChatStore {
     const s = await this.request<ChatSettings>({ op: "getSettings" });
     if (s) this.settings = s;
     return s ?? null;
+  }
+
+  // --- memory (the person's own writes; the model only ever proposes) -------------------
+
+  /** Facts, newest first (of one category), or null when they could not be read. */
+  async memoryList(category?: Category): Promise<Fact[] | null> {
+    const r = await this.request<{ facts: Fact[] }>({ op: "memoryList", ...(category ? { category } : {}) });
+    return r?.facts ?? null;
+  }
+
+  async memorySearch(query: string): Promise<Fact[] | null> {
+    const r = await this.request<{ facts: Fact[] }>({ op: "memorySearch", query });
+    return r?.facts ?? null;
+  }
+
+  /** Keeps a fact the person said yes to; what was kept (redacted), or null with the error
+   *  shown. `about` names the proposal it answers (recorded in the current chat). */
+  async memoryAdd(category: Category, text: string, about?: string): Promise<Written | null> {
+    const answering = about && this.current !== null ? { chat: this.current, about } : {};
+    return (await this.request<Written>({ op: "memoryAdd", category, text, ...answering })) ?? null;
+  }
+
+  /** The person dismissed a proposal: recorded, so it stays dismissed. */
+  async memoryDismiss(about: string): Promise<boolean> {
+    if (this.current === null) return false;
+    return (await this.request<null>({ op: "memoryDismiss", chat: this.current, about })) !== undefined;
+  }
+
+  async memoryEdit(fact: number, text: string): Promise<Written | null> {
+    return (await this.request<Written>({ op: "memoryEdit", fact, text })) ?? null;
+  }
+
+  async memoryDelete(fact: number): Promise<boolean> {
+    return (await this.request<{ deleted: boolean }>({ op: "memoryDelete", fact }))?.deleted === true;
+  }
+
+  /** Deletes every fact; only after the person confirmed. */
+  async memoryClear(): Promise<number | null> {
+    return (await this.request<{ deleted: number }>({ op: "memoryClear", confirmed: true }))?.deleted ?? null;
   }
 
   /** The retrieval health snapshot (numbers and closed enums only), or null. */

@@ -549,6 +549,13 @@ export type ServiceEvent1 =
       detail: string | null;
     };
 /**
+ * What kind of fact.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Category".
+ */
+export type Category = "preference" | "correction" | "reference" | "project";
+/**
  * The embedders Sextant has.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -588,6 +595,8 @@ export interface Wire {
   modelEntry: ModelEntry;
   chatHistory: HistoryReply;
   chatEvent: ServiceEvent;
+  memoryFact: Fact;
+  memoryWritten: Written;
   retrievalHealth: Health;
   importReportLine: ImportReportLine;
 }
@@ -1103,6 +1112,40 @@ export interface StreamingText {
    * UTF-16 code units of the turn's text streamed so far.
    */
   end: number;
+}
+/**
+ * One fact.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Fact".
+ */
+export interface Fact {
+  id: number;
+  category: Category;
+  text: string;
+  /**
+   * The project file it belongs to (project facts only).
+   */
+  project: string | null;
+  createdUnixMs: number;
+  lastUsedUnixMs: number;
+}
+/**
+ * What a write did.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Written".
+ */
+export interface Written {
+  fact: Fact;
+  /**
+   * The fact removed to make room (the least recently used), if one was.
+   */
+  evicted: Fact | null;
+  /**
+   * The kinds of secret taken out of the text.
+   */
+  redacted: string[];
 }
 /**
  * The health DTO: every enum-keyed map complete, a missing latency `null`.
