@@ -795,3 +795,40 @@ async fn a_message_that_asks_to_be_remembered_gets_a_proposal_and_one_that_asks_
     let body = serde_json::to_string(&server.requests()[1].json()).unwrap();
     assert!(!body.contains("memory_proposed"), "{body}");
 }
+
+#[tokio::test]
+async fn a_project_fact_never_reaches_a_request_made_with_another_project_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = ScriptServer::start(Script::load(
+        &fixtures_dir().join("anthropic_two_replies.json"),
+    ))
+    .await;
+    let rt = runtime();
+    let door = open(dir.path(), rt.clone());
+    ok(
+        &door,
+        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
+               "model": "claude-test", "apiKey": "sk-ant-test"}),
+    )
+    .await;
+    // Project A, saved: its fact belongs to it.
+    let a = dir.path().join("rover.json");
+    let b = dir.path().join("drone.json");
+    rt.call_from_ui("project.save", json!({"path": a}), true)
+        .await
+        .unwrap();
+    let fact = ok(&door, json!({"op": "memoryAdd", "category": "project", "text": "the rover GPS runs at 9600 baud"})).await;
+    assert_eq!(fact["fact"]["project"], a.to_str().unwrap());
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    turn(&door, &chat, "what baud does the GPS use?").await;
+    assert!(serde_json::to_string(&server.requests()[0].json())
+        .unwrap()
+        .contains("rover GPS runs at 9600"));
+    // Project B open: the same question carries nothing of A.
+    rt.call_from_ui("project.save", json!({"path": b}), true)
+        .await
+        .unwrap();
+    turn(&door, &chat, "what baud does the GPS use?").await;
+    let body = serde_json::to_string(&server.requests()[1].json()).unwrap();
+    assert!(!body.contains("rover GPS"), "{body}");
+}

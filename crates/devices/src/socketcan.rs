@@ -172,6 +172,19 @@ fn reconfigure(iface: &CanInterface, s: &CanSettings) -> Result<(), ::socketcan:
 }
 
 /// Brings the interface to the settings where it has bit timing to set.
+/// A socket binds to an interface that is down (a virtual one at least) and then receives
+/// nothing: "connected" must mean the interface is up, or a reconnect reports success while
+/// the bus is still down and the frames after it come back are lost.
+fn ensure_up(iface: &CanInterface, name: &str) -> Result<(), DeviceError> {
+    match iface.details() {
+        Ok(details) if !details.is_up => Err(DeviceError::transient(format!(
+            "{name} is down: bring it up with `ip link set {name} up`"
+        ))),
+        // Up, or the kernel would not say: opening the socket tells.
+        _ => Ok(()),
+    }
+}
+
 fn configure(s: &CanSettings) -> Result<(), DeviceError> {
     let name = &s.interface;
     let iface = match CanInterface::open(name) {
@@ -184,12 +197,12 @@ fn configure(s: &CanSettings) -> Result<(), DeviceError> {
         Err(e) => {
             // Nothing to compare with; opening the socket says whether the bus works.
             tracing::debug!(interface = %name, error = %e, "cannot read CAN link parameters");
-            return Ok(());
+            return ensure_up(&iface, name);
         }
     };
     let diffs = differences(&state, s);
     if diffs.is_empty() {
-        return Ok(());
+        return ensure_up(&iface, name);
     }
     reconfigure(&iface, s).map_err(|e| {
         let permission = match &e {
