@@ -375,3 +375,44 @@ test("a proposal becomes a fact only when the person presses Remember, and then 
     script.stop();
   }
 });
+
+test("the memory manager: remember a message, edit, delete, forget everything after a confirmation", async () => {
+  const page = await fresh(server.url);
+  await page.click('[data-testid="chat-toggle"]');
+  // "Remember this" on a message of the person's (the earlier tests left chats).
+  await page.locator('[data-testid="chat-item"]').first().click();
+  const message = page.locator('[data-testid="chat-user"]').first();
+  await message.waitFor();
+  await message.hover();
+  await message.locator('[data-testid="chat-remember"]').click();
+  const chip = page.locator('[data-testid="memory-chip"]').first();
+  await chip.locator('[data-testid="memory-chip-remember"]').click();
+  await page.locator('[data-testid="memory-chip-kept"]').first().waitFor();
+
+  await page.click('[data-testid="chat-memory-open"]');
+  const facts = page.locator('[data-testid="memory-fact"]');
+  await waitFor("the remembered message in the manager", async () => (await facts.count()) >= 2, 10000);
+  const before = await facts.count();
+  // Add one by hand, with a secret in it: kept without the secret.
+  await page.fill('[data-testid="memory-add-text"]', "the bench PSU token=s3cr3t-value-123 is on the wiki");
+  await page.click('[data-testid="memory-add"]');
+  await page.locator('[data-testid="memory-message"]', { hasText: "secret taken out" }).waitFor();
+  await waitFor("the new fact", async () => (await facts.count()) === before + 1, 10000);
+  assert.ok((await page.locator('[data-testid="chat-memory-view"]').innerText()).includes("token=[REDACTED:credential]"));
+  // Edit the first, delete it.
+  const first = facts.first();
+  await first.locator('[data-testid="memory-edit"]').click();
+  await page.locator('[data-testid="chat-memory-view"] li textarea').fill("edited by the person");
+  await page.locator('[data-testid="chat-memory-view"] li button.primary').click();
+  await page.locator('[data-testid="memory-fact"]', { hasText: "edited by the person" }).waitFor();
+  await page.locator('[data-testid="memory-fact"]', { hasText: "edited by the person" }).locator('[data-testid="memory-delete"]').click();
+  await waitFor("the deleted fact gone", async () => (await page.locator('[data-testid="memory-fact"]', { hasText: "edited by the person" }).count()) === 0, 10000);
+  // Forget everything: a dismissed confirmation keeps it all; an accepted one clears.
+  page.once("dialog", (d) => d.dismiss());
+  await page.click('[data-testid="memory-clear"]');
+  assert.ok((await facts.count()) > 0);
+  page.once("dialog", (d) => d.accept());
+  await page.click('[data-testid="memory-clear"]');
+  await page.locator('[data-testid="memory-empty"]').waitFor();
+  await page.close();
+});
