@@ -175,6 +175,28 @@ test("an edit the model asks for is approved in the desktop app and lands in the
   }
 });
 
+test("a remembered fact survives a restart of the desktop app", async () => {
+  // The chat panel is open (the tests above opened it); the manager keeps a fact.
+  await wd.click(await wd.waitFind('[data-testid="chat-memory-open"]'));
+  await wd.waitFind('[data-testid="memory-add-text"]');
+  await setField('[data-testid="memory-add-text"]', "the bench UART runs at 115200 baud 8N1");
+  await wd.click(await wd.find('[data-testid="memory-add"]'));
+  await waitFor("the kept fact", async () => {
+    const facts = await wd.exec(`return [...document.querySelectorAll('[data-testid="memory-fact"]')].map((e) => e.textContent)`);
+    return facts.some((t) => t.includes("115200 baud 8N1"));
+  }, 10000, 200);
+  // Quit and start the app again, on the same data folder.
+  await wd.close();
+  await wd.open({ "tauri:options": { application: desktopBin, args: [join(dir, "bench.json")] } });
+  await wd.click(await wd.waitFind('[data-testid="chat-toggle"]'));
+  await wd.click(await wd.waitFind('[data-testid="chat-memory-open"]'));
+  await waitFor("the fact after the restart", async () => {
+    const facts = await wd.exec(`return [...document.querySelectorAll('[data-testid="memory-fact"]')].map((e) => e.textContent)`);
+    return facts.some((t) => t.includes("115200 baud 8N1"));
+  }, 15000, 200);
+  await wd.screenshot("webview-memory-after-restart-light-en.png");
+});
+
 test("--help prints usage, and without a display the app says what to do instead of panicking", async () => {
   const { spawnSync } = await import("node:child_process");
   const help = spawnSync(desktopBin, ["--help"], { encoding: "utf8", timeout: 20000 });
