@@ -489,12 +489,7 @@ async fn a_remembered_fact_reaches_the_next_request_after_the_breakpoint_and_a_d
     ))
     .await;
     let door = open(dir.path(), runtime());
-    ok(
-        &door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": "claude-test", "apiKey": "sk-ant-test"}),
-    )
-    .await;
+    use_provider(&door, &server).await;
     assert_eq!(
         ok(&door, json!({"op": "getSettings"})).await["memory"],
         true,
@@ -566,12 +561,7 @@ async fn memory_off_means_no_memory_bytes_in_the_request() {
     ))
     .await;
     let door = open(dir.path(), runtime());
-    ok(
-        &door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": "claude-test", "apiKey": "sk-ant-test"}),
-    )
-    .await;
+    use_provider(&door, &server).await;
     ok(
         &door,
         json!({"op": "memoryAdd", "category": "preference", "text": "I prefer 921600 baud"}),
@@ -690,12 +680,7 @@ async fn a_proposal_is_queued_and_keeps_nothing_and_memory_off_removes_the_tool(
     let dir = tempfile::tempdir().unwrap();
     let server = ScriptServer::start(script("anthropic_memory_propose")).await;
     let door = open(dir.path(), runtime());
-    ok(
-        &door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": "claude-test", "apiKey": "sk-ant-test"}),
-    )
-    .await;
+    use_provider(&door, &server).await;
     let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
     turn(&door, &chat, "the IMU talks at 921600 baud").await;
     let requests = server.requests();
@@ -762,12 +747,7 @@ async fn a_message_that_asks_to_be_remembered_gets_a_proposal_and_one_that_asks_
     ))
     .await;
     let door = open(dir.path(), runtime());
-    ok(
-        &door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": "claude-test", "apiKey": "sk-ant-test"}),
-    )
-    .await;
+    use_provider(&door, &server).await;
     let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
     turn(&door, &chat, "From now on use 921600 baud").await;
     turn(&door, &chat, "do you remember the baud rate?").await;
@@ -805,12 +785,7 @@ async fn a_project_fact_never_reaches_a_request_made_with_another_project_open()
     .await;
     let rt = runtime();
     let door = open(dir.path(), rt.clone());
-    ok(
-        &door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": "claude-test", "apiKey": "sk-ant-test"}),
-    )
-    .await;
+    use_provider(&door, &server).await;
     // Project A, saved: its fact belongs to it.
     let a = dir.path().join("rover.json");
     let b = dir.path().join("drone.json");
@@ -831,4 +806,14 @@ async fn a_project_fact_never_reaches_a_request_made_with_another_project_open()
     turn(&door, &chat, "what baud does the GPS use?").await;
     let body = serde_json::to_string(&server.requests()[1].json()).unwrap();
     assert!(!body.contains("rover GPS"), "{body}");
+}
+
+/// Points the door at the scripted Anthropic server.
+async fn use_provider(door: &ChatDoor, server: &ScriptServer) {
+    ok(
+        door,
+        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
+               "model": "claude-test", "apiKey": "sk-ant-test"}),
+    )
+    .await;
 }

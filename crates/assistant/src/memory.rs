@@ -95,21 +95,18 @@ impl PromptContributor for MemoryBlock {
         Box::pin(async move {
             let project = project_path(&self.commands).await;
             let (memory, message) = (self.memory.clone(), self.message.clone());
+            // A request without the memory is still useful: say why, and go on.
             let index = tokio::task::spawn_blocking(move || {
                 memory.with(|store| store.request_index(&message, project.as_deref()))
             })
-            .await;
+            .await
+            .map_err(|e| e.to_string())
+            .and_then(|r| r.map_err(|e| e.to_string()));
             match index {
-                Ok(Ok(Some((text, _)))) => {
-                    Some(format!("{HEADING}\n{}", envelope.wrap(SOURCE, &text)))
-                }
-                Ok(Ok(None)) => None,
-                Ok(Err(e)) => {
-                    tracing::warn!(chat = self.chat, error = %e, "memory left out of the prompt");
-                    None
-                }
-                Err(e) => {
-                    tracing::warn!(chat = self.chat, error = %e, "memory left out of the prompt");
+                Ok(Some((text, _))) => Some(format!("{HEADING}\n{}", envelope.wrap(SOURCE, &text))),
+                Ok(None) => None,
+                Err(error) => {
+                    tracing::warn!(chat = self.chat, %error, "memory left out of the prompt");
                     None
                 }
             }
