@@ -339,7 +339,8 @@ async fn a_registry_tool_call_runs_and_its_result_goes_into_the_next_request() {
         .unwrap();
     assert_eq!(project["title"], json!("Rover"));
 
-    // The log: user, assistant text, the call, its result, the answer.
+    // The log: user, assistant text, the call, the checkpoint taken before it, its result,
+    // the answer.
     let events = chat.events();
     let (content, is_error, denied) = result_of(&events, "toolu_c1");
     assert!(!is_error && !denied, "{content}");
@@ -349,6 +350,10 @@ async fn a_registry_tool_call_runs_and_its_result_goes_into_the_next_request() {
             Event::user("Call the project Rover"),
             Event::assistant("Renaming the project."),
             Event::tool_call("toolu_c1", "project_setTitle", json!({"title": "Rover"})),
+            Event::structural(
+                "checkpoint_created",
+                json!({"id": 1, "callId": "toolu_c1", "command": "project_setTitle"})
+            ),
             Event::tool_result("toolu_c1", content, false),
             Event::assistant("Done."),
         ]

@@ -52,6 +52,9 @@ pub mod kinds {
     /// What one reply cost: `{model, inputTokens, outputTokens, cacheReadTokens,
     /// cacheCreationTokens}` – so a chat's token use is part of its record, not of a page.
     pub const USAGE: &str = "usage";
+    /// The checkpoint taken before an edit: `{id, callId, command}`, logged before the
+    /// edit's result.
+    pub use crate::chatlog::kinds::CHECKPOINT_CREATED;
 }
 
 /// A model that streams replies. Implemented for the provider clients; a trait so the
@@ -608,7 +611,7 @@ impl<M: ChatModel> Conversation<M> {
                 if calls.is_empty() {
                     self.append_text(&trailing)?;
                     for evaluator in &self.seams.verdict {
-                        for event in evaluator.evaluate(&text) {
+                        for event in evaluator.evaluate(&text, &stop) {
                             self.append(&event)?;
                         }
                     }
@@ -777,18 +780,17 @@ impl<M: ChatModel> Conversation<M> {
                     } else {
                         reply.trailing.push_str(&delta);
                     }
-                    if let Some(live) = &self.unlogged {
-                        live.lock().unwrap_or_else(|e| e.into_inner()).push(&delta);
-                    }
                     if !self.seams.verdict.is_empty() {
                         reply.text.push_str(&delta);
                     }
                     let shown = display.push(&delta);
-                    if display.is_empty() || !shown.is_empty() {
-                        let _ = events.send(TurnEvent::TextDelta(shown));
-                    }
+                    self.show(events, shown, display.is_empty());
                 }
                 ProviderEvent::ToolCallStart { index, id, name } => {
+                    // The text before a call is complete: what the filters held back of
+                    // it is settled now, before the call's card.
+                    let held = display.finish();
+                    self.show(events, held, false);
                     let provider_id = id;
                     let id = ids.start(index, &provider_id);
                     let _ = events.send(TurnEvent::ToolCallStarted {
@@ -825,9 +827,7 @@ impl<M: ChatModel> Conversation<M> {
             }
         };
         let held = display.finish();
-        if !held.is_empty() {
-            let _ = events.send(TurnEvent::TextDelta(held));
-        }
+        self.show(events, held, false);
         // A stopped reply never gets the provider's final count (OpenAI-compatible servers
         // send usage last, Anthropic sends the output count last): what was streamed is
         // still paid for, so it is shown as an estimate (about four characters a token).
@@ -840,6 +840,19 @@ impl<M: ChatModel> Conversation<M> {
         // A malformed call ends the stream like a call would: the text before it goes first.
         self.append_text(&text)?;
         Ok(reply)
+    }
+
+    /// Sends text a person may see now, and keeps it for a door that shows the chat
+    /// mid-reply (the same text, so both count the same positions). Empty text is sent
+    /// only when `even_empty` (no display filters: every delta as it came).
+    fn show(&self, events: &UnboundedSender<TurnEvent>, shown: String, even_empty: bool) {
+        if shown.is_empty() && !even_empty {
+            return;
+        }
+        if let Some(live) = &self.unlogged {
+            live.lock().unwrap_or_else(|e| e.into_inner()).push(&shown);
+        }
+        let _ = events.send(TurnEvent::TextDelta(shown));
     }
 
     /// Runs `calls` in parallel, appending each result as it arrives. Returns `false` when
@@ -894,6 +907,14 @@ impl<M: ChatModel> Conversation<M> {
             };
             let result = outcome.result;
             done.insert(result.id.clone());
+            // The checkpoint taken before an edit is on record next to it (the handoff
+            // digest and the card's restore offer read it from here).
+            if let Some(checkpoint) = outcome.trace.exec.checkpoint {
+                self.append(&Event::structural(
+                    kinds::CHECKPOINT_CREATED,
+                    json!({ "id": checkpoint, "callId": result.id, "command": result.name }),
+                ))?;
+            }
             self.append_result(events, &result.id, result.status, result.content)?;
         }
         // A tool that ignores its cancel signal (or an approval prompt nobody answers) must

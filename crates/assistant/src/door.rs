@@ -20,8 +20,11 @@ use sextant_secrets::{Backend, SecretStore};
 
 use crate::chatlog::{ChatId, ChatLogError, ChatSummary, UiItem};
 use crate::memory::Memory;
+use crate::probe::{Compliance, Degraded, COMPLIANCE_FILE};
 use crate::retrieval::Retrieval;
-use crate::service::{ChatService, ProviderKind, ServiceError, ServiceEventKind, ServiceSettings};
+use crate::service::{
+    ChatService, Mechanisms, ProviderKind, ServiceError, ServiceEventKind, ServiceSettings,
+};
 
 /// How long a settings change waits for the key store.
 const KEY_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -43,8 +46,10 @@ struct StoredSettings {
     model: String,
     auto_approve_edits: bool,
     allow_device_control: bool,
-    /// The consented memory's index in every request (spec 20 §2; on by default).
-    memory: bool,
+    /// The assistant's mechanisms (`memory`, `contextProbe`, `handoffSeeding`), each on
+    /// by default.
+    #[serde(flatten)]
+    mechanisms: Mechanisms,
 }
 
 impl Default for StoredSettings {
@@ -55,7 +60,7 @@ impl Default for StoredSettings {
             model: "claude-sonnet-4-5".into(),
             auto_approve_edits: false,
             allow_device_control: false,
-            memory: true,
+            mechanisms: Mechanisms::default(),
         }
     }
 }
@@ -101,6 +106,8 @@ pub struct HistoryReply {
     /// The reply streaming now: its text not yet in `items`, and where the next
     /// `textDelta` starts, so the page skips what it has.
     streaming: Option<StreamingText>,
+    /// The context probe's degraded state (spec 20 §1), folded from the log: the banner.
+    degraded: Option<Degraded>,
 }
 
 #[derive(Debug, Serialize, schemars::JsonSchema)]
@@ -120,11 +127,11 @@ fn default_base_url(provider: ProviderKind) -> &'static str {
 /// The keyring entry of a provider's key. Per provider and address, so switching between a
 /// local server and a hosted one keeps both keys.
 fn key_name(provider: ProviderKind, base_url: &str) -> String {
-    let provider = match provider {
-        ProviderKind::Anthropic => "anthropic",
-        ProviderKind::OpenaiCompatible => "openai-compatible",
-    };
-    format!("api-key:{provider}:{}", base_url.trim_end_matches('/'))
+    format!(
+        "api-key:{}:{}",
+        provider.name(),
+        base_url.trim_end_matches('/')
+    )
 }
 
 /// The chat panel's backend: one per app.
@@ -164,13 +171,16 @@ impl ChatDoor {
         let mut settings = ServiceSettings::new(stored.provider, &stored.base_url, &stored.model);
         settings.auto_approve_edits = stored.auto_approve_edits;
         settings.allow_device_control = stored.allow_device_control;
-        settings.memory = stored.memory;
+        settings.mechanisms = stored.mechanisms;
         settings.api_key = read_key(&secrets, &stored);
         let service =
             ChatService::open(dir.join(CHATS_FILE), runtime, settings).map_err(service_error)?;
         let retrieval = std::sync::Arc::new(Retrieval::open(dir));
         let memory = std::sync::Arc::new(Memory::new(dir.join(MEMORY_FILE), retrieval.clone()));
         service.set_memory(memory.clone());
+        service.set_compliance(std::sync::Arc::new(Compliance::open(
+            &dir.join(COMPLIANCE_FILE),
+        )));
         Ok(ChatDoor {
             service,
             dir: dir.to_path_buf(),
@@ -221,6 +231,17 @@ impl ChatDoor {
                 let id = service.create_chat(title).map_err(service_error)?;
                 Ok(json!({ "id": id }))
             }
+            // "Start fresh chat" and the list's "New chat from handoff".
+            "newChatFromHandoff" => {
+                let from = chat_id(&fields)?;
+                let title = optional_str(&fields, "title")?
+                    .map(str::trim)
+                    .filter(|t| !t.is_empty());
+                let id = service
+                    .new_chat_from_handoff(from, title)
+                    .map_err(service_error)?;
+                Ok(json!({ "id": id }))
+            }
             "rename" => {
                 let chat = chat_id(&fields)?;
                 let title = required_str(&fields, "title")?;
@@ -238,10 +259,12 @@ impl ChatDoor {
                 // A long chat's fold takes milliseconds of CPU under the log's lock: off
                 // the async workers, which also carry telemetry and the other chats.
                 let reader = service.clone();
-                let (items, live) = tokio::task::spawn_blocking(move || reader.history_live(chat))
-                    .await
-                    .map_err(|e| CommandError::failed(format!("reading the chat stopped: {e}")))?
-                    .map_err(service_error)?;
+                let ((items, live), degraded) = tokio::task::spawn_blocking(move || {
+                    Ok::<_, ServiceError>((reader.history_live(chat)?, reader.degraded(chat)?))
+                })
+                .await
+                .map_err(|e| CommandError::failed(format!("reading the chat stopped: {e}")))?
+                .map_err(service_error)?;
                 Ok(to_value(&HistoryReply {
                     items,
                     running: live.is_some(),
@@ -250,6 +273,7 @@ impl ChatDoor {
                         text: l.text,
                         end: l.streamed,
                     }),
+                    degraded,
                 }))
             }
             "send" => {
@@ -347,7 +371,7 @@ impl ChatDoor {
             other => Err(CommandError::invalid(
                 "op",
                 format!(
-                    "unknown chat op `{other}`; expected one of list, create, rename, delete, \
+                    "unknown chat op `{other}`; expected one of list, create, newChatFromHandoff, rename, delete, \
                      history, send, retry, approve, deny, approveAll, cancel, getSettings, \
                      setSettings, listModels, health, memoryList, memorySearch, memoryAdd, \
                      memoryEdit, memoryDelete, memoryClear, memoryDismiss"
@@ -439,7 +463,7 @@ impl ChatDoor {
         settings.model = next.model.clone();
         settings.auto_approve_edits = next.auto_approve_edits;
         settings.allow_device_control = next.allow_device_control;
-        settings.memory = next.memory;
+        settings.mechanisms = next.mechanisms;
         settings.api_key = key;
         self.service.set_settings(settings);
         let view = self.settings_view(&next);

@@ -24,7 +24,7 @@
 
 use std::sync::Arc;
 
-use sextant_providers::{Message, SystemBlock, ToolDefinition};
+use sextant_providers::{Message, StopReason, SystemBlock, ToolDefinition};
 
 use crate::chatlog::Event;
 use crate::context::{Envelope, LiveState, ROLE_TEXT};
@@ -81,9 +81,10 @@ pub trait DisplayFilters: Send + Sync {
     fn start(&self) -> Box<dyn DisplayFilter>;
 }
 
-/// [verdict] Reads the turn's final reply; the events it returns are logged after it.
+/// [verdict] Reads the turn's final reply (its raw text, and why it stopped); the events it
+/// returns are logged after it.
 pub trait ReplyEvaluator: Send + Sync {
-    fn evaluate(&self, reply: &str) -> Vec<Event>;
+    fn evaluate(&self, reply: &str, stop: &StopReason) -> Vec<Event>;
 }
 
 /// What a turn is built from, besides the model, the log and the tool pipeline.

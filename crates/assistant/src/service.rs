@@ -41,11 +41,13 @@ use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
     TurnReport, UnloggedText,
 };
+use crate::handoff;
 use crate::memory::{Memory, MemoryBlock, PhraseProposer, ProposeDoor, PROPOSE};
 use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
     ResultStatus, RuntimeExecutor,
 };
+use crate::probe::{self, Compliance};
 use crate::seams::{Contributors, DocsBlock, LiveStateBlock, PromptContributor, RoleBlock, Seams};
 use crate::tools::{ToolSet, ToolsError, DISCOVERY, ESSENTIAL};
 
@@ -60,6 +62,40 @@ pub enum ProviderKind {
     Anthropic,
     /// Chat Completions: OpenAI, Ollama, llama.cpp, vLLM, LM Studio, OpenRouter, …
     OpenaiCompatible,
+}
+
+/// The assistant's mechanisms, each its own persisted setting (spec 20, "Settings"), all on
+/// by default. Off means absent: a mechanism that is off is not built for the turn and adds
+/// zero bytes to its requests.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Mechanisms {
+    /// Spec 20 §2: the consented memory's index in every request (when there is a store).
+    pub memory: bool,
+    /// Spec 20 §1: the sentinel instruction, its strip and its verdicts.
+    pub context_probe: bool,
+    /// Spec 20 §3: a chat started from another carries that chat's digest.
+    pub handoff_seeding: bool,
+}
+
+impl Default for Mechanisms {
+    fn default() -> Self {
+        Mechanisms {
+            memory: true,
+            context_probe: true,
+            handoff_seeding: true,
+        }
+    }
+}
+
+impl ProviderKind {
+    /// The stored name (`anthropic`, `openai-compatible`).
+    pub fn name(self) -> &'static str {
+        match self {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenaiCompatible => "openai-compatible",
+        }
+    }
 }
 
 /// The user's assistant settings. `Debug` never shows the API key.
@@ -79,8 +115,8 @@ pub struct ServiceSettings {
     pub docs_block: bool,
     /// Spec 20: the live state block (project summary, connection status) in every turn.
     pub live_state: bool,
-    /// Spec 20 §2: the consented memory's index in every request (when there is a store).
-    pub memory: bool,
+    /// Which of the assistant's mechanisms are on.
+    pub mechanisms: Mechanisms,
     /// How long an approval prompt waits for an answer before the call is denied.
     pub approval_timeout: Duration,
 }
@@ -100,7 +136,7 @@ impl ServiceSettings {
             allow_device_control: false,
             docs_block: true,
             live_state: true,
-            memory: true,
+            mechanisms: Mechanisms::default(),
             approval_timeout: Duration::from_secs(300),
         }
     }
@@ -143,7 +179,7 @@ impl fmt::Debug for ServiceSettings {
             .field("allow_device_control", &self.allow_device_control)
             .field("docs_block", &self.docs_block)
             .field("live_state", &self.live_state)
-            .field("memory", &self.memory)
+            .field("mechanisms", &self.mechanisms)
             .field("approval_timeout", &self.approval_timeout)
             .finish()
     }
@@ -374,6 +410,9 @@ struct Inner {
     pending: Mutex<HashMap<PendingKey, PendingApproval>>,
     /// The consented memory, when the app has one (the door opens it in its data folder).
     memory: Mutex<Option<Arc<Memory>>>,
+    /// Which models reproduce the probe's sentinel (in memory until the door gives the
+    /// persisted one).
+    compliance: Mutex<Arc<Compliance>>,
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -592,6 +631,7 @@ impl ChatService {
                 turns: Mutex::new(HashMap::new()),
                 pending: Mutex::new(HashMap::new()),
                 memory: Mutex::new(None),
+                compliance: Mutex::new(Arc::new(Compliance::in_memory())),
             }),
         })
     }
@@ -607,6 +647,41 @@ impl ChatService {
         log.chat(chat)?;
         log.append(chat, &Event::structural(kind, payload))?;
         Ok(())
+    }
+
+    /// The probe's compliance store the turns use (the door's is persisted in its folder).
+    pub fn set_compliance(&self, compliance: Arc<Compliance>) {
+        *lock(&self.inner.compliance) = compliance;
+    }
+
+    /// Starts a chat from `from`: with `handoff_seeding` on, seeded with `from`'s digest (a
+    /// `handoff_seeded` event its requests carry); off, an empty chat. `title` defaults to
+    /// `from`'s.
+    pub fn new_chat_from_handoff(
+        &self,
+        from: ChatId,
+        title: Option<&str>,
+    ) -> Result<ChatId, ServiceError> {
+        let seeding = self.settings().mechanisms.handoff_seeding;
+        let specs = self.inner.runtime.specs();
+        let tier = |command: &str| specs.iter().find(|s| s.name == command).map(|s| s.tier);
+        let mut log = lock(&self.inner.log);
+        let source = log.chat(from)?;
+        let digest = handoff::digest(&source.title, &log.events(from)?, &tier);
+        let id = log.create_chat(title.unwrap_or(&source.title))?;
+        if seeding {
+            if let Err(e) = log.append(id, &handoff::seed_event(from, &digest)) {
+                // No half-made chat: a seeded chat or none.
+                let _ = log.delete_chat(id);
+                return Err(e.into());
+            }
+        }
+        Ok(id)
+    }
+
+    /// The chat's degraded state (spec 20 §1), folded from its probe verdicts.
+    pub fn degraded(&self, chat: ChatId) -> Result<Option<probe::Degraded>, ServiceError> {
+        Ok(probe::degraded(&lock(&self.inner.log).events(chat)?))
     }
 
     /// The memory the turns read (while the `memory` setting is on).
@@ -778,8 +853,9 @@ impl ChatService {
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
         let runtime = &self.inner.runtime;
         // The system array from its contributors: what is off is not built (zero bytes).
+        let on = settings.mechanisms;
         let mut contributors: Vec<Arc<dyn PromptContributor>> = vec![Arc::new(RoleBlock {
-            probe_instruction: None,
+            probe_instruction: on.context_probe.then(|| probe::INSTRUCTION.to_string()),
         })];
         if settings.docs_block {
             contributors.push(Arc::new(DocsBlock(DOCS_TEXT.to_string())));
@@ -795,7 +871,7 @@ impl ChatService {
         let mut seams = Seams::default();
         let mut commands: Commands = runtime.clone();
         let mut offered: Vec<&str> = ESSENTIAL.iter().chain(DISCOVERY).copied().collect();
-        if settings.memory {
+        if on.memory {
             if let Some(memory) = lock(&self.inner.memory).clone() {
                 contributors.push(Arc::new(MemoryBlock {
                     memory,
@@ -807,6 +883,21 @@ impl ChatService {
                 offered.push(PROPOSE);
                 seams.inbound.push(Arc::new(PhraseProposer::shipped()));
             }
+        }
+        // The seed of a chat started from another, frozen in its log.
+        if on.handoff_seeding {
+            if let Some(seed) = handoff::seed(&lock(&self.inner.log).events(chat)?) {
+                contributors.push(Arc::new(handoff::block(seed)));
+            }
+        }
+        // The probe: its instruction is in the role block above; here its strip on every
+        // streamed reply and its verdict on every final one.
+        if on.context_probe {
+            seams.display.push(Arc::new(probe::ProbeDisplay));
+            seams.verdict.push(Arc::new(probe::ProbeEvaluator {
+                compliance: lock(&self.inner.compliance).clone(),
+                key: probe::model_key(settings.provider.name(), &settings.model),
+            }));
         }
         let system = Arc::new(Contributors::new(contributors, Envelope::random()));
         let tools = ToolSet::with_commands(commands.specs(), &offered)?;

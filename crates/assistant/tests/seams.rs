@@ -139,7 +139,7 @@ impl InboundRouter for Note {
     }
 }
 impl ReplyEvaluator for Note {
-    fn evaluate(&self, reply: &str) -> Vec<Event> {
+    fn evaluate(&self, reply: &str, _: &sextant_providers::StopReason) -> Vec<Event> {
         vec![Event::structural(self.0, json!({ "reply": reply }))]
     }
 }

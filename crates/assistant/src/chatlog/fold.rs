@@ -16,6 +16,8 @@
 //! - A compaction record removes from the history everything that came from events up to
 //!   its `through`, results whose calls went with them, and puts its summary first.
 //! - Structural events are log-only: the UI shows them as notices, the model never.
+//! - The UI's assistant text has the context probe's sentinel stripped; the history's
+//!   keeps it.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 
@@ -170,9 +172,11 @@ impl Fold {
             Event::Assistant { text } => {
                 self.interrupt_open(true);
                 self.push(seq, Role::Assistant, Block::Text { text: text.clone() });
+                // The model's history keeps the raw reply; a person never sees the
+                // probe's sentinel (whether or not the probe is on now).
                 self.ui.push(UiItem::Assistant {
                     seq,
-                    text: text.clone(),
+                    text: crate::probe::strip_for_display(text).to_string(),
                 });
             }
             Event::ToolCall { id, name, args } => {

@@ -1064,9 +1064,17 @@ export interface SettingsView {
   autoApproveEdits: boolean;
   allowDeviceControl: boolean;
   /**
-   * The consented memory's index in every request (spec 20 §2; on by default).
+   * Spec 20 §2: the consented memory's index in every request (when there is a store).
    */
   memory: boolean;
+  /**
+   * Spec 20 §1: the sentinel instruction, its strip and its verdicts.
+   */
+  contextProbe: boolean;
+  /**
+   * Spec 20 §3: a chat started from another carries that chat's digest.
+   */
+  handoffSeeding: boolean;
   hasApiKey: boolean;
   keyStorage: Backend;
 }
@@ -1101,6 +1109,10 @@ export interface HistoryReply {
    * `textDelta` starts, so the page skips what it has.
    */
   streaming: StreamingText | null;
+  /**
+   * The context probe's degraded state (spec 20 §1), folded from the log: the banner.
+   */
+  degraded: Degraded | null;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -1112,6 +1124,28 @@ export interface StreamingText {
    * UTF-16 code units of the turn's text streamed so far.
    */
   end: number;
+}
+/**
+ * A chat's degraded state, folded from its `probe_verdict` events: set by the first
+ * degrading verdict, kept until the chat ends (only a new chat clears it), naming the
+ * latest failure.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Degraded".
+ */
+export interface Degraded {
+  /**
+   * `mutated` or `missing`.
+   */
+  verdict: string;
+  /**
+   * The drifted anchor, or `format` / `truncated`.
+   */
+  drift: string | null;
+  /**
+   * The verdict's event.
+   */
+  seq: number;
 }
 /**
  * One fact.

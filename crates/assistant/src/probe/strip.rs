@@ -1,0 +1,182 @@
+//! Taking the sentinel out of what a person sees (spec 20 §1, "streaming-safe strip").
+//!
+//! Everything works on the *accumulated* text of a reply, never on one chunk: a chunk may
+//! end in the middle of the marker. The rules:
+//!
+//! - Only the tail is stripped: the last occurrence of the marker's opening, when it is
+//!   closed by `]]` with nothing but whitespace after it, or never closed at all (a reply
+//!   cut inside the sentinel). The whitespace before it goes too, and so does a sentinel
+//!   repeated right before it (still the tail).
+//! - A closed marker followed by more text was quoted mid-text: kept.
+//! - An unclosed marker followed by a line break is not the sentinel: kept.
+//! - While streaming, a trailing piece that could still turn out to be the sentinel (a
+//!   prefix of the opening, an unclosed or just-closed marker, trailing whitespace) is
+//!   **held back** until the text that follows rules it in or out.
+//!
+//! What the held-back display shows is always a prefix of what the final strip shows, for
+//! any continuation (each hold starts at or before every place the final strip could cut),
+//! so a display only ever grows: the marker never flashes and nothing shown is taken back.
+
+use crate::seams::{DisplayFilter, DisplayFilters};
+
+use super::OPEN;
+
+const CLOSE: &str = "]]";
+
+/// What follows the last marker opening.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Form {
+    /// Closed by `]]` before any line break; `blank_after`: only whitespace follows.
+    Closed { blank_after: bool },
+    /// A line break comes before any `]]`: not the sentinel.
+    BrokenLine,
+    /// Neither `]]` nor a line break yet.
+    Unclosed,
+}
+
+/// `rest` starts with [`OPEN`].
+pub(crate) fn form(rest: &str) -> Form {
+    let body = &rest[OPEN.len()..];
+    let close = body.find(CLOSE);
+    let line = body.find('\n');
+    match close {
+        Some(close) if line.is_none_or(|n| close < n) => Form::Closed {
+            blank_after: body[close + CLOSE.len()..].trim().is_empty(),
+        },
+        _ if line.is_some() => Form::BrokenLine,
+        _ => Form::Unclosed,
+    }
+}
+
+/// Where the sentinels at the tail of `text[..end]` begin: peels, from the end, trailing
+/// whitespace and every marker that is closed with nothing after it or never closed (each
+/// starts at the last opening left, since a marker's body holds no opening), until the
+/// tail is ordinary text.
+fn peel(text: &str, mut end: usize) -> usize {
+    loop {
+        end = text[..end].trim_end().len();
+        match text[..end].rfind(OPEN) {
+            Some(at)
+                if matches!(
+                    form(&text[at..end]),
+                    Form::Closed { blank_after: true } | Form::Unclosed
+                ) =>
+            {
+                end = at
+            }
+            _ => return end,
+        }
+    }
+}
+
+/// The text as a person sees it once the reply is complete: the sentinel (and the
+/// whitespace before it) removed from the tail – a repeated one too – and trailing
+/// whitespace trimmed; anything else unchanged. Safe on any text, whether or not the probe
+/// is on: it only removes Sextant's own marker.
+pub fn strip_for_display(text: &str) -> &str {
+    &text[..peel(text, text.len())]
+}
+
+/// Where a trailing piece of `text` that is a proper prefix of [`OPEN`] starts (the
+/// longest such piece), if there is one.
+fn partial_opening(text: &str) -> Option<usize> {
+    (1..OPEN.len().min(text.len() + 1))
+        .rev()
+        .find(|&k| text.ends_with(&OPEN[..k]))
+        .map(|k| text.len() - k)
+}
+
+/// How much of a reply still streaming may be shown now: [`strip_for_display`] of it, less
+/// a trailing piece that may still become the marker's opening. Every prefix of a text in
+/// which the final strip would cut is cut here at or before that place, so what this shows
+/// is a prefix of what any continuation finally shows.
+pub fn shown_while_streaming(text: &str) -> &str {
+    let mut end = text.trim_end().len();
+    if let Some(at) = partial_opening(&text[..end]) {
+        end = at;
+    }
+    &text[..peel(text, end)]
+}
+
+/// One reply's display: feeds the accumulated text through the strip and hands out only
+/// what is new.
+#[derive(Debug, Default)]
+pub struct StripFilter {
+    text: String,
+    /// Bytes of `text` already shown.
+    shown: usize,
+}
+
+impl StripFilter {
+    fn release(&mut self, visible: usize) -> String {
+        if visible <= self.shown {
+            return String::new();
+        }
+        let out = self.text[self.shown..visible].to_string();
+        self.shown = visible;
+        out
+    }
+}
+
+impl DisplayFilter for StripFilter {
+    fn push(&mut self, delta: &str) -> String {
+        self.text.push_str(delta);
+        let visible = shown_while_streaming(&self.text).len();
+        self.release(visible)
+    }
+
+    fn finish(&mut self) -> String {
+        let visible = strip_for_display(&self.text).len();
+        let out = self.release(visible);
+        // The next piece of the reply (after a tool call) starts afresh.
+        self.text.clear();
+        self.shown = 0;
+        out
+    }
+}
+
+/// The probe's display filter factory: one [`StripFilter`] per reply.
+pub struct ProbeDisplay;
+
+impl DisplayFilters for ProbeDisplay {
+    fn start(&self) -> Box<dyn DisplayFilter> {
+        Box::new(StripFilter::default())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::probe::SENTINEL;
+
+    #[test]
+    fn the_final_strip_follows_the_rules() {
+        let s = SENTINEL;
+        let cases = [
+            (format!("Done.\n{s}"), "Done."),
+            (format!("Done.\n{s}\n"), "Done."),
+            (format!("Done. {s}"), "Done."),
+            (format!("quote {s} and more"), "quote {s} and more"),
+            (
+                "a\n[[SXT-PROBE askfirst\nmore".to_string(),
+                "a\n[[SXT-PROBE askfirst\nmore",
+            ),
+            ("cut\n[[SXT-PROBE askfirst fen".to_string(), "cut"),
+            ("no marker  ".to_string(), "no marker"),
+            (format!("twice\n{s}\n{s}"), "twice"),
+        ];
+        for (text, want) in cases {
+            let want = want.replace("{s}", s);
+            assert_eq!(strip_for_display(&text), want, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn a_partial_opening_is_held_and_released_when_ruled_out() {
+        let mut f = StripFilter::default();
+        assert_eq!(f.push("Hi [["), "Hi");
+        assert_eq!(f.push("SX"), "");
+        assert_eq!(f.push("Y"), " [[SXY");
+        assert_eq!(f.finish(), "");
+    }
+}
