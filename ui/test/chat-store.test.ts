@@ -18,6 +18,8 @@ import {
   formatTokens,
   commandCall,
   commandName,
+  chatMarkdown,
+  degradedText,
   type ChatItem,
 } from "../src/chat/protocol";
 
@@ -653,9 +655,9 @@ describe("chat store: settings", () => {
     svc.handlers.getSettings = () => saved;
     svc.handlers.setSettings = (r) => ({ ...saved, ...r, op: undefined, apiKey: undefined, hasApiKey: r.apiKey === null ? false : true });
     expect(await store.loadSettings()).toEqual(saved);
-    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true };
+    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false };
     await store.saveSettings(form);
-    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true });
+    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false });
     await store.saveSettings(form, "  ");
     expect("apiKey" in svc.ops("setSettings")[1]).toBe(false);
     await store.saveSettings(form, " sk-123 ");
@@ -747,7 +749,7 @@ describe("chat helpers", () => {
     expect(prettyArgs(undefined)).toBe("");
     expect(prettyArgs({ a: 1 })).toBe('{\n  "a": 1\n}');
     expect([950, 12_345, 1_500, 2_500_000].map(formatTokens)).toEqual(["950", "12k", "1.5k", "2.5M"]);
-    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true })).not.toHaveProperty("apiKey");
+    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true })).not.toHaveProperty("apiKey");
   });
 
   it("unknown history items become notices instead of vanishing; duplicate call ids get their own keys", () => {
@@ -762,5 +764,69 @@ describe("chat helpers", () => {
     expect(items[1]).toMatchObject({ status: "interrupted" });
     expect(items[2]).toMatchObject({ status: "error" });
     expect(noticeText(items[0] as any)).toMatchObject({ key: "chat.notice.other", vars: { kind: "skillCard" } });
+  });
+});
+
+describe("chat store: context health and handoff", () => {
+  const sentinelFree = [
+    { type: "user", seq: 1, text: "rename the project" },
+    { type: "toolCard", seq: 2, id: "c1", name: "project_setTitle", args: { title: "Bench A" }, status: "ok", result: "{}" },
+    { type: "notice", seq: 3, kind: "checkpoint_created", payload: { id: 7, callId: "c1", command: "project.setTitle" } },
+    { type: "assistant", seq: 4, text: "Renamed." },
+    { type: "notice", seq: 5, kind: "probe_verdict", payload: { verdict: "mutated", drift: "idsfresh", degraded: true } },
+  ];
+
+  it("verdicts are not rows, the checkpoint sits on its card, the banner comes from `degraded`", async () => {
+    const { store } = await setup({
+      1: { items: sentinelFree, running: false, approvals: [], degraded: { verdict: "mutated", drift: "idsfresh", seq: 5 } },
+    });
+    expect(types(store.items)).toEqual(["user", "toolCard", "assistant"]);
+    expect(card(store, "c1").checkpoint).toBe(7);
+    expect(store.degraded).toEqual({ verdict: "mutated", drift: "idsfresh", seq: 5 });
+    // Another chat is not degraded; opening it clears the banner.
+    await store.select(2);
+    expect(store.degraded).toBeNull();
+  });
+
+  it("an old checkpoint record without a call stays a notice", () => {
+    const items = normalizeItems([{ type: "notice", seq: 1, kind: "checkpoint_created", payload: { id: 3 } }]);
+    expect(types(items)).toEqual(["notice"]);
+  });
+
+  it("starting a chat from the handoff opens the new chat", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.newChatFromHandoff = () => ({ id: 3 });
+    svc.handlers.list = () => [summary(3, "Gauges (continued)"), summary(2, "Other"), summary(1, "Gauges")];
+    expect(await store.fromHandoff(1, "Gauges (continued)")).toBe(3);
+    expect(svc.ops("newChatFromHandoff")).toEqual([{ op: "newChatFromHandoff", chat: 1, title: "Gauges (continued)" }]);
+    expect(store.current).toBe(3);
+    expect(store.chats[0].id).toBe(3);
+  });
+
+  it("a refused handoff keeps the open chat and says why", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.newChatFromHandoff = () => {
+      throw new CommandError({ code: "notFound", message: "no chat 1; list the chats to see which exist" });
+    };
+    expect(await store.fromHandoff(1)).toBeNull();
+    expect(store.current).toBe(1);
+    expect(store.error).toContain("no chat 1");
+  });
+
+  it("the banner names the drifted anchor, or how the line went wrong", () => {
+    expect(degradedText({ verdict: "missing", drift: null, seq: 1 })).toEqual({ key: "chat.probe.missing", vars: {} });
+    expect(degradedText({ verdict: "mutated", drift: "idsfresh", seq: 1 })).toEqual({ key: "chat.probe.mutated", vars: { anchor: "idsfresh" } });
+    expect(degradedText({ verdict: "mutated", drift: "format", seq: 1 }).key).toBe("chat.probe.mutatedFormat");
+    expect(degradedText({ verdict: "mutated", drift: "truncated", seq: 1 }).key).toBe("chat.probe.mutatedTruncated");
+  });
+
+  it("the handoff seed is a notice that shows the digest", () => {
+    const [item] = normalizeItems([{ type: "notice", seq: 1, kind: "handoff_seeded", payload: { from: 4, digest: "Chat: IMU\nLast questions:\n- hi" } }]);
+    expect(noticeText(item as Extract<ChatItem, { type: "notice" }>)).toEqual({ key: "chat.notice.handoff", vars: {}, level: "info", detail: "Chat: IMU\nLast questions:\n- hi" });
+  });
+
+  it("an export is the chat as the person sees it", () => {
+    const md = chatMarkdown("Bench", normalizeItems(sentinelFree), { you: "You", assistant: "Assistant" });
+    expect(md).toBe('# Bench\n\n**You:** rename the project\n\n- `project.setTitle` {"title":"Bench A"} → ok\n\n**Assistant:** Renamed.\n');
   });
 });

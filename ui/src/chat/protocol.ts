@@ -3,6 +3,7 @@
 import type {
   ChatListEntry,
   Decider,
+  Degraded,
   ModelEntry,
   ProviderKind,
   SettingsView,
@@ -42,7 +43,7 @@ export type ChatSummary = ChatListEntry;
 export type ChatSettings = SettingsView;
 
 /** The settings fields a person edits. */
-export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory">;
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding">;
 
 export type ModelInfo = ModelEntry;
 
@@ -112,6 +113,8 @@ export type ChatItem =
       approval: Approval | null;
       /** How the prompt was answered, once it was (from the log's `approval` record). */
       decision: Decision | null;
+      /** The checkpoint taken before this edit (from the log's `checkpoint_created`). */
+      checkpoint: number | null;
     }
   | { type: "compaction"; key: string; seq: number; through: number; summary: string }
   | { type: "notice"; key: string; seq: number; kind: string; payload: unknown }
@@ -190,6 +193,7 @@ export function normalizeItems(raw: unknown): ChatItem[] {
           result: it.result == null ? null : str(it.result),
           approval: null,
           decision: null,
+          checkpoint: null,
         });
         break;
       }
@@ -204,14 +208,21 @@ export function normalizeItems(raw: unknown): ChatItem[] {
           usageKey = `u${seq}`;
           break;
         }
-        if (it.kind === "approval" && p && typeof p === "object") {
+        // The probe's verdicts are read by the banner (`degraded`), never shown as rows.
+        if (it.kind === "probe_verdict") break;
+        // An approval record, or the checkpoint taken before an edit, belongs on its card.
+        if ((it.kind === "approval" || it.kind === "checkpoint_created") && p && typeof p === "object") {
           let card: ToolCardItem | undefined;
           for (let k = out.length - 1; k >= 0 && !card; k--) {
             const c = out[k];
             if (c.type === "toolCard" && c.id === str(p.callId)) card = c;
           }
-          if (card) {
+          if (card && it.kind === "approval") {
             card.decision = normalizeDecision(p);
+            break;
+          }
+          if (card && typeof p.id === "number") {
+            card.checkpoint = p.id;
             break;
           }
         }
@@ -283,6 +294,8 @@ export function noticeText(item: Extract<ChatItem, { type: "notice" | "turnEnd" 
       return { key: "chat.notice.partialCalls", vars: {}, level: "warn", detail: "" };
     case "checkpoint_created":
       return { key: "chat.notice.checkpoint", vars: {}, level: "info", detail: "" };
+    case "handoff_seeded":
+      return { key: "chat.notice.handoff", vars: {}, level: "info", detail: str(p.digest) };
     default:
       return { key: "chat.notice.other", vars: { kind: item.kind }, level: "info", detail: "" };
   }
@@ -348,6 +361,8 @@ export function settingsRequest(form: EditableSettings, apiKey?: string | null):
     autoApproveEdits: form.autoApproveEdits,
     allowDeviceControl: form.allowDeviceControl,
     memory: form.memory,
+    contextProbe: form.contextProbe,
+    handoffSeeding: form.handoffSeeding,
   };
   if (apiKey === null) req.apiKey = null;
   else if (typeof apiKey === "string" && apiKey.trim()) req.apiKey = apiKey.trim();
@@ -399,4 +414,30 @@ export function commandCall(name: string, args: unknown): { name: string; args: 
 /** The dotted name of the command a card is about (see `commandCall`). */
 export function commandName(name: string, args: unknown): string {
   return commandCall(name, args).name;
+}
+
+/** The context probe's banner text for a degraded chat: "missing", or "mutated `idsfresh`". */
+export function degradedText(d: Degraded): { key: Key; vars: Record<string, string> } {
+  if (d.verdict === "mutated") {
+    const drift = d.drift ?? "format";
+    if (drift === "format") return { key: "chat.probe.mutatedFormat", vars: {} };
+    if (drift === "truncated") return { key: "chat.probe.mutatedTruncated", vars: {} };
+    return { key: "chat.probe.mutated", vars: { anchor: drift } };
+  }
+  return { key: "chat.probe.missing", vars: {} };
+}
+
+/** A chat as Markdown, from its rows as the person sees them (the probe's sentinel is
+ *  already gone from every assistant text the history gives). */
+export function chatMarkdown(title: string, items: ChatItem[], labels: { you: string; assistant: string }): string {
+  const out = [`# ${title}`, ""];
+  for (const item of items) {
+    if (item.type === "user") out.push(`**${labels.you}:** ${item.text}`, "");
+    else if (item.type === "assistant") out.push(`**${labels.assistant}:** ${item.text}`, "");
+    else if (item.type === "toolCard") {
+      const call = commandCall(item.name, item.args);
+      out.push(`- \`${call.name}\` ${JSON.stringify(call.args ?? {})} → ${item.status}`, "");
+    }
+  }
+  return out.join("\n").trimEnd() + "\n";
 }

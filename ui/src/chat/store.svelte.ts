@@ -7,7 +7,7 @@
  *  approval prompts mark their card), and when a turn ends the chat is re-read. Events of
  *  other chats only update the list's running marks. */
 import type { ChatEvent, ChatRequest, Unsubscribe } from "../lib/transport/types";
-import type { Category, Fact, Health, HistoryReply, Written } from "../lib/wire/types.gen";
+import type { Category, Degraded, Fact, Health, HistoryReply, Written } from "../lib/wire/types.gen";
 import { errorText } from "../screens/util";
 import { failed } from "../lib/i18n/index.svelte";
 import {
@@ -64,6 +64,8 @@ export class ChatStore {
   error = $state("");
   settings: ChatSettings | null = $state(null);
   models: ModelInfo[] = $state([]);
+  /** The open chat's context may be degrading (the probe's banner); null when healthy. */
+  degraded: Degraded | null = $state(null);
   /** Token usage of the open chat's running turn so far, summed over its replies. */
   turnUsage: Usage | null = $state(null);
 
@@ -182,6 +184,7 @@ export class ChatStore {
     this.opened++;
     this.current = id;
     this.items = [];
+    this.degraded = null;
     this.turn = null;
     this.turnUsage = null;
     this.running = id !== null && !!this.chats.find((c) => c.id === id)?.running;
@@ -207,6 +210,17 @@ export class ChatStore {
     });
     this.creating = p;
     return p;
+  }
+
+  /** Starts a chat from `from` (seeded with its digest while handoff seeding is on) and
+   *  opens it; its id, or null when refused. */
+  async fromHandoff(from: number, title?: string): Promise<number | null> {
+    const req: ChatRequest = { op: "newChatFromHandoff", chat: from };
+    if (title?.trim()) req.title = title.trim();
+    const made = await this.request<{ id: number }>(req);
+    if (!made || typeof made.id !== "number") return null;
+    await Promise.all([this.select(made.id), this.refreshList()]);
+    return made.id;
   }
 
   async rename(id: number, title: string): Promise<boolean> {
@@ -272,6 +286,7 @@ export class ChatStore {
     if (reply.running && items.at(-1)?.type === "usage") items.pop();
     this.items = [...(byUser ? withExtras(items, byUser, () => this.localKey()) : items), ...sent];
     this.running = !!reply.running || sent.length > 0;
+    this.degraded = reply.degraded ?? null;
     if (!this.running) {
       this.turn = null;
       this.turnUsage = null;
@@ -561,7 +576,7 @@ export class ChatStore {
       return found;
     }
     this.endStreaming();
-    this.items.push({ type: "toolCard", key: `c${id}`, seq: null, id, name, args: undefined, status: "pending", result: null, approval: null, decision: null });
+    this.items.push({ type: "toolCard", key: `c${id}`, seq: null, id, name, args: undefined, status: "pending", result: null, approval: null, decision: null, checkpoint: null });
     return this.items.at(-1) as ToolCardItem;
   }
 
