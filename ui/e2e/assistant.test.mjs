@@ -376,6 +376,94 @@ test("a proposal becomes a fact only when the person presses Remember, and then 
   }
 });
 
+test("the context probe: no text the page ever shows has the sentinel; a drifted anchor raises the banner; Start fresh chat carries the digest", async () => {
+  const script = await scriptServer("e2e/anthropic_probe.json");
+  try {
+    const page = await fresh(server.url);
+    await page.context().grantPermissions(["clipboard-read", "clipboard-write"]);
+    // Every text the chat ever showed, recorded at each DOM change.
+    await page.evaluate(() => {
+      window.__shown = [];
+      new MutationObserver(() => {
+        const panel = document.querySelector('[data-testid="chat-panel"]');
+        if (panel) window.__shown.push(panel.textContent);
+      }).observe(document.body, { subtree: true, childList: true, characterData: true });
+    });
+    await page.click('[data-testid="chat-toggle"]');
+    await page.click('[data-testid="chat-settings"]');
+    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
+    await page.fill('[data-testid="chat-base-url"]', script.url);
+    // A model of its own: the compliance of the other tests' models is theirs.
+    await page.fill('[data-testid="chat-model"]', "claude-probe-e2e");
+    await page.fill('[data-testid="chat-api-key"]', API_KEY);
+    assert.equal(await page.isChecked('[data-testid="chat-context-probe"]'), true, "the probe is on by default");
+    assert.equal(await page.isChecked('[data-testid="chat-handoff-seeding"]'), true, "handoff seeding is on by default");
+    await page.click('[data-testid="chat-settings-save"]');
+    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+
+    await page.click('[data-testid="chat-new"]');
+    const replies = [
+      ["how is the supply?", "The supply reads 3.3 V."],
+      ["are the gauges placed?", "Both gauges are on the Overview."],
+      ["更新仪表盘", "仪表盘已更新：温度和湿度。"],
+    ];
+    for (const [question, answer] of replies) {
+      await page.fill('[data-testid="chat-input"]', question);
+      await page.click('[data-testid="chat-send"]');
+      await page.locator('[data-testid="chat-assistant"]', { hasText: answer }).waitFor({ timeout: 15000 });
+      await waitFor("the turn to end", async () => (await page.locator('[data-testid="chat-stop"]').count()) === 0, 15000);
+    }
+    const shown = await page.evaluate(() => window.__shown);
+    assert.ok(shown.some((t) => t.includes("The supply ") && !t.includes("reads 3.3 V")), "the page rendered the reply as it streamed");
+    for (const text of shown) {
+      assert.ok(!text.includes("SXT-PROBE") && !text.includes("[["), `shown: ${JSON.stringify(text.slice(-200))}`);
+    }
+    assert.equal(await page.locator('[data-testid="chat-degraded"]').count(), 0, "healthy: no banner");
+    // Copy gives the clean text.
+    const first = page.locator('[data-testid="chat-assistant"]').first();
+    await first.hover();
+    await first.locator('[data-testid="chat-copy"]').click();
+    assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "The supply reads 3.3 V.");
+
+    // A drifted anchor after three healthy replies: the banner names it; typing goes on.
+    await page.fill('[data-testid="chat-input"]', "rename the project to Bench A");
+    await page.click('[data-testid="chat-send"]');
+    const banner = page.locator('[data-testid="chat-degraded"]');
+    await banner.waitFor({ timeout: 15000 });
+    assert.equal(await banner.locator('[data-testid="chat-degraded-text"]').innerText(), "Context may be degrading: mutated `idsfresh`");
+    await page.fill('[data-testid="chat-input"]', "still typing");
+    assert.equal(await page.inputValue('[data-testid="chat-input"]'), "still typing");
+    await page.screenshot({ path: join(artifacts, "browser-assistant-probe-banner-light-en.png") });
+    // Reloaded: the banner comes back (folded from the log).
+    await page.reload();
+    await page.waitForSelector(".shell");
+    if (!(await page.locator('[data-testid="chat-panel"]').count())) await page.click('[data-testid="chat-toggle"]');
+    await banner.waitFor();
+
+    // Start fresh chat: a new chat, no banner, and its first request carries the digest.
+    const before = await page.locator('[data-testid="chat-item"]').count();
+    await page.click('[data-testid="chat-start-fresh"]');
+    await waitFor("the fresh chat", async () => (await page.locator('[data-testid="chat-item"]').count()) === before + 1, 10000);
+    await page.locator('[data-testid="chat-notice"][data-kind="handoff_seeded"]').waitFor();
+    assert.equal(await banner.count(), 0);
+    await page.fill('[data-testid="chat-input"]', "where were we?");
+    await page.click('[data-testid="chat-send"]');
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "the project is Bench A" }).waitFor({ timeout: 15000 });
+    const requests = await script.requests();
+    assert.equal(requests.length, 5);
+    const body = requests[4].body;
+    const breakpoint = body.system.findIndex((b) => b.cache_control);
+    const seed = body.system.findIndex((b) => b.text.includes('source="previous_chat"'));
+    assert.ok(breakpoint >= 0 && seed > breakpoint, "the digest follows the cache breakpoint");
+    assert.match(body.system[seed].text, /- rename the project to Bench A/);
+    const prefix = (b) => JSON.stringify([b.system.slice(0, breakpoint + 1), b.tools]);
+    assert.equal(prefix(body), prefix(requests[0].body), "the cached prefix is the old chat's, byte for byte");
+    await page.close();
+  } finally {
+    script.stop();
+  }
+});
+
 test("the memory manager: remember a message, edit, delete, forget everything after a confirmation", async () => {
   const page = await fresh(server.url);
   await page.click('[data-testid="chat-toggle"]');

@@ -49,6 +49,9 @@ pub struct Turn {
     pub crlf: bool,
     /// Send the SSE body in pieces of this many bytes (events split across chunks).
     pub chunk_size: Option<usize>,
+    /// Send one SSE item at a time, this many milliseconds apart (a reply a page can be
+    /// watched rendering); instead of `chunk_size`.
+    pub event_delay_ms: Option<u64>,
     pub fault: Option<Fault>,
 }
 
@@ -268,11 +271,33 @@ fn sse_body(turn: &Turn) -> Body {
         text = text.replace('\n', "\r\n");
     }
     let size = turn.chunk_size.unwrap_or(usize::MAX).max(1);
-    let mut chunks: Vec<Result<Bytes, std::io::Error>> = text
-        .as_bytes()
-        .chunks(size)
-        .map(|c| Ok(Bytes::copy_from_slice(c)))
-        .collect();
+    let mut chunks: Vec<Result<Bytes, std::io::Error>> = match turn.event_delay_ms {
+        // One item per chunk (the fault's partial text last).
+        Some(_) => {
+            let mut pieces: Vec<String> = items.iter().map(render).collect();
+            if let Some(fault) = &turn.fault {
+                pieces.push(fault.partial.clone());
+            }
+            pieces
+                .into_iter()
+                .filter(|p| !p.is_empty())
+                .map(|p| {
+                    let p = if turn.crlf {
+                        p.replace('\n', "\r\n")
+                    } else {
+                        p
+                    };
+                    Ok(Bytes::from(p))
+                })
+                .collect()
+        }
+        None => text
+            .as_bytes()
+            .chunks(size)
+            .map(|c| Ok(Bytes::copy_from_slice(c)))
+            .collect(),
+    };
+    let pause = turn.event_delay_ms.unwrap_or(1);
     let stall = turn.fault.as_ref().and_then(|f| f.stall_ms).unwrap_or(0);
     if turn.fault.as_ref().is_some_and(|f| f.abort) {
         chunks.push(Err(std::io::Error::new(
@@ -280,10 +305,15 @@ fn sse_body(turn: &Turn) -> Body {
             "scripted abort",
         )));
     }
-    let stream = futures_util::stream::iter(chunks).then(|chunk| async move {
+    let stream = futures_util::stream::iter(chunks).then(move |chunk| async move {
         // Let the bytes before a scripted abort reach the client first, and give split
         // chunks a chance to arrive as separate reads.
-        tokio::time::sleep(Duration::from_millis(if chunk.is_err() { 50 } else { 1 })).await;
+        tokio::time::sleep(Duration::from_millis(if chunk.is_err() {
+            50
+        } else {
+            pause
+        }))
+        .await;
         chunk
     });
     let silence = futures_util::stream::once(async move {

@@ -121,7 +121,11 @@ impl StripFilter {
 impl DisplayFilter for StripFilter {
     fn push(&mut self, delta: &str) -> String {
         self.text.push_str(delta);
-        let visible = shown_while_streaming(&self.text).len();
+        // Only what is not shown yet can still be held: what is shown was ruled out for
+        // good (nothing after it can turn it back into the sentinel), and it never ends in
+        // whitespace. So the scan starts there, and a long reply costs linear time.
+        let floor = self.shown;
+        let visible = floor + shown_while_streaming(&self.text[floor..]).len();
         self.release(visible)
     }
 
