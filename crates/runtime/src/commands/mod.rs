@@ -10,6 +10,7 @@ mod parser;
 mod project;
 mod sessions;
 mod structure;
+mod templates;
 
 use std::sync::{Arc, OnceLock};
 
@@ -28,6 +29,7 @@ pub fn registry() -> Registry<Workspace> {
     parser::register(&mut r);
     io::register(&mut r);
     sessions::register(&mut r);
+    templates::register(&mut r);
     meta::register(&mut r, specs.clone());
     let _ = specs.set(r.specs().cloned().collect());
     debug_assert!(r.check_consistency().is_ok(), "{:?}", r.check_consistency());
