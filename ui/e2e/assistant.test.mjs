@@ -464,6 +464,51 @@ test("the context probe: no text the page ever shows has the sentinel; a drifted
   }
 });
 
+test("auto-verify: broken parser code gets ✗ in the same turn, and Restore checkpoint… brings the previous parser back", async () => {
+  const script = await scriptServer("e2e/anthropic_verify.json");
+  try {
+    const page = await fresh(server.url);
+    const before = await command(page, "project.frameParser.get", {});
+    await page.click('[data-testid="chat-toggle"]');
+    await page.click('[data-testid="chat-settings"]');
+    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
+    await page.fill('[data-testid="chat-base-url"]', script.url);
+    await page.fill('[data-testid="chat-model"]', "claude-verify-e2e");
+    await page.fill('[data-testid="chat-api-key"]', API_KEY);
+    await page.click('[data-testid="chat-settings-save"]');
+    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+    await page.click('[data-testid="chat-new"]');
+    await page.fill('[data-testid="chat-input"]', "parse my CSV lines");
+    await page.click('[data-testid="chat-send"]');
+    await card(page, "toolu_v1").locator('[data-testid="tool-approve"]').click({ timeout: 15000 });
+    await waitStatus(page, "toolu_v1", "ok");
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "The parser is set." }).waitFor({ timeout: 15000 });
+    // What the model read in that same turn: the check failed, with the compile error's line.
+    const requests = await script.requests();
+    const result = JSON.stringify(requests[1].body.messages.at(-1));
+    assert.match(result, /verification/);
+    assert.match(result, /line 3/);
+    const badge = card(page, "toolu_v1").locator('[data-testid="tool-verify"]');
+    await badge.waitFor();
+    assert.equal(await badge.getAttribute("data-ok"), "false");
+    assert.match(await card(page, "toolu_v1").locator('[data-testid="tool-verify-detail"]').innerText(), /line 3/);
+    const changed = await command(page, "project.frameParser.get", {});
+    assert.notDeepEqual(changed.parser, before.parser, "the broken code was stored");
+    await page.screenshot({ path: join(artifacts, "browser-assistant-verify-failed-light-en.png") });
+    // Restore checkpoint…: the normal confirmation, naming the checkpoint; yes restores it.
+    await card(page, "toolu_v1").locator('[data-testid="tool-restore"]').click();
+    const dialog = page.locator('[data-testid="confirm-dialog"]');
+    await dialog.waitFor();
+    assert.match(await dialog.innerText(), /checkpoint \d+, taken just before `project\.frameParser\.setCode`/);
+    await page.click('[data-testid="confirm-yes"]');
+    await waitFor("the previous parser back", async () =>
+      JSON.stringify((await command(page, "project.frameParser.get", {})).parser) === JSON.stringify(before.parser), 10000);
+    await page.close();
+  } finally {
+    script.stop();
+  }
+});
+
 test("the memory manager: remember a message, edit, delete, forget everything after a confirmation", async () => {
   const page = await fresh(server.url);
   await page.click('[data-testid="chat-toggle"]');

@@ -20,6 +20,7 @@ import {
   commandName,
   chatMarkdown,
   degradedText,
+  verificationOf,
   type ChatItem,
 } from "../src/chat/protocol";
 
@@ -655,9 +656,9 @@ describe("chat store: settings", () => {
     svc.handlers.getSettings = () => saved;
     svc.handlers.setSettings = (r) => ({ ...saved, ...r, op: undefined, apiKey: undefined, hasApiKey: r.apiKey === null ? false : true });
     expect(await store.loadSettings()).toEqual(saved);
-    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false };
+    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false };
     await store.saveSettings(form);
-    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false });
+    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false });
     await store.saveSettings(form, "  ");
     expect("apiKey" in svc.ops("setSettings")[1]).toBe(false);
     await store.saveSettings(form, " sk-123 ");
@@ -749,7 +750,7 @@ describe("chat helpers", () => {
     expect(prettyArgs(undefined)).toBe("");
     expect(prettyArgs({ a: 1 })).toBe('{\n  "a": 1\n}');
     expect([950, 12_345, 1_500, 2_500_000].map(formatTokens)).toEqual(["950", "12k", "1.5k", "2.5M"]);
-    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true })).not.toHaveProperty("apiKey");
+    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true, skillRouting: false, autoVerify: true })).not.toHaveProperty("apiKey");
   });
 
   it("unknown history items become notices instead of vanishing; duplicate call ids get their own keys", () => {
@@ -828,5 +829,39 @@ describe("chat store: context health and handoff", () => {
   it("an export is the chat as the person sees it", () => {
     const md = chatMarkdown("Bench", normalizeItems(sentinelFree), { you: "You", assistant: "Assistant" });
     expect(md).toBe('# Bench\n\n**You:** rename the project\n\n- `project.setTitle` {"title":"Bench A"} → ok\n\n**Assistant:** Renamed.\n');
+  });
+});
+
+describe("chat store: skills and auto-verify", () => {
+  it("a skill the app loaded is a chip on the message, not a card", () => {
+    const items = normalizeItems([
+      { type: "user", seq: 1, text: "write a frame parser" },
+      { type: "toolCard", seq: 2, id: "sxt_skill_frame_parsers", name: "meta_loadSkill", args: { name: "frame-parsers" }, status: "ok", result: "{}" },
+      { type: "notice", seq: 4, kind: "skill_loaded", payload: { skill: "frame-parsers", title: "Frame parsers", callId: "sxt_skill_frame_parsers", synthetic: true } },
+      { type: "assistant", seq: 5, text: "Here is how." },
+    ]);
+    expect(types(items)).toEqual(["user", "assistant"]);
+    expect((items[0] as Extract<ChatItem, { type: "user" }>).skill).toEqual({ id: "frame-parsers", title: "Frame parsers" });
+  });
+
+  it("the check folded into a result reads as pass or fail; errors and plain results have none", () => {
+    expect(verificationOf(JSON.stringify({ ok: true, verification: { ok: false, method: "project.frameParser.dryCompile", detail: "does not compile: line 3: x" } })))
+      .toEqual({ ok: false, method: "project.frameParser.dryCompile", detail: "does not compile: line 3: x" });
+    expect(verificationOf('{"ok":true,"verification":{"ok":true,"method":"project.validate","detail":"the project validates"}}')?.ok).toBe(true);
+    expect(verificationOf('{"ok":true}')).toBeNull();
+    expect(verificationOf("Error: no such source")).toBeNull();
+    expect(verificationOf("not json")).toBeNull();
+    expect(verificationOf(null)).toBeNull();
+  });
+
+  it("restoring a checkpoint runs assistant.restore as the person's confirmed call", async () => {
+    const { svc, store } = await setup();
+    const calls: unknown[][] = [];
+    (svc as unknown as { call: (...a: unknown[]) => Promise<unknown> }).call = async (...a: unknown[]) => {
+      calls.push(a);
+      return { ok: true };
+    };
+    expect(await store.restore(4)).toBe(true);
+    expect(calls).toEqual([["assistant.restore", { id: 4 }, true]]);
   });
 });

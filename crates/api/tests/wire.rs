@@ -118,7 +118,7 @@ fn the_ui_wire_schema_is_current() {
     assert!(
         checked_in == text,
         "ui/src/lib/wire/schema.json is stale; regenerate it with \
-         `SEXTANT_BLESS=1 cargo test -p sextant-runtime --test wire`, then the UI's types with \
+         `SEXTANT_BLESS=1 cargo test -p sextant-api --test wire`, then the UI's types with \
          `npm --prefix ui run gen:wire`"
     );
 }

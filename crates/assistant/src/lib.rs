@@ -23,7 +23,9 @@ pub mod probe;
 pub mod retrieval;
 pub mod seams;
 pub mod service;
+pub mod skills;
 pub mod tools;
+pub mod verify;
 
 /// The registry commands, as the assistant calls them.
 pub type Commands = std::sync::Arc<dyn sextant_commands::CommandDoor>;

@@ -49,7 +49,9 @@ use crate::pipeline::{
 };
 use crate::probe::{self, Compliance};
 use crate::seams::{Contributors, DocsBlock, LiveStateBlock, PromptContributor, RoleBlock, Seams};
+use crate::skills::{self, SkillDoor, SkillRouter, Triggers};
 use crate::tools::{ToolSet, ToolsError, DISCOVERY, ESSENTIAL};
+use crate::verify;
 
 /// How many events a subscriber may fall behind before it misses some (it then gets
 /// `RecvError::Lagged` and should re-read [`ChatService::history`]).
@@ -76,6 +78,10 @@ pub struct Mechanisms {
     pub context_probe: bool,
     /// Spec 20 §3: a chat started from another carries that chat's digest.
     pub handoff_seeding: bool,
+    /// Spec 20 §5: each successful edit is checked by a Safe command, in the same result.
+    pub auto_verify: bool,
+    /// Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
+    pub skill_routing: bool,
 }
 
 impl Default for Mechanisms {
@@ -84,6 +90,8 @@ impl Default for Mechanisms {
             memory: true,
             context_probe: true,
             handoff_seeding: true,
+            auto_verify: true,
+            skill_routing: true,
         }
     }
 }
@@ -884,11 +892,25 @@ impl ChatService {
                 seams.inbound.push(Arc::new(PhraseProposer::shipped()));
             }
         }
+        let events = lock(&self.inner.log).events(chat)?;
         // The seed of a chat started from another, frozen in its log.
         if on.handoff_seeding {
-            if let Some(seed) = handoff::seed(&lock(&self.inner.log).events(chat)?) {
+            if let Some(seed) = handoff::seed(&events) {
                 contributors.push(Arc::new(handoff::block(seed)));
             }
+        }
+        // Skills: `meta.loadSkill` is always among the discovery tools; routing loads one
+        // for the model when the message names its domain.
+        commands = Arc::new(SkillDoor::new(commands));
+        offered.push(skills::LOAD_SKILL);
+        if on.skill_routing {
+            let model = Settings::new(settings.model.clone());
+            seams.inbound.push(Arc::new(SkillRouter {
+                triggers: Triggers::shipped(),
+                loaded: skills::loaded(&events),
+                // At most a quarter of the history budget (about 4 bytes a token).
+                max_body_bytes: model.history_budget_tokens.min(skills::MAX_SKILL_BYTES),
+            }));
         }
         // The probe: its instruction is in the role block above; here its strip on every
         // streamed reply and its verdict on every final one.
@@ -908,9 +930,20 @@ impl ChatService {
             approve_confirm,
             timeout: settings.approval_timeout,
         };
-        let pipeline = Pipeline::new(RuntimeExecutor::new(commands.clone()))
+        let mut pipeline = Pipeline::new(RuntimeExecutor::new(commands.clone()))
             .approver(approver)
             .with_safety_tiers(commands.clone());
+        // Inside the checkpoint: the check runs after the edit, before its result is kept.
+        if on.auto_verify {
+            match verify::check_table(commands.specs()) {
+                Ok(()) => {
+                    pipeline = pipeline.wrap(verify::AutoVerify {
+                        commands: commands.clone(),
+                    })
+                }
+                Err(e) => tracing::error!(target: "assistant", "auto-verify is off: {e}"),
+            }
+        }
         let conversation = Conversation::new(
             settings.client()?,
             self.inner.log.clone(),

@@ -43,7 +43,7 @@ export type ChatSummary = ChatListEntry;
 export type ChatSettings = SettingsView;
 
 /** The settings fields a person edits. */
-export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding">;
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding" | "skillRouting" | "autoVerify">;
 
 export type ModelInfo = ModelEntry;
 
@@ -98,7 +98,7 @@ export function normalizeDecision(x: Record<string, unknown>): Decision {
  *  `turnEnd` are this UI's own, from the `usage` and `turnEnded` events. `key` is stable
  *  for Svelte's keyed lists; `seq` is the log position (null while only live). */
 export type ChatItem =
-  | { type: "user"; key: string; seq: number | null; text: string }
+  | { type: "user"; key: string; seq: number | null; text: string; skill?: { id: string; title: string } }
   | { type: "assistant"; key: string; seq: number | null; text: string; streaming: boolean }
   | {
       type: "toolCard";
@@ -210,6 +210,15 @@ export function normalizeItems(raw: unknown): ChatItem[] {
         }
         // The probe's verdicts are read by the banner (`degraded`), never shown as rows.
         if (it.kind === "probe_verdict") break;
+        // A skill the app loaded for the model: a chip on the message that asked, not the
+        // synthetic call's card.
+        if (it.kind === "skill_loaded" && p && typeof p === "object") {
+          const at = out.findIndex((c) => c.type === "toolCard" && c.id === str(p.callId));
+          if (at >= 0) out.splice(at, 1);
+          const asked = findLastUser(out);
+          if (asked) asked.skill = { id: str(p.skill), title: str(p.title) || str(p.skill) };
+          break;
+        }
         // An approval record, or the checkpoint taken before an edit, belongs on its card.
         if ((it.kind === "approval" || it.kind === "checkpoint_created") && p && typeof p === "object") {
           let card: ToolCardItem | undefined;
@@ -235,6 +244,14 @@ export function normalizeItems(raw: unknown): ChatItem[] {
   }
   closeTurn();
   return out;
+}
+
+function findLastUser(items: ChatItem[]): Extract<ChatItem, { type: "user" }> | undefined {
+  for (let k = items.length - 1; k >= 0; k--) {
+    const it = items[k];
+    if (it.type === "user") return it;
+  }
+  return undefined;
 }
 
 export function normalizeUsage(e: Record<string, unknown>): Usage {
@@ -363,6 +380,8 @@ export function settingsRequest(form: EditableSettings, apiKey?: string | null):
     memory: form.memory,
     contextProbe: form.contextProbe,
     handoffSeeding: form.handoffSeeding,
+    skillRouting: form.skillRouting,
+    autoVerify: form.autoVerify,
   };
   if (apiKey === null) req.apiKey = null;
   else if (typeof apiKey === "string" && apiKey.trim()) req.apiKey = apiKey.trim();
@@ -414,6 +433,19 @@ export function commandCall(name: string, args: unknown): { name: string; args: 
 /** The dotted name of the command a card is about (see `commandCall`). */
 export function commandName(name: string, args: unknown): string {
   return commandCall(name, args).name;
+}
+
+/** The app's check of an edit, folded into its result (`verification: {ok, method,
+ *  detail}`), or null for a result without one. */
+export function verificationOf(result: string | null): { ok: boolean; method: string; detail: string } | null {
+  if (!result || result.startsWith("Error:")) return null;
+  try {
+    const v = (JSON.parse(result) as { verification?: unknown }).verification as Record<string, unknown> | undefined;
+    if (!v || typeof v !== "object" || typeof v.ok !== "boolean") return null;
+    return { ok: v.ok, method: str(v.method), detail: str(v.detail) };
+  } catch {
+    return null;
+  }
 }
 
 /** The context probe's banner text for a degraded chat: "missing", or "mutated `idsfresh`". */

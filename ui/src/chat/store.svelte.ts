@@ -33,6 +33,8 @@ import {
 export interface ChatBackend {
   chat<T = unknown>(request: ChatRequest): Promise<T>;
   onChat(handler: (e: ChatEvent) => void): Unsubscribe;
+  /** A registry command (`approved`: the person just confirmed it). */
+  call?<T = unknown>(command: string, params?: unknown, approved?: boolean): Promise<T>;
 }
 
 
@@ -210,6 +212,19 @@ export class ChatStore {
     });
     this.creating = p;
     return p;
+  }
+
+  /** Restores the project to a checkpoint, after the person confirmed it (the command is
+   *  alwaysConfirm: it runs only as approved). */
+  async restore(checkpoint: number): Promise<boolean> {
+    if (!this.backend.call) return false;
+    try {
+      await this.backend.call("assistant.restore", { id: checkpoint }, true);
+      return true;
+    } catch (e) {
+      this.error = failed("chat.restore", errorText(e));
+      return false;
+    }
   }
 
   /** Starts a chat from `from` (seeded with its digest while handoff seeding is on) and

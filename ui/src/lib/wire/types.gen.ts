@@ -1075,6 +1075,14 @@ export interface SettingsView {
    * Spec 20 §3: a chat started from another carries that chat's digest.
    */
   handoffSeeding: boolean;
+  /**
+   * Spec 20 §5: each successful edit is checked by a Safe command, in the same result.
+   */
+  autoVerify: boolean;
+  /**
+   * Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
+   */
+  skillRouting: boolean;
   hasApiKey: boolean;
   keyStorage: Backend;
 }

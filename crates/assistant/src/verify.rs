@@ -1,0 +1,338 @@
+//! Enforced auto-verify (spec 20 §5): after an edit succeeds, the app – not the model –
+//! runs a read-only check of it and folds the outcome into the very result the model
+//! receives, `verification: {ok, method, detail}`. A model that never checks its own work
+//! still learns in the same turn that its parser does not compile.
+//!
+//! [`VERIFIERS`] is the static table: each apply-type command and how it is checked. Every
+//! check is a Safe command; [`check_table`] enforces that against the registry when a turn
+//! is built, so a check can never need a person's yes (a test runs it on the real
+//! registry). [`AutoVerify`] is an execute wrapper: it runs inside the checkpoint taken
+//! before the edit, after the edit itself, and only when the edit succeeded.
+//!
+//! Off (`auto_verify`) ⇒ the wrapper is not built: nothing runs, nothing is added.
+
+use serde_json::{json, Map, Value};
+use sextant_commands::{CommandSpec, Policy, Tier};
+
+use crate::pipeline::{
+    BoxFuture, CallContext, CancelToken, ExecNext, ExecReport, ExecWrapper, ToolResultValue,
+};
+use crate::tools::command_name;
+use crate::Commands;
+
+/// How an edit is checked.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Check {
+    /// Compile the same code (`project.frameParser.dryCompile`).
+    DryCompile,
+    /// Run the same transform on the input `0.0` (`project.transform.dryRun`).
+    TransformDryRun,
+    /// Read the object back with this command and compare each changed field.
+    ReadBack {
+        read: &'static str,
+        list: &'static str,
+    },
+    /// The project still validates (`project.validate`).
+    Validate,
+}
+
+impl Check {
+    /// The Safe command the check runs.
+    pub fn command(self) -> &'static str {
+        match self {
+            Check::DryCompile => "project.frameParser.dryCompile",
+            Check::TransformDryRun => "project.transform.dryRun",
+            Check::ReadBack { read, .. } => read,
+            Check::Validate => "project.validate",
+        }
+    }
+}
+
+/// Every apply-type command that is checked, and how.
+pub const VERIFIERS: &[(&str, Check)] = &[
+    ("project.frameParser.setCode", Check::DryCompile),
+    // A built-in parser has no code to compile; the project's validation covers its
+    // configuration (slots, delimiters) against the datasets that read it.
+    ("project.frameParser.setConfig", Check::Validate),
+    ("project.transform.set", Check::TransformDryRun),
+    (
+        "project.dataset.update",
+        Check::ReadBack {
+            read: "project.dataset.get",
+            list: "",
+        },
+    ),
+    (
+        "project.group.update",
+        Check::ReadBack {
+            read: "project.get",
+            list: "groups",
+        },
+    ),
+    (
+        "project.workspace.update",
+        Check::ReadBack {
+            read: "project.workspace.list",
+            list: "workspaces",
+        },
+    ),
+    ("project.source.add", Check::Validate),
+    ("project.source.update", Check::Validate),
+    ("project.dataset.add", Check::Validate),
+    ("project.group.add", Check::Validate),
+];
+
+/// The check of `command`, if it has one.
+pub fn check_of(command: &str) -> Option<Check> {
+    VERIFIERS
+        .iter()
+        .find(|(c, _)| *c == command)
+        .map(|(_, check)| *check)
+}
+
+/// Refuses a table whose checks are not Safe commands of this registry, or whose applies
+/// are not in it (what the table may run is exactly read-only, never device-gated).
+pub fn check_table(specs: &[CommandSpec]) -> Result<(), String> {
+    let tier = |name: &str| specs.iter().find(|s| s.name == name).map(|s| s.tier);
+    for (apply, check) in VERIFIERS {
+        if tier(apply).is_none() {
+            return Err(format!(
+                "the verifier table names `{apply}`, which the registry lacks"
+            ));
+        }
+        match tier(check.command()) {
+            Some(Tier::Safe) => {}
+            Some(other) => {
+                return Err(format!(
+                    "`{}` checks `{apply}` but is {}, not Safe: a check must never need a person",
+                    check.command(),
+                    other.as_str()
+                ))
+            }
+            None => {
+                return Err(format!(
+                    "`{}` checks `{apply}` but the registry lacks it",
+                    check.command()
+                ))
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The outcome folded into a result.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verification {
+    pub ok: bool,
+    pub method: &'static str,
+    pub detail: String,
+}
+
+impl Verification {
+    fn to_json(&self) -> Value {
+        json!({ "ok": self.ok, "method": self.method, "detail": self.detail })
+    }
+}
+
+/// The execute wrapper that checks each successful edit.
+pub struct AutoVerify {
+    pub commands: Commands,
+}
+
+impl ExecWrapper for AutoVerify {
+    fn wrap<'a>(
+        &'a self,
+        ctx: &'a CallContext,
+        _report: &'a ExecReport,
+        cancel: CancelToken,
+        next: ExecNext<'a>,
+    ) -> BoxFuture<'a, ToolResultValue> {
+        Box::pin(async move {
+            let value = next.run(cancel).await?;
+            let command = command_name(ctx.name());
+            let Some(check) = check_of(&command) else {
+                return Ok(value);
+            };
+            let verification = self.verify(ctx, check, &value).await;
+            tracing::info!(target: "assistant", command = %command, ok = verification.ok, method = verification.method, "auto-verify");
+            Ok(fold(value, &verification))
+        })
+    }
+}
+
+/// `value` with `verification` in it (an object gets the field; anything else is wrapped).
+pub fn fold(value: Value, verification: &Verification) -> Value {
+    match value {
+        Value::Object(mut map) => {
+            map.insert("verification".into(), verification.to_json());
+            Value::Object(map)
+        }
+        other => json!({ "result": other, "verification": verification.to_json() }),
+    }
+}
+
+impl AutoVerify {
+    async fn run(&self, ctx: &CallContext, command: &str, params: Value) -> Result<Value, String> {
+        // Safe, so the policy never asks; the table is checked to hold only Safe commands.
+        self.commands
+            .call(ctx.caller().caller, command, params, Policy::default())
+            .await
+            .map_err(|e| e.message)
+    }
+
+    async fn verify(&self, ctx: &CallContext, check: Check, applied: &Value) -> Verification {
+        let args = ctx.args();
+        let method = check.command();
+        let failed = |detail: String| Verification {
+            ok: false,
+            method,
+            detail,
+        };
+        match check {
+            Check::DryCompile => {
+                let params = json!({
+                    "source": args.get("source").cloned().unwrap_or(Value::Null),
+                    "code": args.get("code").cloned().unwrap_or(Value::Null),
+                    "language": args.get("language").cloned().unwrap_or(Value::Null),
+                });
+                match self.run(ctx, method, params).await {
+                    Ok(r) if r["ok"] == Value::Bool(true) => Verification {
+                        ok: true,
+                        method,
+                        detail: "the parser compiles".into(),
+                    },
+                    Ok(r) => failed(match (r["error"].as_str(), r["line"].as_u64()) {
+                        (Some(e), Some(line)) => format!("does not compile: line {line}: {e}"),
+                        (Some(e), None) => format!("does not compile: {e}"),
+                        _ => format!("does not compile: {r}"),
+                    }),
+                    Err(e) => failed(format!("the check could not run: {e}")),
+                }
+            }
+            Check::TransformDryRun => {
+                let Some(transform) = args.get("transform").filter(|t| !t.is_null()) else {
+                    return Verification {
+                        ok: true,
+                        method,
+                        detail: "the transform was removed".into(),
+                    };
+                };
+                let params = json!({
+                    "dataset": args.get("dataset").cloned().unwrap_or(Value::Null),
+                    "transform": transform,
+                    "values": [0.0],
+                });
+                match self.run(ctx, method, params).await {
+                    Ok(r) => match r
+                        .get(0)
+                        .and_then(|x| x.get("error"))
+                        .and_then(Value::as_str)
+                    {
+                        Some(e) => failed(format!("on the input 0.0: {e}")),
+                        None => Verification {
+                            ok: true,
+                            method,
+                            detail: format!("0.0 → {}", r[0]["value"]),
+                        },
+                    },
+                    Err(e) => failed(format!("the check could not run: {e}")),
+                }
+            }
+            Check::ReadBack { read, list } => {
+                let Some(id) = args.get("id").and_then(Value::as_str) else {
+                    return failed("the edit names no id to read back".into());
+                };
+                let params = if list.is_empty() {
+                    json!({ "id": id })
+                } else {
+                    json!({})
+                };
+                let object = match self.run(ctx, read, params).await {
+                    Ok(v) if list.is_empty() => Some(v),
+                    Ok(v) => find(&v, list, id),
+                    Err(e) => return failed(format!("could not read `{id}` back: {e}")),
+                };
+                let Some(object) = object else {
+                    return failed(format!("`{id}` is not there after the edit"));
+                };
+                let changes = args.get("changes").and_then(Value::as_object);
+                compare(method, &object, changes)
+            }
+            Check::Validate => {
+                let _ = applied;
+                match self.run(ctx, method, json!({})).await {
+                    Ok(r) if r["valid"] == Value::Bool(true) => Verification {
+                        ok: true,
+                        method,
+                        detail: "the project validates".into(),
+                    },
+                    Ok(r) => {
+                        let issues: Vec<String> = r["issues"]
+                            .as_array()
+                            .into_iter()
+                            .flatten()
+                            .take(5)
+                            .map(|i| {
+                                format!(
+                                    "{}: {}",
+                                    i["path"].as_str().unwrap_or(""),
+                                    i["message"].as_str().unwrap_or("")
+                                )
+                            })
+                            .collect();
+                        failed(format!("the project has problems: {}", issues.join("; ")))
+                    }
+                    Err(e) => failed(format!("the check could not run: {e}")),
+                }
+            }
+        }
+    }
+}
+
+/// The object with `id` in `container[list]` (or in `container` when it is the list).
+fn find(container: &Value, list: &str, id: &str) -> Option<Value> {
+    let items = container
+        .get(list)
+        .or(Some(container))
+        .and_then(Value::as_array)?;
+    items
+        .iter()
+        .find(|o| o.get("id").and_then(Value::as_str) == Some(id))
+        .cloned()
+}
+
+/// Each field the edit asked for, as read back (a merge patch's `null` means removed).
+fn compare(
+    method: &'static str,
+    object: &Value,
+    changes: Option<&Map<String, Value>>,
+) -> Verification {
+    let mut differ = Vec::new();
+    for (key, want) in changes.into_iter().flatten() {
+        let have = object.get(key).unwrap_or(&Value::Null);
+        let same = match (want, have) {
+            (Value::Null, have) => have.is_null(),
+            // A nested patch: every field it sets is there.
+            (Value::Object(w), Value::Object(h)) => w.iter().all(|(k, v)| {
+                h.get(k).unwrap_or(&Value::Null) == v || v.is_null() && !h.contains_key(k)
+            }),
+            (want, have) => want == have,
+        };
+        if !same {
+            differ.push(format!("`{key}` reads {have} (asked {want})"));
+        }
+    }
+    if differ.is_empty() {
+        Verification {
+            ok: true,
+            method,
+            detail: "read back as asked".into(),
+        }
+    } else {
+        Verification {
+            ok: false,
+            method,
+            detail: differ.join("; "),
+        }
+    }
+}
