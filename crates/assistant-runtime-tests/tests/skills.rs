@@ -413,3 +413,86 @@ async fn auto_verify_off_runs_no_check_and_adds_nothing() {
     let result = result_of(&second, "toolu_v1");
     assert!(result.get("verification").is_none(), "{result}");
 }
+
+#[tokio::test]
+async fn a_built_in_parser_is_checked_on_the_bytes_the_source_sent_last() {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve("anthropic_verify_config").await;
+    let rt = runtime();
+    let policy = sextant_commands::Policy {
+        auto_approve_edits: true,
+        ..sextant_commands::Policy::default()
+    };
+    // A simulator sending two channels as CSV lines; wait until some have arrived.
+    let source = json!({"type": "simulator", "frameRateHz": 200.0, "channels": [
+        {"name": "T", "waveform": "sine", "frequencyHz": 0.5, "amplitude": 1.0, "offset": 20.0, "noise": 0.0},
+        {"name": "V", "waveform": "sine", "frequencyHz": 1.0, "amplitude": 0.5, "offset": 3.3, "noise": 0.0}]});
+    rt.call(
+        sextant_commands::Caller::Ui,
+        "project.source.update",
+        json!({"id": "src-1", "changes": {"connection": source}}),
+        policy,
+    )
+    .await
+    .unwrap();
+    rt.call(
+        sextant_commands::Caller::Ui,
+        "io.connect",
+        json!({}),
+        policy,
+    )
+    .await
+    .unwrap();
+    let mut waited = 0;
+    loop {
+        let recent = rt
+            .call(
+                sextant_commands::Caller::Ui,
+                "io.recentBytes",
+                json!({}),
+                policy,
+            )
+            .await
+            .unwrap();
+        if recent["bytes"].as_u64().unwrap() > 200 {
+            assert_eq!(recent["hex"], false, "CSV is text: {recent}");
+            break;
+        }
+        waited += 1;
+        assert!(waited < 200, "no bytes from the simulator");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let secrets = SecretStore::encrypted_file(dir.path()).unwrap();
+    let door = ChatDoor::open_with(dir.path(), rt.clone(), secrets).unwrap();
+    ok(
+        &door,
+        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
+               "model": "claude-skills", "apiKey": "sk-ant-test", "autoApproveEdits": true}),
+    )
+    .await;
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    turn(&door, &chat, "use a JSON parser").await;
+    let v = &result_of(&server.requests()[1].json(), "toolu_c1")["verification"];
+    assert_eq!(v["ok"], false, "{v}");
+    assert_eq!(v["method"], "project.dryRun.endToEnd");
+    assert!(
+        v["detail"].as_str().unwrap().contains("parse errors"),
+        "{v}"
+    );
+    turn(&door, &chat, "no, CSV").await;
+    let v = &result_of(&server.requests()[3].json(), "toolu_c2")["verification"];
+    assert_eq!(v["ok"], true, "{v}");
+    assert!(
+        v["detail"].as_str().unwrap().contains(" 0 parse errors")
+            || v["detail"].as_str().unwrap().contains(" 1 parse errors"),
+        "{v}"
+    );
+    rt.call(
+        sextant_commands::Caller::Ui,
+        "io.disconnect",
+        json!({}),
+        policy,
+    )
+    .await
+    .unwrap();
+}

@@ -163,6 +163,7 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("replay.getState", json!({})),
         ("csvExport.status", json!({})),
         ("dashboard.tail", json!({"count": 5})),
+        ("io.recentBytes", json!({})),
         ("dashboard.getView", json!({})),
         (
             "dashboard.setView",

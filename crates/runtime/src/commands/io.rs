@@ -371,6 +371,7 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register("io.status", Tier::Safe, "Status and counters of every source (connected, reconnecting, errors, drops).", io_status);
     r.register("io.listSerialPorts", Tier::Safe, "Serial ports present on this machine now, with their USB description (call again after plugging a device in).", io_list_serial_ports);
     r.register("dashboard.latestFrame", Tier::Safe, "The latest value of every dataset while connected (frozen while the view is paused).", dashboard_latest_frame);
+    r.register("io.recentBytes", Tier::Safe, "The newest raw bytes a source delivered in this run (up to 4096), as text when they are text, else as hex: what a changed parser can be dry-run on.", io_recent_bytes);
     r.register("dashboard.tail", Tier::Safe, "The last frames (up to 1000), oldest first, as rows of every dataset's value.", dashboard_tail);
     r.register("dashboard.getView", Tier::Safe, "The dashboard's time range, points per plot, refresh rate and pause state.", dashboard_get_view);
     r.register("dashboard.setView", Tier::Safe, "Changes how the dashboard shows data (view state only: the project is untouched).", dashboard_set_view)
@@ -608,6 +609,81 @@ fn io_list_serial_ports(_: &mut Workspace, _: NoParams) -> Result<Vec<SerialPort
 
 fn dashboard_latest_frame(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
     Ok(latest_frame(ws))
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct RecentBytesParams {
+    /// The source's id; the first source when absent.
+    #[serde(default)]
+    source: Option<String>,
+}
+
+#[derive(Serialize, JsonSchema)]
+struct RecentBytes {
+    /// The bytes: text, or hex pairs (`AA 55 01`) when `hex`.
+    data: String,
+    hex: bool,
+    /// How many bytes (0 while nothing arrived or nothing is connected).
+    bytes: usize,
+}
+
+fn io_recent_bytes(ws: &mut Workspace, p: RecentBytesParams) -> Result<RecentBytes, CommandError> {
+    let sources = &ws.project().sources;
+    let index = match p.source.as_deref() {
+        None if sources.is_empty() => {
+            return Err(CommandError::failed(
+                "the project has no source yet; add one first",
+            ))
+        }
+        None => 0,
+        Some(id) => sources
+            .iter()
+            .position(|s| s.id == id)
+            .ok_or_else(|| CommandError::not_found(format!("no source has id `{id}`")))?,
+    };
+    let bytes = ws
+        .live
+        .as_ref()
+        .map(|live| live.tail.recent_bytes(index))
+        .unwrap_or_default();
+    // The ring may have cut a character in two at its start: drop that piece.
+    let start = bytes
+        .iter()
+        .take(3)
+        .take_while(|b| (0x80..0xC0).contains(*b))
+        .count();
+    let bytes = if std::str::from_utf8(&bytes[start..]).is_ok() {
+        bytes[start..].to_vec()
+    } else {
+        bytes
+    };
+    let n = bytes.len();
+    Ok(match String::from_utf8(bytes) {
+        Ok(text) if !text.contains('\0') => RecentBytes {
+            data: text,
+            hex: false,
+            bytes: n,
+        },
+        Ok(text) => RecentBytes {
+            data: hex_pairs(text.as_bytes()),
+            hex: true,
+            bytes: n,
+        },
+        Err(e) => RecentBytes {
+            data: hex_pairs(e.as_bytes()),
+            hex: true,
+            bytes: n,
+        },
+    })
+}
+
+fn hex_pairs(bytes: &[u8]) -> String {
+    bytes
+        .iter()
+        .map(|b| format!("{b:02X}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn dashboard_tail(ws: &mut Workspace, p: TailParams) -> Result<Json, CommandError> {
