@@ -15,7 +15,7 @@ mod convert;
 mod runtime;
 pub mod safeguards;
 pub mod session_replay;
-mod tail;
+pub mod tail;
 mod workspace;
 
 pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, UI_POLICY};
