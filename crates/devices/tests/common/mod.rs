@@ -81,6 +81,18 @@ impl PtyPair {
             wait_until(Duration::from_secs(5), || a.exists() && b.exists()),
             "socat did not create the pty links"
         );
+        // socat may make the links before it puts the terminals in raw mode; a write in
+        // between goes through the line discipline (`\n` becomes `\r\n`). Set raw mode
+        // here too, so a test's first bytes arrive as written.
+        for end in [&a, &b] {
+            let _ = Command::new("stty")
+                .arg("-F")
+                .arg(end)
+                .args(["raw", "-echo"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .status();
+        }
         PtyPair { a, b, child }
     }
 
