@@ -391,3 +391,83 @@ fn compare(
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_read_back_compares_every_field_the_edit_asked_for() {
+        let object = json!({"id": "ds-1", "title": "Temp", "units": "°C", "min": 0,
+                            "xAxis": {"mode": "time"}, "transform": null});
+        let asked = |v: Value| v.as_object().cloned().unwrap();
+        let ok = compare(
+            "m",
+            &object,
+            Some(&asked(json!({"title": "Temp", "min": 0}))),
+        );
+        assert!(ok.ok, "{ok:?}");
+        // A merge patch's null means "removed": absent or null reads as removed.
+        assert!(
+            compare(
+                "m",
+                &object,
+                Some(&asked(json!({"transform": null, "max": null})))
+            )
+            .ok
+        );
+        // A nested patch: the fields it sets are there.
+        assert!(
+            compare(
+                "m",
+                &object,
+                Some(&asked(json!({"xAxis": {"mode": "time"}})))
+            )
+            .ok
+        );
+        let bad = compare(
+            "m",
+            &object,
+            Some(&asked(json!({"units": "K", "xAxis": {"mode": "samples"}}))),
+        );
+        assert!(!bad.ok);
+        assert!(
+            bad.detail.contains("`units` reads \"°C\" (asked \"K\")"),
+            "{}",
+            bad.detail
+        );
+        assert!(bad.detail.contains("`xAxis`"), "{}", bad.detail);
+    }
+
+    #[test]
+    fn the_edited_object_is_found_in_a_list_or_under_its_key() {
+        let project = json!({"groups": [{"id": "grp-1"}, {"id": "grp-2", "title": "B"}]});
+        assert_eq!(find(&project, "groups", "grp-2").unwrap()["title"], "B");
+        assert!(find(&project, "groups", "grp-9").is_none());
+        let list = json!([{"id": "ws-1", "title": "Main"}]);
+        assert_eq!(find(&list, "workspaces", "ws-1").unwrap()["title"], "Main");
+    }
+
+    #[test]
+    fn the_outcome_is_folded_into_any_result() {
+        let v = Verification {
+            ok: false,
+            method: "project.validate",
+            detail: "x".into(),
+        };
+        assert_eq!(fold(json!({"ok": true}), &v)["verification"]["ok"], false);
+        let wrapped = fold(json!("done"), &v);
+        assert_eq!(wrapped["result"], "done");
+        assert_eq!(wrapped["verification"]["method"], "project.validate");
+    }
+
+    #[test]
+    fn every_apply_command_has_one_check() {
+        let mut seen = std::collections::BTreeSet::new();
+        for (apply, _) in VERIFIERS {
+            assert!(seen.insert(*apply), "`{apply}` is in the table twice");
+            assert!(check_of(apply).is_some());
+        }
+        assert!(check_of("project.get").is_none());
+    }
+}
