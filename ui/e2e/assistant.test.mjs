@@ -509,6 +509,40 @@ test("auto-verify: broken parser code gets ✗ in the same turn, and Restore che
   }
 });
 
+test("a message that names a domain gets its skill: a chip on the message, the synthetic pair in the request", async () => {
+  const script = await scriptServer("e2e/anthropic_verify.json");
+  try {
+    const page = await fresh(server.url);
+    await page.click('[data-testid="chat-toggle"]');
+    await page.click('[data-testid="chat-settings"]');
+    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
+    await page.fill('[data-testid="chat-base-url"]', script.url);
+    await page.fill('[data-testid="chat-model"]', "claude-skill-e2e");
+    await page.fill('[data-testid="chat-api-key"]', API_KEY);
+    assert.equal(await page.isChecked('[data-testid="chat-skill-routing"]'), true, "skill routing is on by default");
+    assert.equal(await page.isChecked('[data-testid="chat-auto-verify"]'), true, "auto-verify is on by default");
+    await page.click('[data-testid="chat-settings-save"]');
+    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+    await page.click('[data-testid="chat-new"]');
+    await page.fill('[data-testid="chat-input"]', "help me write a frame parser for my CSV lines");
+    await page.click('[data-testid="chat-send"]');
+    // The scripted model's first reply is a call; deny it, the turn goes on to its answer.
+    await card(page, "toolu_v1").locator('[data-testid="tool-deny"]').click({ timeout: 15000 });
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "The parser is set." }).waitFor({ timeout: 15000 });
+    const chip = page.locator('[data-testid="chat-skill"]');
+    await chip.waitFor();
+    assert.equal(await chip.getAttribute("data-skill"), "frame-parsers");
+    assert.equal((await chip.innerText()).trim(), "skill: frame parsers");
+    assert.equal(await page.locator('[data-testid="tool-card"][data-call-id="sxt_skill_frame_parsers"]').count(), 0, "no card for the app's own load");
+    const first = (await script.requests())[0].body;
+    const uses = first.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b) => b.type === "tool_use");
+    assert.deepEqual(uses.map((b) => [b.name, b.input.name]), [["meta_loadSkill", "frame-parsers"]]);
+    await page.close();
+  } finally {
+    script.stop();
+  }
+});
+
 test("the memory manager: remember a message, edit, delete, forget everything after a confirmation", async () => {
   const page = await fresh(server.url);
   await page.click('[data-testid="chat-toggle"]');
