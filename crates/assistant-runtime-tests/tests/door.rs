@@ -2,6 +2,8 @@
 //! keys persisted (keys in the encrypted-file store here; the keyring backend has its own
 //! tests in sextant-secrets), the scripted provider server as the model.
 
+mod common;
+
 use std::path::Path;
 use std::time::Duration;
 
@@ -10,29 +12,13 @@ use sextant_assistant::door::{ChatDoor, SETTINGS_FILE};
 use sextant_assistant::service::{ServiceEvent, ServiceEventKind, TurnEndKind};
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
-use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
-use sextant_secrets::SecretStore;
-use sextant_telemetry::project::{Project, Source};
+use sextant_runtime::RuntimeHandle;
 use tokio::sync::broadcast;
 
-fn runtime() -> RuntimeHandle {
-    let project = Project {
-        sources: vec![Source::default()],
-        ..Project::default()
-    };
-    Runtime::new(Workspace::new(project)).spawn(None)
-}
+use common::{cached_prefix, ok, runtime, turn};
 
 fn open(dir: &Path, runtime: RuntimeHandle) -> ChatDoor {
-    let secrets = SecretStore::encrypted_file(dir).unwrap();
-    ChatDoor::open_with(dir, runtime, secrets).unwrap()
-}
-
-async fn ok(door: &ChatDoor, request: Value) -> Value {
-    match door.handle(request.clone()).await {
-        Ok(v) => v,
-        Err(e) => panic!("{request} failed: {e:?}"),
-    }
+    common::open_with(dir, runtime)
 }
 
 async fn err(door: &ChatDoor, request: Value) -> CommandError {
@@ -455,29 +441,6 @@ async fn health_names_the_embedder_and_every_enum_key_with_no_text() {
         ),
         "{found:?}"
     );
-}
-
-/// Sends `text` in `chat` and waits for the turn's end.
-async fn turn(door: &ChatDoor, chat: &Value, text: &str) {
-    let mut events = door.service().subscribe();
-    ok(door, json!({"op": "send", "chat": chat, "text": text})).await;
-    loop {
-        if let ServiceEventKind::TurnEnded { end, detail } = next(&mut events).await {
-            assert_eq!(end, TurnEndKind::Finished, "{detail:?}");
-            break;
-        }
-    }
-}
-
-/// The system blocks up to and including the cache breakpoint, and the tools: what a
-/// provider's prompt cache reuses.
-fn cached_prefix(body: &Value) -> String {
-    let system = body["system"].as_array().expect("a system array");
-    let end = system
-        .iter()
-        .position(|b| b.get("cache_control").is_some())
-        .expect("a breakpoint");
-    serde_json::to_string(&(&system[..=end], &body["tools"])).unwrap()
 }
 
 #[tokio::test]

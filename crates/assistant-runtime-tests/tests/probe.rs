@@ -4,84 +4,12 @@
 //! model stays silent across a restart, a fresh chat carries the old one's digest after the
 //! cache breakpoint, and each setting off removes its bytes from the request.
 
-use std::path::Path;
-use std::time::Duration;
+mod common;
 
+use common::{cached_prefix, ok, open, serve, turn, use_provider};
 use serde_json::{json, Value};
 use sextant_assistant::context::ROLE_TEXT;
-use sextant_assistant::door::ChatDoor;
 use sextant_assistant::probe::{COMPLIANCE_FILE, INSTRUCTION, SENTINEL};
-use sextant_assistant::service::{ServiceEventKind, TurnEndKind};
-use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
-use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
-use sextant_secrets::SecretStore;
-use sextant_telemetry::project::{Project, Source};
-
-fn runtime() -> RuntimeHandle {
-    let project = Project {
-        sources: vec![Source::default()],
-        ..Project::default()
-    };
-    Runtime::new(Workspace::new(project)).spawn(None)
-}
-
-fn open(dir: &Path) -> ChatDoor {
-    let secrets = SecretStore::encrypted_file(dir).unwrap();
-    ChatDoor::open_with(dir, runtime(), secrets).unwrap()
-}
-
-async fn ok(door: &ChatDoor, request: Value) -> Value {
-    match door.handle(request.clone()).await {
-        Ok(v) => v,
-        Err(e) => panic!("{request} failed: {e:?}"),
-    }
-}
-
-async fn serve(name: &str) -> ScriptServer {
-    ScriptServer::start(Script::load(
-        &fixtures_dir().join("service").join(format!("{name}.json")),
-    ))
-    .await
-}
-
-async fn use_provider(door: &ChatDoor, server: &ScriptServer, model: &str) {
-    ok(
-        door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": model, "apiKey": "sk-ant-test"}),
-    )
-    .await;
-}
-
-/// Sends `text` and waits for the turn's end; returns every text the door streamed.
-async fn turn(door: &ChatDoor, chat: &Value, text: &str) -> Vec<String> {
-    let mut events = door.service().subscribe();
-    ok(door, json!({"op": "send", "chat": chat, "text": text})).await;
-    let mut streamed = Vec::new();
-    loop {
-        let event = tokio::time::timeout(Duration::from_secs(20), events.recv())
-            .await
-            .expect("an event within 20 s")
-            .expect("no lag");
-        match event.kind {
-            ServiceEventKind::TextDelta { text, .. } => streamed.push(text),
-            ServiceEventKind::TurnEnded { end, detail } => {
-                assert_eq!(end, TurnEndKind::Finished, "{detail:?}");
-                return streamed;
-            }
-            _ => {}
-        }
-    }
-}
-
-fn cached_prefix(body: &Value) -> String {
-    let system = body["system"].as_array().expect("a system array");
-    let end = system
-        .iter()
-        .position(|b| b.get("cache_control").is_some())
-        .expect("a breakpoint");
-    serde_json::to_string(&(&system[..=end], &body["tools"])).unwrap()
-}
 
 fn assistant_texts(history: &Value) -> Vec<String> {
     history["items"]

@@ -4,29 +4,21 @@
 //! (once per chat, none with routing off), the verifier table holds only Safe checks, and a
 //! broken parser's check fails in the very result the model receives.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
+use common::{ok, open, runtime, serve, turn};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
-use sextant_assistant::service::{ServiceEventKind, TurnEndKind};
 use sextant_assistant::skills::{self, Triggers, LOAD_SKILL, MAX_SKILL_BYTES, SKILLS};
 use sextant_assistant::verify::{check_table, VERIFIERS};
 use sextant_commands::{CommandDoor, Tier};
-use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
-use sextant_runtime::{Runtime, RuntimeHandle, Workspace};
+use sextant_providers::script::{fixtures_dir, ScriptServer};
 use sextant_secrets::SecretStore;
-use sextant_telemetry::project::{Project, Source};
-
-fn runtime() -> RuntimeHandle {
-    let project = Project {
-        sources: vec![Source::default()],
-        ..Project::default()
-    };
-    Runtime::new(Workspace::new(project)).spawn(None)
-}
 
 const NAMESPACES: [&str; 11] = [
     "project.",
@@ -169,25 +161,6 @@ async fn the_verifier_table_holds_only_safe_checks_of_real_commands() {
     assert!(check_table(&specs).is_err());
 }
 
-fn open(dir: &Path) -> ChatDoor {
-    let secrets = SecretStore::encrypted_file(dir).unwrap();
-    ChatDoor::open_with(dir, runtime(), secrets).unwrap()
-}
-
-async fn ok(door: &ChatDoor, request: Value) -> Value {
-    match door.handle(request.clone()).await {
-        Ok(v) => v,
-        Err(e) => panic!("{request} failed: {e:?}"),
-    }
-}
-
-async fn serve(name: &str) -> ScriptServer {
-    ScriptServer::start(Script::load(
-        &fixtures_dir().join("service").join(format!("{name}.json")),
-    ))
-    .await
-}
-
 async fn setup(dir: &Path, server: &ScriptServer) -> ChatDoor {
     let door = open(dir);
     ok(
@@ -197,21 +170,6 @@ async fn setup(dir: &Path, server: &ScriptServer) -> ChatDoor {
     )
     .await;
     door
-}
-
-async fn turn(door: &ChatDoor, chat: &Value, text: &str) {
-    let mut events = door.service().subscribe();
-    ok(door, json!({"op": "send", "chat": chat, "text": text})).await;
-    loop {
-        let e = tokio::time::timeout(Duration::from_secs(20), events.recv())
-            .await
-            .expect("an event within 20 s")
-            .expect("no lag");
-        if let ServiceEventKind::TurnEnded { end, detail } = e.kind {
-            assert_eq!(end, TurnEndKind::Finished, "{detail:?}");
-            return;
-        }
-    }
 }
 
 /// The `meta_loadSkill` calls in a request's messages, with the body their result carries.
@@ -238,7 +196,7 @@ fn skill_pairs(body: &Value) -> Vec<(String, String)> {
 #[tokio::test]
 async fn a_trigger_phrase_loads_its_skill_once_per_chat_and_routing_off_loads_none() {
     let dir = tempfile::tempdir().unwrap();
-    let server = serve("../../providers/service/anthropic_never_compliant").await;
+    let server = serve("anthropic_never_compliant").await;
     let door = setup(dir.path(), &server).await;
     let route = Triggers::shipped()
         .route("help me write a frame parser for my CSV lines")
