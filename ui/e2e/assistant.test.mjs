@@ -56,6 +56,21 @@ function command(p, name, params = {}) {
   }), [name, params]);
 }
 
+/** Opens the panel's settings and points the assistant at the scripted provider `url` with
+ *  `model` (a model of its own per test: the probe keeps compliance per model); `before`
+ *  runs on the filled form, before it is saved. */
+async function useProvider(p, url, model, before = async () => {}) {
+  await p.click('[data-testid="chat-toggle"]');
+  await p.click('[data-testid="chat-settings"]');
+  await p.selectOption('[data-testid="chat-provider"]', "anthropic");
+  await p.fill('[data-testid="chat-base-url"]', url);
+  await p.fill('[data-testid="chat-model"]', model);
+  await p.fill('[data-testid="chat-api-key"]', API_KEY);
+  await before();
+  await p.click('[data-testid="chat-settings-save"]');
+  await p.locator('[data-testid="chat-settings-message"]').waitFor();
+}
+
 const card = (p, id) => p.locator(`[data-testid="tool-card"][data-call-id="${id}"]`);
 
 async function waitStatus(p, id, status) {
@@ -310,15 +325,9 @@ test("a proposal becomes a fact only when the person presses Remember, and then 
   const script = await scriptServer("e2e/anthropic_memory.json");
   try {
     const page = await fresh(server.url);
-    await page.click('[data-testid="chat-toggle"]');
-    await page.click('[data-testid="chat-settings"]');
-    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
-    await page.fill('[data-testid="chat-base-url"]', script.url);
-    await page.fill('[data-testid="chat-model"]', "claude-e2e");
-    await page.fill('[data-testid="chat-api-key"]', API_KEY);
-    assert.equal(await page.isChecked('[data-testid="chat-memory"]'), true, "memory is on by default");
-    await page.click('[data-testid="chat-settings-save"]');
-    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+    await useProvider(page, script.url, "claude-e2e", async () => {
+      assert.equal(await page.isChecked('[data-testid="chat-memory"]'), true, "memory is on by default");
+    });
 
     await page.click('[data-testid="chat-new"]');
     await page.fill('[data-testid="chat-input"]', "the IMU talks at 921600 baud");
@@ -389,17 +398,11 @@ test("the context probe: no text the page ever shows has the sentinel; a drifted
         if (panel) window.__shown.push(panel.textContent);
       }).observe(document.body, { subtree: true, childList: true, characterData: true });
     });
-    await page.click('[data-testid="chat-toggle"]');
-    await page.click('[data-testid="chat-settings"]');
-    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
-    await page.fill('[data-testid="chat-base-url"]', script.url);
     // A model of its own: the compliance of the other tests' models is theirs.
-    await page.fill('[data-testid="chat-model"]', "claude-probe-e2e");
-    await page.fill('[data-testid="chat-api-key"]', API_KEY);
-    assert.equal(await page.isChecked('[data-testid="chat-context-probe"]'), true, "the probe is on by default");
-    assert.equal(await page.isChecked('[data-testid="chat-handoff-seeding"]'), true, "handoff seeding is on by default");
-    await page.click('[data-testid="chat-settings-save"]');
-    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+    await useProvider(page, script.url, "claude-probe-e2e", async () => {
+      assert.equal(await page.isChecked('[data-testid="chat-context-probe"]'), true, "the probe is on by default");
+      assert.equal(await page.isChecked('[data-testid="chat-handoff-seeding"]'), true, "handoff seeding is on by default");
+    });
 
     await page.click('[data-testid="chat-new"]');
     const replies = [
@@ -469,14 +472,7 @@ test("auto-verify: broken parser code gets ✗ in the same turn, and Restore che
   try {
     const page = await fresh(server.url);
     const before = await command(page, "project.frameParser.get", {});
-    await page.click('[data-testid="chat-toggle"]');
-    await page.click('[data-testid="chat-settings"]');
-    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
-    await page.fill('[data-testid="chat-base-url"]', script.url);
-    await page.fill('[data-testid="chat-model"]', "claude-verify-e2e");
-    await page.fill('[data-testid="chat-api-key"]', API_KEY);
-    await page.click('[data-testid="chat-settings-save"]');
-    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+    await useProvider(page, script.url, "claude-verify-e2e");
     await page.click('[data-testid="chat-new"]');
     await page.fill('[data-testid="chat-input"]', "parse my CSV lines");
     await page.click('[data-testid="chat-send"]');
@@ -513,16 +509,10 @@ test("a message that names a domain gets its skill: a chip on the message, the s
   const script = await scriptServer("e2e/anthropic_verify.json");
   try {
     const page = await fresh(server.url);
-    await page.click('[data-testid="chat-toggle"]');
-    await page.click('[data-testid="chat-settings"]');
-    await page.selectOption('[data-testid="chat-provider"]', "anthropic");
-    await page.fill('[data-testid="chat-base-url"]', script.url);
-    await page.fill('[data-testid="chat-model"]', "claude-skill-e2e");
-    await page.fill('[data-testid="chat-api-key"]', API_KEY);
-    assert.equal(await page.isChecked('[data-testid="chat-skill-routing"]'), true, "skill routing is on by default");
-    assert.equal(await page.isChecked('[data-testid="chat-auto-verify"]'), true, "auto-verify is on by default");
-    await page.click('[data-testid="chat-settings-save"]');
-    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+    await useProvider(page, script.url, "claude-skill-e2e", async () => {
+      assert.equal(await page.isChecked('[data-testid="chat-skill-routing"]'), true, "skill routing is on by default");
+      assert.equal(await page.isChecked('[data-testid="chat-auto-verify"]'), true, "auto-verify is on by default");
+    });
     await page.click('[data-testid="chat-new"]');
     await page.fill('[data-testid="chat-input"]', "help me write a frame parser for my CSV lines");
     await page.click('[data-testid="chat-send"]');
