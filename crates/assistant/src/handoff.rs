@@ -55,7 +55,7 @@ const TARGET_KEYS: [&str; 12] = [
 pub fn digest(title: &str, events: &[LoggedEvent], tier: &dyn Fn(&str) -> Option<Tier>) -> String {
     let mut questions: Vec<String> = Vec::new();
     let mut calls: Vec<(String, String, Value)> = Vec::new();
-    let mut done: Vec<String> = Vec::new();
+    let mut done: std::collections::HashSet<String> = std::collections::HashSet::new();
     let mut checkpoints: Vec<u64> = Vec::new();
     for e in events {
         match &e.event {
@@ -70,7 +70,9 @@ pub fn digest(title: &str, events: &[LoggedEvent], tier: &dyn Fn(&str) -> Option
                 denied: false,
                 blocked: false,
                 ..
-            } if !done.contains(id) => done.push(id.clone()),
+            } => {
+                done.insert(id.clone());
+            }
             Event::Structural(s) if s.kind == kinds::CHECKPOINT_CREATED => {
                 if let Some(id) = s.payload.get("id").and_then(Value::as_u64) {
                     checkpoints.push(id);

@@ -903,13 +903,15 @@ impl ChatService {
         // for the model when the message names its domain.
         commands = Arc::new(SkillDoor::new(commands));
         offered.push(skills::LOAD_SKILL);
+        let turn_settings = Settings::new(settings.model.clone());
         if on.skill_routing {
-            let model = Settings::new(settings.model.clone());
             seams.inbound.push(Arc::new(SkillRouter {
                 triggers: Triggers::shipped(),
                 loaded: skills::loaded(&events),
                 // At most a quarter of the history budget (about 4 bytes a token).
-                max_body_bytes: model.history_budget_tokens.min(skills::MAX_SKILL_BYTES),
+                max_body_bytes: turn_settings
+                    .history_budget_tokens
+                    .min(skills::MAX_SKILL_BYTES),
             }));
         }
         // The probe: its instruction is in the role block above; here its strip on every
@@ -950,7 +952,7 @@ impl ChatService {
             chat,
             Arc::new(pipeline),
             CallerInfo::assistant(settings.policy()),
-            Settings::new(settings.model.clone()),
+            turn_settings,
         )
         .with_tools(Arc::new(tools))
         .with_seams(seams)

@@ -27,10 +27,11 @@ pub enum Check {
     DryCompile,
     /// Run the same transform on the input `0.0` (`project.transform.dryRun`).
     TransformDryRun,
-    /// Read the object back with this command and compare each changed field.
+    /// Read the object back with `read` and compare each changed field; `list` names the
+    /// array of the answer the object is in (`None`: the answer is the object).
     ReadBack {
         read: &'static str,
-        list: &'static str,
+        list: Option<&'static str>,
     },
     /// The project still validates (`project.validate`).
     Validate,
@@ -74,21 +75,21 @@ pub const VERIFIERS: &[(&str, Check)] = &[
         "project.dataset.update",
         Check::ReadBack {
             read: "project.dataset.get",
-            list: "",
+            list: None,
         },
     ),
     (
         "project.group.update",
         Check::ReadBack {
             read: "project.get",
-            list: "groups",
+            list: Some("groups"),
         },
     ),
     (
         "project.workspace.update",
         Check::ReadBack {
             read: "project.workspace.list",
-            list: "workspaces",
+            list: Some("workspaces"),
         },
     ),
     ("project.source.add", Check::Validate),
@@ -257,14 +258,15 @@ impl AutoVerify {
                 let Some(id) = args.get("id").and_then(Value::as_str) else {
                     return failed("the edit names no id to read back".into());
                 };
-                let params = if list.is_empty() {
-                    json!({ "id": id })
-                } else {
-                    json!({})
+                let object = match list {
+                    None => self.run(ctx, read, json!({ "id": id })).await.map(Some),
+                    Some(list) => self
+                        .run(ctx, read, json!({}))
+                        .await
+                        .map(|v| find(&v, list, id)),
                 };
-                let object = match self.run(ctx, read, params).await {
-                    Ok(v) if list.is_empty() => Some(v),
-                    Ok(v) => find(&v, list, id),
+                let object = match object {
+                    Ok(object) => object,
                     Err(e) => return failed(format!("could not read `{id}` back: {e}")),
                 };
                 let Some(object) = object else {
