@@ -150,6 +150,14 @@ impl Chat {
         self.log.lock().unwrap().fold(self.id).unwrap()
     }
 
+    /// A logged result as the model reads it: inside the chat's envelope (an error's
+    /// `Error: ` left to the provider client).
+    fn wrapped(&self, tool: &str, content: &str) -> String {
+        let body = content.strip_prefix("Error: ").unwrap_or(content);
+        let envelope = self.log.lock().unwrap().envelope(self.id).unwrap();
+        envelope.wrap(&format!("tool:{tool}"), body)
+    }
+
     fn requests(&self) -> Vec<RecordedRequest> {
         self.server.requests()
     }
@@ -222,22 +230,45 @@ impl Approver for Person {
 
 /// The `tool_result` blocks (Anthropic) or `tool` messages (OpenAI) of a request body:
 /// (call id, content, is_error).
+/// Every tool result of a request body, as logged: each must have reached the model inside
+/// an envelope, which is taken off here (with the `Error: ` the log keeps and the envelope
+/// leaves outside).
 fn tool_results(body: &Value) -> Vec<(String, String, bool)> {
+    fn unwrapped(content: &str, is_error: bool) -> String {
+        let (prefix, wrapped) = match content.strip_prefix("Error: ") {
+            Some(rest) => ("Error: ", rest),
+            None => ("", content),
+        };
+        if wrapped == "no result (interrupted)" {
+            return content.to_string();
+        }
+        assert!(wrapped.starts_with("<untrusted-"), "not enveloped: {content}");
+        let inner = wrapped.split_once('\n').unwrap().1;
+        let inner = inner.rsplit_once('\n').unwrap().0;
+        let text = format!("{prefix}{inner}");
+        if is_error && !text.starts_with("Error: ") {
+            format!("Error: {text}")
+        } else {
+            text
+        }
+    }
     let mut out = Vec::new();
     for message in body["messages"].as_array().unwrap() {
         if message["role"] == "tool" {
+            let content = message["content"].as_str().unwrap();
             out.push((
                 message["tool_call_id"].as_str().unwrap().to_string(),
-                message["content"].as_str().unwrap().to_string(),
+                unwrapped(content, false),
                 false,
             ));
         }
         for block in message["content"].as_array().into_iter().flatten() {
             if block["type"] == "tool_result" {
+                let is_error = block["is_error"] == json!(true);
                 out.push((
                     block["tool_use_id"].as_str().unwrap().to_string(),
-                    block["content"].as_str().unwrap().to_string(),
-                    block["is_error"] == json!(true),
+                    unwrapped(block["content"].as_str().unwrap(), is_error),
+                    is_error,
                 ));
             }
         }
@@ -372,7 +403,8 @@ async fn a_registry_tool_call_runs_and_its_result_goes_into_the_next_request() {
                  "input": {"title": "Rover"}}
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_c1", "content": content}
+                {"type": "tool_result", "tool_use_id": "toolu_c1",
+                 "content": chat.wrapped("project_setTitle", content)}
             ]}
         ])
     );
@@ -690,8 +722,8 @@ async fn a_stream_cut_mid_tool_call_runs_nothing_records_the_error_and_the_chat_
                 {"type": "tool_use", "id": "toolu_x1", "name": "echo", "input": {"n": 1}}
             ]},
             {"role": "user", "content": [
-                {"type": "tool_result", "tool_use_id": "toolu_x1", "content": content,
-                 "is_error": true},
+                {"type": "tool_result", "tool_use_id": "toolu_x1",
+                 "content": chat.wrapped("echo", content), "is_error": true},
                 {"type": "text", "text": "Are you there?"}
             ]}
         ])

@@ -242,7 +242,12 @@ async fn a_denial_becomes_an_error_result_the_next_request_carries() {
         .expect("the denied call's result in the second request");
     assert_eq!(result["tool_use_id"], json!("toolu_d1"));
     assert_eq!(result["is_error"], json!(true));
-    assert!(result["content"].to_string().contains("Error:"), "{result}");
+    // The flag says it is an error; the reason travels inside the envelope.
+    let content = result["content"].as_str().unwrap();
+    assert!(
+        content.starts_with("<untrusted-") && content.contains("source=\"tool:project_group_add\">\ndenied: the user declined"),
+        "{result}"
+    );
 }
 
 #[tokio::test]

@@ -18,7 +18,7 @@ use sextant_commands::CommandDoor;
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_secrets::{Backend, SecretStore};
 
-use crate::chatlog::{ChatId, ChatLogError, ChatSummary, UiItem};
+use crate::chatlog::{ChatId, ChatLogError, ChatSummary, HitRef, SearchRequest, UiItem, Visibility};
 use crate::memory::Memory;
 use crate::probe::{Compliance, Degraded, COMPLIANCE_FILE};
 use crate::retrieval::Retrieval;
@@ -228,8 +228,41 @@ impl ChatDoor {
             }
             "create" => {
                 let title = optional_str(&fields, "title")?.unwrap_or("New chat");
-                let id = service.create_chat(title).map_err(service_error)?;
+                // In the project open now: the archive's project-scoped searches see it there.
+                let id = service.create_chat_here(title).await.map_err(service_error)?;
                 Ok(json!({ "id": id }))
+            }
+            // The archive (spec 30, A2): `{query, filter?, cursor?, limit?}`, and `chat` for
+            // one chat's events.
+            "searchSessions" | "searchEvents" => {
+                let chat = match op.as_str() {
+                    "searchEvents" => {
+                        let chat = chat_id(&fields)?;
+                        fields.remove("chat");
+                        Some(chat)
+                    }
+                    _ => None,
+                };
+                let request: SearchRequest = parse_fields(fields)?;
+                let reader = service.clone();
+                let page = tokio::task::spawn_blocking(move || match chat {
+                    Some(chat) => reader.search_events(chat, &request),
+                    None => reader.search_sessions(&request),
+                })
+                .await
+                .map_err(|e| CommandError::failed(format!("the search stopped: {e}")))?
+                .map_err(service_error)?;
+                Ok(to_value(&page))
+            }
+            // "Cite in this chat" (spec 30, A3): `{chat, hits: [{chat, seq}], visibility?}`.
+            "cite" => {
+                let chat = chat_id(&fields)?;
+                fields.remove("chat");
+                let request: CiteRequest = parse_fields(fields)?;
+                let cited = service
+                    .cite(chat, &request.hits, &request.visibility)
+                    .map_err(service_error)?;
+                Ok(to_value(&cited))
             }
             // "Start fresh chat" and the list's "New chat from handoff".
             "newChatFromHandoff" => {
@@ -651,9 +684,30 @@ fn optional_str<'a>(
     }
 }
 
+/// What `cite` takes besides the citing chat.
+#[derive(Debug, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", deny_unknown_fields)]
+pub struct CiteRequest {
+    pub hits: Vec<HitRef>,
+    /// Which chats may be cited; every chat by default (the person's own archive).
+    #[serde(default)]
+    pub visibility: Visibility,
+}
+
+fn parse_fields<T: for<'de> Deserialize<'de>>(fields: Map<String, Value>) -> Result<T, CommandError> {
+    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
+        let path = e.path().to_string();
+        CommandError::invalid(
+            if path == "." { "request" } else { &path },
+            e.inner().to_string(),
+        )
+    })
+}
+
 fn service_error(e: ServiceError) -> CommandError {
     let code = match &e {
         ServiceError::Log(ChatLogError::NoChat(_)) => ErrorCode::NotFound,
+        ServiceError::Log(ChatLogError::Invalid(_)) => ErrorCode::BadRequest,
         ServiceError::NoPendingApproval(_) => ErrorCode::NotFound,
         ServiceError::TurnRunning(_) | ServiceError::NothingToRetry(_) => ErrorCode::NotAllowed,
         _ => ErrorCode::Failed,

@@ -5,13 +5,16 @@
 //!   Tools only execute; all policy – the command safety tiers included – lives at the
 //!   stations.
 //! - [`chatlog`]: every chat is an append-only event log in SQLite; the model's history
-//!   and the UI's projection are both derived from it by one fold and never stored.
+//!   and the UI's projection are both derived from it by one fold and never stored; its
+//!   archive indexes every chat for search, and citations bring old chats in frozen.
+//!   [`archive_tools`] gives the model that search and citing as two Safe tools.
 //!
 //! Architecture invariant: the assistant reaches the workspace only through registry
 //! commands (a [`Commands`] door, which the workspace runtime implements), never by
 //! touching the project itself; it does not depend on the runtime, its drivers or its
 //! databases.
 
+pub mod archive_tools;
 pub mod chatlog;
 pub mod context;
 pub mod conversation;

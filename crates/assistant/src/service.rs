@@ -35,7 +35,12 @@ use crate::Commands;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::chatlog::{kinds, ChatId, ChatLog, ChatLogError, ChatSummary, Event, UiItem};
+use crate::archive_tools::{self, ArchiveDoor};
+use crate::chatlog::cite::Cited;
+use crate::chatlog::{
+    kinds, ChatId, ChatLog, ChatLogError, ChatSummary, CitedBy, Event, HitRef, SearchPage,
+    SearchRequest, UiItem, Visibility,
+};
 use crate::context::{Envelope, DOCS_TEXT};
 use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
@@ -82,6 +87,8 @@ pub struct Mechanisms {
     pub auto_verify: bool,
     /// Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
     pub skill_routing: bool,
+    /// Spec 30 A2–A3: the model can search this project's chats and cite them.
+    pub archive_tools: bool,
 }
 
 impl Default for Mechanisms {
@@ -92,6 +99,7 @@ impl Default for Mechanisms {
             handoff_seeding: true,
             auto_verify: true,
             skill_routing: true,
+            archive_tools: true,
         }
     }
 }
@@ -719,6 +727,64 @@ impl ChatService {
         Ok(lock(&self.inner.log).create_chat(title)?)
     }
 
+    /// A chat started in the project open now (its archive visibility).
+    pub async fn create_chat_here(&self, title: &str) -> Result<ChatId, ServiceError> {
+        let project = self.open_project().await;
+        Ok(lock(&self.inner.log).create_chat_in(title, project.as_deref())?)
+    }
+
+    /// The open project's file (`None`: never saved, or the runtime cannot say).
+    pub async fn open_project(&self) -> Option<String> {
+        let reply = self
+            .inner
+            .runtime
+            .call(
+                sextant_commands::Caller::Ui,
+                "project.file",
+                serde_json::json!({}),
+                sextant_commands::Policy::default(),
+            )
+            .await;
+        match reply {
+            Ok(v) => v["path"].as_str().map(str::to_string),
+            Err(e) => {
+                tracing::debug!(target: "assistant", "no project file for the archive: {e}");
+                None
+            }
+        }
+    }
+
+    /// Searches every chat `request`'s visibility allows (the person's search view).
+    pub fn search_sessions(&self, request: &SearchRequest) -> Result<SearchPage, ServiceError> {
+        Ok(lock(&self.inner.log).search_sessions(request)?)
+    }
+
+    /// Searches one chat.
+    pub fn search_events(
+        &self,
+        chat: ChatId,
+        request: &SearchRequest,
+    ) -> Result<SearchPage, ServiceError> {
+        Ok(lock(&self.inner.log).search_events(chat, request)?)
+    }
+
+    /// The person cites `hits` into `chat`; refused while a turn runs there (the citation
+    /// moves the conversation on, like a message).
+    pub fn cite(
+        &self,
+        chat: ChatId,
+        hits: &[HitRef],
+        visibility: &Visibility,
+    ) -> Result<Cited, ServiceError> {
+        let turns = lock(&self.inner.turns);
+        if turns.contains_key(&chat) {
+            return Err(ServiceError::TurnRunning(chat));
+        }
+        let cited = lock(&self.inner.log).cite(chat, hits, CitedBy::Person, visibility);
+        drop(turns);
+        Ok(cited?)
+    }
+
     pub fn rename_chat(&self, chat: ChatId, title: &str) -> Result<(), ServiceError> {
         Ok(lock(&self.inner.log).rename_chat(chat, title)?)
     }
@@ -903,6 +969,17 @@ impl ChatService {
         // for the model when the message names its domain.
         commands = Arc::new(SkillDoor::new(commands));
         offered.push(skills::LOAD_SKILL);
+        // The archive, seen from the project open now: the model's visibility.
+        if on.archive_tools {
+            let project = self.open_project().await;
+            commands = Arc::new(ArchiveDoor::new(
+                commands,
+                self.inner.log.clone(),
+                chat,
+                project,
+            ));
+            offered.extend([archive_tools::SEARCH, archive_tools::CITE]);
+        }
         let turn_settings = Settings::new(settings.model.clone());
         if on.skill_routing {
             seams.inbound.push(Arc::new(SkillRouter {

@@ -231,6 +231,137 @@ pub fn fts_query(keywords: &[String]) -> Option<String> {
     Some(quoted.join(" OR "))
 }
 
+/// Where a term sits in the original text: a word's byte range and its terms, or one CJK
+/// character's range with the character and its 2-gram with the next one. Snippets use it to
+/// mark what matched without re-implementing the rules above.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Span {
+    pub range: std::ops::Range<usize>,
+    pub terms: Vec<String>,
+}
+
+/// The [`Span`]s of `text`, in order. Classifies each original character by its NFKC form,
+/// so offsets stay in the original text (`ＣＡＮ` is one span of three full-width letters).
+pub fn spans(text: &str) -> Vec<Span> {
+    #[derive(PartialEq)]
+    enum Class {
+        Cjk,
+        Word,
+        Other,
+    }
+    let class = |c: char| {
+        let n = c.nfkc().next().unwrap_or(c);
+        if is_cjk(n) {
+            Class::Cjk
+        } else if n.is_alphanumeric() || JOINERS.contains(&n) {
+            Class::Word
+        } else {
+            Class::Other
+        }
+    };
+    let chars: Vec<(usize, char)> = text.char_indices().collect();
+    let mut out = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        let (at, c) = chars[i];
+        match class(c) {
+            Class::Other => i += 1,
+            Class::Cjk => {
+                let end = at + c.len_utf8();
+                let n: String = c.nfkc().collect::<String>().to_lowercase();
+                let mut terms = vec![n.clone()];
+                if let Some(&(_, next)) = chars.get(i + 1) {
+                    if class(next) == Class::Cjk {
+                        terms.push(format!("{n}{}", next.nfkc().collect::<String>()));
+                    }
+                }
+                out.push(Span {
+                    range: at..end,
+                    terms,
+                });
+                i += 1;
+            }
+            Class::Word => {
+                let mut j = i;
+                while j < chars.len() && class(chars[j].1) == Class::Word {
+                    j += 1;
+                }
+                let end = chars.get(j).map_or(text.len(), |&(e, _)| e);
+                let raw = &text[at..end];
+                let word: String = raw.nfkc().collect();
+                let trimmed = word.trim_matches(JOINERS);
+                if !trimmed.is_empty() {
+                    // The range without the joiners at the ends (they are punctuation).
+                    let lead = raw.len() - raw.trim_start_matches(JOINERS).len();
+                    let tail = raw.len() - raw.trim_end_matches(JOINERS).len();
+                    let terms = word_terms(trimmed);
+                    if !terms.is_empty() && at + lead < end - tail {
+                        out.push(Span {
+                            range: at + lead..end - tail,
+                            terms,
+                        });
+                    }
+                }
+                i = j;
+            }
+        }
+    }
+    out
+}
+
+/// A query that matches text containing every word of `text` (stop-words aside): an FTS5
+/// expression over [`index_terms`]'s vocabulary, and the terms a snippet marks. `None`
+/// when nothing is left to search for.
+///
+/// - A plain word must be there: `"baud"`.
+/// - A code or path word matches itself or all of its parts, so `crates/x/y.rs` finds
+///   `crates/x/y.rs:12` and `tableGet` finds `table_get`: `("tableget" OR ("table" AND
+///   "get"))`.
+/// - A CJK run must have each of its 2-grams (one character: that character), so "压缩架构"
+///   finds its sentence and not a text that merely uses the same characters apart.
+pub fn all_words_query(text: &str) -> Option<(String, Vec<String>)> {
+    let quote = |t: &str| format!("\"{}\"", t.replace('"', "\"\""));
+    let mut clauses: Vec<String> = Vec::new();
+    let mut marks: Vec<String> = Vec::new();
+    let mut push = |clause: String, terms: &[String], clauses: &mut Vec<String>| {
+        if !clauses.contains(&clause) && clauses.len() < MAX_KEYWORDS {
+            clauses.push(clause);
+            marks.extend(terms.iter().cloned());
+        }
+    };
+    for piece in pieces(text) {
+        match piece {
+            Piece::Word(terms) => {
+                let whole = &terms[0];
+                if terms.len() == 1 {
+                    if !is_stop_word(whole) {
+                        push(quote(whole), &terms, &mut clauses);
+                    }
+                    continue;
+                }
+                let parts: Vec<String> = terms[1..].iter().map(|t| quote(t)).collect();
+                push(
+                    format!("({} OR ({}))", quote(whole), parts.join(" AND ")),
+                    &terms,
+                    &mut clauses,
+                );
+            }
+            Piece::Cjk(run) => {
+                let lower: Vec<char> = run.iter().flat_map(|c| c.to_lowercase()).collect();
+                let grams: Vec<String> = if lower.len() == 1 {
+                    vec![lower[0].to_string()]
+                } else {
+                    lower.windows(2).map(|w| w.iter().collect()).collect()
+                };
+                for g in grams.into_iter().filter(|g| !is_stop_word(g)) {
+                    push(quote(&g), std::slice::from_ref(&g), &mut clauses);
+                }
+            }
+        }
+    }
+    (!clauses.is_empty()).then(|| (clauses.join(" AND "), marks))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -271,6 +402,42 @@ mod tests {
         for (text, want) in cases {
             assert_eq!(terms(text), *want, "{text}");
         }
+    }
+
+    #[test]
+    fn spans_keep_original_offsets() {
+        let text = "Fix tableGet in crates/x/y.rs: 压缩架构 ＣＡＮ.";
+        let spans = spans(text);
+        let words: Vec<&str> = spans.iter().map(|s| &text[s.range.clone()]).collect();
+        assert_eq!(
+            words,
+            ["Fix", "tableGet", "in", "crates/x/y.rs", "压", "缩", "架", "构", "ＣＡＮ"]
+        );
+        assert_eq!(spans[1].terms, ["tableget", "table", "get"]);
+        assert_eq!(spans[4].terms, ["压", "压缩"]);
+        assert_eq!(spans[7].terms, ["构"]);
+        assert_eq!(spans[8].terms, ["can"]);
+    }
+
+    #[test]
+    fn all_words_queries() {
+        let q = |t: &str| all_words_query(t).map(|(fts, _)| fts);
+        assert_eq!(q("the baud rate").unwrap(), "\"baud\" AND \"rate\"");
+        assert_eq!(
+            q("tableGet").unwrap(),
+            "(\"tableget\" OR (\"table\" AND \"get\"))"
+        );
+        assert_eq!(
+            q("压缩架构").unwrap(),
+            "\"压缩\" AND \"缩架\" AND \"架构\""
+        );
+        assert_eq!(q("压").unwrap(), "\"压\"");
+        // FTS syntax in a query is just words.
+        assert_eq!(q("NEAR(foo* \"x").unwrap(), "\"near\" AND \"foo\" AND \"x\"");
+        assert!(q("what is the").is_none());
+        assert!(q("...").is_none());
+        let long: String = (0..10_000).map(|i| format!("w{i} ")).collect();
+        assert_eq!(q(&long).unwrap().matches(" AND ").count(), MAX_KEYWORDS - 1);
     }
 
     #[test]

@@ -27,7 +27,8 @@ const ASSISTANT: &str = "assistant_message";
 const TOOL_CALL: &str = "tool_call";
 const TOOL_RESULT: &str = "tool_result";
 const COMPACTION: &str = "compaction";
-const CONVERSATION_KINDS: [&str; 5] = [USER, ASSISTANT, TOOL_CALL, TOOL_RESULT, COMPACTION];
+const CITATION: &str = "citation";
+const CONVERSATION_KINDS: [&str; 6] = [USER, ASSISTANT, TOOL_CALL, TOOL_RESULT, COMPACTION, CITATION];
 
 /// One event of a chat.
 #[derive(Debug, Clone, PartialEq)]
@@ -56,6 +57,19 @@ pub enum Event {
     Compaction {
         through: Seq,
         summary: String,
+    },
+    /// Hits of other chats brought into this one as frozen snapshots (spec 30, A3); the
+    /// model reads them inside the untrusted envelope.
+    Citation {
+        /// `person` or `assistant`.
+        by: String,
+        /// The `assistant.sessions.cite` call that made it, where known (the fold places
+        /// the model's citation after the open calls' results either way).
+        call_id: Option<String>,
+        /// Provenance, one object per source chat (chat, title, project, cited seqs…).
+        sources: Value,
+        /// Each source's snapshot JSON, every `<` already written as `\u003c`.
+        snapshots: Vec<String>,
     },
     Structural(Structural),
 }
@@ -109,6 +123,7 @@ impl Event {
             Event::ToolCall { .. } => TOOL_CALL,
             Event::ToolResult { .. } => TOOL_RESULT,
             Event::Compaction { .. } => COMPACTION,
+            Event::Citation { .. } => CITATION,
             Event::Structural(s) => &s.kind,
         }
     }
@@ -135,6 +150,14 @@ impl Event {
             }
             Event::Compaction { through, summary } => {
                 json!({ "through": through, "summary": summary })
+            }
+            Event::Citation {
+                by,
+                call_id,
+                sources,
+                snapshots,
+            } => {
+                json!({ "by": by, "callId": call_id, "sources": sources, "snapshots": snapshots })
             }
             Event::Structural(s) => s.payload.clone(),
         }
@@ -182,6 +205,25 @@ impl Event {
                     .and_then(Value::as_u64)
                     .ok_or("`compaction` event without a `through` sequence number")?,
                 summary: text(&payload, "summary")?,
+            },
+            CITATION => Event::Citation {
+                by: text(&payload, "by")?,
+                call_id: payload
+                    .get("callId")
+                    .and_then(Value::as_str)
+                    .map(str::to_string),
+                sources: payload.get("sources").cloned().unwrap_or(Value::Null),
+                snapshots: payload
+                    .get("snapshots")
+                    .and_then(Value::as_array)
+                    .ok_or("`citation` event without its `snapshots`")?
+                    .iter()
+                    .map(|s| {
+                        s.as_str()
+                            .map(str::to_string)
+                            .ok_or("a `citation` snapshot that is not a string")
+                    })
+                    .collect::<Result<_, _>>()?,
             },
             other => Event::structural(other, payload),
         })

@@ -3,16 +3,22 @@
 //! [`ChatLog`] stores each chat's events in SQLite ([`schema`]); events are never updated
 //! or deleted, only whole chats are. [`fold`] derives the model's history, the UI's
 //! projection and the surface labels from a log with one state machine; none of them is
-//! stored.
+//! stored. [`archive`] indexes every event for search (spec 30, A2) in the append's own
+//! transaction; [`cite`] brings other chats in as frozen snapshots (A3).
 
+pub mod archive;
+pub mod cite;
 mod event;
 mod fold;
 pub mod schema;
 mod store;
 
+pub use archive::{SearchFilter, SearchHit, SearchPage, SearchRequest, SnippetPart, Visibility};
+pub use cite::{CitedBy, HitRef, MAX_CITED_CHATS, MAX_SNAPSHOT_BYTES};
 pub use event::{kinds, Event, LoggedEvent, Seq, Structural};
 pub use fold::{
-    fold, Block, Fold, Folded, Message, Role, Surface, ToolStatus, UiItem, INTERRUPTED,
+    fold, Block, Fold, Folded, Message, Role, Surface, ToolStatus, UiItem, CITATION_SOURCE,
+    CITATION_WARNING, INTERRUPTED,
 };
 pub use store::{ChatLog, ChatSummary};
 

@@ -5,13 +5,21 @@
 //! file); a file from a newer Sextant, or a file with other tables and no version, is
 //! refused rather than guessed at.
 //!
-//! Tables (version 1):
+//! Tables (version 1, and what version 2 adds):
 //!
 //! - `chats`: id, title, creation time (Unix ms). The title is a label of the chat, not
 //!   part of the conversation, so renaming changes this row and logs no event.
 //! - `events`: (chat, seq) → time, kind, JSON payload. Triggers make the table
 //!   append-only: an update always fails, and a delete fails unless its chat is already
 //!   gone (deleting a whole chat cascades to its events).
+//! - v2 `chats.project`: the project file the chat was started in (NULL: none), the
+//!   archive's visibility boundary.
+//! - v2 `archive_docs` (one row per event: chat, seq, time, kind) and `archive_fts` (FTS5,
+//!   contentless, its rowid the doc's; the terms pre-tokenised by the retrieval engine's
+//!   tokenizer): the full-text index of every chat, written in the append's transaction
+//!   and emptied of a chat in its delete's (a trigger). `meta.archive_generation` counts
+//!   every change to it; `meta.install_key` (random, 32 bytes hex) signs search cursors and
+//!   derives each chat's envelope nonce.
 
 use std::path::Path;
 use std::time::Duration;
@@ -21,7 +29,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use crate::chatlog::ChatLogError;
 
 /// The newest schema this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = 2;
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -52,8 +60,34 @@ BEGIN
 END;
 "#;
 
+const V2: &str = r#"
+ALTER TABLE chats ADD COLUMN project TEXT;
+CREATE INDEX chats_by_project ON chats(project);
+CREATE TABLE archive_docs (
+    rowid INTEGER PRIMARY KEY,
+    chat INTEGER NOT NULL REFERENCES chats(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    unix_ms INTEGER NOT NULL,
+    kind TEXT NOT NULL,
+    UNIQUE (chat, seq)
+);
+-- The same tokenizer settings as the memory's index: terms arrive pre-tokenised, `_` joins
+-- a code or path token.
+CREATE VIRTUAL TABLE archive_fts USING fts5(
+    terms, content='', contentless_delete=1,
+    tokenize = "unicode61 remove_diacritics 0 categories 'L* N* Co M*' tokenchars '_'"
+);
+-- A chat leaves the index in its own delete's transaction (the docs go by cascade).
+CREATE TRIGGER archive_forget_chat BEFORE DELETE ON chats
+BEGIN
+    DELETE FROM archive_fts WHERE rowid IN (SELECT rowid FROM archive_docs WHERE chat = OLD.id);
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'archive_generation';
+END;
+INSERT INTO meta (key, value) VALUES ('archive_generation', '0');
+"#;
+
 /// Step `n` brings a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Opens (creating if needed) and migrates the database at `path`.
 pub fn open(path: &Path) -> Result<Connection, ChatLogError> {
@@ -135,8 +169,18 @@ fn migrate(conn: &mut Connection, path: &Path) -> Result<(), ChatLogError> {
     if found == SCHEMA_VERSION {
         return Ok(());
     }
-    for step in &MIGRATIONS[found as usize..] {
+    for (version, step) in MIGRATIONS.iter().enumerate().skip(found as usize) {
         tx.execute_batch(step).map_err(sql)?;
+        if version + 1 == 2 {
+            // What SQL alone cannot do: index the chats logged before the archive existed,
+            // and make this install's key.
+            crate::chatlog::archive::index_all(&tx).map_err(sql)?;
+            tx.execute(
+                "INSERT INTO meta (key, value) VALUES ('install_key', ?1)",
+                [crate::chatlog::archive::new_install_key()],
+            )
+            .map_err(sql)?;
+        }
     }
     tx.execute(
         "INSERT OR REPLACE INTO meta (key, value) VALUES ('schema_version', ?1)",

@@ -10,9 +10,11 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::Serialize;
 
+use crate::chatlog::archive::{self, SurfaceCache};
 use crate::chatlog::event::{Event, LoggedEvent, Seq};
-use crate::chatlog::fold::{fold, Folded};
+use crate::chatlog::fold::{Fold, Folded};
 use crate::chatlog::{schema, ChatId, ChatLogError};
+use crate::context::Envelope;
 
 /// One chat in a list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
@@ -21,6 +23,8 @@ pub struct ChatSummary {
     pub id: ChatId,
     pub title: String,
     pub created_unix_ms: i64,
+    /// The project file the chat was started in (`None`: no saved project).
+    pub project: Option<String>,
     /// The last event's time (the creation time for an empty chat).
     pub updated_unix_ms: i64,
     pub events: u64,
@@ -28,18 +32,19 @@ pub struct ChatSummary {
 
 /// A connection to a chat database.
 pub struct ChatLog {
-    conn: Connection,
-    path: PathBuf,
+    pub(super) conn: Connection,
+    pub(super) path: PathBuf,
+    pub(super) surfaces: SurfaceCache,
 }
 
-fn now_ms() -> i64 {
+pub(super) fn now_ms() -> i64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map(|d| i64::try_from(d.as_millis()).unwrap_or(i64::MAX))
         .unwrap_or(0)
 }
 
-const SUMMARY: &str = "SELECT c.id, c.title, c.created_unix_ms, \
+const SUMMARY: &str = "SELECT c.id, c.title, c.created_unix_ms, c.project, \
      coalesce((SELECT max(unix_ms) FROM events e WHERE e.chat = c.id), c.created_unix_ms), \
      (SELECT count(*) FROM events e WHERE e.chat = c.id) FROM chats c";
 
@@ -48,8 +53,9 @@ fn summary(r: &rusqlite::Row<'_>) -> rusqlite::Result<ChatSummary> {
         id: r.get(0)?,
         title: r.get(1)?,
         created_unix_ms: r.get(2)?,
-        updated_unix_ms: r.get(3)?,
-        events: r.get::<_, i64>(4)?.max(0) as u64,
+        project: r.get(3)?,
+        updated_unix_ms: r.get(4)?,
+        events: r.get::<_, i64>(5)?.max(0) as u64,
     })
 }
 
@@ -58,25 +64,57 @@ impl ChatLog {
     pub fn open(path: impl AsRef<Path>) -> Result<ChatLog, ChatLogError> {
         let path = path.as_ref().to_path_buf();
         let conn = schema::open(&path)?;
-        Ok(ChatLog { conn, path })
+        Ok(ChatLog {
+            conn,
+            path,
+            surfaces: SurfaceCache::default(),
+        })
     }
 
     pub fn path(&self) -> &Path {
         &self.path
     }
 
-    fn sql(&self, e: rusqlite::Error) -> ChatLogError {
+    pub(super) fn sql(&self, e: rusqlite::Error) -> ChatLogError {
         ChatLogError::from_sql(e, &self.path)
     }
 
+    /// A chat with no project.
     pub fn create_chat(&mut self, title: &str) -> Result<ChatId, ChatLogError> {
+        self.create_chat_in(title, None)
+    }
+
+    /// A chat started in `project` (a project file's path): the archive's project-scoped
+    /// searches see it only from that project.
+    pub fn create_chat_in(
+        &mut self,
+        title: &str,
+        project: Option<&str>,
+    ) -> Result<ChatId, ChatLogError> {
         self.conn
             .execute(
-                "INSERT INTO chats (title, created_unix_ms) VALUES (?1, ?2)",
-                params![title, now_ms()],
+                "INSERT INTO chats (title, created_unix_ms, project) VALUES (?1, ?2, ?3)",
+                params![title, now_ms(), project],
             )
             .map_err(|e| self.sql(e))?;
         Ok(self.conn.last_insert_rowid())
+    }
+
+    /// The envelope a chat's history is folded with. Its nonce is derived from the install's
+    /// key and the chat, so it is the same for every request of the chat (the provider's
+    /// prompt cache holds) and unknowable to whoever wrote what it wraps.
+    pub fn envelope(&self, chat: ChatId) -> Result<Envelope, ChatLogError> {
+        use hmac::Mac;
+        let created = self.chat(chat)?.created_unix_ms;
+        let key = self.install_key()?;
+        let mut mac = <hmac::Hmac<sha2::Sha256>>::new_from_slice(&key)
+            .expect("HMAC takes a key of any length");
+        mac.update(format!("sextant-envelope-v1\0{chat}\0{created}").as_bytes());
+        let nonce: String = mac.finalize().into_bytes()[..8]
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        Ok(Envelope::with_nonce(&nonce).expect("16 hex digits make a nonce"))
     }
 
     /// Every chat, newest first (the panel opens the first one).
@@ -130,7 +168,6 @@ impl ChatLog {
     /// Appends an event; returns its sequence number.
     pub fn append(&mut self, chat: ChatId, event: &Event) -> Result<Seq, ChatLogError> {
         event.check().map_err(ChatLogError::Invalid)?;
-        let payload = event.payload().to_string();
         let path = self.path.clone();
         let sql = |e| ChatLogError::from_sql(e, &path);
         // IMMEDIATE: the write lock is taken before reading the last seq, so two handles
@@ -149,51 +186,15 @@ impl ChatLog {
         if !exists {
             return Err(ChatLogError::NoChat(chat));
         }
-        let seq: i64 = tx
-            .query_row(
-                "SELECT coalesce(max(seq), 0) + 1 FROM events WHERE chat = ?1",
-                [chat],
-                |r| r.get(0),
-            )
-            .map_err(sql)?;
-        tx.execute(
-            "INSERT INTO events (chat, seq, unix_ms, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
-            params![chat, seq, now_ms(), event.kind(), payload],
-        )
-        .map_err(sql)?;
+        let seq = append_in(&tx, chat, event).map_err(sql)?;
         tx.commit().map_err(sql)?;
-        Ok(seq as Seq)
+        Ok(seq)
     }
 
     /// A chat's log, in order.
     pub fn events(&self, chat: ChatId) -> Result<Vec<LoggedEvent>, ChatLogError> {
         self.chat(chat)?;
-        let rows = (|| -> rusqlite::Result<Vec<(i64, i64, String, String)>> {
-            let mut stmt = self.conn.prepare(
-                "SELECT seq, unix_ms, kind, payload FROM events WHERE chat = ?1 ORDER BY seq",
-            )?;
-            let rows =
-                stmt.query_map([chat], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
-            rows.collect()
-        })()
-        .map_err(|e| self.sql(e))?;
-        rows.into_iter()
-            .map(|(seq, unix_ms, kind, payload)| {
-                let corrupt = |detail: String| ChatLogError::Corrupt {
-                    chat,
-                    seq: seq as Seq,
-                    detail,
-                };
-                let payload = serde_json::from_str(&payload)
-                    .map_err(|e| corrupt(format!("payload is not JSON: {e}")))?;
-                let event = Event::from_parts(&kind, payload).map_err(corrupt)?;
-                Ok(LoggedEvent {
-                    seq: seq as Seq,
-                    unix_ms,
-                    event,
-                })
-            })
-            .collect()
+        archive::load_events(&self.conn, chat, &self.path)
     }
 
     /// Every tool call id the chat has used (a call id must name one call per chat: the
@@ -216,6 +217,26 @@ impl ChatLog {
 
     /// The model history and UI projection of a chat, derived from its log.
     pub fn fold(&self, chat: ChatId) -> Result<Folded, ChatLogError> {
-        Ok(fold(&self.events(chat)?))
+        let mut fold = Fold::with_envelope(self.envelope(chat)?);
+        for event in &self.events(chat)? {
+            fold.apply(event);
+        }
+        Ok(fold.finish())
     }
+}
+
+/// Appends `event` to `chat` inside the caller's write transaction (the chat exists): the
+/// next seq, the row, and the archive's index of it.
+pub(super) fn append_in(tx: &Connection, chat: ChatId, event: &Event) -> rusqlite::Result<Seq> {
+    let seq: i64 = tx
+        .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM events WHERE chat = ?1")?
+        .query_row([chat], |r| r.get(0))?;
+    let unix_ms = now_ms();
+    tx.prepare_cached(
+        "INSERT INTO events (chat, seq, unix_ms, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
+    )?
+    .execute(params![chat, seq, unix_ms, event.kind(), event.payload().to_string()])?;
+    // The archive in the same transaction: never behind the log.
+    archive::index_event(tx, chat, seq as Seq, unix_ms, event)?;
+    Ok(seq as Seq)
 }

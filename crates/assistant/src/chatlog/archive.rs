@@ -1,0 +1,700 @@
+//! The archive: every chat's events in one full-text index, searched across chats or within
+//! one (spec 30, A2).
+//!
+//! - **Index.** Each event's searchable text ([`searchable_text`]) is tokenised by the
+//!   retrieval engine's tokenizer (`sextant_retrieval::text`) and written to `archive_fts`
+//!   in the append's own transaction; a chat's rows leave in its delete's (a trigger). So
+//!   the index is never behind the log and never holds a deleted chat.
+//! - **Queries** match every word ([`text::all_words_query`]): a code or path word matches
+//!   itself or all its parts, a CJK run each of its 2-grams. Ranked by BM25, ties by age.
+//! - **Surfaces** are never stored: a hit's label is what [`fold`](super::fold) gives its
+//!   event *now*, memoised per chat by the log's length (the log is append-only, so a
+//!   chat's labels change only when it grows).
+//! - **Visibility** is a filter in SQL: a project-scoped search cannot see another
+//!   project's chats.
+//! - **Cursors** are opaque and signed (HMAC-SHA256 with the install's key): they bind the
+//!   normalised request and the index generation (`meta.archive_generation`, bumped by
+//!   every append and delete), and carry the last hit's rank. A cursor from before a change
+//!   is refused ("search again"), an edited one is refused as forged: a page never mixes
+//!   old and new results.
+
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
+use std::sync::Arc;
+
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use base64::Engine as _;
+use hmac::{Hmac, Mac};
+use rusqlite::{params, Connection, OptionalExtension};
+use serde::{Deserialize, Serialize};
+use serde_json::{json, Value};
+use sextant_retrieval::text;
+use sha2::{Digest, Sha256};
+
+use crate::chatlog::event::{Event, LoggedEvent, Seq};
+use crate::chatlog::fold::{fold, Surface};
+use crate::chatlog::{ChatId, ChatLog, ChatLogError};
+
+/// Most of an event's text the index reads: a pasted megabyte log is found by its first
+/// quarter megabyte.
+pub const MAX_INDEXED_BYTES: usize = 256 * 1024;
+/// Hits per page unless asked otherwise, and the most a page may hold.
+pub const DEFAULT_PAGE: usize = 20;
+pub const MAX_PAGE: usize = 100;
+/// The most bytes of text a snippet shows around its first match.
+const SNIPPET_BEFORE: usize = 60;
+const SNIPPET_AFTER: usize = 180;
+
+type HmacSha256 = Hmac<Sha256>;
+
+/// The text of an event that search reads and snippets show.
+pub fn searchable_text(event: &Event) -> String {
+    let mut text = match event {
+        Event::User { text } => text.clone(),
+        Event::Assistant { text } => crate::probe::strip_for_display(text).to_string(),
+        Event::ToolCall { name, args, .. } => {
+            let mut out = name.clone();
+            string_leaves(args, &mut out);
+            out
+        }
+        Event::ToolResult { content, .. } => content.clone(),
+        Event::Compaction { summary, .. } => summary.clone(),
+        Event::Citation { sources, .. } => {
+            let mut out = String::from("cited");
+            string_leaves(sources, &mut out);
+            out
+        }
+        Event::Structural(s) => {
+            let mut out = s.kind.replace('_', " ");
+            string_leaves(&s.payload, &mut out);
+            out
+        }
+    };
+    if text.len() > MAX_INDEXED_BYTES {
+        let mut end = MAX_INDEXED_BYTES;
+        while !text.is_char_boundary(end) {
+            end -= 1;
+        }
+        text.truncate(end);
+    }
+    text
+}
+
+/// Appends every string (and number) inside `value`, a line each.
+fn string_leaves(value: &Value, out: &mut String) {
+    match value {
+        Value::String(s) => {
+            out.push('\n');
+            out.push_str(s);
+        }
+        Value::Number(n) => {
+            out.push('\n');
+            out.push_str(&n.to_string());
+        }
+        Value::Array(items) => items.iter().for_each(|v| string_leaves(v, out)),
+        Value::Object(map) => map.values().for_each(|v| string_leaves(v, out)),
+        Value::Bool(_) | Value::Null => {}
+    }
+}
+
+/// Indexes one event; runs inside the append's transaction.
+pub(crate) fn index_event(
+    tx: &Connection,
+    chat: ChatId,
+    seq: Seq,
+    unix_ms: i64,
+    event: &Event,
+) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "INSERT INTO archive_docs (chat, seq, unix_ms, kind) VALUES (?1, ?2, ?3, ?4)",
+    )?
+    .execute(params![chat, seq as i64, unix_ms, event.kind()])?;
+    let rowid = tx.last_insert_rowid();
+    let terms = text::index_terms(&searchable_text(event)).join(" ");
+    tx.prepare_cached("INSERT INTO archive_fts (rowid, terms) VALUES (?1, ?2)")?
+        .execute(params![rowid, terms])?;
+    bump_generation(tx)
+}
+
+pub(crate) fn bump_generation(tx: &Connection) -> rusqlite::Result<()> {
+    tx.prepare_cached(
+        "UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'archive_generation'",
+    )?
+    .execute([])?;
+    Ok(())
+}
+
+/// Indexes every event already logged (the migration that creates the archive). An event
+/// whose payload no longer parses is skipped: the chat still opens as it did.
+pub(crate) fn index_all(tx: &Connection) -> rusqlite::Result<()> {
+    let rows: Vec<(ChatId, i64, i64, String, String)> = {
+        let mut stmt = tx
+            .prepare("SELECT chat, seq, unix_ms, kind, payload FROM events ORDER BY chat, seq")?;
+        let rows = stmt.query_map([], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
+        })?;
+        rows.collect::<Result<_, _>>()?
+    };
+    for (chat, seq, unix_ms, kind, payload) in rows {
+        let event = serde_json::from_str(&payload)
+            .ok()
+            .and_then(|p| Event::from_parts(&kind, p).ok());
+        match event {
+            Some(event) => index_event(tx, chat, seq as Seq, unix_ms, &event)?,
+            None => tracing::warn!(chat, seq, "an unreadable event was left out of the archive"),
+        }
+    }
+    Ok(())
+}
+
+/// 32 bytes from the OS's randomness, hex.
+pub(crate) fn new_install_key() -> String {
+    let mut key = [0u8; 32];
+    if let Err(e) = getrandom::fill(&mut key) {
+        // No randomness at all is a broken machine; the key still differs per install.
+        tracing::error!("the OS gave no randomness for the install key: {e}");
+        let fallback = format!(
+            "{:?}{:?}",
+            std::time::SystemTime::now(),
+            std::collections::hash_map::RandomState::new()
+        );
+        key.copy_from_slice(&Sha256::digest(fallback.as_bytes()));
+    }
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+// ---- requests and results ------------------------------------------------------------------
+
+/// Which chats a search may see.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(tag = "scope", rename_all = "camelCase")]
+pub enum Visibility {
+    /// Every chat (the person's own view of all of them).
+    #[default]
+    All,
+    /// Only chats started in `project` (a project file's path; `null`: chats started with no
+    /// saved project).
+    Project { project: Option<String> },
+}
+
+/// What narrows a search. Every field is optional; empty means no narrowing.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SearchFilter {
+    /// Surfaces to include; all three when absent.
+    pub surfaces: Option<BTreeSet<Surface>>,
+    /// Event kinds to include (`user_message`, `tool_result`, `checkpoint_created`, …).
+    pub kinds: Option<BTreeSet<String>>,
+    #[serde(flatten)]
+    pub visibility: Visibility,
+    /// Events at or after this time (Unix ms).
+    pub since_unix_ms: Option<i64>,
+    /// Events at or before this time (Unix ms).
+    pub until_unix_ms: Option<i64>,
+}
+
+/// One search: the query, its filter, and the cursor of the page before (none: the first).
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase", default, deny_unknown_fields)]
+pub struct SearchRequest {
+    pub query: String,
+    pub filter: SearchFilter,
+    pub cursor: Option<String>,
+    /// Hits per page (default 20, at most 100).
+    pub limit: Option<usize>,
+}
+
+/// A piece of a snippet: text, and whether it is what matched.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+pub struct SnippetPart {
+    pub text: String,
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub hit: bool,
+}
+
+/// One hit, with its provenance.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchHit {
+    pub chat: ChatId,
+    pub chat_title: String,
+    pub project: Option<String>,
+    pub seq: Seq,
+    pub unix_ms: i64,
+    /// The event's stored kind.
+    pub kind: String,
+    /// Who it is from: `user`, `assistant`, `tool` (a result) or `app` (Sextant's own
+    /// records).
+    pub role: &'static str,
+    /// What the model sees of it now.
+    pub surface: Surface,
+    pub snippet: Vec<SnippetPart>,
+}
+
+/// A page of hits.
+#[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchPage {
+    pub hits: Vec<SearchHit>,
+    /// The next page's cursor; `None` on the last page.
+    pub next_cursor: Option<String>,
+    /// The index generation the page was read at.
+    pub generation: u64,
+}
+
+/// Who an event is from, for a hit.
+pub fn role_of(kind: &str) -> &'static str {
+    match kind {
+        "user_message" => "user",
+        "assistant_message" | "tool_call" => "assistant",
+        "tool_result" => "tool",
+        _ => "app",
+    }
+}
+
+// ---- cursors -------------------------------------------------------------------------------
+
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+struct CursorBody {
+    /// The normalised request's hash.
+    r: String,
+    /// The index generation.
+    g: u64,
+    /// The last hit's rank (BM25, as its bits) and doc rowid.
+    s: u64,
+    i: i64,
+}
+
+/// The request as a cursor binds it: the query normalised (NFKC, lower case, spaces
+/// collapsed), the scope, the filter (sets already sorted) and the page size.
+fn request_hash(chat: Option<ChatId>, request: &SearchRequest, limit: usize) -> String {
+    let query = text::normalize(&request.query)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let normal = json!({
+        "chat": chat,
+        "query": query,
+        "filter": request.filter,
+        "limit": limit,
+    });
+    let digest = Sha256::digest(normal.to_string().as_bytes());
+    digest[..16].iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn sign(key: &[u8], body: &[u8]) -> HmacSha256 {
+    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(b"sextant-archive-cursor-v1\0");
+    mac.update(body);
+    mac
+}
+
+fn encode_cursor(key: &[u8], body: &CursorBody) -> String {
+    let json = serde_json::to_vec(body).expect("a cursor serializes");
+    let tag = sign(key, &json).finalize().into_bytes();
+    format!("{}.{}", URL_SAFE_NO_PAD.encode(&json), URL_SAFE_NO_PAD.encode(tag))
+}
+
+fn decode_cursor(key: &[u8], cursor: &str) -> Result<CursorBody, ChatLogError> {
+    let forged = || {
+        ChatLogError::Invalid(
+            "this search cursor is damaged or was not issued by this Sextant; search again without a cursor"
+                .into(),
+        )
+    };
+    let (body, tag) = cursor.split_once('.').ok_or_else(forged)?;
+    let body = URL_SAFE_NO_PAD.decode(body).map_err(|_| forged())?;
+    let tag = URL_SAFE_NO_PAD.decode(tag).map_err(|_| forged())?;
+    // Constant time: a caller cannot find a valid tag byte by byte.
+    sign(key, &body).verify_slice(&tag).map_err(|_| forged())?;
+    serde_json::from_slice(&body).map_err(|_| forged())
+}
+
+// ---- search --------------------------------------------------------------------------------
+
+/// A chat's labels as the fold gives them, and the log length they are for.
+#[derive(Debug, Default)]
+pub(crate) struct SurfaceCache {
+    chats: HashMap<ChatId, (Seq, i64, Arc<BTreeMap<Seq, Surface>>)>,
+}
+
+/// A candidate row of the index.
+struct Row {
+    rowid: i64,
+    score: f64,
+    chat: ChatId,
+    seq: Seq,
+    unix_ms: i64,
+    kind: String,
+}
+
+impl ChatLog {
+    /// Searches every chat the filter's visibility allows.
+    pub fn search_sessions(
+        &mut self,
+        request: &SearchRequest,
+    ) -> Result<SearchPage, ChatLogError> {
+        self.search(None, request)
+    }
+
+    /// Searches one chat (its visibility filter still applies).
+    pub fn search_events(
+        &mut self,
+        chat: ChatId,
+        request: &SearchRequest,
+    ) -> Result<SearchPage, ChatLogError> {
+        self.chat(chat)?;
+        self.search(Some(chat), request)
+    }
+
+    /// The archive's generation now: it changes with every append and delete.
+    pub fn archive_generation(&self) -> Result<u64, ChatLogError> {
+        generation(&self.conn).map_err(|e| self.sql(e))
+    }
+
+    fn search(
+        &mut self,
+        chat: Option<ChatId>,
+        request: &SearchRequest,
+    ) -> Result<SearchPage, ChatLogError> {
+        let limit = request.limit.unwrap_or(DEFAULT_PAGE);
+        if limit == 0 || limit > MAX_PAGE {
+            return Err(ChatLogError::Invalid(format!(
+                "a search page holds 1 to {MAX_PAGE} hits, not {limit}"
+            )));
+        }
+        if let (Some(a), Some(b)) = (request.filter.since_unix_ms, request.filter.until_unix_ms)
+        {
+            if a > b {
+                return Err(ChatLogError::Invalid(format!(
+                    "the time range is empty: `sinceUnixMs` {a} is after `untilUnixMs` {b}"
+                )));
+            }
+        }
+        let key = self.install_key()?;
+        let hash = request_hash(chat, request, limit);
+        let path = self.path.clone();
+        let sql = |e| ChatLogError::from_sql(e, &path);
+        // One read transaction: the generation, the ranks and the labels are of one state.
+        let tx = self.conn.transaction().map_err(sql)?;
+        let now = generation(&tx).map_err(sql)?;
+        let after = match &request.cursor {
+            None => None,
+            Some(cursor) => {
+                let body = decode_cursor(&key, cursor)?;
+                if body.r != hash {
+                    return Err(ChatLogError::Invalid(
+                        "this cursor belongs to another search (its query, filter or page size differ); send the same search with it, or search again without a cursor".into(),
+                    ));
+                }
+                if body.g != now {
+                    return Err(ChatLogError::Invalid(
+                        "the archive changed since this search; search again".into(),
+                    ));
+                }
+                Some((f64::from_bits(body.s), body.i))
+            }
+        };
+        let Some((fts, marks)) = text::all_words_query(&request.query) else {
+            return Ok(SearchPage {
+                hits: Vec::new(),
+                next_cursor: None,
+                generation: now,
+            });
+        };
+        let marks: HashSet<String> = marks.into_iter().collect();
+        let (scoped, project) = match &request.filter.visibility {
+            Visibility::All => (false, None),
+            Visibility::Project { project } => (true, project.clone()),
+        };
+        let kinds = request
+            .filter
+            .kinds
+            .as_ref()
+            .map(|k| serde_json::to_string(k).expect("strings serialize"));
+        let surfaces = request.filter.surfaces.clone();
+        let mut found: Vec<(Row, Surface)> = Vec::new();
+        let mut last = after;
+        // Rows come in rank order in batches; the surface filter (derived, so not SQL) drops
+        // some, so read on until a page and one more are found or the rows end.
+        let batch = (limit + 1) * 4;
+        'rows: loop {
+            let rows = {
+                let mut stmt = tx
+                    .prepare_cached(
+                        "SELECT m.rowid, m.score, d.chat, d.seq, d.unix_ms, d.kind
+                         FROM (SELECT rowid, bm25(archive_fts) AS score FROM archive_fts
+                               WHERE archive_fts MATCH ?1) m
+                         JOIN archive_docs d ON d.rowid = m.rowid
+                         JOIN chats c ON c.id = d.chat
+                         WHERE (?2 IS NULL OR d.chat = ?2)
+                           AND (?3 = 0 OR c.project IS ?4)
+                           AND (?5 IS NULL OR d.unix_ms >= ?5)
+                           AND (?6 IS NULL OR d.unix_ms <= ?6)
+                           AND (?7 IS NULL OR d.kind IN (SELECT value FROM json_each(?7)))
+                           AND (?8 IS NULL OR m.score > ?8 OR (m.score = ?8 AND m.rowid > ?9))
+                         ORDER BY m.score, m.rowid
+                         LIMIT ?10",
+                    )
+                    .map_err(sql)?;
+                let rows = stmt
+                    .query_map(
+                        params![
+                            fts,
+                            chat,
+                            scoped,
+                            project,
+                            request.filter.since_unix_ms,
+                            request.filter.until_unix_ms,
+                            kinds,
+                            last.map(|l| l.0),
+                            last.map(|l| l.1),
+                            batch as i64,
+                        ],
+                        |r| {
+                            Ok(Row {
+                                rowid: r.get(0)?,
+                                score: r.get(1)?,
+                                chat: r.get(2)?,
+                                seq: r.get::<_, i64>(3)? as Seq,
+                                unix_ms: r.get(4)?,
+                                kind: r.get(5)?,
+                            })
+                        },
+                    )
+                    .map_err(sql)?;
+                rows.collect::<Result<Vec<_>, _>>().map_err(sql)?
+            };
+            let exhausted = rows.len() < batch;
+            for row in rows {
+                last = Some((row.score, row.rowid));
+                let labels = surfaces_of(&tx, &mut self.surfaces, row.chat, &path)?;
+                let surface = labels.get(&row.seq).copied().unwrap_or(Surface::LogOnly);
+                if surfaces.as_ref().is_none_or(|s| s.contains(&surface)) {
+                    found.push((row, surface));
+                    if found.len() > limit {
+                        break 'rows;
+                    }
+                }
+            }
+            if exhausted {
+                break;
+            }
+        }
+        let more = found.len() > limit;
+        found.truncate(limit);
+        let next_cursor = more.then(|| {
+            let (row, _) = found.last().expect("a full page has a last hit");
+            encode_cursor(
+                &key,
+                &CursorBody {
+                    r: hash.clone(),
+                    g: now,
+                    s: row.score.to_bits(),
+                    i: row.rowid,
+                },
+            )
+        });
+        let mut titles: HashMap<ChatId, (String, Option<String>)> = HashMap::new();
+        let mut hits = Vec::with_capacity(found.len());
+        for (row, surface) in found {
+            if !titles.contains_key(&row.chat) {
+                let t = tx
+                    .query_row(
+                        "SELECT title, project FROM chats WHERE id = ?1",
+                        [row.chat],
+                        |r| Ok((r.get(0)?, r.get(1)?)),
+                    )
+                    .map_err(sql)?;
+                titles.insert(row.chat, t);
+            }
+            let (title, project) = titles[&row.chat].clone();
+            let event = read_event(&tx, row.chat, row.seq, &path)?;
+            hits.push(SearchHit {
+                chat: row.chat,
+                chat_title: title,
+                project,
+                seq: row.seq,
+                unix_ms: row.unix_ms,
+                role: role_of(&row.kind),
+                kind: row.kind,
+                surface,
+                snippet: snippet(&searchable_text(&event), &marks),
+            });
+        }
+        Ok(SearchPage {
+            hits,
+            next_cursor,
+            generation: now,
+        })
+    }
+
+    /// The install's key (made with the archive); cursors are signed with it.
+    pub(crate) fn install_key(&self) -> Result<Vec<u8>, ChatLogError> {
+        let hex: Option<String> = self
+            .conn
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'install_key'",
+                [],
+                |r| r.get(0),
+            )
+            .optional()
+            .map_err(|e| self.sql(e))?;
+        let hex = hex.filter(|h| h.len() == 64).ok_or_else(|| ChatLogError::Damaged {
+            path: self.path.display().to_string(),
+            detail: "the install key is missing".into(),
+        })?;
+        (0..32)
+            .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16))
+            .collect::<Result<_, _>>()
+            .map_err(|_| ChatLogError::Damaged {
+                path: self.path.display().to_string(),
+                detail: "the install key is not hex".into(),
+            })
+    }
+}
+
+fn generation(conn: &Connection) -> rusqlite::Result<u64> {
+    conn.query_row(
+        "SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'archive_generation'",
+        [],
+        |r| r.get::<_, i64>(0),
+    )
+    .map(|g| g.max(0) as u64)
+}
+
+/// A chat's labels, folded afresh when its log has grown since the last fold.
+fn surfaces_of(
+    conn: &Connection,
+    cache: &mut SurfaceCache,
+    chat: ChatId,
+    path: &std::path::Path,
+) -> Result<Arc<BTreeMap<Seq, Surface>>, ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    let (len, created): (i64, i64) = conn
+        .prepare_cached(
+            "SELECT (SELECT coalesce(max(seq), 0) FROM events WHERE chat = ?1), created_unix_ms
+             FROM chats WHERE id = ?1",
+        )
+        .map_err(sql)?
+        .query_row([chat], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(sql)?;
+    if let Some((l, c, labels)) = cache.chats.get(&chat) {
+        if *l == len as Seq && *c == created {
+            return Ok(labels.clone());
+        }
+    }
+    let labels = Arc::new(fold(&load_events(conn, chat, path)?).surface);
+    cache
+        .chats
+        .insert(chat, (len as Seq, created, labels.clone()));
+    Ok(labels)
+}
+
+/// A chat's log, in order, read on `conn`.
+pub(crate) fn load_events(
+    conn: &Connection,
+    chat: ChatId,
+    path: &std::path::Path,
+) -> Result<Vec<LoggedEvent>, ChatLogError> {
+    let rows = (|| -> rusqlite::Result<Vec<(i64, i64, String, String)>> {
+        let mut stmt = conn.prepare_cached(
+            "SELECT seq, unix_ms, kind, payload FROM events WHERE chat = ?1 ORDER BY seq",
+        )?;
+        let rows = stmt.query_map([chat], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        rows.collect()
+    })()
+    .map_err(|e| ChatLogError::from_sql(e, path))?;
+    rows.into_iter()
+        .map(|(seq, unix_ms, kind, payload)| {
+            Ok(LoggedEvent {
+                seq: seq as Seq,
+                unix_ms,
+                event: parse_event(chat, seq as Seq, &kind, &payload)?,
+            })
+        })
+        .collect()
+}
+
+fn parse_event(chat: ChatId, seq: Seq, kind: &str, payload: &str) -> Result<Event, ChatLogError> {
+    let corrupt = |detail: String| ChatLogError::Corrupt { chat, seq, detail };
+    let payload =
+        serde_json::from_str(payload).map_err(|e| corrupt(format!("payload is not JSON: {e}")))?;
+    Event::from_parts(kind, payload).map_err(corrupt)
+}
+
+fn read_event(
+    conn: &Connection,
+    chat: ChatId,
+    seq: Seq,
+    path: &std::path::Path,
+) -> Result<Event, ChatLogError> {
+    let (kind, payload): (String, String) = conn
+        .prepare_cached("SELECT kind, payload FROM events WHERE chat = ?1 AND seq = ?2")
+        .map_err(|e| ChatLogError::from_sql(e, path))?
+        .query_row(params![chat, seq as i64], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(|e| ChatLogError::from_sql(e, path))?;
+    parse_event(chat, seq, &kind, &payload)
+}
+
+/// The text around the first match, the matched words marked. Words are the tokenizer's
+/// spans, so what is marked is exactly what matched; a CJK 2-gram marks both characters.
+pub fn snippet(text: &str, marks: &HashSet<String>) -> Vec<SnippetPart> {
+    let spans = text::spans(text);
+    let mut marked = vec![false; spans.len()];
+    for (i, span) in spans.iter().enumerate() {
+        marked[i] |= span.terms.iter().any(|t| marks.contains(t));
+        let cjk = span.terms[0].chars().count() == 1 && span.terms[0].chars().all(text::is_cjk);
+        if cjk && i + 1 < spans.len() && span.terms.get(1).is_some_and(|b| marks.contains(b)) {
+            marked[i + 1] = true;
+        }
+    }
+    let centre = marked
+        .iter()
+        .position(|m| *m)
+        .map_or(0, |i| spans[i].range.start);
+    // Start at a word, not inside one.
+    let from = centre.saturating_sub(SNIPPET_BEFORE);
+    let start = if from == 0 {
+        0
+    } else {
+        spans
+            .iter()
+            .map(|s| s.range.start)
+            .find(|&s| s >= from)
+            .unwrap_or(centre)
+            .min(centre)
+    };
+    let mut end = (centre + SNIPPET_AFTER).min(text.len());
+    while !text.is_char_boundary(end) {
+        end += 1;
+    }
+    let mut parts: Vec<SnippetPart> = Vec::new();
+    let mut push = |s: &str, hit: bool| {
+        if s.is_empty() {
+            return;
+        }
+        // Line breaks read as spaces in a one-line snippet.
+        let s = s.replace(['\n', '\r', '\t'], " ");
+        match parts.last_mut() {
+            Some(p) if p.hit == hit => p.text.push_str(&s),
+            _ => parts.push(SnippetPart { text: s, hit }),
+        }
+    };
+    if start > 0 {
+        push("…", false);
+    }
+    let mut at = start;
+    for (span, m) in spans.iter().zip(&marked) {
+        if !m || span.range.end <= start || span.range.start >= end {
+            continue;
+        }
+        push(&text[at..span.range.start], false);
+        push(&text[span.range.clone()], true);
+        at = span.range.end;
+    }
+    push(&text[at.min(end)..end], false);
+    if end < text.len() {
+        push("…", false);
+    }
+    parts
+}
