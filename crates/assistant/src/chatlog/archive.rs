@@ -184,7 +184,7 @@ pub struct SearchFilter {
     pub surfaces: Option<BTreeSet<Surface>>,
     /// Event kinds to include (`user_message`, `tool_result`, `checkpoint_created`, …).
     pub kinds: Option<BTreeSet<String>>,
-    #[serde(flatten)]
+    /// Which chats; every chat when absent.
     pub visibility: Visibility,
     /// Events at or after this time (Unix ms).
     pub since_unix_ms: Option<i64>,
@@ -684,11 +684,20 @@ pub fn snippet(text: &str, marks: &HashSet<String>) -> Vec<SnippetPart> {
         push("…", false);
     }
     let mut at = start;
+    let mut last_hit = false;
     for (span, m) in spans.iter().zip(&marked) {
-        if !m || span.range.end <= start || span.range.start >= end {
+        if span.range.end <= start || span.range.start >= end {
             continue;
         }
-        push(&text[at..span.range.start], false);
+        if !m {
+            last_hit = false;
+            continue;
+        }
+        // Matched words with only spaces between read as one mark ("pack voltage").
+        let gap = &text[at..span.range.start];
+        let joins = last_hit && !gap.is_empty() && gap.chars().all(|c| c == ' ');
+        push(gap, joins);
+        last_hit = true;
         push(&text[span.range.clone()], true);
         at = span.range.end;
     }
