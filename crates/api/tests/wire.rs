@@ -49,6 +49,31 @@ fn wire_schema() -> Value {
         "chatEvent".into(),
         generator.subschema_for::<ServiceEvent>().to_value(),
     );
+    // The archive (`searchSessions`, `searchEvents`, `cite`).
+    properties.insert(
+        "archiveSearchRequest".into(),
+        generator
+            .subschema_for::<sextant_assistant::chatlog::SearchRequest>()
+            .to_value(),
+    );
+    properties.insert(
+        "archiveSearchPage".into(),
+        generator
+            .subschema_for::<sextant_assistant::chatlog::SearchPage>()
+            .to_value(),
+    );
+    properties.insert(
+        "archiveHitRef".into(),
+        generator
+            .subschema_for::<sextant_assistant::chatlog::HitRef>()
+            .to_value(),
+    );
+    properties.insert(
+        "archiveCited".into(),
+        generator
+            .subschema_for::<sextant_assistant::chatlog::cite::Cited>()
+            .to_value(),
+    );
     properties.insert(
         "memoryFact".into(),
         generator.subschema_for::<sextant_memory::Fact>().to_value(),

@@ -355,6 +355,12 @@ export type UiItem =
       summary: string;
     }
   | {
+      type: "citation";
+      seq: number;
+      by: string;
+      sources: unknown;
+    }
+  | {
       type: "notice";
       seq: number;
       kind: string;
@@ -549,6 +555,27 @@ export type ServiceEvent1 =
       detail: string | null;
     };
 /**
+ * Whether the model still sees an event (spec 30, A2).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Surface".
+ */
+export type Surface = "current" | "shadowed" | "log_only";
+/**
+ * Which chats a search may see.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Visibility".
+ */
+export type Visibility =
+  | {
+      scope: "all";
+    }
+  | {
+      scope: "project";
+      project: string | null;
+    };
+/**
  * What kind of fact.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -595,6 +622,10 @@ export interface Wire {
   modelEntry: ModelEntry;
   chatHistory: HistoryReply;
   chatEvent: ServiceEvent;
+  archiveSearchRequest: SearchRequest;
+  archiveSearchPage: SearchPage;
+  archiveHitRef: HitRef;
+  archiveCited: Cited;
   memoryFact: Fact;
   memoryWritten: Written;
   retrievalHealth: Health;
@@ -1041,6 +1072,10 @@ export interface ChatListEntry {
   title: string;
   createdUnixMs: number;
   /**
+   * The project file the chat was started in (`None`: no saved project).
+   */
+  project: string | null;
+  /**
    * The last event's time (the creation time for an empty chat).
    */
   updatedUnixMs: number;
@@ -1083,6 +1118,10 @@ export interface SettingsView {
    * Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
    */
   skillRouting: boolean;
+  /**
+   * Spec 30 A2–A3: the model can search this project's chats and cite them.
+   */
+  archiveTools: boolean;
   hasApiKey: boolean;
   keyStorage: Backend;
 }
@@ -1154,6 +1193,135 @@ export interface Degraded {
    * The verdict's event.
    */
   seq: number;
+}
+/**
+ * One search: the query, its filter, and the cursor of the page before (none: the first).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SearchRequest".
+ */
+export interface SearchRequest {
+  query: string;
+  filter: SearchFilter & {
+    [k: string]: unknown;
+  };
+  cursor: string | null;
+  /**
+   * Hits per page (default 20, at most 100).
+   */
+  limit: number | null;
+}
+/**
+ * What narrows a search. Every field is optional; empty means no narrowing.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SearchFilter".
+ */
+export interface SearchFilter {
+  /**
+   * Surfaces to include; all three when absent.
+   */
+  surfaces: Surface[] | null;
+  /**
+   * Event kinds to include (`user_message`, `tool_result`, `checkpoint_created`, …).
+   */
+  kinds: string[] | null;
+  visibility: Visibility & {
+    [k: string]: unknown;
+  };
+  /**
+   * Events at or after this time (Unix ms).
+   */
+  sinceUnixMs: number | null;
+  /**
+   * Events at or before this time (Unix ms).
+   */
+  untilUnixMs: number | null;
+}
+/**
+ * A page of hits.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SearchPage".
+ */
+export interface SearchPage {
+  hits: SearchHit[];
+  /**
+   * The next page's cursor; `None` on the last page.
+   */
+  nextCursor: string | null;
+  /**
+   * The index generation the page was read at.
+   */
+  generation: number;
+}
+/**
+ * One hit, with its provenance.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SearchHit".
+ */
+export interface SearchHit {
+  chat: number;
+  chatTitle: string;
+  project: string | null;
+  seq: number;
+  unixMs: number;
+  /**
+   * The event's stored kind.
+   */
+  kind: string;
+  /**
+   * Who it is from: `user`, `assistant`, `tool` (a result) or `app` (Sextant's own
+   * records).
+   */
+  role: string;
+  surface: Surface & {
+    [k: string]: unknown;
+  };
+  snippet: SnippetPart[];
+}
+/**
+ * A piece of a snippet: text, and whether it is what matched.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SnippetPart".
+ */
+export interface SnippetPart {
+  text: string;
+  hit?: boolean;
+}
+/**
+ * One hit to cite.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "HitRef".
+ */
+export interface HitRef {
+  chat: number;
+  seq: number;
+}
+/**
+ * What a citation appended.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Cited".
+ */
+export interface Cited {
+  /**
+   * The `citation` event's seq.
+   */
+  seq: number;
+  /**
+   * Provenance, one entry per source chat.
+   */
+  sources: {
+    [k: string]: unknown;
+  };
+  /**
+   * The readable message (appended after the citation for a person).
+   */
+  message: string;
 }
 /**
  * One fact.
