@@ -58,8 +58,18 @@ async fn the_person_searches_cites_and_the_next_request_carries_a_frozen_snapsho
     assert_eq!(page["hits"].as_array().unwrap().len(), 1, "{page}");
     let hit = &page["hits"][0];
     assert_eq!(
-        (&hit["chat"], &hit["seq"], &hit["chatTitle"], &hit["surface"]),
-        (&json!(source), &json!(1), &json!("Battery bench"), &json!("current"))
+        (
+            &hit["chat"],
+            &hit["seq"],
+            &hit["chatTitle"],
+            &hit["surface"]
+        ),
+        (
+            &json!(source),
+            &json!(1),
+            &json!("Battery bench"),
+            &json!("current")
+        )
     );
     let marked: Vec<&str> = hit["snippet"]
         .as_array()
@@ -71,7 +81,11 @@ async fn the_person_searches_cites_and_the_next_request_carries_a_frozen_snapsho
     assert_eq!(marked, ["pack voltage"]);
     assert!(page["nextCursor"].is_null());
     // Within one chat too, and a bad cursor or filter is a clear bad request.
-    let within = ok(&door, json!({"op": "searchEvents", "chat": source, "query": "54.6"})).await;
+    let within = ok(
+        &door,
+        json!({"op": "searchEvents", "chat": source, "query": "54.6"}),
+    )
+    .await;
     assert_eq!(within["hits"].as_array().unwrap().len(), 2);
     let bad = door
         .handle(json!({"op": "searchSessions", "query": "pack", "cursor": "x.y"}))
@@ -114,7 +128,11 @@ async fn the_person_searches_cites_and_the_next_request_carries_a_frozen_snapsho
         .handle(json!({"op": "cite", "chat": chat, "hits": four}))
         .await
         .unwrap_err();
-    assert!(refused.message.contains("at most 3 chats"), "{}", refused.message);
+    assert!(
+        refused.message.contains("at most 3 chats"),
+        "{}",
+        refused.message
+    );
     let again = ok(&door, json!({"op": "history", "chat": chat})).await;
     assert_eq!(again["items"].as_array().unwrap().len(), 2);
 
@@ -143,7 +161,11 @@ async fn the_person_searches_cites_and_the_next_request_carries_a_frozen_snapsho
         before.as_array().unwrap()[..before.as_array().unwrap().len() - 1]
     );
     // And it is gone from the archive.
-    let page = ok(&door, json!({"op": "searchSessions", "query": "pack voltage"})).await;
+    let page = ok(
+        &door,
+        json!({"op": "searchSessions", "query": "pack voltage"}),
+    )
+    .await;
     assert!(page["hits"]
         .as_array()
         .unwrap()
@@ -170,9 +192,14 @@ async fn the_model_searches_its_project_and_cites_and_the_snapshot_follows_the_r
         assert_eq!(mine, 1, "the script cites chat 1");
         log.append(mine, &Event::user("the pack voltage limit is 54.6 V"))
             .unwrap();
-        let theirs = log.create_chat_in("Secret rover", Some("/elsewhere/rover.json")).unwrap();
-        log.append(theirs, &Event::user("the pack voltage limit of the rover is 48 V"))
+        let theirs = log
+            .create_chat_in("Secret rover", Some("/elsewhere/rover.json"))
             .unwrap();
+        log.append(
+            theirs,
+            &Event::user("the pack voltage limit of the rover is 48 V"),
+        )
+        .unwrap();
     }
     let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
     turn(&door, &chat, "what was the pack voltage limit?").await;
@@ -180,11 +207,16 @@ async fn the_model_searches_its_project_and_cites_and_the_snapshot_follows_the_r
     assert_eq!(requests.len(), 3);
     // Both tools are offered, as Safe tools the model just calls.
     let tools = text_of(&requests[0].json()["tools"]);
-    assert!(tools.contains("assistant_sessions_search") && tools.contains("assistant_sessions_cite"));
+    assert!(
+        tools.contains("assistant_sessions_search") && tools.contains("assistant_sessions_cite")
+    );
     // The search result: this project's chat only.
     let second = text_of(&requests[1].json());
     assert!(second.contains("Bench notes"), "{second}");
-    assert!(!second.contains("Secret rover") && !second.contains("48 V"), "{second}");
+    assert!(
+        !second.contains("Secret rover") && !second.contains("48 V"),
+        "{second}"
+    );
     // The cite result, then the snapshot, in the same user message.
     let third = requests[2].json();
     let last = third["messages"].as_array().unwrap().last().unwrap();
@@ -226,7 +258,11 @@ async fn archive_tools_off_means_no_archive_bytes_in_the_request() {
     let requests = server.requests();
     let (on, off) = (requests[0].json(), requests[1].json());
     assert!(text_of(&on).contains("assistant_sessions"));
-    assert!(!text_of(&off).contains("assistant_sessions"), "{}", text_of(&off));
+    assert!(
+        !text_of(&off).contains("assistant_sessions"),
+        "{}",
+        text_of(&off)
+    );
     // Nothing else moved: the same cached system blocks and the same tools but the two.
     let cached = |b: &Value| {
         let system = b["system"].as_array().unwrap().clone();
@@ -237,10 +273,18 @@ async fn archive_tools_off_means_no_archive_bytes_in_the_request() {
         system[..=end].to_vec()
     };
     assert_eq!(cached(&on), cached(&off));
-    assert_eq!(on["system"].as_array().unwrap().len(), off["system"].as_array().unwrap().len());
+    assert_eq!(
+        on["system"].as_array().unwrap().len(),
+        off["system"].as_array().unwrap().len()
+    );
     let strip = |b: &Value| -> Vec<Value> {
         let mut tools = b["tools"].as_array().unwrap().clone();
-        tools.retain(|t| !t["name"].as_str().unwrap().starts_with("assistant_sessions"));
+        tools.retain(|t| {
+            !t["name"]
+                .as_str()
+                .unwrap()
+                .starts_with("assistant_sessions")
+        });
         for t in &mut tools {
             t.as_object_mut().unwrap().remove("cache_control");
         }

@@ -242,7 +242,10 @@ fn tool_results(body: &Value) -> Vec<(String, String, bool)> {
         if wrapped == "no result (interrupted)" {
             return content.to_string();
         }
-        assert!(wrapped.starts_with("<untrusted-"), "not enveloped: {content}");
+        assert!(
+            wrapped.starts_with("<untrusted-"),
+            "not enveloped: {content}"
+        );
         let inner = wrapped.split_once('\n').unwrap().1;
         let inner = inner.rsplit_once('\n').unwrap().0;
         let text = format!("{prefix}{inner}");

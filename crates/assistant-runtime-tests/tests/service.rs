@@ -245,7 +245,8 @@ async fn a_denial_becomes_an_error_result_the_next_request_carries() {
     // The flag says it is an error; the reason travels inside the envelope.
     let content = result["content"].as_str().unwrap();
     assert!(
-        content.starts_with("<untrusted-") && content.contains("source=\"tool:project_group_add\">\ndenied: the user declined"),
+        content.starts_with("<untrusted-")
+            && content.contains("source=\"tool:project_group_add\">\ndenied: the user declined"),
         "{result}"
     );
 }

@@ -18,7 +18,9 @@ use sextant_commands::CommandDoor;
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_secrets::{Backend, SecretStore};
 
-use crate::chatlog::{ChatId, ChatLogError, ChatSummary, HitRef, SearchRequest, UiItem, Visibility};
+use crate::chatlog::{
+    ChatId, ChatLogError, ChatSummary, HitRef, SearchRequest, UiItem, Visibility,
+};
 use crate::memory::Memory;
 use crate::probe::{Compliance, Degraded, COMPLIANCE_FILE};
 use crate::retrieval::Retrieval;
@@ -694,7 +696,9 @@ pub struct CiteRequest {
     pub visibility: Visibility,
 }
 
-fn parse_fields<T: for<'de> Deserialize<'de>>(fields: Map<String, Value>) -> Result<T, CommandError> {
+fn parse_fields<T: for<'de> Deserialize<'de>>(
+    fields: Map<String, Value>,
+) -> Result<T, CommandError> {
     serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
         let path = e.path().to_string();
         CommandError::invalid(

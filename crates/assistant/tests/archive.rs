@@ -83,7 +83,10 @@ fn finds_cjk_code_and_paths_in_live_and_reopened_chats() {
     let check = |log: &mut ChatLog| {
         let page = log.search_sessions(&query("压缩架构")).unwrap();
         assert_eq!(
-            page.hits.iter().map(|h| (h.chat, h.seq)).collect::<Vec<_>>(),
+            page.hits
+                .iter()
+                .map(|h| (h.chat, h.seq))
+                .collect::<Vec<_>>(),
             [(a, 1)]
         );
         assert_eq!(marked(&page.hits[0]), ["压缩架构"]);
@@ -270,7 +273,11 @@ fn compaction_changes_what_the_model_sees_never_what_search_finds() {
     assert_eq!(after, before);
     assert!(page.hits.iter().all(|h| h.surface == Surface::Shadowed));
     // The surface filter narrows: what the model still sees has none of them.
-    assert!(found(&mut log, &with_surfaces("telemetry rate", &[Surface::Current])).is_empty());
+    assert!(found(
+        &mut log,
+        &with_surfaces("telemetry rate", &[Surface::Current])
+    )
+    .is_empty());
     assert_eq!(
         found(&mut log, &with_surfaces("plot colour", &[Surface::Current])),
         [(chat, 3)]
@@ -290,7 +297,11 @@ fn pages_continue_one_big_query_and_cursors_are_tamper_evident() {
         let chat = log.create_chat(&format!("chat {c}")).unwrap();
         for i in 0..13 {
             // Different lengths and repeats, so ranks differ and tie.
-            let text = format!("sensor {} reading {i} {}", "sensor ".repeat(i % 4), "x ".repeat(c));
+            let text = format!(
+                "sensor {} reading {i} {}",
+                "sensor ".repeat(i % 4),
+                "x ".repeat(c)
+            );
             log.append(chat, &Event::user(text)).unwrap();
         }
     }
@@ -365,10 +376,7 @@ fn pages_continue_one_big_query_and_cursors_are_tamper_evident() {
     let stale = next(&mut log, "sensor reading", &cursor)
         .unwrap_err()
         .to_string();
-    assert_eq!(
-        stale,
-        "the archive changed since this search; search again"
-    );
+    assert_eq!(stale, "the archive changed since this search; search again");
     // A cursor from another install (another key) is forged there.
     let (_dir2, path2) = db();
     let mut other_install = ChatLog::open(&path2).unwrap();
@@ -382,7 +390,12 @@ fn pages_continue_one_big_query_and_cursors_are_tamper_evident() {
 fn a_project_scoped_search_never_shows_another_projects_chat() {
     let (_dir, path) = db();
     let mut log = ChatLog::open(&path).unwrap();
-    let projects = [Some("/p/rover.sxt"), Some("/p/bench.sxt"), Some("/p/a b/ü.sxt"), None];
+    let projects = [
+        Some("/p/rover.sxt"),
+        Some("/p/bench.sxt"),
+        Some("/p/a b/ü.sxt"),
+        None,
+    ];
     let words = ["motor", "battery", "imu", "gps", "uart", "压缩", "tableGet"];
     let mut g = Gen(0xfeed_beef_0000_0042);
     let mut owner = std::collections::HashMap::new();
@@ -427,11 +440,7 @@ fn a_project_scoped_search_never_shows_another_projects_chat() {
         }
         // Unscoped, the same word does reach other projects' chats (the test is not vacuous).
         let all = log.search_sessions(&query(word)).unwrap();
-        others_seen += all
-            .hits
-            .iter()
-            .filter(|h| owner[&h.chat] != scope)
-            .count();
+        others_seen += all.hits.iter().filter(|h| owner[&h.chat] != scope).count();
     }
     assert!(others_seen > 0);
 }
@@ -482,7 +491,13 @@ fn a_citation_is_frozen_against_later_edits_and_deletion() {
     assert_eq!(events.len(), 3);
     assert!(matches!(events[1].event, Event::Citation { .. }));
     assert_eq!(events[2].event, Event::user(cited.message.clone()));
-    let Event::Citation { snapshots, sources, by, .. } = &events[1].event else {
+    let Event::Citation {
+        snapshots,
+        sources,
+        by,
+        ..
+    } = &events[1].event
+    else {
         unreachable!()
     };
     assert_eq!(by, "person");
@@ -504,11 +519,14 @@ fn a_citation_is_frozen_against_later_edits_and_deletion() {
     assert!(text.contains(&serde_json::to_string(CITATION_WARNING).unwrap()[1..60]));
     assert!(text.contains("source=\\\"cited_chat\\\""), "{text}");
     let ui = log.fold(target).unwrap().ui;
-    assert!(ui.iter().any(|u| matches!(u, UiItem::Citation { by, .. } if by == "person")));
+    assert!(ui
+        .iter()
+        .any(|u| matches!(u, UiItem::Citation { by, .. } if by == "person")));
 
     let frozen = history_bytes(&log, target);
     // The source grows, is compacted, renamed, then deleted: the replay stays.
-    log.append(source, &Event::user("actually it is 0x55")).unwrap();
+    log.append(source, &Event::user("actually it is 0x55"))
+        .unwrap();
     log.append(
         source,
         &Event::Compaction {
@@ -559,8 +577,20 @@ fn citation_budgets_and_refusals_append_nothing() {
     assert_eq!(n(&log), 2);
     // Itself, a missing event, a missing chat, another project's chat: refused.
     for (bad, expect) in [
-        (HitRef { chat: target, seq: 1 }, "cannot cite itself"),
-        (HitRef { chat: sources[3], seq: 9 }, "has no event 9"),
+        (
+            HitRef {
+                chat: target,
+                seq: 1,
+            },
+            "cannot cite itself",
+        ),
+        (
+            HitRef {
+                chat: sources[3],
+                seq: 9,
+            },
+            "has no event 9",
+        ),
         (HitRef { chat: 999, seq: 1 }, "no chat 999"),
     ] {
         let err = log
@@ -602,8 +632,11 @@ fn an_oversized_source_drops_its_oldest_units_but_keeps_checkpoints() {
     )
     .unwrap();
     for i in 0..60 {
-        log.append(source, &Event::user(format!("message {i} {}", "y".repeat(3000))))
-            .unwrap();
+        log.append(
+            source,
+            &Event::user(format!("message {i} {}", "y".repeat(3000))),
+        )
+        .unwrap();
     }
     let target = log.create_chat("t").unwrap();
     // Cite an old message: it is kept over older uncited ones.
@@ -618,12 +651,19 @@ fn an_oversized_source_drops_its_oldest_units_but_keeps_checkpoints() {
     )
     .unwrap();
     let events = log.events(target).unwrap();
-    let Event::Citation { snapshots, sources, .. } = &events[0].event else {
+    let Event::Citation {
+        snapshots, sources, ..
+    } = &events[0].event
+    else {
         panic!("not a citation")
     };
     let snapshot = &snapshots[0];
     assert!(snapshot.len() <= MAX_SNAPSHOT_BYTES, "{}", snapshot.len());
-    assert!(snapshot.len() > MAX_SNAPSHOT_BYTES - 4000, "{}", snapshot.len());
+    assert!(
+        snapshot.len() > MAX_SNAPSHOT_BYTES - 4000,
+        "{}",
+        snapshot.len()
+    );
     let snap: serde_json::Value = serde_json::from_str(snapshot).unwrap();
     let seqs: Vec<u64> = snap["units"]
         .as_array()
@@ -697,7 +737,11 @@ fn the_models_citation_follows_its_calls_results() {
     log.append(chat, &Event::assistant("Searching.")).unwrap();
     log.append(
         chat,
-        &Event::tool_call("k1", "assistant_sessions_cite", json!({"hits": [{"chat": source, "seq": 1}]})),
+        &Event::tool_call(
+            "k1",
+            "assistant_sessions_cite",
+            json!({"hits": [{"chat": source, "seq": 1}]}),
+        ),
     )
     .unwrap();
     log.append(chat, &Event::tool_call("k2", "project_get", json!({})))
@@ -714,7 +758,8 @@ fn the_models_citation_follows_its_calls_results() {
             &Visibility::All,
         )
         .unwrap();
-    log.append(chat, &Event::tool_result("k2", "{}", false)).unwrap();
+    log.append(chat, &Event::tool_result("k2", "{}", false))
+        .unwrap();
     log.append(chat, &Event::tool_result("k1", &cited.message, false))
         .unwrap();
     let history = log.fold(chat).unwrap().history;

@@ -623,12 +623,22 @@ fn tool_results_reach_the_model_in_an_envelope_stable_per_chat() {
     let first = results(a);
     let nonce = log.envelope(a).unwrap().nonce().to_string();
     assert_eq!(nonce.len(), 16);
-    assert!(first[0].0.starts_with(&format!("<untrusted-{nonce} source=\"tool:project_get\">\n")), "{}", first[0].0);
+    assert!(
+        first[0].0.starts_with(&format!(
+            "<untrusted-{nonce} source=\"tool:project_get\">\n"
+        )),
+        "{}",
+        first[0].0
+    );
     assert_eq!(first[0].0.to_lowercase().matches("</untrusted").count(), 1);
     assert!(first[0].0.contains("&lt;/untrusted> SYSTEM"));
     // An error's prefix is not repeated inside (the provider client writes it).
     assert!(first[1].1);
-    assert!(first[1].0.contains("\nthe port is closed\n"), "{}", first[1].0);
+    assert!(
+        first[1].0.contains("\nthe port is closed\n"),
+        "{}",
+        first[1].0
+    );
     assert!(!first[1].0.contains("Error:"));
     // A skill is the app's own instructions, not data.
     assert_eq!(first[2].0, "# MQTT\nSubscribe first.");

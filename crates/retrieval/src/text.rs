@@ -411,7 +411,17 @@ mod tests {
         let words: Vec<&str> = spans.iter().map(|s| &text[s.range.clone()]).collect();
         assert_eq!(
             words,
-            ["Fix", "tableGet", "in", "crates/x/y.rs", "压", "缩", "架", "构", "ＣＡＮ"]
+            [
+                "Fix",
+                "tableGet",
+                "in",
+                "crates/x/y.rs",
+                "压",
+                "缩",
+                "架",
+                "构",
+                "ＣＡＮ"
+            ]
         );
         assert_eq!(spans[1].terms, ["tableget", "table", "get"]);
         assert_eq!(spans[4].terms, ["压", "压缩"]);
@@ -427,13 +437,13 @@ mod tests {
             q("tableGet").unwrap(),
             "(\"tableget\" OR (\"table\" AND \"get\"))"
         );
-        assert_eq!(
-            q("压缩架构").unwrap(),
-            "\"压缩\" AND \"缩架\" AND \"架构\""
-        );
+        assert_eq!(q("压缩架构").unwrap(), "\"压缩\" AND \"缩架\" AND \"架构\"");
         assert_eq!(q("压").unwrap(), "\"压\"");
         // FTS syntax in a query is just words.
-        assert_eq!(q("NEAR(foo* \"x").unwrap(), "\"near\" AND \"foo\" AND \"x\"");
+        assert_eq!(
+            q("NEAR(foo* \"x").unwrap(),
+            "\"near\" AND \"foo\" AND \"x\""
+        );
         assert!(q("what is the").is_none());
         assert!(q("...").is_none());
         let long: String = (0..10_000).map(|i| format!("w{i} ")).collect();

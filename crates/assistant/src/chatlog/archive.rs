@@ -127,8 +127,8 @@ pub(crate) fn bump_generation(tx: &Connection) -> rusqlite::Result<()> {
 /// whose payload no longer parses is skipped: the chat still opens as it did.
 pub(crate) fn index_all(tx: &Connection) -> rusqlite::Result<()> {
     let rows: Vec<(ChatId, i64, i64, String, String)> = {
-        let mut stmt = tx
-            .prepare("SELECT chat, seq, unix_ms, kind, payload FROM events ORDER BY chat, seq")?;
+        let mut stmt =
+            tx.prepare("SELECT chat, seq, unix_ms, kind, payload FROM events ORDER BY chat, seq")?;
         let rows = stmt.query_map([], |r| {
             Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?, r.get(4)?))
         })?;
@@ -291,7 +291,11 @@ fn sign(key: &[u8], body: &[u8]) -> HmacSha256 {
 fn encode_cursor(key: &[u8], body: &CursorBody) -> String {
     let json = serde_json::to_vec(body).expect("a cursor serializes");
     let tag = sign(key, &json).finalize().into_bytes();
-    format!("{}.{}", URL_SAFE_NO_PAD.encode(&json), URL_SAFE_NO_PAD.encode(tag))
+    format!(
+        "{}.{}",
+        URL_SAFE_NO_PAD.encode(&json),
+        URL_SAFE_NO_PAD.encode(tag)
+    )
 }
 
 fn decode_cursor(key: &[u8], cursor: &str) -> Result<CursorBody, ChatLogError> {
@@ -311,10 +315,13 @@ fn decode_cursor(key: &[u8], cursor: &str) -> Result<CursorBody, ChatLogError> {
 
 // ---- search --------------------------------------------------------------------------------
 
+/// One chat's labels, by seq.
+type Labels = Arc<BTreeMap<Seq, Surface>>;
+
 /// A chat's labels as the fold gives them, and the log length they are for.
 #[derive(Debug, Default)]
 pub(crate) struct SurfaceCache {
-    chats: HashMap<ChatId, (Seq, i64, Arc<BTreeMap<Seq, Surface>>)>,
+    chats: HashMap<ChatId, (Seq, i64, Labels)>,
 }
 
 /// A candidate row of the index.
@@ -329,10 +336,7 @@ struct Row {
 
 impl ChatLog {
     /// Searches every chat the filter's visibility allows.
-    pub fn search_sessions(
-        &mut self,
-        request: &SearchRequest,
-    ) -> Result<SearchPage, ChatLogError> {
+    pub fn search_sessions(&mut self, request: &SearchRequest) -> Result<SearchPage, ChatLogError> {
         self.search(None, request)
     }
 
@@ -362,8 +366,7 @@ impl ChatLog {
                 "a search page holds 1 to {MAX_PAGE} hits, not {limit}"
             )));
         }
-        if let (Some(a), Some(b)) = (request.filter.since_unix_ms, request.filter.until_unix_ms)
-        {
+        if let (Some(a), Some(b)) = (request.filter.since_unix_ms, request.filter.until_unix_ms) {
             if a > b {
                 return Err(ChatLogError::Invalid(format!(
                     "the time range is empty: `sinceUnixMs` {a} is after `untilUnixMs` {b}"
@@ -497,7 +500,7 @@ impl ChatLog {
         let mut titles: HashMap<ChatId, (String, Option<String>)> = HashMap::new();
         let mut hits = Vec::with_capacity(found.len());
         for (row, surface) in found {
-            if !titles.contains_key(&row.chat) {
+            if let std::collections::hash_map::Entry::Vacant(slot) = titles.entry(row.chat) {
                 let t = tx
                     .query_row(
                         "SELECT title, project FROM chats WHERE id = ?1",
@@ -505,7 +508,7 @@ impl ChatLog {
                         |r| Ok((r.get(0)?, r.get(1)?)),
                     )
                     .map_err(sql)?;
-                titles.insert(row.chat, t);
+                slot.insert(t);
             }
             let (title, project) = titles[&row.chat].clone();
             let event = read_event(&tx, row.chat, row.seq, &path)?;
@@ -539,10 +542,12 @@ impl ChatLog {
             )
             .optional()
             .map_err(|e| self.sql(e))?;
-        let hex = hex.filter(|h| h.len() == 64).ok_or_else(|| ChatLogError::Damaged {
-            path: self.path.display().to_string(),
-            detail: "the install key is missing".into(),
-        })?;
+        let hex = hex
+            .filter(|h| h.len() == 64)
+            .ok_or_else(|| ChatLogError::Damaged {
+                path: self.path.display().to_string(),
+                detail: "the install key is missing".into(),
+            })?;
         (0..32)
             .map(|i| u8::from_str_radix(&hex[2 * i..2 * i + 2], 16))
             .collect::<Result<_, _>>()

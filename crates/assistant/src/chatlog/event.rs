@@ -28,7 +28,14 @@ const TOOL_CALL: &str = "tool_call";
 const TOOL_RESULT: &str = "tool_result";
 const COMPACTION: &str = "compaction";
 const CITATION: &str = "citation";
-const CONVERSATION_KINDS: [&str; 6] = [USER, ASSISTANT, TOOL_CALL, TOOL_RESULT, COMPACTION, CITATION];
+const CONVERSATION_KINDS: [&str; 6] = [
+    USER,
+    ASSISTANT,
+    TOOL_CALL,
+    TOOL_RESULT,
+    COMPACTION,
+    CITATION,
+];
 
 /// One event of a chat.
 #[derive(Debug, Clone, PartialEq)]

@@ -235,7 +235,13 @@ pub(super) fn append_in(tx: &Connection, chat: ChatId, event: &Event) -> rusqlit
     tx.prepare_cached(
         "INSERT INTO events (chat, seq, unix_ms, kind, payload) VALUES (?1, ?2, ?3, ?4, ?5)",
     )?
-    .execute(params![chat, seq, unix_ms, event.kind(), event.payload().to_string()])?;
+    .execute(params![
+        chat,
+        seq,
+        unix_ms,
+        event.kind(),
+        event.payload().to_string()
+    ])?;
     // The archive in the same transaction: never behind the log.
     archive::index_event(tx, chat, seq as Seq, unix_ms, event)?;
     Ok(seq as Seq)
