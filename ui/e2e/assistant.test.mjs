@@ -196,7 +196,9 @@ test("the model adds a gauge the person approves; a denied call reaches the mode
   const denied = results.find((b) => b.tool_use_id === "toolu_e3");
   assert.ok(denied, "the denied call's result is in the next request");
   assert.equal(denied.is_error, true);
-  assert.match(JSON.stringify(denied.content), /Error: denied: the user declined: keep the bench name/);
+  // The result is the tool's words inside the chat's envelope; `is_error` says it failed.
+  const deniedText = JSON.stringify(denied.content);
+  assert.match(deniedText, /<untrusted-[0-9a-f]+ source=\\"tool:meta_executeCommand\\">\\ndenied: the user declined: keep the bench name\\n<\/untrusted-[0-9a-f]+>/);
   const approved = results.find((b) => b.tool_use_id === "toolu_e2");
   assert.ok(approved && !approved.is_error, "the approved call's result too");
 
@@ -572,4 +574,80 @@ test("the memory manager: remember a message, edit, delete, forget everything af
   await page.click('[data-testid="memory-clear"]');
   await page.locator('[data-testid="memory-empty"]').waitFor();
   await page.close();
+});
+
+test("the archive: search from the sidebar and the full view, open a hit at its message, cite it; the next request carries the frozen snapshot", async () => {
+  const script = await scriptServer("anthropic_two_replies.json");
+  try {
+    const page = await fresh(server.url);
+    await useProvider(page, script.url, "claude-archive-e2e");
+    // The chat to find later: a code token and a sentence.
+    await page.click('[data-testid="chat-new"]');
+    await page.fill('[data-testid="chat-input"]', "the thermocouple reads 0x7FFF when <script>the probe</script> is open");
+    await page.click('[data-testid="chat-send"]');
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "one" }).waitFor({ timeout: 15000 });
+    const sourceId = await page.locator('[data-testid="chat-item"].active').getAttribute("data-chat-id");
+
+    // A second chat, then the sidebar's search finds the first one's message.
+    await page.click('[data-testid="chat-new"]');
+    await waitFor("the new chat open", async () => (await page.locator('[data-testid="chat-item"].active').getAttribute("data-chat-id")) !== sourceId, 10000);
+    const citingId = await page.locator('[data-testid="chat-item"].active').getAttribute("data-chat-id");
+    await page.fill('[data-testid="chat-search"]', "thermocouple");
+    const sideHit = page.locator(`[data-testid="chat-search-results"] [data-testid="archive-hit"][data-chat-id="${sourceId}"]`).first();
+    await sideHit.waitFor({ timeout: 10000 });
+    assert.equal(await sideHit.getAttribute("data-surface"), "current", "the sidebar shows what the model sees");
+    assert.equal((await sideHit.locator("mark").first().innerText()).toLowerCase(), "thermocouple", "the match is marked");
+    assert.equal(await page.locator('[data-testid="archive-snippet"] script').count(), 0, "a snippet is text, never HTML");
+    await page.screenshot({ path: join(artifacts, "browser-assistant-archive-sidebar-light-en.png") });
+
+    // A click opens that chat, scrolled to the message and marked.
+    await sideHit.locator('[data-testid="archive-hit-open"]').click();
+    const focused = page.locator('[data-testid="chat-messages"] .row.focused');
+    await focused.waitFor({ timeout: 10000 });
+    assert.match(await focused.innerText(), /thermocouple reads 0x7FFF/);
+    // Escape clears the search; the list shows the chat the hit opened.
+    await page.press('[data-testid="chat-search"]', "Escape");
+    await waitFor("the source chat open", async () => (await page.locator('[data-testid="chat-item"].active').getAttribute("data-chat-id")) === sourceId, 10000);
+    await page.locator(`[data-testid="chat-item"][data-chat-id="${citingId}"] button.open`).click();
+
+    // The full view: a code token finds it; a surface filter without `current` drops it.
+    await page.click('[data-testid="chat-archive-open"]');
+    await page.fill('[data-testid="archive-query"]', "0x7FFF");
+    const hit = page.locator(`[data-testid="archive-view"] [data-testid="archive-hit"][data-chat-id="${sourceId}"]`).first();
+    await hit.waitFor({ timeout: 10000 });
+    await page.locator('[data-testid="archive-surface"][data-surface="current"]').uncheck();
+    await waitFor("the current-surface hits gone", async () =>
+      (await page.locator('[data-testid="archive-view"] [data-testid="archive-hit"][data-surface="current"]').count()) === 0 &&
+      (await page.locator('[data-testid="archive-view"] [aria-busy="true"]').count()) === 0, 10000);
+    await page.locator('[data-testid="archive-surface"][data-surface="current"]').check();
+    await hit.waitFor({ timeout: 10000 });
+    await page.screenshot({ path: join(artifacts, "browser-assistant-archive-view-light-en.png") });
+
+    // Cite it into the open chat: one card, naming the source.
+    await hit.locator('[data-testid="archive-cite"]').click();
+    const citation = page.locator('[data-testid="chat-citation"]');
+    await citation.waitFor({ timeout: 10000 });
+    assert.equal(await citation.getAttribute("data-by"), "person");
+    assert.equal(await citation.locator(`[data-testid="chat-citation-source"][data-chat-id="${sourceId}"]`).count(), 1);
+    await page.screenshot({ path: join(artifacts, "browser-assistant-archive-cited-light-en.png") });
+
+    // The next message's request carries the snapshot, in its envelope, with no `<` in it.
+    await page.fill('[data-testid="chat-input"]', "what did that chat find?");
+    await page.click('[data-testid="chat-send"]');
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "two" }).waitFor({ timeout: 15000 });
+    const requests = await script.requests();
+    const body = requests.at(-1).body;
+    const texts = body.messages.flatMap((m) => (Array.isArray(m.content) ? m.content.map((b) => b.text ?? "") : [m.content]));
+    const snapshot = texts.find((x) => x.includes('source="cited_chat"'));
+    assert.ok(snapshot, "the cited chat reaches the model");
+    assert.match(snapshot, /untrusted, read-only snapshot/);
+    assert.match(snapshot, /thermocouple reads 0x7FFF/);
+    const inner = snapshot.slice(snapshot.indexOf(">", snapshot.indexOf('source="cited_chat"')) + 1, snapshot.lastIndexOf("</"));
+    assert.ok(!inner.includes("<"), "every < inside the snapshot is escaped");
+    assert.match(inner, /\\u003cscript>/);
+    assert.ok(texts.some((x) => x.includes("what did that chat find?")));
+    await page.close();
+  } finally {
+    script.stop();
+  }
 });

@@ -117,11 +117,46 @@ export type ChatItem =
       checkpoint: number | null;
     }
   | { type: "compaction"; key: string; seq: number; through: number; summary: string }
+  | {
+      type: "citation";
+      key: string;
+      seq: number;
+      by: "person" | "assistant";
+      sources: CitedSource[];
+      /** The readable message the person's citation appended after it (what the model
+       *  reads as theirs); shown on the card, not as a second row. */
+      message: string | null;
+    }
   | { type: "notice"; key: string; seq: number; kind: string; payload: unknown }
   | { type: "usage"; key: string; usage: Usage }
   | { type: "turnEnd"; key: string; end: TurnEnd; detail: string | null };
 
 export type ToolCardItem = Extract<ChatItem, { type: "toolCard" }>;
+
+/** One source chat of a citation, as its `sources` entry records it. */
+export interface CitedSource {
+  chat: number;
+  title: string;
+  project: string | null;
+  /** The cited event seqs, ascending. */
+  cited: number[];
+  /** Units of the source the snapshot kept, and how many were left out to fit. */
+  units: number;
+  omittedUnits: number;
+}
+
+export function normalizeSources(raw: unknown): CitedSource[] {
+  return (Array.isArray(raw) ? raw : [])
+    .filter((s): s is Record<string, unknown> => !!s && typeof s === "object")
+    .map((s) => ({
+      chat: num(s.chat, -1),
+      title: str(s.title),
+      project: typeof s.project === "string" ? s.project : null,
+      cited: (Array.isArray(s.cited) ? s.cited : []).filter((n): n is number => typeof n === "number" && Number.isFinite(n)),
+      units: num(s.units),
+      omittedUnits: num(s.omittedUnits),
+    }));
+}
 
 const num = (x: unknown, d = 0) => (typeof x === "number" && Number.isFinite(x) ? x : d);
 const str = (x: unknown) => (typeof x === "string" ? x : x == null ? "" : String(x));
@@ -170,10 +205,17 @@ export function normalizeItems(raw: unknown): ChatItem[] {
     // `toolCard`; an older backend wrote `tool_card`.
     const type = str(it.type).replace(/_(\w)/g, (_, c: string) => c.toUpperCase());
     switch (type) {
-      case "user":
+      case "user": {
         closeTurn();
+        // A person's citation appends its readable message right after it: one card.
+        const last = out.at(-1);
+        if (last?.type === "citation" && last.by === "person" && last.message === null && last.seq === seq - 1) {
+          last.message = str(it.text);
+          break;
+        }
         out.push({ type: "user", key, seq, text: str(it.text) });
         break;
+      }
       case "assistant":
         out.push({ type: "assistant", key, seq, text: str(it.text), streaming: false });
         break;
@@ -199,6 +241,9 @@ export function normalizeItems(raw: unknown): ChatItem[] {
       }
       case "compaction":
         out.push({ type: "compaction", key, seq, through: num(it.through), summary: str(it.summary) });
+        break;
+      case "citation":
+        out.push({ type: "citation", key, seq, by: it.by === "assistant" ? "assistant" : "person", sources: normalizeSources(it.sources), message: null });
         break;
       case "notice": {
         // An approval record belongs on its call's card, not in the conversation.
@@ -461,7 +506,7 @@ export function degradedText(d: Degraded): { key: Key; vars: Record<string, stri
 
 /** A chat as Markdown, from its rows as the person sees them (the probe's sentinel is
  *  already gone from every assistant text the history gives). */
-export function chatMarkdown(title: string, items: ChatItem[], labels: { you: string; assistant: string }): string {
+export function chatMarkdown(title: string, items: ChatItem[], labels: { you: string; assistant: string; cited?: string }): string {
   const out = [`# ${title}`, ""];
   for (const item of items) {
     if (item.type === "user") out.push(`**${labels.you}:** ${item.text}`, "");
@@ -469,6 +514,10 @@ export function chatMarkdown(title: string, items: ChatItem[], labels: { you: st
     else if (item.type === "toolCard") {
       const call = commandCall(item.name, item.args);
       out.push(`- \`${call.name}\` ${JSON.stringify(call.args ?? {})} → ${item.status}`, "");
+    }
+    else if (item.type === "citation") {
+      const each = item.sources.map((s) => `“${s.title}” (${s.cited.join(", ")})`).join("; ");
+      out.push(`> ${labels.cited ?? "Cited"}: ${each}`, "");
     }
   }
   return out.join("\n").trimEnd() + "\n";

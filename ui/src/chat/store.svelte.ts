@@ -7,7 +7,7 @@
  *  approval prompts mark their card), and when a turn ends the chat is re-read. Events of
  *  other chats only update the list's running marks. */
 import type { ChatEvent, ChatRequest, Unsubscribe } from "../lib/transport/types";
-import type { Category, Degraded, Fact, Health, HistoryReply, Written } from "../lib/wire/types.gen";
+import type { Category, Cited, Degraded, Fact, Health, HistoryReply, HitRef, Written } from "../lib/wire/types.gen";
 import { errorText } from "../screens/util";
 import { failed } from "../lib/i18n/index.svelte";
 import {
@@ -70,6 +70,9 @@ export class ChatStore {
   degraded: Degraded | null = $state(null);
   /** Token usage of the open chat's running turn so far, summed over its replies. */
   turnUsage: Usage | null = $state(null);
+  /** The event a search hit opened the chat at: the conversation scrolls to it and marks
+   *  it. Null when the chat was opened plainly. */
+  focus: { chat: number; seq: number } | null = $state(null);
 
   private localId = 1;
   private listAsked = 0;
@@ -93,7 +96,7 @@ export class ChatStore {
   /** A finished turn's extras, waiting for the history that names its user message. */
   private finished: { chat: number; extras: TurnExtras } | null = null;
 
-  constructor(private readonly backend: ChatBackend) {}
+  constructor(readonly backend: ChatBackend) {}
 
   /** Listens to every chat's events and reads the list. */
   start(): Unsubscribe {
@@ -185,6 +188,7 @@ export class ChatStore {
     if (id === this.current && id !== null) return this.loadHistory();
     this.opened++;
     this.current = id;
+    if (this.focus?.chat !== id) this.focus = null;
     this.items = [];
     this.degraded = null;
     this.turn = null;
@@ -212,6 +216,37 @@ export class ChatStore {
     });
     this.creating = p;
     return p;
+  }
+
+  /** Opens a chat at one of its events (a search hit). */
+  async openAt(chat: number, seq: number): Promise<void> {
+    this.focus = { chat, seq };
+    await this.select(chat);
+  }
+
+  /** Brings hits of other chats into the open chat as a frozen citation (the backend reads
+   *  each source once and appends the citation and its readable message). */
+  async cite(hits: HitRef[]): Promise<Cited | null> {
+    const chat = this.current;
+    if (chat === null || this.running || !hits.length) return null;
+    const cited = await this.request<Cited>({ op: "cite", chat, hits: hits.map((h) => ({ chat: h.chat, seq: h.seq })) });
+    if (!cited) return null;
+    this.focus = null;
+    if (this.current === chat) await this.loadHistory();
+    void this.refreshList();
+    return cited;
+  }
+
+  /** The open project's file, which scopes "this project's chats"; null when it has none
+   *  (never saved) or it cannot be asked. */
+  async openProject(): Promise<string | null> {
+    if (!this.backend.call) return null;
+    try {
+      const r = await this.backend.call<{ path?: unknown }>("project.file", {});
+      return typeof r?.path === "string" ? r.path : null;
+    } catch {
+      return null;
+    }
   }
 
   /** Restores the project to a checkpoint, after the person confirmed it (the command is
