@@ -35,6 +35,8 @@ pub struct ChatLog {
     pub(super) conn: Connection,
     pub(super) path: PathBuf,
     pub(super) surfaces: SurfaceCache,
+    /// Appends skip the archive's index (the benchmark's "index off" figure only).
+    unindexed: bool,
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -68,7 +70,22 @@ impl ChatLog {
             conn,
             path,
             surfaces: SurfaceCache::default(),
+            unindexed: false,
         })
+    }
+
+    /// For the archive benchmark only: appends on this handle skip the archive's index, so
+    /// what they append is never found. Measures what the index adds to an append.
+    #[doc(hidden)]
+    pub fn bench_skip_archive_index(&mut self) {
+        self.unindexed = true;
+    }
+
+    /// For the archive benchmark only: forgets the folded surface labels, so the next
+    /// search folds every chat it touches again (its "cold" figure).
+    #[doc(hidden)]
+    pub fn bench_forget_surfaces(&mut self) {
+        self.surfaces = SurfaceCache::default();
     }
 
     pub fn path(&self) -> &Path {
@@ -186,7 +203,12 @@ impl ChatLog {
         if !exists {
             return Err(ChatLogError::NoChat(chat));
         }
-        let seq = append_in(&tx, chat, event).map_err(sql)?;
+        let seq = if self.unindexed {
+            append_row(&tx, chat, event).map(|(seq, _)| seq)
+        } else {
+            append_in(&tx, chat, event)
+        }
+        .map_err(sql)?;
         tx.commit().map_err(sql)?;
         Ok(seq)
     }
@@ -228,6 +250,14 @@ impl ChatLog {
 /// Appends `event` to `chat` inside the caller's write transaction (the chat exists): the
 /// next seq, the row, and the archive's index of it.
 pub(super) fn append_in(tx: &Connection, chat: ChatId, event: &Event) -> rusqlite::Result<Seq> {
+    let (seq, unix_ms) = append_row(tx, chat, event)?;
+    // The archive in the same transaction: never behind the log.
+    archive::index_event(tx, chat, seq, unix_ms, event)?;
+    Ok(seq)
+}
+
+/// The event's row alone: its seq and time.
+fn append_row(tx: &Connection, chat: ChatId, event: &Event) -> rusqlite::Result<(Seq, i64)> {
     let seq: i64 = tx
         .prepare_cached("SELECT coalesce(max(seq), 0) + 1 FROM events WHERE chat = ?1")?
         .query_row([chat], |r| r.get(0))?;
@@ -242,7 +272,5 @@ pub(super) fn append_in(tx: &Connection, chat: ChatId, event: &Event) -> rusqlit
         event.kind(),
         event.payload().to_string()
     ])?;
-    // The archive in the same transaction: never behind the log.
-    archive::index_event(tx, chat, seq as Seq, unix_ms, event)?;
-    Ok(seq as Seq)
+    Ok((seq as Seq, unix_ms))
 }
