@@ -808,3 +808,115 @@ fn an_older_database_is_indexed_when_it_opens() {
     let hits = log.search_sessions(&query("modbus")).unwrap().hits;
     assert_eq!((hits.len(), hits[0].unix_ms), (1, 1001));
 }
+
+#[test]
+fn kept_labels_follow_another_handles_appends_and_a_relabelling_build() {
+    let (_dir, path) = db();
+    let mut reader = ChatLog::open(&path).unwrap();
+    let mut writer = ChatLog::open(&path).unwrap();
+    let chat = writer.create_chat("two windows").unwrap();
+    append_all(
+        &mut writer,
+        chat,
+        &[
+            Event::user("the gyroscope drifts after warm up"),
+            Event::assistant("calibrate the gyroscope offset"),
+            Event::user("done, next the barometer"),
+        ],
+    );
+    let current = with_surfaces("gyroscope", &[Surface::Current]);
+    assert_eq!(found(&mut reader, &current).len(), 2);
+    // The other handle compacts: the reader's next search relabels the chat.
+    writer
+        .append(
+            chat,
+            &Event::Compaction {
+                through: 2,
+                summary: "Calibrated.".into(),
+            },
+        )
+        .unwrap();
+    assert!(found(&mut reader, &current).is_empty());
+    let shadowed = with_surfaces("gyroscope", &[Surface::Shadowed]);
+    assert_eq!(found(&mut reader, &shadowed).len(), 2);
+    drop((reader, writer));
+
+    // A kept label that disagrees with the fold (as one from a build whose fold labelled
+    // differently would) is redone when the kept labels name another fold.
+    {
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute_batch(
+            "UPDATE archive_docs SET surface = 'current';
+             UPDATE meta SET value = 'an older fold' WHERE key = 'labels_version';",
+        )
+        .unwrap();
+    }
+    let mut log = ChatLog::open(&path).unwrap();
+    assert!(found(&mut log, &current).is_empty());
+    let labels = log.fold(chat).unwrap().surface;
+    for hit in log.search_sessions(&query("gyroscope")).unwrap().hits {
+        assert_eq!(hit.surface, labels[&hit.seq]);
+    }
+}
+
+#[test]
+fn a_damaged_chat_does_not_break_the_search_of_the_others() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let good = log.create_chat("good").unwrap();
+    let bad = log.create_chat("bad").unwrap();
+    append_all(&mut log, good, &[Event::user("the thermistor reads high")]);
+    append_all(&mut log, bad, &[Event::user("the thermistor is loose")]);
+    {
+        // A row no Sextant wrote: its payload is not JSON.
+        let conn = rusqlite::Connection::open(&path).unwrap();
+        conn.execute(
+            "INSERT INTO events VALUES (?1, 2, 5, 'user_message', 'not json')",
+            [bad],
+        )
+        .unwrap();
+    }
+    let page = log.search_sessions(&query("thermistor")).unwrap();
+    let mut chats: Vec<_> = page.hits.iter().map(|h| (h.chat, h.surface)).collect();
+    chats.sort();
+    // The damaged chat's readable event is still found; the model sees none of it.
+    assert_eq!(chats, [(good, Surface::Current), (bad, Surface::LogOnly)]);
+    assert!(matches!(log.fold(bad), Err(ChatLogError::Corrupt { .. })));
+}
+
+#[test]
+fn a_common_word_in_one_chat_pages_through_only_that_chat() {
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let mut target = 0;
+    for c in 0..20 {
+        let chat = log.create_chat(&format!("chat {c}")).unwrap();
+        for i in 0..30 {
+            log.append(
+                chat,
+                &Event::user(format!("sensor reading {i} of chat {c}")),
+            )
+            .unwrap();
+        }
+        if c == 13 {
+            target = chat;
+        }
+    }
+    let mut seen = Vec::new();
+    let mut request = SearchRequest {
+        query: "sensor".into(),
+        limit: Some(7),
+        ..Default::default()
+    };
+    loop {
+        let page = log.search_events(target, &request).unwrap();
+        assert!(page.hits.iter().all(|h| h.chat == target));
+        seen.extend(page.hits.iter().map(|h| h.seq));
+        match page.next_cursor {
+            Some(c) => request.cursor = Some(c),
+            None => break,
+        }
+    }
+    seen.sort();
+    assert_eq!(seen, (1..=30).collect::<Vec<Seq>>());
+}

@@ -7,9 +7,15 @@
 //!   the index is never behind the log and never holds a deleted chat.
 //! - **Queries** match every word ([`text::all_words_query`]): a code or path word matches
 //!   itself or all its parts, a CJK run each of its 2-grams. Ranked by BM25, ties by age.
-//! - **Surfaces** are never stored: a hit's label is what [`fold`](super::fold) gives its
-//!   event *now*, memoised per chat by the log's length (the log is append-only, so a
-//!   chat's labels change only when it grows).
+//! - **Surfaces** are what [`fold`](super::fold) gives each event *now*. They are kept in
+//!   `archive_docs.surface`, valid while the chat's log ends at `chats.labelled_seq` (the
+//!   log is append-only, so a chat's labels change only when it grows): a search first
+//!   folds again the chats that grew since, in its own transaction, then filters in SQL.
+//!   The append does not label (it would fold the whole chat on every event);
+//!   `meta.labels_version` relabels everything when a build's fold labels differently.
+//! - **Ranking** reads every match's BM25 from FTS5 and orders them here, then looks up
+//!   the best candidates' rows until a page passes the filter: FTS5's own `ORDER BY rank`
+//!   and a join of every match both cost twice as much on a common word.
 //! - **Visibility** is a filter in SQL: a project-scoped search cannot see another
 //!   project's chats.
 //! - **Cursors** are opaque and signed (HMAC-SHA256 with the install's key): they bind the
@@ -18,13 +24,12 @@
 //!   is refused ("search again"), an edited one is refused as forged: a page never mixes
 //!   old and new results.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet};
-use std::sync::Arc;
+use std::collections::{BTreeSet, HashMap, HashSet};
 
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use base64::Engine as _;
 use hmac::{Hmac, Mac};
-use rusqlite::{params, Connection, OptionalExtension};
+use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value};
 use sextant_retrieval::text;
@@ -315,13 +320,95 @@ fn decode_cursor(key: &[u8], cursor: &str) -> Result<CursorBody, ChatLogError> {
 
 // ---- search --------------------------------------------------------------------------------
 
-/// One chat's labels, by seq.
-type Labels = Arc<BTreeMap<Seq, Surface>>;
+/// The fold's labelling the kept labels came from: bump it when the fold labels any event
+/// differently, and every chat is labelled again on the next search.
+const LABELS_VERSION: &str = "1";
 
-/// A chat's labels as the fold gives them, and the log length they are for.
-#[derive(Debug, Default)]
-pub(crate) struct SurfaceCache {
-    chats: HashMap<ChatId, (Seq, i64, Labels)>,
+/// Relabels every chat when the kept labels are from another fold (or none yet).
+pub(crate) fn check_labels_version(conn: &Connection) -> rusqlite::Result<()> {
+    let kept: Option<String> = conn
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'labels_version'",
+            [],
+            |r| r.get(0),
+        )
+        .optional()?;
+    if kept.as_deref() != Some(LABELS_VERSION) {
+        conn.execute_batch(&format!(
+            "BEGIN IMMEDIATE;
+             UPDATE chats SET labelled_seq = 0;
+             INSERT OR REPLACE INTO meta (key, value) VALUES ('labels_version', '{LABELS_VERSION}');
+             COMMIT;"
+        ))?;
+    }
+    Ok(())
+}
+
+fn surface_name(surface: Surface) -> &'static str {
+    match surface {
+        Surface::Current => "current",
+        Surface::Shadowed => "shadowed",
+        Surface::LogOnly => "log_only",
+    }
+}
+
+fn surface_from(name: Option<&str>) -> Surface {
+    match name {
+        Some("current") => Surface::Current,
+        Some("shadowed") => Surface::Shadowed,
+        // Unlabelled (a chat whose log cannot be folded): the model does not see it.
+        _ => Surface::LogOnly,
+    }
+}
+
+/// The chats whose log grew since they were labelled.
+fn stale_chats(conn: &Connection) -> rusqlite::Result<Vec<(ChatId, i64)>> {
+    let mut stmt = conn.prepare_cached(
+        "SELECT id, len FROM (SELECT c.id, c.labelled_seq,
+                (SELECT coalesce(max(seq), 0) FROM events e WHERE e.chat = c.id) AS len
+             FROM chats c) WHERE len != labelled_seq",
+    )?;
+    let rows = stmt.query_map([], |r| Ok((r.get(0)?, r.get(1)?)))?;
+    rows.collect()
+}
+
+/// Folds each stale chat and writes the labels that changed, inside the caller's write
+/// transaction.
+fn relabel(
+    tx: &Connection,
+    stale: &[(ChatId, i64)],
+    path: &std::path::Path,
+) -> Result<(), ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    for &(chat, len) in stale {
+        match load_events(tx, chat, path) {
+            Ok(events) => {
+                let labels = fold(&events).surface;
+                let mut update = tx
+                    .prepare_cached(
+                        "UPDATE archive_docs SET surface = ?3
+                         WHERE chat = ?1 AND seq = ?2 AND surface IS NOT ?3",
+                    )
+                    .map_err(sql)?;
+                for (seq, surface) in labels {
+                    update
+                        .execute(params![chat, seq as i64, surface_name(surface)])
+                        .map_err(sql)?;
+                }
+            }
+            // A damaged log stays out of the model's view, and out of the way of every
+            // other chat's search; opening it reports the damage.
+            Err(e @ ChatLogError::Corrupt { .. }) => {
+                tracing::warn!(chat, "the archive cannot label a damaged chat: {e}");
+            }
+            Err(e) => return Err(e),
+        }
+        tx.prepare_cached("UPDATE chats SET labelled_seq = ?2 WHERE id = ?1")
+            .map_err(sql)?
+            .execute(params![chat, len])
+            .map_err(sql)?;
+    }
+    Ok(())
 }
 
 /// A candidate row of the index.
@@ -332,6 +419,7 @@ struct Row {
     seq: Seq,
     unix_ms: i64,
     kind: String,
+    surface: Surface,
 }
 
 impl ChatLog {
@@ -377,8 +465,20 @@ impl ChatLog {
         let hash = request_hash(chat, request, limit);
         let path = self.path.clone();
         let sql = |e| ChatLogError::from_sql(e, &path);
-        // One read transaction: the generation, the ranks and the labels are of one state.
-        let tx = self.conn.transaction().map_err(sql)?;
+        // One transaction: the labels, the generation, the ranks and the rows are of one
+        // state. A write one when a chat grew since it was labelled (known before taking
+        // the lock, so a search of an unchanged archive never waits for an appender).
+        let write = !stale_chats(&self.conn).map_err(sql)?.is_empty();
+        let tx = self
+            .conn
+            .transaction_with_behavior(if write {
+                TransactionBehavior::Immediate
+            } else {
+                TransactionBehavior::Deferred
+            })
+            .map_err(sql)?;
+        let stale = stale_chats(&tx).map_err(sql)?;
+        relabel(&tx, &stale, &path)?;
         let now = generation(&tx).map_err(sql)?;
         let after = match &request.cursor {
             None => None,
@@ -398,6 +498,7 @@ impl ChatLog {
             }
         };
         let Some((fts, marks)) = text::all_words_query(&request.query) else {
+            tx.commit().map_err(sql)?;
             return Ok(SearchPage {
                 hits: Vec::new(),
                 next_cursor: None,
@@ -405,88 +506,105 @@ impl ChatLog {
             });
         };
         let marks: HashSet<String> = marks.into_iter().collect();
-        let (scoped, project) = match &request.filter.visibility {
-            Visibility::All => (false, None),
-            Visibility::Project { project } => (true, project.clone()),
+        let filter = &request.filter;
+        let project = match &filter.visibility {
+            Visibility::All => None,
+            Visibility::Project { project } => Some(project.as_deref()),
         };
-        let kinds = request
-            .filter
-            .kinds
-            .as_ref()
-            .map(|k| serde_json::to_string(k).expect("strings serialize"));
-        let surfaces = request.filter.surfaces.clone();
-        let mut found: Vec<(Row, Surface)> = Vec::new();
-        let mut last = after;
-        // Rows come in rank order in batches; the surface filter (derived, so not SQL) drops
-        // some, so read on until a page and one more are found or the rows end.
-        let batch = (limit + 1) * 4;
-        'rows: loop {
-            let rows = {
-                let mut stmt = tx
-                    .prepare_cached(
-                        "SELECT m.rowid, m.score, d.chat, d.seq, d.unix_ms, d.kind
-                         FROM (SELECT rowid, bm25(archive_fts) AS score FROM archive_fts
-                               WHERE archive_fts MATCH ?1) m
-                         JOIN archive_docs d ON d.rowid = m.rowid
-                         JOIN chats c ON c.id = d.chat
-                         WHERE (?2 IS NULL OR d.chat = ?2)
-                           AND (?3 = 0 OR c.project IS ?4)
-                           AND (?5 IS NULL OR d.unix_ms >= ?5)
-                           AND (?6 IS NULL OR d.unix_ms <= ?6)
-                           AND (?7 IS NULL OR d.kind IN (SELECT value FROM json_each(?7)))
-                           AND (?8 IS NULL OR m.score > ?8 OR (m.score = ?8 AND m.rowid > ?9))
-                         ORDER BY m.score, m.rowid
-                         LIMIT ?10",
-                    )
-                    .map_err(sql)?;
-                let rows = stmt
-                    .query_map(
-                        params![
-                            fts,
-                            chat,
-                            scoped,
-                            project,
-                            request.filter.since_unix_ms,
-                            request.filter.until_unix_ms,
-                            kinds,
-                            last.map(|l| l.0),
-                            last.map(|l| l.1),
-                            batch as i64,
-                        ],
-                        |r| {
-                            Ok(Row {
-                                rowid: r.get(0)?,
-                                score: r.get(1)?,
-                                chat: r.get(2)?,
-                                seq: r.get::<_, i64>(3)? as Seq,
-                                unix_ms: r.get(4)?,
-                                kind: r.get(5)?,
-                            })
-                        },
-                    )
-                    .map_err(sql)?;
-                rows.collect::<Result<Vec<_>, _>>().map_err(sql)?
-            };
-            let exhausted = rows.len() < batch;
+        // One chat's search keeps only its rows (a range of the (chat, seq) index), so a
+        // common word's matches in other chats cost no lookups.
+        let scope: Option<HashSet<i64>> = match chat {
+            None => None,
+            Some(chat) => Some(
+                tx.prepare_cached("SELECT rowid FROM archive_docs WHERE chat = ?1")
+                    .map_err(sql)?
+                    .query_map([chat], |r| r.get(0))
+                    .map_err(sql)?
+                    .collect::<Result<_, _>>()
+                    .map_err(sql)?,
+            ),
+        };
+        let mut ranked: Vec<(f64, i64)> = {
+            let mut stmt = tx
+                .prepare_cached(
+                    "SELECT bm25(archive_fts), rowid FROM archive_fts WHERE archive_fts MATCH ?1",
+                )
+                .map_err(sql)?;
+            let rows = stmt
+                .query_map([&fts], |r| Ok((r.get(0)?, r.get(1)?)))
+                .map_err(sql)?;
+            let mut ranked = Vec::new();
             for row in rows {
-                last = Some((row.score, row.rowid));
-                let labels = surfaces_of(&tx, &mut self.surfaces, row.chat, &path)?;
-                let surface = labels.get(&row.seq).copied().unwrap_or(Surface::LogOnly);
-                if surfaces.as_ref().is_none_or(|s| s.contains(&surface)) {
-                    found.push((row, surface));
+                let (score, rowid): (f64, i64) = row.map_err(sql)?;
+                let past = after.is_none_or(|(s, i)| score > s || (score == s && rowid > i));
+                if past && scope.as_ref().is_none_or(|s| s.contains(&rowid)) {
+                    ranked.push((score, rowid));
+                }
+            }
+            ranked
+        };
+        // Best first (BM25 is negative), ties by age. Sorted a prefix at a time: a page
+        // rarely reads past its first few dozen candidates.
+        let order = |a: &(f64, i64), b: &(f64, i64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+        let mut found: Vec<Row> = Vec::new();
+        let mut sorted = 0;
+        let mut lookup = tx
+            .prepare_cached(
+                "SELECT d.chat, d.seq, d.unix_ms, d.kind, d.surface, c.project
+                 FROM archive_docs d JOIN chats c ON c.id = d.chat WHERE d.rowid = ?1",
+            )
+            .map_err(sql)?;
+        'rows: while sorted < ranked.len() {
+            let rest = &mut ranked[sorted..];
+            let take = ((limit + 1) * 4 * (sorted / (limit + 1) + 1)).min(rest.len());
+            if take < rest.len() {
+                rest.select_nth_unstable_by(take - 1, order);
+            }
+            rest[..take].sort_unstable_by(order);
+            let from = sorted;
+            sorted += take;
+            for &(score, rowid) in &ranked[from..sorted] {
+                let row = lookup
+                    .query_row([rowid], |r| {
+                        Ok((
+                            Row {
+                                rowid,
+                                score,
+                                chat: r.get(0)?,
+                                seq: r.get::<_, i64>(1)? as Seq,
+                                unix_ms: r.get(2)?,
+                                kind: r.get(3)?,
+                                surface: surface_from(r.get::<_, Option<String>>(4)?.as_deref()),
+                            },
+                            r.get::<_, Option<String>>(5)?,
+                        ))
+                    })
+                    .optional()
+                    .map_err(sql)?;
+                let Some((row, row_project)) = row else {
+                    continue;
+                };
+                let keep = project.is_none_or(|p| p == row_project.as_deref())
+                    && filter.since_unix_ms.is_none_or(|t| row.unix_ms >= t)
+                    && filter.until_unix_ms.is_none_or(|t| row.unix_ms <= t)
+                    && filter.kinds.as_ref().is_none_or(|k| k.contains(&row.kind))
+                    && filter
+                        .surfaces
+                        .as_ref()
+                        .is_none_or(|s| s.contains(&row.surface));
+                if keep {
+                    found.push(row);
                     if found.len() > limit {
                         break 'rows;
                     }
                 }
             }
-            if exhausted {
-                break;
-            }
         }
+        drop(lookup);
         let more = found.len() > limit;
         found.truncate(limit);
         let next_cursor = more.then(|| {
-            let (row, _) = found.last().expect("a full page has a last hit");
+            let row = found.last().expect("a full page has a last hit");
             encode_cursor(
                 &key,
                 &CursorBody {
@@ -499,7 +617,7 @@ impl ChatLog {
         });
         let mut titles: HashMap<ChatId, (String, Option<String>)> = HashMap::new();
         let mut hits = Vec::with_capacity(found.len());
-        for (row, surface) in found {
+        for row in found {
             if let std::collections::hash_map::Entry::Vacant(slot) = titles.entry(row.chat) {
                 let t = tx
                     .query_row(
@@ -520,10 +638,11 @@ impl ChatLog {
                 unix_ms: row.unix_ms,
                 role: role_of(&row.kind),
                 kind: row.kind,
-                surface,
+                surface: row.surface,
                 snippet: snippet(&searchable_text(&event), &marks),
             });
         }
+        tx.commit().map_err(sql)?;
         Ok(SearchPage {
             hits,
             next_cursor,
@@ -565,34 +684,6 @@ fn generation(conn: &Connection) -> rusqlite::Result<u64> {
         |r| r.get::<_, i64>(0),
     )
     .map(|g| g.max(0) as u64)
-}
-
-/// A chat's labels, folded afresh when its log has grown since the last fold.
-fn surfaces_of(
-    conn: &Connection,
-    cache: &mut SurfaceCache,
-    chat: ChatId,
-    path: &std::path::Path,
-) -> Result<Arc<BTreeMap<Seq, Surface>>, ChatLogError> {
-    let sql = |e| ChatLogError::from_sql(e, path);
-    let (len, created): (i64, i64) = conn
-        .prepare_cached(
-            "SELECT (SELECT coalesce(max(seq), 0) FROM events WHERE chat = ?1), created_unix_ms
-             FROM chats WHERE id = ?1",
-        )
-        .map_err(sql)?
-        .query_row([chat], |r| Ok((r.get(0)?, r.get(1)?)))
-        .map_err(sql)?;
-    if let Some((l, c, labels)) = cache.chats.get(&chat) {
-        if *l == len as Seq && *c == created {
-            return Ok(labels.clone());
-        }
-    }
-    let labels = Arc::new(fold(&load_events(conn, chat, path)?).surface);
-    cache
-        .chats
-        .insert(chat, (len as Seq, created, labels.clone()));
-    Ok(labels)
 }
 
 /// A chat's log, in order, read on `conn`.

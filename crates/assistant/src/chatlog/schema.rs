@@ -20,6 +20,12 @@
 //!   and emptied of a chat in its delete's (a trigger). `meta.archive_generation` counts
 //!   every change to it; `meta.install_key` (random, 32 bytes hex) signs search cursors and
 //!   derives each chat's envelope nonce.
+//! - v3 `archive_docs.surface` (`current`, `shadowed`, `log_only`; NULL: not yet labelled)
+//!   and `chats.labelled_seq`: each event's surface label as the fold gives it, kept so a
+//!   search filters by surface in SQL. A chat's labels are valid while its log ends at
+//!   `labelled_seq`; the first search after it grows folds it again. `meta.labels_version`
+//!   names the fold the labels came from: a build whose fold labels differently relabels
+//!   every chat.
 
 use std::path::Path;
 use std::time::Duration;
@@ -29,7 +35,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use crate::chatlog::ChatLogError;
 
 /// The newest schema this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 2;
+pub const SCHEMA_VERSION: i64 = 3;
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -86,8 +92,15 @@ END;
 INSERT INTO meta (key, value) VALUES ('archive_generation', '0');
 "#;
 
+// Surface labels kept with the index: written by the search that first needs them (a fold
+// of the chat), valid while the chat's log is no longer than `labelled_seq`.
+const V3: &str = r#"
+ALTER TABLE archive_docs ADD COLUMN surface TEXT;
+ALTER TABLE chats ADD COLUMN labelled_seq INTEGER NOT NULL DEFAULT 0;
+"#;
+
 /// Step `n` brings a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2];
+const MIGRATIONS: &[&str] = &[V1, V2, V3];
 
 /// Opens (creating if needed) and migrates the database at `path`.
 pub fn open(path: &Path) -> Result<Connection, ChatLogError> {
@@ -98,6 +111,8 @@ pub fn open(path: &Path) -> Result<Connection, ChatLogError> {
         Connection::open_with_flags(path, flags).and_then(|conn| configure(&conn).map(|()| conn));
     let mut conn = opened.map_err(|e| ChatLogError::from_sql(e, path))?;
     migrate(&mut conn, path)?;
+    crate::chatlog::archive::check_labels_version(&conn)
+        .map_err(|e| ChatLogError::from_sql(e, path))?;
     Ok(conn)
 }
 
@@ -112,6 +127,11 @@ fn configure(conn: &Connection) -> rusqlite::Result<()> {
         tracing::warn!(mode, "the chat database could not switch to WAL mode");
     }
     conn.execute_batch("PRAGMA synchronous = NORMAL; PRAGMA foreign_keys = ON;")?;
+    // The archive's ranking reads every match's document size: with SQLite's default 2 MiB
+    // page cache a 100 k-event archive re-reads its pages from the file on every search.
+    // Mapping the file (reads become memory loads) and a larger cache keep them resident;
+    // both are bounds, not allocations, so a small log costs nothing.
+    conn.execute_batch("PRAGMA cache_size = -32768; PRAGMA mmap_size = 268435456;")?;
     Ok(())
 }
 
