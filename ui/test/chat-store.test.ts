@@ -656,9 +656,9 @@ describe("chat store: settings", () => {
     svc.handlers.getSettings = () => saved;
     svc.handlers.setSettings = (r) => ({ ...saved, ...r, op: undefined, apiKey: undefined, hasApiKey: r.apiKey === null ? false : true });
     expect(await store.loadSettings()).toEqual(saved);
-    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false };
+    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false };
     await store.saveSettings(form);
-    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false });
+    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false });
     await store.saveSettings(form, "  ");
     expect("apiKey" in svc.ops("setSettings")[1]).toBe(false);
     await store.saveSettings(form, " sk-123 ");
@@ -666,6 +666,14 @@ describe("chat store: settings", () => {
     await store.saveSettings(form, null);
     expect(svc.ops("setSettings")[3].apiKey).toBeNull();
     expect(store.settings!.hasApiKey).toBe(false);
+  });
+
+  it("tells the assistant the UI's language and keeps the answer", async () => {
+    const { svc, store } = await setup();
+    svc.handlers.setSettings = (r) => ({ ...saved, language: r.language });
+    expect(await store.setLanguage("zh")).toBe(true);
+    expect(svc.ops("setSettings")).toEqual([{ op: "setSettings", language: "zh" }]);
+    expect(store.settings!.language).toBe("zh");
   });
 
   it("lists models, storing the connection fields first when asked", async () => {
@@ -750,7 +758,7 @@ describe("chat helpers", () => {
     expect(prettyArgs(undefined)).toBe("");
     expect(prettyArgs({ a: 1 })).toBe('{\n  "a": 1\n}');
     expect([950, 12_345, 1_500, 2_500_000].map(formatTokens)).toEqual(["950", "12k", "1.5k", "2.5M"]);
-    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true, skillRouting: false, autoVerify: true })).not.toHaveProperty("apiKey");
+    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true, skillRouting: false, autoVerify: true, focusPrompt: true, intentNarrowing: true, toolResultCompression: true, topicCompaction: true, topicMarker: true })).not.toHaveProperty("apiKey");
   });
 
   it("unknown history items become notices instead of vanishing; duplicate call ids get their own keys", () => {

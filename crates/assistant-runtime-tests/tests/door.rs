@@ -453,6 +453,13 @@ async fn a_remembered_fact_reaches_the_next_request_after_the_breakpoint_and_a_d
     .await;
     let door = open(dir.path(), runtime());
     use_provider(&door, &server).await;
+    // The two messages name different jobs; narrowing would change the tools between
+    // them (tests/focus.rs covers that), and this test is about memory's bytes alone.
+    ok(
+        &door,
+        json!({"op": "setSettings", "intentNarrowing": false}),
+    )
+    .await;
     assert_eq!(
         ok(&door, json!({"op": "getSettings"})).await["memory"],
         true,
@@ -646,6 +653,12 @@ async fn a_proposal_is_queued_and_keeps_nothing_and_memory_off_removes_the_tool(
     let server = ScriptServer::start(script("anthropic_memory_propose")).await;
     let door = open(dir.path(), runtime());
     use_provider(&door, &server).await;
+    // The tool surface compared below is memory's alone (narrowing is tests/focus.rs').
+    ok(
+        &door,
+        json!({"op": "setSettings", "intentNarrowing": false}),
+    )
+    .await;
     let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
     turn(&door, &chat, "the IMU talks at 921600 baud").await;
     let requests = server.requests();

@@ -9,6 +9,7 @@ mod common;
 use common::{cached_prefix, ok, open, serve, turn, use_provider};
 use serde_json::{json, Value};
 use sextant_assistant::context::ROLE_TEXT;
+use sextant_assistant::focus::FOCUS_EN;
 use sextant_assistant::probe::{COMPLIANCE_FILE, INSTRUCTION, SENTINEL};
 
 fn assistant_texts(history: &Value) -> Vec<String> {
@@ -27,6 +28,13 @@ async fn a_drifted_anchor_raises_the_banner_and_a_fresh_chat_carries_the_digest(
     let server = serve("anthropic_probe").await;
     let door = open(dir.path());
     use_provider(&door, &server, "claude-probe").await;
+    // The prefixes compared below are the probe's and the seed's concern; narrowing would
+    // change the tools between messages of different jobs (tests/focus.rs covers that).
+    ok(
+        &door,
+        json!({"op": "setSettings", "intentNarrowing": false}),
+    )
+    .await;
     let settings = ok(&door, json!({"op": "getSettings"})).await;
     assert_eq!(
         (
@@ -51,7 +59,8 @@ async fn a_drifted_anchor_raises_the_banner_and_a_fresh_chat_carries_the_digest(
     // The instruction is in the role block, before the breakpoint.
     let first = server.requests()[0].json();
     let role = first["system"][0]["text"].as_str().unwrap();
-    assert_eq!(role, format!("{ROLE_TEXT}\n\n{INSTRUCTION}"));
+    // (after the focus section, which is on by default)
+    assert_eq!(role, format!("{ROLE_TEXT}\n\n{FOCUS_EN}\n\n{INSTRUCTION}"));
     // The model's own history keeps the raw reply.
 
     // Mutated after known compliance: degraded at once, naming the anchor.
@@ -201,7 +210,8 @@ async fn probe_off_and_handoff_off_remove_their_bytes_from_the_request() {
     );
     assert!(!body.contains("previous_chat"), "{body}");
     assert_eq!(
-        off["system"][0]["text"], ROLE_TEXT,
+        off["system"][0]["text"],
+        format!("{ROLE_TEXT}\n\n{FOCUS_EN}"),
         "the role block without the instruction"
     );
     let instruction_bytes = serde_json::to_string(&on["system"][0]["text"])

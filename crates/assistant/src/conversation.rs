@@ -483,6 +483,7 @@ impl<M: ChatModel> Conversation<M> {
                 }
             }
         }
+        self.compact_if_over_budget().await?;
         let mut prompt = std::borrow::Cow::Borrowed(prompt);
         let mut report = TurnReport {
             end: TurnEnd::Cancelled,
@@ -512,6 +513,39 @@ impl<M: ChatModel> Conversation<M> {
                 return Ok(report);
             }
         }
+    }
+
+    /// Before the turn's first request: when the history the model would see is over its
+    /// budget and a compactor is plugged in, the compaction it makes is logged (the fold
+    /// then shows its summary in place of what it covers).
+    async fn compact_if_over_budget(&self) -> Result<(), ConversationError> {
+        let Some(compactor) = &self.seams.compaction else {
+            return Ok(());
+        };
+        let events = self
+            .lock()
+            .events(self.chat)
+            .map_err(|e| self.log_error(e))?;
+        let view = self
+            .seams
+            .history(to_provider(&chatlog::fold(&events).history));
+        let tokens: usize = view.iter().map(estimate_tokens).sum();
+        let budget = self.settings.history_budget_tokens;
+        if tokens <= budget {
+            return Ok(());
+        }
+        if let Some(event) = compactor
+            .compact(&events, budget, &self.model, &self.settings.model)
+            .await
+        {
+            tracing::info!(
+                tokens,
+                budget,
+                "compaction: the older history is summarized"
+            );
+            self.append(&event)?;
+        }
+        Ok(())
     }
 
     /// The next request of the turn, streamed: the system blocks refreshed after the

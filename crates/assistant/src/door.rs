@@ -52,6 +52,8 @@ struct StoredSettings {
     /// by default.
     #[serde(flatten)]
     mechanisms: Mechanisms,
+    /// The UI's language (`en`, `zh`): Sextant's own text in a request follows it.
+    language: crate::focus::Language,
 }
 
 impl Default for StoredSettings {
@@ -63,6 +65,7 @@ impl Default for StoredSettings {
             auto_approve_edits: false,
             allow_device_control: false,
             mechanisms: Mechanisms::default(),
+            language: crate::focus::Language::En,
         }
     }
 }
@@ -174,6 +177,7 @@ impl ChatDoor {
         settings.auto_approve_edits = stored.auto_approve_edits;
         settings.allow_device_control = stored.allow_device_control;
         settings.mechanisms = stored.mechanisms;
+        settings.language = stored.language;
         settings.api_key = read_key(&secrets, &stored);
         let service =
             ChatService::open(dir.join(CHATS_FILE), runtime, settings).map_err(service_error)?;
@@ -499,6 +503,7 @@ impl ChatDoor {
         settings.auto_approve_edits = next.auto_approve_edits;
         settings.allow_device_control = next.allow_device_control;
         settings.mechanisms = next.mechanisms;
+        settings.language = next.language;
         settings.api_key = key;
         self.service.set_settings(settings);
         let view = self.settings_view(&next);

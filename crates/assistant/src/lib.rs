@@ -16,10 +16,14 @@
 
 pub mod archive_tools;
 pub mod chatlog;
+pub mod compaction;
+pub mod compress;
 pub mod context;
 pub mod conversation;
 pub mod door;
+pub mod focus;
 pub mod handoff;
+pub mod intent;
 pub mod memory;
 pub mod pipeline;
 pub mod probe;

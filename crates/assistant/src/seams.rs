@@ -9,6 +9,7 @@
 //!              ─▶ prompt contributors  (PromptContributor: blocks before / after the
 //!                                       cache breakpoint)
 //!              ─▶ tool-surface filters (ToolFilter)
+//!              ─▶ compactor            (Compactor: over budget, a `compaction` event)
 //!              ─▶ history transforms   (HistoryTransform: the model's view, not the log)
 //!              ─▶ provider stream ─▶ display filters (DisplayFilter: what a person sees)
 //!              ─▶ tool calls ─▶ the tool pipeline (crate::pipeline, its own stations)
@@ -26,9 +27,9 @@ use std::sync::Arc;
 
 use sextant_providers::{Message, StopReason, SystemBlock, ToolDefinition};
 
-use crate::chatlog::Event;
+use crate::chatlog::{Event, LoggedEvent};
 use crate::context::{Envelope, LiveState, ROLE_TEXT};
-use crate::conversation::{budget, SystemSource};
+use crate::conversation::{budget, ChatModel, SystemSource};
 use crate::pipeline::BoxFuture;
 use crate::Commands;
 
@@ -87,6 +88,19 @@ pub trait ReplyEvaluator: Send + Sync {
     fn evaluate(&self, reply: &str, stop: &StopReason) -> Vec<Event>;
 }
 
+/// [compaction] Before a turn's first request, when the history the model would see is
+/// over its budget: the event that replaces its older part (a `compaction`), or none. The
+/// loop logs it; the fold does the replacing, so the request and a reopened chat agree.
+pub trait Compactor: Send + Sync {
+    fn compact<'a>(
+        &'a self,
+        events: &'a [LoggedEvent],
+        budget_tokens: usize,
+        model: &'a dyn ChatModel,
+        model_name: &'a str,
+    ) -> BoxFuture<'a, Option<Event>>;
+}
+
 /// What a turn is built from, besides the model, the log and the tool pipeline.
 #[derive(Clone, Default)]
 pub struct Seams {
@@ -95,6 +109,7 @@ pub struct Seams {
     pub history: Vec<Arc<dyn HistoryTransform>>,
     pub display: Vec<Arc<dyn DisplayFilters>>,
     pub verdict: Vec<Arc<dyn ReplyEvaluator>>,
+    pub compaction: Option<Arc<dyn Compactor>>,
 }
 
 impl Seams {
@@ -207,6 +222,8 @@ impl SystemSource for Contributors {
 /// The role block: who the assistant is and how it works, plus the probe's instruction
 /// when there is one (it sits in the cached prefix).
 pub struct RoleBlock {
+    /// The focus section (spec 40 §1), a constant of the UI's language.
+    pub focus: Option<&'static str>,
     pub probe_instruction: Option<String>,
 }
 
@@ -216,10 +233,15 @@ impl PromptContributor for RoleBlock {
     }
 
     fn block<'a>(&'a self, _: &'a Envelope) -> BoxFuture<'a, Option<String>> {
-        let text = match self.probe_instruction.as_deref().filter(|p| !p.is_empty()) {
-            Some(probe) => format!("{ROLE_TEXT}\n\n{probe}"),
-            None => ROLE_TEXT.to_string(),
-        };
+        let mut text = ROLE_TEXT.to_string();
+        for part in [self.focus, self.probe_instruction.as_deref()]
+            .into_iter()
+            .flatten()
+            .filter(|p| !p.is_empty())
+        {
+            text.push_str("\n\n");
+            text.push_str(part);
+        }
         Box::pin(async move { Some(text) })
     }
 }

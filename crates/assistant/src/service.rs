@@ -41,12 +41,16 @@ use crate::chatlog::{
     kinds, ChatId, ChatLog, ChatLogError, ChatSummary, CitedBy, Event, HitRef, SearchPage,
     SearchRequest, UiItem, Visibility,
 };
+use crate::compaction::TopicCompaction;
+use crate::compress::CompressToolResults;
 use crate::context::{Envelope, DOCS_TEXT};
 use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
     TurnReport, UnloggedText,
 };
+use crate::focus::{self, Language, TopicNote};
 use crate::handoff;
+use crate::intent::Intents;
 use crate::memory::{Memory, MemoryBlock, PhraseProposer, ProposeDoor, PROPOSE};
 use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
@@ -89,6 +93,17 @@ pub struct Mechanisms {
     pub skill_routing: bool,
     /// Spec 30 A2–A3: the model can search this project's chats and cite them.
     pub archive_tools: bool,
+    /// Spec 40 §1: the focus section in the role block (cached, in the UI's language).
+    pub focus_prompt: bool,
+    /// Spec 40 §2: the model is shown only the tools of the message's intent.
+    pub intent_narrowing: bool,
+    /// Spec 40 §4: big tool results are shown to the model compressed (the log keeps them).
+    pub tool_result_compression: bool,
+    /// Spec 40 §3: over budget, the older history is summarized keeping its topics
+    /// (instead of the oldest messages being dropped).
+    pub topic_compaction: bool,
+    /// Spec 40 §5: a soft note when the person switched topics.
+    pub topic_marker: bool,
 }
 
 impl Default for Mechanisms {
@@ -100,6 +115,11 @@ impl Default for Mechanisms {
             auto_verify: true,
             skill_routing: true,
             archive_tools: true,
+            focus_prompt: true,
+            intent_narrowing: true,
+            tool_result_compression: true,
+            topic_compaction: true,
+            topic_marker: true,
         }
     }
 }
@@ -133,6 +153,8 @@ pub struct ServiceSettings {
     pub live_state: bool,
     /// Which of the assistant's mechanisms are on.
     pub mechanisms: Mechanisms,
+    /// The UI's language: the language of Sextant's own text in a request (focus, notes).
+    pub language: Language,
     /// How long an approval prompt waits for an answer before the call is denied.
     pub approval_timeout: Duration,
 }
@@ -153,6 +175,7 @@ impl ServiceSettings {
             docs_block: true,
             live_state: true,
             mechanisms: Mechanisms::default(),
+            language: Language::En,
             approval_timeout: Duration::from_secs(300),
         }
     }
@@ -196,6 +219,7 @@ impl fmt::Debug for ServiceSettings {
             .field("docs_block", &self.docs_block)
             .field("live_state", &self.live_state)
             .field("mechanisms", &self.mechanisms)
+            .field("language", &self.language)
             .field("approval_timeout", &self.approval_timeout)
             .finish()
     }
@@ -908,7 +932,14 @@ impl ChatService {
             None => last_user_text(&lock(&self.inner.log).events(chat)?),
         };
         let (conversation, prompt) = self
-            .prepare(chat, &settings, approve_confirm, unlogged, &message)
+            .prepare(
+                chat,
+                &settings,
+                approve_confirm,
+                unlogged,
+                &message,
+                text.is_some(),
+            )
             .await?;
         // From here the turn's task owns the chat's entry and frees it when it ends.
         std::mem::forget(slot);
@@ -924,11 +955,16 @@ impl ChatService {
         approve_confirm: Arc<AtomicBool>,
         unlogged: Arc<Mutex<UnloggedText>>,
         message: &str,
+        // The message is new (not in the log yet); false for a retry.
+        fresh: bool,
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
         let runtime = &self.inner.runtime;
         // The system array from its contributors: what is off is not built (zero bytes).
         let on = settings.mechanisms;
         let mut contributors: Vec<Arc<dyn PromptContributor>> = vec![Arc::new(RoleBlock {
+            focus: on
+                .focus_prompt
+                .then(|| focus::focus_section(settings.language)),
             probe_instruction: on.context_probe.then(|| probe::INSTRUCTION.to_string()),
         })];
         if settings.docs_block {
@@ -959,6 +995,27 @@ impl ChatService {
             }
         }
         let events = lock(&self.inner.log).events(chat)?;
+        // Staying on topic (spec 40): the intent's tools, compressed big results, and a
+        // note when the person just switched topics.
+        if on.intent_narrowing || on.topic_marker {
+            let intents = Intents::shipped();
+            if on.intent_narrowing {
+                seams.tools.push(Arc::new(intents.narrowing(message)));
+            }
+            if on.topic_marker {
+                if let Some(note) = TopicNote::for_turn(
+                    &intents,
+                    &events,
+                    fresh.then_some(message),
+                    settings.language,
+                ) {
+                    contributors.push(Arc::new(note));
+                }
+            }
+        }
+        if on.topic_compaction {
+            seams.compaction = Some(Arc::new(TopicCompaction));
+        }
         // The seed of a chat started from another, frozen in its log.
         if on.handoff_seeding {
             if let Some(seed) = handoff::seed(&events) {
@@ -1003,6 +1060,12 @@ impl ChatService {
         let system = Arc::new(Contributors::new(contributors, Envelope::random()));
         let tools = ToolSet::with_commands(commands.specs(), &offered)?;
         let prompt = Prompt::new(system.system().await, tools.definitions().to_vec());
+        // A result's share is of the whole request: the system blocks and tools count too.
+        if on.tool_result_compression {
+            seams.history.push(Arc::new(CompressToolResults {
+                prompt_bytes: prompt_bytes(&prompt),
+            }));
+        }
         let approver = UiApprover {
             inner: self.inner.clone(),
             chat,
@@ -1220,6 +1283,17 @@ impl Drop for TurnSlot<'_> {
 }
 
 /// The text of the last user message of a log ("" when there is none).
+/// The bytes of a prompt's system blocks and tool definitions.
+fn prompt_bytes(prompt: &Prompt) -> usize {
+    let system: usize = prompt.system.iter().map(|b| b.text.len()).sum();
+    let tools: usize = prompt
+        .tools
+        .iter()
+        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
+        .sum();
+    system + tools
+}
+
 fn last_user_text(events: &[crate::chatlog::LoggedEvent]) -> String {
     events
         .iter()

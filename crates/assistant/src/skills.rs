@@ -337,7 +337,7 @@ impl Triggers {
 /// `phrase` occurs in `text`; where its ends are ASCII letters or digits, the characters
 /// next to it are not (so `can` is not found in `scan`), while CJK text, which has no
 /// spaces, matches anywhere.
-fn matches_at_boundary(text: &str, phrase: &str) -> bool {
+pub(crate) fn matches_at_boundary(text: &str, phrase: &str) -> bool {
     let word = |c: Option<char>| c.is_some_and(|c| c.is_ascii_alphanumeric());
     let first = phrase.chars().next();
     let last = phrase.chars().last();

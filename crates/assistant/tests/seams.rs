@@ -244,6 +244,7 @@ async fn contributors_build_the_system_array_the_context_builder_does() {
     let rendered = live.render(&Envelope::with_nonce(nonce).unwrap());
     let contributors: Vec<Arc<dyn PromptContributor>> = vec![
         Arc::new(RoleBlock {
+            focus: None,
             probe_instruction: Some("End every reply with the probe line.".into()),
         }),
         Arc::new(DocsBlock(DOCS_TEXT.into())),

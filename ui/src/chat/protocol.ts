@@ -43,7 +43,7 @@ export type ChatSummary = ChatListEntry;
 export type ChatSettings = SettingsView;
 
 /** The settings fields a person edits. */
-export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding" | "skillRouting" | "autoVerify">;
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding" | "skillRouting" | "autoVerify" | "focusPrompt" | "intentNarrowing" | "toolResultCompression" | "topicCompaction" | "topicMarker">;
 
 export type ModelInfo = ModelEntry;
 
@@ -427,6 +427,11 @@ export function settingsRequest(form: EditableSettings, apiKey?: string | null):
     handoffSeeding: form.handoffSeeding,
     skillRouting: form.skillRouting,
     autoVerify: form.autoVerify,
+    focusPrompt: form.focusPrompt,
+    intentNarrowing: form.intentNarrowing,
+    toolResultCompression: form.toolResultCompression,
+    topicCompaction: form.topicCompaction,
+    topicMarker: form.topicMarker,
   };
   if (apiKey === null) req.apiKey = null;
   else if (typeof apiKey === "string" && apiKey.trim()) req.apiKey = apiKey.trim();

@@ -471,6 +471,13 @@ export class ChatStore {
     return !!s;
   }
 
+  /** Tells the assistant the UI's language (its own text in a request follows it). */
+  async setLanguage(language: "en" | "zh"): Promise<boolean> {
+    const s = await this.request<ChatSettings>({ op: "setSettings", language });
+    if (s) this.settings = s;
+    return !!s;
+  }
+
   /** Forgets the stored API key. */
   async clearApiKey(): Promise<boolean> {
     const s = await this.request<ChatSettings>({ op: "setSettings", apiKey: null });

@@ -315,6 +315,13 @@ export type ErrorCode =
  */
 export type ProviderKind = "anthropic" | "openai-compatible";
 /**
+ * The language of the text Sextant itself puts in a request (the UI's language).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Language".
+ */
+export type Language = "en" | "zh";
+/**
  * Where a [`SecretStore`] keeps its secrets. Serialized as `"keyring"` or
  * `"encryptedFile"`, so a UI can tell the user how their keys are stored.
  *
@@ -1122,6 +1129,28 @@ export interface SettingsView {
    * Spec 30 A2–A3: the model can search this project's chats and cite them.
    */
   archiveTools: boolean;
+  /**
+   * Spec 40 §1: the focus section in the role block (cached, in the UI's language).
+   */
+  focusPrompt: boolean;
+  /**
+   * Spec 40 §2: the model is shown only the tools of the message's intent.
+   */
+  intentNarrowing: boolean;
+  /**
+   * Spec 40 §4: big tool results are shown to the model compressed (the log keeps them).
+   */
+  toolResultCompression: boolean;
+  /**
+   * Spec 40 §3: over budget, the older history is summarized keeping its topics
+   * (instead of the oldest messages being dropped).
+   */
+  topicCompaction: boolean;
+  /**
+   * Spec 40 §5: a soft note when the person switched topics.
+   */
+  topicMarker: boolean;
+  language: Language & string;
   hasApiKey: boolean;
   keyStorage: Backend;
 }

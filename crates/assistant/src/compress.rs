@@ -1,0 +1,191 @@
+//! Tool-result compression, view only (spec 40 §4): a big tool result is shown to the model
+//! as its error lines plus its first and last lines, the middle elided and marked. The log
+//! keeps the whole result and the fold still produces it; only the request's view changes.
+//!
+//! Which results: an earlier turn's result over [`COMPRESS_OVER_BYTES`] or over
+//! [`COMPRESS_SHARE`] of the request (its system blocks and tools included); a result of the turn in progress only when
+//! it is over that share – the model is acting on what it just read, and cutting a fresh
+//! `project.get` to its ends would make it guess ids. The output is bounded whatever the
+//! input: at most [`KEEP_LINES`] lines from each end, [`MAX_ERROR_LINES`] error lines, each
+//! line at most about [`MAX_LINE_BYTES`] bytes. A result in an envelope keeps its opening
+//! and closing tags (they are its first and last lines), so the model still knows it is
+//! data.
+
+use sextant_providers::Message;
+
+use crate::seams::HistoryTransform;
+
+/// A result longer than this is compressed (exactly this many bytes passes unchanged).
+pub const COMPRESS_OVER_BYTES: usize = 2_000;
+
+/// A result over this share of the history's bytes is compressed.
+pub const COMPRESS_SHARE: f64 = 0.40;
+
+/// Lines kept from the start and from the end.
+pub const KEEP_LINES: usize = 5;
+
+/// Error lines kept from the middle, in order.
+pub const MAX_ERROR_LINES: usize = 20;
+
+/// A kept line longer than this keeps its start and end only.
+pub const MAX_LINE_BYTES: usize = 400;
+
+/// What makes a line an error line (lower-cased; Chinese as is).
+const ERROR_MARKS: &[&str] = &[
+    "error",
+    "panic",
+    "failed",
+    "failure",
+    "fatal",
+    "exception",
+    "traceback",
+    "denied",
+    "refused",
+    "timed out",
+    "timeout",
+    "失败",
+    "错误",
+    "异常",
+    "超时",
+    "拒绝",
+];
+
+/// Whether a result of `bytes` is compressed in a history of `history_bytes`.
+pub fn should_compress(bytes: usize, history_bytes: usize) -> bool {
+    bytes > COMPRESS_OVER_BYTES || over_share(bytes, history_bytes)
+}
+
+fn over_share(bytes: usize, history_bytes: usize) -> bool {
+    history_bytes > 0 && bytes as f64 > COMPRESS_SHARE * history_bytes as f64
+}
+
+fn is_error_line(line: &str) -> bool {
+    let lower = line.to_lowercase();
+    ERROR_MARKS.iter().any(|m| lower.contains(m))
+}
+
+/// The largest char boundary at or below `at`.
+fn floor(s: &str, mut at: usize) -> usize {
+    at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at -= 1;
+    }
+    at
+}
+
+/// The smallest char boundary at or above `at`.
+fn ceil(s: &str, mut at: usize) -> usize {
+    at = at.min(s.len());
+    while !s.is_char_boundary(at) {
+        at += 1;
+    }
+    at
+}
+
+/// A line cut to its start and end when it is too long.
+fn cap_line(line: &str) -> String {
+    if line.len() <= MAX_LINE_BYTES {
+        return line.to_string();
+    }
+    let head = floor(line, MAX_LINE_BYTES * 3 / 5);
+    let tail = ceil(line, line.len() - MAX_LINE_BYTES / 4);
+    format!(
+        "{}[… {} bytes elided by Sextant …]{}",
+        &line[..head],
+        tail - head,
+        &line[tail..]
+    )
+}
+
+fn elided(lines: usize) -> String {
+    format!("[… {lines} lines elided by Sextant …]")
+}
+
+/// The key information of a text: the first and last [`KEEP_LINES`] lines, the error lines
+/// between them (at most [`MAX_ERROR_LINES`]), every elision marked. Empty and short text
+/// comes back unchanged.
+pub fn extract_key_info(text: &str) -> String {
+    // A final newline ends the last line; it does not start another.
+    let (body, newline) = match text.strip_suffix('\n') {
+        Some(body) => (body, "\n"),
+        None => (text, ""),
+    };
+    let lines: Vec<&str> = body.split('\n').collect();
+    let long_line = lines.iter().any(|l| l.len() > MAX_LINE_BYTES);
+    if lines.len() <= 2 * KEEP_LINES && !long_line {
+        return text.to_string();
+    }
+    let mut out: Vec<String> = Vec::new();
+    let head = lines.len().min(KEEP_LINES);
+    let tail_from = lines.len().saturating_sub(KEEP_LINES).max(head);
+    out.extend(lines[..head].iter().map(|l| cap_line(l)));
+    let mut skipped = 0;
+    let mut errors = 0;
+    for line in &lines[head..tail_from] {
+        if errors < MAX_ERROR_LINES && is_error_line(line) {
+            if skipped > 0 {
+                out.push(elided(skipped));
+                skipped = 0;
+            }
+            out.push(cap_line(line));
+            errors += 1;
+        } else {
+            skipped += 1;
+        }
+    }
+    if skipped > 0 {
+        out.push(elided(skipped));
+    }
+    out.extend(lines[tail_from..].iter().map(|l| cap_line(l)));
+    let out = out.join("\n") + newline;
+    // Marking a gap of a line or two can cost more than it saves.
+    if out.len() >= text.len() {
+        return text.to_string();
+    }
+    out
+}
+
+/// [history] Compresses the big tool results of a request's view.
+pub struct CompressToolResults {
+    /// The bytes of the request besides its messages (system blocks, tool definitions):
+    /// a result's share is of the whole context.
+    pub prompt_bytes: usize,
+}
+
+impl HistoryTransform for CompressToolResults {
+    fn transform(&self, mut messages: Vec<Message>) -> Vec<Message> {
+        let total: usize = self.prompt_bytes + messages.iter().map(message_bytes).sum::<usize>();
+        // The turn in progress starts at the person's last message.
+        let current = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::User { .. }))
+            .unwrap_or(0);
+        for (i, message) in messages.iter_mut().enumerate() {
+            if let Message::ToolResult { content, .. } = message {
+                let compress = if i < current {
+                    should_compress(content.len(), total)
+                } else {
+                    over_share(content.len(), total)
+                };
+                if compress {
+                    *content = extract_key_info(content);
+                }
+            }
+        }
+        messages
+    }
+}
+
+fn message_bytes(message: &Message) -> usize {
+    match message {
+        Message::User { text } => text.len(),
+        Message::Assistant { text, tool_calls } => {
+            text.len()
+                + tool_calls
+                    .iter()
+                    .map(|c| c.name.len() + c.arguments.to_string().len())
+                    .sum::<usize>()
+        }
+        Message::ToolResult { content, .. } => content.len(),
+    }
+}

@@ -1,0 +1,116 @@
+//! Staying on topic (spec 40 §1 and §5): the focus section of the role block, and the soft
+//! note a request carries when the person switched topics.
+//!
+//! The focus section is a constant of the UI language, so it sits in the cached prefix with
+//! the same bytes every turn. The topic note is derived from the log every turn (the last
+//! two messages of the person, classified by [`crate::intent`]); nothing about topics is
+//! stored, so reopening a chat derives the same note. The note is a per-request system
+//! block, never part of the history, so no compaction can carry it along.
+
+use serde::{Deserialize, Serialize};
+
+use crate::chatlog::{Event, LoggedEvent};
+use crate::context::Envelope;
+use crate::intent::{Intent, Intents};
+use crate::pipeline::BoxFuture;
+use crate::seams::{Placement, PromptContributor};
+
+/// The language of the text Sextant itself puts in a request (the UI's language).
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum Language {
+    #[default]
+    En,
+    Zh,
+}
+
+/// The focus section in English: its own heading, four rules.
+pub const FOCUS_EN: &str = "\
+## Focus
+- Serve the core of the user's current request; everything you say and every tool you call \
+should move it forward.
+- When the user switches topics, the latest topic wins: drop the old one unless asked to \
+come back to it.
+- Conclusion first, then the explanation.
+- Do not expand into context the request did not ask for.";
+
+/// The focus section in Chinese.
+pub const FOCUS_ZH: &str = "\
+## 聚焦准则
+- 始终围绕用户当前请求的核心；所说的每句话、调用的每个工具都应推进这一请求。
+- 用户切换话题时，以最新话题为准：除非用户要求，不再延续旧话题。
+- 先给结论，再作解释。
+- 不要展开与请求无关的内容。";
+
+/// The focus section for `language`.
+pub fn focus_section(language: Language) -> &'static str {
+    match language {
+        Language::En => FOCUS_EN,
+        Language::Zh => FOCUS_ZH,
+    }
+}
+
+/// The two most recent topics when the person switched: `(from, to)`. The messages are
+/// the person's in `events`, then `current` (the message of a turn not logged yet). Each of
+/// the last two has a topic only when its intent is known with confidence at or above the
+/// threshold; either without one ⇒ no switch (no false alarms).
+pub fn topic_shift(
+    intents: &Intents,
+    events: &[LoggedEvent],
+    current: Option<&str>,
+) -> Option<(Intent, Intent)> {
+    let logged = events.iter().rev().filter_map(|e| match &e.event {
+        Event::User { text } => Some(text.as_str()),
+        _ => None,
+    });
+    let mut users = current.into_iter().chain(logged);
+    let latest = intents.topic(users.next()?)?;
+    let before = intents.topic(users.next()?)?;
+    (latest != before).then_some((before, latest))
+}
+
+/// The note's text.
+pub fn shift_note(intents: &Intents, language: Language, from: Intent, to: Intent) -> String {
+    let (from, to) = (intents.label(from, language), intents.label(to, language));
+    match language {
+        Language::En => format!(
+            "Topic note: the user switched from {} to {}. Answer about {}; bring the earlier \
+             topic back only if the user asks.",
+            from, to, to
+        ),
+        Language::Zh => format!(
+            "话题提示：用户已从{}切换到{}。请围绕{}作答；除非用户要求，不要再回到之前的话题。",
+            from, to, to
+        ),
+    }
+}
+
+/// [prompt] The topic-shift note, after the cache breakpoint. Built only when the setting
+/// is on and the log shows a switch; its text is Sextant's own (intent labels), so it needs
+/// no envelope.
+pub struct TopicNote(pub String);
+
+impl TopicNote {
+    /// The note for this turn, if the person just switched topics.
+    pub fn for_turn(
+        intents: &Intents,
+        events: &[LoggedEvent],
+        current: Option<&str>,
+        language: Language,
+    ) -> Option<TopicNote> {
+        let (from, to) = topic_shift(intents, events, current)?;
+        Some(TopicNote(shift_note(intents, language, from, to)))
+    }
+}
+
+impl PromptContributor for TopicNote {
+    fn placement(&self) -> Placement {
+        Placement::PerRequest
+    }
+
+    fn block<'a>(&'a self, _: &'a Envelope) -> BoxFuture<'a, Option<String>> {
+        Box::pin(async move { Some(self.0.clone()) })
+    }
+}
