@@ -514,6 +514,9 @@ test("a message that names a domain gets its skill: a chip on the message, the s
     await useProvider(page, script.url, "claude-skill-e2e", async () => {
       assert.equal(await page.isChecked('[data-testid="chat-skill-routing"]'), true, "skill routing is on by default");
       assert.equal(await page.isChecked('[data-testid="chat-auto-verify"]'), true, "auto-verify is on by default");
+      for (const id of ["focus-prompt", "intent-narrowing", "tool-result-compression", "topic-compaction", "topic-marker"]) {
+        assert.equal(await page.isChecked(`[data-testid="chat-${id}"]`), true, `${id} is on by default`);
+      }
     });
     await page.click('[data-testid="chat-new"]');
     await page.fill('[data-testid="chat-input"]', "help me write a frame parser for my CSV lines");
@@ -527,6 +530,8 @@ test("a message that names a domain gets its skill: a chip on the message, the s
     assert.equal((await chip.innerText()).trim(), "skill: frame parsers");
     assert.equal(await page.locator('[data-testid="tool-card"][data-call-id="sxt_skill_frame_parsers"]').count(), 0, "no card for the app's own load");
     const first = (await script.requests())[0].body;
+    // The focus rules are in the cached role block, in the UI's language (English here).
+    assert.match(first.system[0].text, /\n## Focus\n/);
     const uses = first.messages.flatMap((m) => (Array.isArray(m.content) ? m.content : [])).filter((b) => b.type === "tool_use");
     assert.deepEqual(uses.map((b) => [b.name, b.input.name]), [["meta_loadSkill", "frame-parsers"]]);
     await page.close();

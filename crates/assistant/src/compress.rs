@@ -2,10 +2,13 @@
 //! as its error lines plus its first and last lines, the middle elided and marked. The log
 //! keeps the whole result and the fold still produces it; only the request's view changes.
 //!
-//! Which results: an earlier turn's result over [`COMPRESS_OVER_BYTES`] or over
-//! [`COMPRESS_SHARE`] of the request (its system blocks and tools included); a result of the turn in progress only when
-//! it is over that share – the model is acting on what it just read, and cutting a fresh
-//! `project.get` to its ends would make it guess ids. The output is bounded whatever the
+//! Which results: one the model has already answered (any but its latest calls') over
+//! [`COMPRESS_OVER_BYTES`] or over [`COMPRESS_SHARE`] of the request (its system blocks and
+//! tools included); a result of the latest calls only when it is over that share – the
+//! model is acting on what it just read, and cutting a fresh `project.get` to its ends would
+//! make it guess ids. A result repeated word for word by a later one (a status polled
+//! again) is shown once, at the later one; the earlier copies point to it. The output is
+//! bounded whatever the
 //! input: at most [`KEEP_LINES`] lines from each end, [`MAX_ERROR_LINES`] error lines, each
 //! line at most about [`MAX_LINE_BYTES`] bytes. A result in an envelope keeps its opening
 //! and closing tags (they are its first and last lines), so the model still knows it is
@@ -155,14 +158,36 @@ pub struct CompressToolResults {
 impl HistoryTransform for CompressToolResults {
     fn transform(&self, mut messages: Vec<Message>) -> Vec<Message> {
         let total: usize = self.prompt_bytes + messages.iter().map(message_bytes).sum::<usize>();
-        // The turn in progress starts at the person's last message.
-        let current = messages
+        // The results the model has not answered yet: those after the last assistant
+        // message (its latest calls' results). It acts on them now – cutting a fresh
+        // `project.get` to its ends would make it guess ids – so they are compressed only
+        // when they dominate the request.
+        let fresh = messages
             .iter()
-            .rposition(|m| matches!(m, Message::User { .. }))
-            .unwrap_or(0);
+            .rposition(|m| matches!(m, Message::Assistant { .. }))
+            .map_or(0, |i| i + 1);
+        // A read repeated with the same output (the status polled again, the project read
+        // twice unchanged) is shown once, where it is newest.
+        let mut newest: std::collections::HashMap<String, String> = Default::default();
+        for message in messages[..].iter_mut().rev() {
+            if let Message::ToolResult {
+                call_id, content, ..
+            } = message
+            {
+                if content.len() < REPEAT_MIN_BYTES {
+                    continue;
+                }
+                match newest.get(content.as_str()) {
+                    Some(later) => *content = repeated(later),
+                    None => {
+                        newest.insert(content.clone(), call_id.clone());
+                    }
+                }
+            }
+        }
         for (i, message) in messages.iter_mut().enumerate() {
             if let Message::ToolResult { content, .. } = message {
-                let compress = if i < current {
+                let compress = if i < fresh {
                     should_compress(content.len(), total)
                 } else {
                     over_share(content.len(), total)
@@ -174,6 +199,15 @@ impl HistoryTransform for CompressToolResults {
         }
         messages
     }
+}
+
+/// A result at least this long, repeated word for word by a later one, is shown as a
+/// pointer to the later one.
+pub const REPEAT_MIN_BYTES: usize = 160;
+
+/// What an earlier copy of a repeated result is shown as.
+pub fn repeated(later_call: &str) -> String {
+    format!("[Same output as the result of call {later_call}, further on; shown there by Sextant.]")
 }
 
 fn message_bytes(message: &Message) -> usize {

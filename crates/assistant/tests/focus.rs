@@ -7,8 +7,9 @@ use serde_json::json;
 use sextant_assistant::chatlog::{Event, LoggedEvent};
 use sextant_assistant::compress::{
     extract_key_info, should_compress, CompressToolResults, COMPRESS_OVER_BYTES, KEEP_LINES,
-    MAX_ERROR_LINES, MAX_LINE_BYTES,
+    MAX_ERROR_LINES, MAX_LINE_BYTES, REPEAT_MIN_BYTES,
 };
+use sextant_assistant::compress::repeated;
 use sextant_assistant::focus::{focus_section, topic_shift, Language, TopicNote, FOCUS_EN};
 use sextant_assistant::intent::{
     Intent, Intents, INTENT_CONF_THRESHOLD, MIN_NARROWED_TOOLS, TABLE,
@@ -366,6 +367,27 @@ fn a_fresh_result_of_the_turn_in_progress_is_kept_unless_it_dominates() {
         prompt_bytes: 20_000,
     };
     assert_eq!(result(&with_prompt.transform(turn(10))), big.len());
+    // Once the model has answered it (a later call in the same turn), it is an old result.
+    let mut later = turn(100_000);
+    later.push(Message::Assistant {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: "c2".into(),
+            name: "project_validate".into(),
+            arguments: json!({}),
+        }],
+    });
+    later.push(Message::ToolResult {
+        call_id: "c2".into(),
+        content: big.clone(),
+        is_error: false,
+    });
+    let out = CompressToolResults { prompt_bytes: 0 }.transform(later);
+    assert!(result(&out) < big.len() / 2, "the answered result is compressed");
+    match &out[6] {
+        Message::ToolResult { content, .. } => assert_eq!(content, &big, "the latest stays"),
+        other => panic!("{other:?}"),
+    }
 }
 
 fn user(seq: u64, text: &str) -> LoggedEvent {
@@ -451,4 +473,49 @@ fn the_focus_section_has_its_heading_in_each_language_and_never_changes() {
     let zh: Language = serde_json::from_value(json!("zh")).unwrap();
     assert_eq!(zh, Language::Zh);
     assert!(serde_json::from_value::<Language>(json!("klingon")).is_err());
+}
+
+#[test]
+fn a_result_repeated_word_for_word_is_shown_once_at_its_newest() {
+    let status = format!("connected: no\n{}", "counters: 0\n".repeat(20));
+    assert!(status.len() >= REPEAT_MIN_BYTES);
+    let call = |id: &str| Message::Assistant {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: "io_status".into(),
+            arguments: json!({}),
+        }],
+    };
+    let result = |id: &str, content: &str| Message::ToolResult {
+        call_id: id.into(),
+        content: content.into(),
+        is_error: false,
+    };
+    let messages = vec![
+        Message::user("is it connected?"),
+        call("a"),
+        result("a", &status),
+        call("b"),
+        result("b", "short and the same"),
+        call("c"),
+        result("c", &format!("{status}changed")),
+        call("d"),
+        result("d", &status),
+        call("e"),
+        result("e", "short and the same"),
+        call("f"),
+        result("f", &status),
+    ];
+    let out = CompressToolResults { prompt_bytes: 100_000 }.transform(messages.clone());
+    let content = |i: usize| match &out[i] {
+        Message::ToolResult { content, .. } => content.clone(),
+        _ => unreachable!(),
+    };
+    assert_eq!(content(2), repeated("f"));
+    assert_eq!(content(8), repeated("f"));
+    assert_eq!(content(12), status, "the newest copy is whole");
+    assert_eq!(content(6), format!("{status}changed"), "a different output stays");
+    assert_eq!(content(4), "short and the same", "too short to be worth a pointer");
+    assert_eq!(out.len(), messages.len());
 }
