@@ -540,6 +540,44 @@ test("a message that names a domain gets its skill: a chip on the message, the s
   }
 });
 
+test("the focus rules follow the UI's language, and switching them off removes them from the request", async () => {
+  const script = await scriptServer("service/anthropic_never_compliant.json");
+  try {
+    const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
+    await context.addInitScript(() => {
+      localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "zh" }));
+    });
+    const page = await context.newPage();
+    page.on("pageerror", (e) => console.error("page error:", e.message));
+    await page.goto(server.url);
+    await page.waitForSelector(".shell");
+    await useProvider(page, script.url, "claude-focus-e2e");
+    const send = async (text, n) => {
+      await page.fill('[data-testid="chat-input"]', text);
+      await page.click('[data-testid="chat-send"]');
+      await waitFor(`request ${n}`, async () => (await script.requests()).length >= n, 15000);
+      await page.locator('[data-testid="chat-assistant"]', { hasText: `(${n})` }).waitFor({ timeout: 15000 });
+    };
+    await page.click('[data-testid="chat-new"]');
+    await send("把仪表盘的布局改成两列", 1);
+    const zh = (await script.requests())[0].body.system[0].text;
+    assert.match(zh, /\n## 聚焦准则\n/, "the Chinese focus rules for a Chinese UI");
+    assert.doesNotMatch(zh, /## Focus/);
+    // Off in the panel's settings: not a byte of either in the next request.
+    await page.click('[data-testid="chat-settings"]');
+    await page.uncheck('[data-testid="chat-focus-prompt"]');
+    await page.click('[data-testid="chat-settings-save"]');
+    await page.locator('[data-testid="chat-settings-message"]').waitFor();
+    await page.click('[data-testid="chat-new"]');
+    await send("你好", 2);
+    const off = JSON.stringify((await script.requests())[1].body);
+    assert.ok(!off.includes("聚焦准则") && !off.includes("## Focus"), "no focus section when off");
+    await context.close();
+  } finally {
+    script.stop();
+  }
+});
+
 test("the memory manager: remember a message, edit, delete, forget everything after a confirmation", async () => {
   const page = await fresh(server.url);
   await page.click('[data-testid="chat-toggle"]');

@@ -65,23 +65,31 @@ fn fixtures() -> PathBuf {
 
 /// One reply as the SSE events Anthropic streams.
 fn sse(reply: &Reply, n: &mut usize) -> Value {
-    let mut events = vec![json!({"event": "message_start", "data": {"type": "message_start",
+    let mut events = vec![
+        json!({"event": "message_start", "data": {"type": "message_start",
         "message": {"id": format!("msg_{n}"), "type": "message", "role": "assistant", "content": [],
-                    "usage": {"input_tokens": 1000, "output_tokens": 1}}}})];
+                    "usage": {"input_tokens": 1000, "output_tokens": 1}}}}),
+    ];
     let mut index = 0;
     if !reply.text.is_empty() {
-        events.push(json!({"event": "content_block_start", "data": {"type": "content_block_start",
-            "index": index, "content_block": {"type": "text", "text": ""}}}));
-        events.push(json!({"event": "content_block_delta", "data": {"type": "content_block_delta",
-            "index": index, "delta": {"type": "text_delta", "text": reply.text}}}));
+        events.push(
+            json!({"event": "content_block_start", "data": {"type": "content_block_start",
+            "index": index, "content_block": {"type": "text", "text": ""}}}),
+        );
+        events.push(
+            json!({"event": "content_block_delta", "data": {"type": "content_block_delta",
+            "index": index, "delta": {"type": "text_delta", "text": reply.text}}}),
+        );
         events.push(json!({"event": "content_block_stop", "data": {"type": "content_block_stop", "index": index}}));
         index += 1;
     }
     for call in &reply.calls {
         *n += 1;
-        events.push(json!({"event": "content_block_start", "data": {"type": "content_block_start",
+        events.push(
+            json!({"event": "content_block_start", "data": {"type": "content_block_start",
             "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{n}"),
-            "name": call.name, "input": {}}}}));
+            "name": call.name, "input": {}}}}),
+        );
         events.push(json!({"event": "content_block_delta", "data": {"type": "content_block_delta",
             "index": index, "delta": {"type": "input_json_delta", "partial_json": call.args.to_string()}}}));
         events.push(json!({"event": "content_block_stop", "data": {"type": "content_block_stop", "index": index}}));
@@ -92,8 +100,10 @@ fn sse(reply: &Reply, n: &mut usize) -> Value {
     } else {
         "tool_use"
     };
-    events.push(json!({"event": "message_delta", "data": {"type": "message_delta",
-        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}}}));
+    events.push(
+        json!({"event": "message_delta", "data": {"type": "message_delta",
+        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}}}),
+    );
     events.push(json!({"event": "message_stop", "data": {"type": "message_stop"}}));
     json!({ "sse": events })
 }
@@ -174,10 +184,7 @@ async fn run(chat: &Recorded, on: bool) -> Figures {
     Figures {
         requests: turns.len(),
         compactions: bodies.len() - turns.len(),
-        tool_def_bytes: turns
-            .iter()
-            .map(|b| b["tools"].to_string().len())
-            .collect(),
+        tool_def_bytes: turns.iter().map(|b| b["tools"].to_string().len()).collect(),
         tool_output_bytes: turns.iter().map(|b| tool_output(b)).collect(),
         bytes: turns.iter().map(|b| b.to_string().len()).collect(),
         tool_counts: turns
@@ -216,7 +223,8 @@ async fn main() {
         let narrowed: Vec<usize> = (0..on.requests)
             .filter(|&i| on.tool_counts[i] < off.tool_counts[i])
             .collect();
-        let pick = |f: &Figures| -> Vec<usize> { narrowed.iter().map(|&i| f.tool_def_bytes[i]).collect() };
+        let pick =
+            |f: &Figures| -> Vec<usize> { narrowed.iter().map(|&i| f.tool_def_bytes[i]).collect() };
         let share = |f: &Figures| {
             f.tool_output_bytes.iter().sum::<usize>() as f64 / f.bytes.iter().sum::<usize>() as f64
         };

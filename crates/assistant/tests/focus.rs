@@ -5,11 +5,11 @@
 use serde::Deserialize;
 use serde_json::json;
 use sextant_assistant::chatlog::{Event, LoggedEvent};
+use sextant_assistant::compress::repeated;
 use sextant_assistant::compress::{
     extract_key_info, should_compress, CompressToolResults, COMPRESS_OVER_BYTES, KEEP_LINES,
     MAX_ERROR_LINES, MAX_LINE_BYTES, REPEAT_MIN_BYTES,
 };
-use sextant_assistant::compress::repeated;
 use sextant_assistant::focus::{focus_section, topic_shift, Language, TopicNote, FOCUS_EN};
 use sextant_assistant::intent::{
     Intent, Intents, INTENT_CONF_THRESHOLD, MIN_NARROWED_TOOLS, TABLE,
@@ -383,7 +383,10 @@ fn a_fresh_result_of_the_turn_in_progress_is_kept_unless_it_dominates() {
         is_error: false,
     });
     let out = CompressToolResults { prompt_bytes: 0 }.transform(later);
-    assert!(result(&out) < big.len() / 2, "the answered result is compressed");
+    assert!(
+        result(&out) < big.len() / 2,
+        "the answered result is compressed"
+    );
     match &out[6] {
         Message::ToolResult { content, .. } => assert_eq!(content, &big, "the latest stays"),
         other => panic!("{other:?}"),
@@ -507,7 +510,10 @@ fn a_result_repeated_word_for_word_is_shown_once_at_its_newest() {
         call("f"),
         result("f", &status),
     ];
-    let out = CompressToolResults { prompt_bytes: 100_000 }.transform(messages.clone());
+    let out = CompressToolResults {
+        prompt_bytes: 100_000,
+    }
+    .transform(messages.clone());
     let content = |i: usize| match &out[i] {
         Message::ToolResult { content, .. } => content.clone(),
         _ => unreachable!(),
@@ -515,7 +521,15 @@ fn a_result_repeated_word_for_word_is_shown_once_at_its_newest() {
     assert_eq!(content(2), repeated("f"));
     assert_eq!(content(8), repeated("f"));
     assert_eq!(content(12), status, "the newest copy is whole");
-    assert_eq!(content(6), format!("{status}changed"), "a different output stays");
-    assert_eq!(content(4), "short and the same", "too short to be worth a pointer");
+    assert_eq!(
+        content(6),
+        format!("{status}changed"),
+        "a different output stays"
+    );
+    assert_eq!(
+        content(4),
+        "short and the same",
+        "too short to be worth a pointer"
+    );
     assert_eq!(out.len(), messages.len());
 }
