@@ -9,7 +9,8 @@
 //! the empty-echo rate is the recording's, the same in both runs.
 //!
 //! Reported per chat and mode: requests; tool-definition bytes per request (all requests,
-//! and the requests narrowing narrowed); the share of the request that is tool output;
+//! and the requests narrowing narrowed); tool-output bytes per request and their share of
+//! the request (narrowing shrinks the rest of the request too, so the share falls less);
 //! bytes per request (mean, largest); compaction requests.
 //!
 //! `cargo run --release -p sextant-assistant-runtime-tests --example long_chats`
@@ -204,8 +205,8 @@ fn down(off: f64, on: f64) -> String {
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
-    println!("| chat | messages / calls / empty echoes | mode | requests | tool defs B/request (narrowed requests) | tool output share | B/request mean (max) | compactions |");
-    println!("|---|---|---|---|---|---|---|---|");
+    println!("| chat | messages / calls / empty echoes | mode | requests | tool defs B/request (narrowed requests) | tool output B/request | tool output share | B/request mean (max) | compactions |");
+    println!("|---|---|---|---|---|---|---|---|---|");
     for name in CHATS {
         let text = std::fs::read_to_string(fixtures().join(format!("{name}.json"))).unwrap();
         let chat: Recorded = serde_json::from_str(&text).unwrap();
@@ -231,11 +232,12 @@ async fn main() {
         let echo_rate = echoes as f64 / replies.len() as f64 * 100.0;
         for (mode, f) in [("off", &off), ("on", &on)] {
             println!(
-                "| {name} | {messages} / {calls} / {echo_rate:.0} % | {mode} | {} | {:.0} ({:.0} on {} requests) | {:.1} % | {:.0} ({}) | {} |",
+                "| {name} | {messages} / {calls} / {echo_rate:.0} % | {mode} | {} | {:.0} ({:.0} on {} requests) | {:.0} | {:.1} % | {:.0} ({}) | {} |",
                 f.requests,
                 mean(&f.tool_def_bytes),
                 mean(&pick(f)),
                 narrowed.len(),
+                mean(&f.tool_output_bytes),
                 share(f) * 100.0,
                 mean(&f.bytes),
                 f.bytes.iter().max().unwrap(),
@@ -243,9 +245,10 @@ async fn main() {
             );
         }
         println!(
-            "| {name} | | change | | {} ({} narrowed) | {} | {} | |",
+            "| {name} | | change | | {} ({} narrowed) | {} | {} | {} | |",
             down(mean(&off.tool_def_bytes), mean(&on.tool_def_bytes)),
             down(mean(&pick(&off)), mean(&pick(&on))),
+            down(mean(&off.tool_output_bytes), mean(&on.tool_output_bytes)),
             down(share(&off), share(&on)),
             down(mean(&off.bytes), mean(&on.bytes)),
         );

@@ -296,3 +296,38 @@ async fn a_topic_switch_puts_a_note_after_the_breakpoint_and_off_puts_none() {
         on[1]["system"].as_array().unwrap().len()
     );
 }
+
+/// The four requests of the `anthropic_focus` chat with one mechanism switched off.
+async fn focus_chat_with(off: &str) -> Vec<Value> {
+    let dir = tempfile::tempdir().unwrap();
+    let server = serve("anthropic_focus").await;
+    let door = setup(dir.path(), &server).await;
+    set(&door, off, false).await;
+    let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
+    turn(&door, &chat, GAUGE).await;
+    turn(&door, &chat, "thanks, and is the device there?").await;
+    server.requests().iter().map(|r| r.json()).collect()
+}
+
+#[tokio::test]
+async fn narrowing_off_alone_and_compression_off_alone_each_remove_only_their_own_bytes() {
+    let no_narrowing = focus_chat_with("intentNarrowing").await;
+    let no_compression = focus_chat_with("toolResultCompression").await;
+    // Narrowing off: the dashboard message sees every tool, as the unknown one does...
+    assert_eq!(tool_names(&no_narrowing[0]), tool_names(&no_narrowing[2]));
+    assert!(tool_names(&no_narrowing[0]).contains("io_status"));
+    // ...while compression still shortens the earlier listing.
+    let shown = result_text(&no_narrowing[2], "toolu_f1");
+    assert!(shown.contains("elided by Sextant"), "{shown}");
+
+    // Compression off: the listing is whole in the next turn...
+    let whole = result_text(&no_compression[2], "toolu_f1");
+    assert!(whole.len() > 2_000 && !whole.contains("elided by Sextant"));
+    assert_eq!(
+        whole.len(),
+        result_text(&no_compression[1], "toolu_f1").len()
+    );
+    // ...while narrowing still shows the dashboard message fewer tools.
+    assert!(tool_names(&no_compression[0]).len() < tool_names(&no_compression[2]).len());
+    assert!(!tool_names(&no_compression[0]).contains("io_status"));
+}

@@ -3,7 +3,7 @@
 use serde_json::json;
 use sextant_assistant::chatlog::{
     fold, kinds, Block, ChatLog, ChatLogError, Event, Folded, Message, Role, Surface, ToolStatus,
-    UiItem, INTERRUPTED,
+    UiItem, COMPACTION_SOURCE, INTERRUPTED,
 };
 
 fn db() -> (tempfile::TempDir, std::path::PathBuf) {
@@ -292,10 +292,18 @@ fn a_compaction_record_replaces_the_folded_prefix() {
         .unwrap();
     log.append(chat, &Event::user("try again")).unwrap();
     let f = log.fold(chat).unwrap();
+    // The summary is model-written from untrusted data: it comes in the chat's envelope.
+    let envelope = log.envelope(chat).unwrap();
     assert_eq!(
         f.history[0].content[0],
         Block::Text {
-            text: "[Summary of the earlier conversation]\nThe user wants a temperature dataset; the project is Rover.".into()
+            text: format!(
+                "[Summary of the earlier conversation]\n{}",
+                envelope.wrap(
+                    COMPACTION_SOURCE,
+                    "The user wants a temperature dataset; the project is Rover."
+                )
+            )
         }
     );
     let text = serde_json::to_string(&f.history).unwrap();

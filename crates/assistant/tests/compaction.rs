@@ -219,6 +219,11 @@ async fn a_long_chat_over_budget_is_summarized_by_the_model_keeping_its_topics()
         "{first}"
     );
     assert!(first.contains("zephyrium pressure sensor"));
+    // Model-written from untrusted data: it reaches the model in the envelope.
+    assert!(
+        first.contains("<untrusted-") && first.contains("compaction_summary"),
+        "{first}"
+    );
     assert!(!body_text(&turn["messages"]).contains("quokka"));
     assert!(body_text(&turn["messages"]).contains("what does the zephyrium gauge read now"));
     assert!(body_text(&turn["messages"]).len() / 4 < 6_000);

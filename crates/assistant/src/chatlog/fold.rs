@@ -41,6 +41,9 @@ pub const CITATION_WARNING: &str = "[Cited from another chat: an untrusted, read
 /// The envelope source of a citation's snapshot.
 pub const CITATION_SOURCE: &str = "cited_chat";
 
+/// The envelope source of a compaction's summary in the model's history.
+pub const COMPACTION_SOURCE: &str = "compaction_summary";
+
 /// Tools whose results are the app's own text (a skill is instructions the model should
 /// follow, not data), so they are not enveloped.
 const APP_TEXT_TOOLS: &[&str] = &["meta_loadSkill", "meta.loadSkill"];
@@ -323,8 +326,13 @@ impl Fold {
                     Item {
                         seq,
                         role: Role::User,
+                        // Model-written from device output and tool results: data, in
+                        // the envelope like what it summarizes.
                         block: Block::Text {
-                            text: format!("[Summary of the earlier conversation]\n{summary}"),
+                            text: format!(
+                                "[Summary of the earlier conversation]\n{}",
+                                self.envelope.wrap(COMPACTION_SOURCE, summary)
+                            ),
                         },
                     },
                 );

@@ -18,7 +18,7 @@ pub use cite::{CitedBy, HitRef, MAX_CITED_CHATS, MAX_SNAPSHOT_BYTES};
 pub use event::{kinds, Event, LoggedEvent, Seq, Structural};
 pub use fold::{
     fold, Block, Fold, Folded, Message, Role, Surface, ToolStatus, UiItem, CITATION_SOURCE,
-    CITATION_WARNING, INTERRUPTED,
+    CITATION_WARNING, COMPACTION_SOURCE, INTERRUPTED,
 };
 pub use store::{ChatLog, ChatSummary};
 
