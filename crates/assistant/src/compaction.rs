@@ -135,7 +135,11 @@ fn event_tokens(e: &LoggedEvent) -> usize {
         Event::ToolCall { name, args, .. } => (name.len() + args.to_string().len()) / 4 + 4,
         Event::ToolResult { content, .. } => content.len().div_ceil(4) + 4,
         Event::Compaction { summary, .. } => summary.len().div_ceil(4) + 4,
-        _ => 0,
+        // A citation's snapshots are read by the model: up to 64 KiB each.
+        Event::Citation { snapshots, .. } => {
+            snapshots.iter().map(String::len).sum::<usize>().div_ceil(4) + 4
+        }
+        Event::Structural(_) => 0,
     }
 }
 

@@ -9,10 +9,11 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use serde_json::json;
+use sextant_assistant::chatlog::LoggedEvent;
 use sextant_assistant::chatlog::{ChatId, ChatLog, Event, SearchRequest, Surface};
 use sextant_assistant::compaction::{
-    extract_keyword_summary, top_terms, TopicCompaction, COMPACTION_PROMPT, KEYWORD_HEADING,
-    KEYWORD_TOP,
+    extract_keyword_summary, split_point, top_terms, TopicCompaction, COMPACTION_PROMPT,
+    KEYWORD_HEADING, KEYWORD_TOP,
 };
 use sextant_assistant::conversation::{Conversation, Prompt, Settings};
 use sextant_assistant::focus::FOCUS_EN;
@@ -322,4 +323,41 @@ fn cjk_yields_characters_and_two_grams_and_a_non_cjk_character_resets_the_window
     assert_eq!(top.len(), KEYWORD_TOP);
     assert_eq!(top[0], "alpha");
     assert_eq!(top[1], "beta0", "ties keep the order of first use");
+}
+
+#[test]
+fn the_recent_part_counts_what_the_model_reads_and_never_splits_the_turn_in_progress() {
+    let logged = |seq: u64, event: Event| LoggedEvent {
+        seq,
+        unix_ms: 0,
+        event,
+    };
+    let turn = |seq: u64, text: &str| {
+        vec![
+            logged(seq, Event::user(text)),
+            logged(seq + 1, Event::Assistant { text: "ok".into() }),
+        ]
+    };
+    let mut events: Vec<LoggedEvent> = [turn(1, "one"), turn(3, "two"), turn(5, "three")].concat();
+    // Everything fits the recent part: nothing is left to summarize.
+    assert_eq!(split_point(&events, 1_000), None);
+    // A budget for the last turn only: the first two are the older part (through index 3).
+    assert_eq!(split_point(&events, 12), Some(3));
+    // Nothing older than the turn in progress: no compaction.
+    assert_eq!(split_point(&events[4..], 1_000), None);
+    // A big citation in turn two is counted: turn two no longer fits the recent part.
+    events.insert(
+        3,
+        logged(
+            4,
+            Event::Citation {
+                by: "person".into(),
+                call_id: None,
+                sources: json!([]),
+                snapshots: vec!["x".repeat(40_000)],
+            },
+        ),
+    );
+    let end = split_point(&events, 1_000).unwrap();
+    assert!(matches!(events[end + 1].event, Event::User { ref text } if text == "three"));
 }
