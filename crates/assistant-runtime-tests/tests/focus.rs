@@ -8,7 +8,7 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{cached_prefix, ok, open, serve, turn};
+use common::{cached_prefix, ok, open_auto_approving, serve, turn};
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
 use sextant_assistant::focus::{FOCUS_EN, FOCUS_ZH};
@@ -20,14 +20,7 @@ const GAUGE: &str = "Add a gauge for the battery voltage to the dashboard";
 const MQTT: &str = "Subscribe to the sensors topic on the MQTT broker";
 
 async fn setup(dir: &Path, server: &ScriptServer) -> ChatDoor {
-    let door = open(dir);
-    ok(
-        &door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": "claude-focus", "apiKey": "sk-ant-test", "autoApproveEdits": true}),
-    )
-    .await;
-    door
+    open_auto_approving(dir, server, "claude-focus").await
 }
 
 const ALL_OFF: [&str; 4] = [
@@ -52,24 +45,25 @@ fn tool_names(body: &Value) -> BTreeSet<String> {
         .collect()
 }
 
-/// The system blocks up to and including the cache breakpoint.
-fn cached_system(body: &Value) -> String {
+/// A request's system blocks: up to and including the cache breakpoint, and after it.
+fn split_at_breakpoint(body: &Value) -> (&[Value], &[Value]) {
     let system = body["system"].as_array().unwrap();
     let end = system
         .iter()
         .position(|b| b.get("cache_control").is_some())
         .unwrap();
-    serde_json::to_string(&system[..=end]).unwrap()
+    system.split_at(end + 1)
+}
+
+/// The system blocks up to and including the cache breakpoint.
+fn cached_system(body: &Value) -> String {
+    serde_json::to_string(split_at_breakpoint(body).0).unwrap()
 }
 
 /// The blocks after the breakpoint, as text.
 fn per_request_system(body: &Value) -> String {
-    let system = body["system"].as_array().unwrap();
-    let end = system
-        .iter()
-        .position(|b| b.get("cache_control").is_some())
-        .unwrap();
-    system[end + 1..]
+    split_at_breakpoint(body)
+        .1
         .iter()
         .map(|b| b["text"].as_str().unwrap())
         .collect::<Vec<_>>()

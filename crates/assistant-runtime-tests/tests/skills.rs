@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::Path;
 use std::time::Duration;
 
-use common::{ok, open, runtime, serve, turn};
+use common::{ok, open, open_auto_approving, runtime, serve, turn};
 use serde::Deserialize;
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
@@ -162,14 +162,7 @@ async fn the_verifier_table_holds_only_safe_checks_of_real_commands() {
 }
 
 async fn setup(dir: &Path, server: &ScriptServer) -> ChatDoor {
-    let door = open(dir);
-    ok(
-        &door,
-        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-               "model": "claude-skills", "apiKey": "sk-ant-test", "autoApproveEdits": true}),
-    )
-    .await;
-    door
+    open_auto_approving(dir, server, "claude-skills").await
 }
 
 /// The `meta_loadSkill` calls in a request's messages, with the body their result carries.

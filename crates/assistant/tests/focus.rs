@@ -39,6 +39,27 @@ fn fixture() -> Fixture {
     serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
 }
 
+/// The model's call `id` of `tool`, without arguments.
+fn call(id: &str, tool: &str) -> Message {
+    Message::Assistant {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: tool.into(),
+            arguments: json!({}),
+        }],
+    }
+}
+
+/// The result of call `id`.
+fn result_of(id: &str, content: &str) -> Message {
+    Message::ToolResult {
+        call_id: id.into(),
+        content: content.into(),
+        is_error: false,
+    }
+}
+
 fn is_cjk(text: &str) -> bool {
     text.chars().any(|c| ('\u{4e00}'..='\u{9fff}').contains(&c))
 }
@@ -238,19 +259,8 @@ fn exactly_two_thousand_bytes_pass_and_two_thousand_and_one_are_compressed() {
         let filler = "f".repeat(20_000); // keeps the 40 % share out of play
         vec![
             Message::user(filler.clone()),
-            Message::Assistant {
-                text: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: "c1".into(),
-                    name: "project_get".into(),
-                    arguments: json!({}),
-                }],
-            },
-            Message::ToolResult {
-                call_id: "c1".into(),
-                content: result.to_string(),
-                is_error: false,
-            },
+            call("c1", "project_get"),
+            result_of("c1", result),
             Message::assistant("done"),
             Message::user("and now?"),
         ]
@@ -336,19 +346,8 @@ fn a_fresh_result_of_the_turn_in_progress_is_kept_unless_it_dominates() {
             Message::user("f".repeat(filler)),
             Message::assistant("ok"),
             Message::user("show me the project"),
-            Message::Assistant {
-                text: String::new(),
-                tool_calls: vec![ToolCall {
-                    id: "c1".into(),
-                    name: "project_get".into(),
-                    arguments: json!({}),
-                }],
-            },
-            Message::ToolResult {
-                call_id: "c1".into(),
-                content: big.clone(),
-                is_error: false,
-            },
+            call("c1", "project_get"),
+            result_of("c1", &big),
         ]
     };
     let result = |m: &[Message]| match &m[4] {
@@ -369,19 +368,8 @@ fn a_fresh_result_of_the_turn_in_progress_is_kept_unless_it_dominates() {
     assert_eq!(result(&with_prompt.transform(turn(10))), big.len());
     // Once the model has answered it (a later call in the same turn), it is an old result.
     let mut later = turn(100_000);
-    later.push(Message::Assistant {
-        text: String::new(),
-        tool_calls: vec![ToolCall {
-            id: "c2".into(),
-            name: "project_validate".into(),
-            arguments: json!({}),
-        }],
-    });
-    later.push(Message::ToolResult {
-        call_id: "c2".into(),
-        content: big.clone(),
-        is_error: false,
-    });
+    later.push(call("c2", "project_validate"));
+    later.push(result_of("c2", &big));
     let out = CompressToolResults { prompt_bytes: 0 }.transform(later);
     assert!(
         result(&out) < big.len() / 2,
@@ -482,19 +470,8 @@ fn the_focus_section_has_its_heading_in_each_language_and_never_changes() {
 fn a_result_repeated_word_for_word_is_shown_once_at_its_newest() {
     let status = format!("connected: no\n{}", "counters: 0\n".repeat(20));
     assert!(status.len() >= REPEAT_MIN_BYTES);
-    let call = |id: &str| Message::Assistant {
-        text: String::new(),
-        tool_calls: vec![ToolCall {
-            id: id.into(),
-            name: "io_status".into(),
-            arguments: json!({}),
-        }],
-    };
-    let result = |id: &str, content: &str| Message::ToolResult {
-        call_id: id.into(),
-        content: content.into(),
-        is_error: false,
-    };
+    let call = |id: &str| call(id, "io_status");
+    let result = result_of;
     let messages = vec![
         Message::user("is it connected?"),
         call("a"),

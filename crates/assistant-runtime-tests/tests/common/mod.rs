@@ -56,6 +56,19 @@ pub async fn use_provider(door: &ChatDoor, server: &ScriptServer, model: &str) {
     .await;
 }
 
+/// A door over `dir` using `server` as `model`, with the person's approval of every edit
+/// given in advance (the tests that need the tools to run without a prompt).
+pub async fn open_auto_approving(dir: &Path, server: &ScriptServer, model: &str) -> ChatDoor {
+    let door = open(dir);
+    ok(
+        &door,
+        json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
+               "model": model, "apiKey": "sk-ant-test", "autoApproveEdits": true}),
+    )
+    .await;
+    door
+}
+
 /// Sends `text` and waits for the turn's end (it must finish); returns every text the
 /// door streamed.
 pub async fn turn(door: &ChatDoor, chat: &Value, text: &str) -> Vec<String> {
