@@ -198,6 +198,7 @@ pub fn request(model: &str, transcript: &str, envelope: &Envelope) -> Request {
         cache_tools: false,
         max_tokens: SUMMARY_MAX_TOKENS,
         temperature: Some(0.0),
+        constrained_tools: false,
     }
 }
 

@@ -33,6 +33,7 @@ use tokio::sync::mpsc::UnboundedSender;
 
 use crate::chatlog::{self, Block, ChatId, ChatLog, ChatLogError, Event, Role};
 use crate::pipeline::{self, BoxFuture, CallerInfo, CancelToken, Pipeline, ResultStatus};
+use crate::runaway::{self, RepetitionGuard, StallWatch};
 use crate::seams::{HistoryBudget, HistoryTransform, Seams};
 
 /// Most tool calls one turn may make. A model stuck in a loop (or a prompt injection
@@ -52,6 +53,10 @@ pub mod kinds {
     /// What one reply cost: `{model, inputTokens, outputTokens, cacheReadTokens,
     /// cacheCreationTokens}` – so a chat's token use is part of its record, not of a page.
     pub const USAGE: &str = "usage";
+    /// A final reply that did not end by itself: `{reason: "max_tokens", limit}` (it hit
+    /// the reply cap) or `{reason: "repetition", unit, repeats}` (it looped and was cut).
+    /// Its text up to there is kept.
+    pub const REPLY_CUT: &str = "reply_cut";
     /// The checkpoint taken before an edit: `{id, callId, command}`, logged before the
     /// edit's result.
     pub use crate::chatlog::kinds::CHECKPOINT_CREATED;
@@ -112,6 +117,11 @@ pub struct Settings {
     /// Estimated tokens of history sent (see [`budget`]); the current turn is always sent.
     pub history_budget_tokens: usize,
     pub max_tool_calls: usize,
+    /// Offer the tools as a JSON schema the reply must match (see
+    /// [`sextant_providers::constrained`]).
+    pub constrained_tools: bool,
+    /// Silence after which the UI hears [`TurnEvent::Waiting`] (and again as often).
+    pub stall_notice: std::time::Duration,
 }
 
 impl Settings {
@@ -122,6 +132,8 @@ impl Settings {
             temperature: None,
             history_budget_tokens: 100_000,
             max_tool_calls: MAX_TOOL_CALLS,
+            constrained_tools: false,
+            stall_notice: std::time::Duration::from_secs(10),
         }
     }
 }
@@ -152,6 +164,11 @@ pub enum TurnEvent {
     },
     /// Token usage of the latest reply (totals for that reply).
     Usage(Usage),
+    /// The server has sent nothing for `seconds` (a local model still reading the prompt,
+    /// or a stalled server); the turn goes on until the reply comes or times out.
+    Waiting {
+        seconds: u64,
+    },
     /// Always the last event of a turn.
     Ended(TurnEnd),
 }
@@ -421,6 +438,7 @@ impl<M: ChatModel> Conversation<M> {
             tools,
             max_tokens: self.settings.max_tokens,
             temperature: self.settings.temperature,
+            constrained_tools: self.settings.constrained_tools,
         })
     }
 
@@ -644,6 +662,7 @@ impl<M: ChatModel> Conversation<M> {
             StreamEnd::Complete(stop) => {
                 if calls.is_empty() {
                     self.append_text(&trailing)?;
+                    self.note_cut(&stop, &text)?;
                     for evaluator in &self.seams.verdict {
                         for event in evaluator.evaluate(&text, &stop) {
                             self.append(&event)?;
@@ -670,6 +689,29 @@ impl<M: ChatModel> Conversation<M> {
             )?;
         }
         Ok(Some(Settled { calls, trailing }))
+    }
+
+    /// A final reply cut by the reply cap or the repetition guard says so in the chat.
+    fn note_cut(&self, stop: &StopReason, text: &str) -> Result<(), ConversationError> {
+        let payload = match stop {
+            StopReason::MaxTokens => json!({
+                "reason": "max_tokens",
+                "limit": self.settings.max_tokens,
+            }),
+            StopReason::Other(reason) if reason == runaway::REPETITION => {
+                let mut guard = runaway::RepetitionGuard::default();
+                let seen = text.chars().rev().take(2000).collect::<Vec<_>>();
+                let tail: String = seen.into_iter().rev().collect();
+                let found = guard.push(&tail);
+                json!({
+                    "reason": runaway::REPETITION,
+                    "unit": found.as_ref().map(|r| r.unit.clone()),
+                    "repeats": found.map(|r| r.repeats),
+                })
+            }
+            _ => return Ok(()),
+        };
+        self.append(&Event::structural(kinds::REPLY_CUT, payload))
     }
 
     /// Runs a reply's calls up to the turn's cap (refusing the rest), then logs the text
@@ -737,11 +779,20 @@ impl<M: ChatModel> Conversation<M> {
             end: StreamEnd::Cancelled,
             text: String::new(),
         };
-        // Retries with backoff can take a while; a cancel must not wait for them.
-        let started = tokio::select! {
-            biased;
-            _ = cancel.cancelled() => return Ok(reply),
-            started = self.model.stream(request) => started,
+        // Retries with backoff can take a while; a cancel must not wait for them. A local
+        // model may read the prompt for long before its first byte: the UI hears it waits.
+        let mut stall = StallWatch::new(self.settings.stall_notice);
+        let opening = self.model.stream(request);
+        tokio::pin!(opening);
+        let started = loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return Ok(reply),
+                started = &mut opening => break started,
+                seconds = stall.due() => {
+                    let _ = events.send(TurnEvent::Waiting { seconds });
+                }
+            }
         };
         let mut stream = match started {
             Ok(stream) => stream,
@@ -760,12 +811,18 @@ impl<M: ChatModel> Conversation<M> {
         // What streamed, for an estimate of the output when the provider's count never comes.
         let mut streamed_chars = 0usize;
         let mut display = self.seams.display();
+        let mut repetition = RepetitionGuard::default();
         reply.end = loop {
             let item = tokio::select! {
                 biased;
                 _ = cancel.cancelled() => break StreamEnd::Cancelled,
                 item = stream.next() => item,
+                seconds = stall.due() => {
+                    let _ = events.send(TurnEvent::Waiting { seconds });
+                    continue;
+                }
             };
+            stall.heard();
             let event = match item {
                 Some(Ok(event)) => event,
                 Some(Err(ProviderError::MalformedToolArguments {
@@ -817,8 +874,13 @@ impl<M: ChatModel> Conversation<M> {
                     if !self.seams.verdict.is_empty() {
                         reply.text.push_str(&delta);
                     }
+                    let looping = repetition.push(&delta).is_some();
                     let shown = display.push(&delta);
                     self.show(events, shown, display.is_empty());
+                    if looping {
+                        // Dropping the stream closes the connection: the server stops too.
+                        break StreamEnd::Complete(StopReason::Other(runaway::REPETITION.into()));
+                    }
                 }
                 ProviderEvent::ToolCallStart { index, id, name } => {
                     // The text before a call is complete: what the filters held back of

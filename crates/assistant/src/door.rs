@@ -25,7 +25,8 @@ use crate::memory::Memory;
 use crate::probe::{Compliance, Degraded, COMPLIANCE_FILE};
 use crate::retrieval::Retrieval;
 use crate::service::{
-    ChatService, Mechanisms, ProviderKind, ServiceError, ServiceEventKind, ServiceSettings,
+    ChatService, ConstrainedCalls, Mechanisms, ProviderKind, ServiceError, ServiceEventKind,
+    ServiceSettings,
 };
 
 /// How long a settings change waits for the key store.
@@ -54,6 +55,8 @@ struct StoredSettings {
     mechanisms: Mechanisms,
     /// The UI's language (`en`, `zh`): Sextant's own text in a request follows it.
     language: crate::focus::Language,
+    /// Tools as a JSON schema the reply must match: `auto` (local servers), `on`, `off`.
+    constrained_calls: ConstrainedCalls,
 }
 
 impl Default for StoredSettings {
@@ -66,6 +69,7 @@ impl Default for StoredSettings {
             allow_device_control: false,
             mechanisms: Mechanisms::default(),
             language: crate::focus::Language::En,
+            constrained_calls: ConstrainedCalls::Auto,
         }
     }
 }
@@ -178,6 +182,7 @@ impl ChatDoor {
         settings.allow_device_control = stored.allow_device_control;
         settings.mechanisms = stored.mechanisms;
         settings.language = stored.language;
+        settings.constrained_calls = stored.constrained_calls;
         settings.api_key = read_key(&secrets, &stored);
         let service =
             ChatService::open(dir.join(CHATS_FILE), runtime, settings).map_err(service_error)?;
@@ -504,6 +509,7 @@ impl ChatDoor {
         settings.allow_device_control = next.allow_device_control;
         settings.mechanisms = next.mechanisms;
         settings.language = next.language;
+        settings.constrained_calls = next.constrained_calls;
         settings.api_key = key;
         self.service.set_settings(settings);
         let view = self.settings_view(&next);

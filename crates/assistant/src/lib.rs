@@ -28,6 +28,7 @@ pub mod memory;
 pub mod pipeline;
 pub mod probe;
 pub mod retrieval;
+pub mod runaway;
 pub mod seams;
 pub mod service;
 pub mod skills;

@@ -26,8 +26,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use sextant_commands::CommandDoor;
 use sextant_commands::{Policy, Tier};
+use sextant_providers::capabilities::{self, Capabilities, ToolSupport};
 use sextant_providers::{
-    AnthropicClient, AnthropicConfig, ApiKey, Client, ModelInfo, OpenAiClient, OpenAiConfig,
+    AnthropicClient, AnthropicConfig, Api, ApiKey, Client, ModelInfo, OpenAiClient, OpenAiConfig,
     ProviderError, StopReason,
 };
 
@@ -134,6 +135,20 @@ impl ProviderKind {
     }
 }
 
+/// Whether tools are offered as a JSON schema the reply must match (spec: weak model
+/// first). `Auto`: on for a local OpenAI-compatible server whose model the capability
+/// table says to constrain (and for unknown local models), off for cloud providers.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum ConstrainedCalls {
+    #[default]
+    Auto,
+    On,
+    Off,
+}
+
 /// The user's assistant settings. `Debug` never shows the API key.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -155,8 +170,12 @@ pub struct ServiceSettings {
     pub mechanisms: Mechanisms,
     /// The UI's language: the language of Sextant's own text in a request (focus, notes).
     pub language: Language,
+    /// Tools as a JSON schema the reply must match (OpenAI-compatible servers only).
+    pub constrained_calls: ConstrainedCalls,
     /// How long an approval prompt waits for an answer before the call is denied.
     pub approval_timeout: Duration,
+    /// Silence from the server after which the panel hears `waiting` (and again as often).
+    pub stall_notice: Duration,
 }
 
 impl ServiceSettings {
@@ -176,8 +195,35 @@ impl ServiceSettings {
             live_state: true,
             mechanisms: Mechanisms::default(),
             language: Language::En,
+            constrained_calls: ConstrainedCalls::Auto,
             approval_timeout: Duration::from_secs(300),
+            stall_notice: Duration::from_secs(10),
         }
+    }
+
+    /// What the configured model can do (the capability table; unknown models get the
+    /// defaults of their kind of endpoint).
+    pub fn capabilities(&self) -> Capabilities {
+        match self.provider {
+            ProviderKind::Anthropic => capabilities::lookup(Api::Anthropic, false, &self.model),
+            ProviderKind::OpenaiCompatible => capabilities::lookup(
+                Api::OpenAi,
+                capabilities::is_local(&self.base_url),
+                &self.model,
+            ),
+        }
+    }
+
+    /// Whether this turn's tools go as a JSON schema (see [`ConstrainedCalls`]).
+    pub fn constrained(&self) -> bool {
+        self.provider == ProviderKind::OpenaiCompatible
+            && match self.constrained_calls {
+                ConstrainedCalls::On => true,
+                ConstrainedCalls::Off => false,
+                ConstrainedCalls::Auto => {
+                    capabilities::is_local(&self.base_url) && self.capabilities().constrain
+                }
+            }
     }
 
     fn policy(&self) -> Policy {
@@ -220,7 +266,9 @@ impl fmt::Debug for ServiceSettings {
             .field("live_state", &self.live_state)
             .field("mechanisms", &self.mechanisms)
             .field("language", &self.language)
+            .field("constrained_calls", &self.constrained_calls)
             .field("approval_timeout", &self.approval_timeout)
+            .field("stall_notice", &self.stall_notice)
             .finish()
     }
 }
@@ -272,6 +320,11 @@ pub enum ServiceEventKind {
         cache_creation_tokens: u64,
         /// The output count is an estimate (a stopped reply).
         estimated: bool,
+    },
+    /// The server has sent nothing for `seconds` (a local model reading a long prompt, or a
+    /// stalled server); repeated while the silence lasts. The next event ends it.
+    Waiting {
+        seconds: u64,
     },
     /// A call waits for the person: answer with approve / deny / approveAll.
     ApprovalRequested {
@@ -328,6 +381,7 @@ impl ServiceEventKind {
                 cache_creation_tokens: u.cache_creation_tokens,
                 estimated: u.estimated,
             },
+            TurnEvent::Waiting { seconds } => ServiceEventKind::Waiting { seconds },
             // The service publishes the end itself, after the chat is free again.
             TurnEvent::Ended(_) => return None,
         })
@@ -453,6 +507,21 @@ struct Inner {
     /// Which models reproduce the probe's sentinel (in memory until the door gives the
     /// persisted one).
     compliance: Mutex<Arc<Compliance>>,
+    /// What each local server said about its tool support, by base URL and model (asked
+    /// once per service: a server's template does not change under a running app).
+    tool_support: Mutex<HashMap<(String, String), ToolSupport>>,
+}
+
+/// The log-only notice that the server drops the tools sent to it: `{model, baseUrl}`.
+pub const TOOLS_UNAVAILABLE: &str = "tools_unavailable";
+
+/// Logs [`TOOLS_UNAVAILABLE`] after the person's message.
+struct ToolsUnavailableNotice(Value);
+
+impl crate::seams::InboundRouter for ToolsUnavailableNotice {
+    fn route(&self, _text: &str) -> Vec<Event> {
+        vec![Event::structural(TOOLS_UNAVAILABLE, self.0.clone())]
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -672,6 +741,7 @@ impl ChatService {
                 pending: Mutex::new(HashMap::new()),
                 memory: Mutex::new(None),
                 compliance: Mutex::new(Arc::new(Compliance::in_memory())),
+                tool_support: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -1037,7 +1107,23 @@ impl ChatService {
             ));
             offered.extend([archive_tools::SEARCH, archive_tools::CITE]);
         }
-        let turn_settings = Settings::new(settings.model.clone());
+        // Sized by what the model can do: a small local model gets a reply cap that fits
+        // its context (not the whole context) and a history budget of half of it.
+        let caps = settings.capabilities();
+        let mut turn_settings = Settings::new(settings.model.clone());
+        turn_settings.max_tokens = caps.max_output_tokens;
+        turn_settings.history_budget_tokens = turn_settings
+            .history_budget_tokens
+            .min(caps.context_window as usize / 2);
+        turn_settings.constrained_tools = settings.constrained();
+        turn_settings.stall_notice = settings.stall_notice;
+        // Tools sent natively to a server whose template drops them never reach the model:
+        // the chat says so (once) instead of the model pretending it did something.
+        if !turn_settings.constrained_tools && fresh {
+            if let Some(notice) = self.tools_unavailable(settings, &events).await {
+                seams.inbound.push(Arc::new(notice));
+            }
+        }
         if on.skill_routing {
             seams.inbound.push(Arc::new(SkillRouter {
                 triggers: Triggers::shipped(),
@@ -1099,6 +1185,44 @@ impl ChatService {
         .with_system_source(system)
         .with_unlogged_text(unlogged);
         Ok((conversation, prompt))
+    }
+
+    /// The notice for a chat whose local server drops native tools, unless the chat has
+    /// it already. Only local OpenAI-compatible servers are asked (a cloud API's tools
+    /// work, and it has no such endpoint).
+    async fn tools_unavailable(
+        &self,
+        settings: &ServiceSettings,
+        events: &[crate::chatlog::LoggedEvent],
+    ) -> Option<ToolsUnavailableNotice> {
+        if settings.provider != ProviderKind::OpenaiCompatible
+            || !capabilities::is_local(&settings.base_url)
+        {
+            return None;
+        }
+        let key = (settings.base_url.clone(), settings.model.clone());
+        let known = lock(&self.inner.tool_support).get(&key).copied();
+        let support = match known {
+            Some(support) => support,
+            None => {
+                let Ok(Client::OpenAi(client)) = settings.client() else {
+                    return None;
+                };
+                let support = client.tool_support(&settings.model).await;
+                tracing::info!(target: "assistant", ?support, model = %settings.model, "the server's tool support");
+                lock(&self.inner.tool_support).insert(key, support);
+                support
+            }
+        };
+        let told = events
+            .iter()
+            .any(|e| matches!(&e.event, Event::Structural(s) if s.kind == TOOLS_UNAVAILABLE));
+        (support == ToolSupport::Unsupported && !told).then(|| {
+            ToolsUnavailableNotice(serde_json::json!({
+                "model": settings.model,
+                "baseUrl": settings.base_url,
+            }))
+        })
     }
 
     /// Approves one pending call.

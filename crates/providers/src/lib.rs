@@ -11,9 +11,15 @@
 //! - [`anthropic`], [`open_ai`] – one client per wire format.
 //! - `http` – keys, timeouts, retries, error statuses; `stream` – body → events;
 //!   `sse` – the SSE parser.
+//! - [`capabilities`] – what a model can do (context, tools, reply cap), and a probe of a
+//!   local server's tool support.
+//! - [`constrained`] – tools offered as a JSON schema the reply must match, for small
+//!   local models; read back into the same events.
 //! - `script` (feature `script`) – a scripted provider server for tests.
 
 pub mod anthropic;
+pub mod capabilities;
+pub mod constrained;
 mod error;
 mod http;
 pub mod model;

@@ -24,6 +24,10 @@ pub struct Request {
     /// get it as `max_tokens` (the spelling every compatible server understands).
     pub max_tokens: u32,
     pub temperature: Option<f32>,
+    /// Offer the tools as a JSON schema the reply must match instead of as native tools
+    /// (OpenAI-compatible servers; see [`crate::constrained`]). The reply comes back as the
+    /// same events either way. Ignored by Anthropic.
+    pub constrained_tools: bool,
 }
 
 impl Request {
@@ -37,6 +41,7 @@ impl Request {
             cache_tools: false,
             max_tokens,
             temperature: None,
+            constrained_tools: false,
         }
     }
 }

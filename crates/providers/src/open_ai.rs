@@ -7,7 +7,10 @@
 //! `content: ""` (llama.cpp answers HTTP 500 to `null`), system blocks are joined into one
 //! system message (some chat templates accept only one), tool-call deltas without an
 //! `index` are placed by their `id`, `finish_reason: "stop"` after tool calls still means
-//! tool use, and a body that ends after a `finish_reason` without `data: [DONE]` is complete.
+//! tool use, a body that ends after a `finish_reason` without `data: [DONE]` is complete,
+//! `usage` may never come (llama.cpp's `timings` stand in, and say what its cache reused),
+//! and `tool_choice` is never sent (servers ignore or reject its object form). Tools can
+//! also go as a JSON schema the reply must match ([`crate::constrained`]).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, VecDeque};
@@ -16,6 +19,7 @@ use reqwest::header::{HeaderMap, HeaderName, HeaderValue, AUTHORIZATION};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::constrained::{self, ReplyDecoder};
 use crate::error::{Api, ProviderError};
 use crate::http::{self, ApiKey, Call, HttpConfig};
 use crate::model::{
@@ -86,7 +90,7 @@ impl OpenAiClient {
             &call,
             &headers,
             body,
-            OpenAiDecoder::default(),
+            OpenAiDecoder::new(is_constrained(request)),
         )
         .await
     }
@@ -110,6 +114,30 @@ impl OpenAiClient {
                 display_name: None,
             })
             .collect())
+    }
+
+    pub(crate) fn base_url(&self) -> String {
+        self.config.base_url.clone()
+    }
+
+    pub(crate) fn http(&self) -> &reqwest::Client {
+        &self.http
+    }
+
+    /// For a probe of the server (not a chat): quick to give up, never retried.
+    pub(crate) fn probe_http(&self) -> HttpConfig {
+        HttpConfig {
+            read_timeout: std::time::Duration::from_secs(5),
+            retry: crate::http::RetryPolicy {
+                max_retries: 0,
+                ..Default::default()
+            },
+            ..self.config.http.clone()
+        }
+    }
+
+    pub(crate) fn probe_headers(&self) -> HeaderMap {
+        self.headers().unwrap_or_default()
     }
 
     fn headers(&self) -> Result<HeaderMap, ProviderError> {
@@ -142,12 +170,23 @@ struct ModelEntry {
 
 /// The exact bytes sent for `request`: fixed field order, JSON values in the caller's key
 /// order, so equal requests give equal bytes (prefix caches match byte for byte).
+///
+/// With [`Request::constrained_tools`], the tools go as `response_format` (and a menu at
+/// the end of the system message) instead of `tools`.
 pub fn request_body(request: &Request, include_usage: bool) -> Vec<u8> {
+    let constrained = is_constrained(request);
     let mut messages = Vec::new();
-    if !request.system.is_empty() {
-        let joined: Vec<&str> = request.system.iter().map(|b| b.text.as_str()).collect();
+    let mut system: Vec<Cow<str>> = request
+        .system
+        .iter()
+        .map(|b| Cow::Borrowed(b.text.as_str()))
+        .collect();
+    if constrained {
+        system.push(Cow::Owned(constrained::instruction(&request.tools)));
+    }
+    if !system.is_empty() {
         messages.push(WireMessage::System {
-            content: joined.join("\n\n"),
+            content: system.join("\n\n"),
         });
     }
     for message in &request.messages {
@@ -190,6 +229,7 @@ pub fn request_body(request: &Request, include_usage: bool) -> Vec<u8> {
         tools: request
             .tools
             .iter()
+            .filter(|_| !constrained)
             .map(|tool| WireTool {
                 kind: "function",
                 function: WireFunction {
@@ -199,6 +239,7 @@ pub fn request_body(request: &Request, include_usage: bool) -> Vec<u8> {
                 },
             })
             .collect(),
+        response_format: constrained.then(|| constrained::response_format(&request.tools)),
         max_tokens: request.max_tokens,
         temperature: request.temperature,
         stream: true,
@@ -215,12 +256,19 @@ struct WireRequest<'a> {
     messages: Vec<WireMessage<'a>>,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     tools: Vec<WireTool<'a>>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    response_format: Option<Value>,
     max_tokens: u32,
     #[serde(skip_serializing_if = "Option::is_none")]
     temperature: Option<f32>,
     stream: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     stream_options: Option<StreamOptions>,
+}
+
+/// Constrained calls need tools to constrain to; without any the request is a plain chat.
+fn is_constrained(request: &Request) -> bool {
+    request.constrained_tools && !request.tools.is_empty()
 }
 
 #[derive(Serialize)]
@@ -283,7 +331,17 @@ struct Chunk {
     #[serde(default)]
     choices: Vec<Choice>,
     usage: Option<WireUsage>,
+    /// llama.cpp's own counts (`cache_n`: prompt tokens reused from its cache, `prompt_n`:
+    /// prompt tokens it had to process), sent whether or not usage was asked for.
+    timings: Option<Timings>,
     error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Timings {
+    prompt_n: Option<u64>,
+    cache_n: Option<u64>,
+    predicted_n: Option<u64>,
 }
 
 #[derive(Deserialize)]
@@ -335,6 +393,8 @@ struct OpenCall {
 
 #[derive(Default)]
 struct OpenAiDecoder {
+    /// Set for a constrained request: the content is the JSON reply, read by this.
+    constrained: Option<ReplyDecoder>,
     calls: BTreeMap<usize, OpenCall>,
     /// The call the last index-less delta belonged to.
     last_index: Option<usize>,
@@ -344,6 +404,27 @@ struct OpenAiDecoder {
 }
 
 impl OpenAiDecoder {
+    fn new(constrained: bool) -> Self {
+        OpenAiDecoder {
+            constrained: constrained.then(ReplyDecoder::default),
+            ..OpenAiDecoder::default()
+        }
+    }
+
+    /// A constrained reply is complete: what its JSON meant goes out (a call, or the text
+    /// not streamed yet), and the stop reason becomes tool use for a call.
+    fn finish_constrained(&mut self, out: &mut VecDeque<Event>) -> Result<(), ProviderError> {
+        if let Some(mut reply) = self.constrained.take() {
+            let stop = self.finish.take().unwrap_or(StopReason::EndTurn);
+            let stop = reply.finish(stop, out)?;
+            if stop == StopReason::ToolUse {
+                self.made_tool_calls = true;
+            }
+            self.finish = Some(stop);
+        }
+        Ok(())
+    }
+
     fn tool_call_delta(&mut self, delta: DeltaToolCall, out: &mut VecDeque<Event>) {
         let index = match delta.index {
             Some(index) => index,
@@ -437,6 +518,7 @@ impl Decoder for OpenAiDecoder {
 
     fn event(&mut self, event: SseEvent, out: &mut VecDeque<Event>) -> Result<(), ProviderError> {
         if event.data.trim() == "[DONE]" {
+            self.finish_constrained(out)?;
             self.finish_calls(out)?;
             self.stop(out);
             return Ok(());
@@ -465,7 +547,10 @@ impl Decoder for OpenAiDecoder {
         if let Some(choice) = chunk.choices.into_iter().next() {
             if let Some(delta) = choice.delta {
                 if let Some(text) = delta.content.filter(|t| !t.is_empty()) {
-                    out.push_back(Event::TextDelta(text));
+                    match &mut self.constrained {
+                        Some(reply) => reply.push(&text, out),
+                        None => out.push_back(Event::TextDelta(text)),
+                    }
                 }
                 for call in delta.tool_calls.unwrap_or_default() {
                     self.made_tool_calls = true;
@@ -474,7 +559,7 @@ impl Decoder for OpenAiDecoder {
             }
             if let Some(reason) = choice.finish_reason {
                 self.finish_calls(out)?;
-                self.finish = Some(match reason.as_str() {
+                let stop = match reason.as_str() {
                     // Ollama and others say "stop" after tool calls.
                     "stop" if self.made_tool_calls => StopReason::ToolUse,
                     "stop" => StopReason::EndTurn,
@@ -482,7 +567,9 @@ impl Decoder for OpenAiDecoder {
                     "tool_calls" | "function_call" => StopReason::ToolUse,
                     "content_filter" => StopReason::Refusal,
                     other => StopReason::Other(other.to_owned()),
-                });
+                };
+                self.finish = Some(stop);
+                self.finish_constrained(out)?;
             }
         }
         if let Some(usage) = chunk.usage {
@@ -490,12 +577,32 @@ impl Decoder for OpenAiDecoder {
                 .prompt_tokens_details
                 .and_then(|d| d.cached_tokens)
                 .unwrap_or(0);
-            out.push_back(Event::Usage(Usage {
+            let mut counts = Usage {
                 // `prompt_tokens` includes cached tokens; ours counts them apart, as Anthropic.
                 input_tokens: usage.prompt_tokens.unwrap_or(0).saturating_sub(cached),
                 output_tokens: usage.completion_tokens.unwrap_or(0),
                 cache_read_tokens: cached,
                 cache_creation_tokens: 0,
+                ..Usage::default()
+            };
+            // llama.cpp's timings say what its cache reused even where usage does not.
+            if let Some(Timings {
+                prompt_n: Some(new),
+                cache_n: Some(reused),
+                ..
+            }) = chunk.timings
+            {
+                counts.input_tokens = new;
+                counts.cache_read_tokens = reused;
+            }
+            out.push_back(Event::Usage(counts));
+        } else if let Some(timings) = chunk.timings.filter(|_| self.finish.is_some()) {
+            // No usage chunk (not asked for, or a server that never sends one): the final
+            // chunk's timings are the counts.
+            out.push_back(Event::Usage(Usage {
+                input_tokens: timings.prompt_n.unwrap_or(0),
+                output_tokens: timings.predicted_n.unwrap_or(0),
+                cache_read_tokens: timings.cache_n.unwrap_or(0),
                 ..Usage::default()
             }));
         }
@@ -576,6 +683,13 @@ mod tests {
 
     fn decode(chunks: &[&str]) -> (Vec<Event>, Result<(), ProviderError>) {
         let mut decoder = OpenAiDecoder::default();
+        decode_with(&mut decoder, chunks)
+    }
+
+    fn decode_with(
+        decoder: &mut OpenAiDecoder,
+        chunks: &[&str],
+    ) -> (Vec<Event>, Result<(), ProviderError>) {
         let mut out = VecDeque::new();
         for data in chunks {
             let event = SseEvent {
@@ -628,5 +742,70 @@ mod tests {
             }
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn a_constrained_request_offers_the_tools_as_a_schema_and_a_menu() {
+        let mut request = Request::new("m", 50);
+        request.system = vec![SystemBlock::cached("role")];
+        request.messages = vec![Message::user("add Battery")];
+        request.tools = vec![crate::ToolDefinition {
+            name: "project_dataset_add".into(),
+            description: "Adds a dataset. Long text.".into(),
+            parameters: json!({"type": "object", "properties": {"title": {"type": "string"}}}),
+        }];
+        request.constrained_tools = true;
+        let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
+        assert!(body.get("tools").is_none(), "no native tools: {body}");
+        let system = body["messages"][0]["content"].as_str().unwrap();
+        assert!(
+            system.starts_with("role\n\nAnswer with one JSON object."),
+            "{system}"
+        );
+        assert!(
+            system.ends_with("- project_dataset_add: Adds a dataset."),
+            "{system}"
+        );
+        assert_eq!(body["response_format"]["type"], "json_schema");
+        let choices = &body["response_format"]["json_schema"]["schema"]["anyOf"];
+        assert_eq!(
+            choices[1]["properties"]["tool"]["const"],
+            "project_dataset_add"
+        );
+        // Without tools there is nothing to constrain: a plain chat request.
+        request.tools.clear();
+        let body: Value = serde_json::from_slice(&request_body(&request, false)).unwrap();
+        assert!(body.get("response_format").is_none());
+        assert_eq!(body["messages"][0]["content"], "role");
+    }
+
+    #[test]
+    fn a_constrained_reply_reads_back_as_a_call_and_llama_timings_as_usage() {
+        let mut decoder = OpenAiDecoder::new(true);
+        let (events, result) = decode_with(
+            &mut decoder,
+            &[
+                r#"{"choices":[{"delta":{"content":"{\"tool\":\"f\","}}]}"#,
+                r#"{"choices":[{"delta":{"content":"\"arguments\":{\"x\":1}}"}}]}"#,
+                r#"{"choices":[{"delta":{},"finish_reason":"stop"}],"timings":{"cache_n":40,"prompt_n":9,"predicted_n":12}}"#,
+                "[DONE]",
+            ],
+        );
+        result.unwrap();
+        assert!(events.contains(&Event::ToolCallEnd {
+            index: 0,
+            call: ToolCall {
+                id: "call_json".into(),
+                name: "f".into(),
+                arguments: json!({"x": 1}),
+            },
+        }));
+        assert!(events.contains(&Event::Usage(Usage {
+            input_tokens: 9,
+            output_tokens: 12,
+            cache_read_tokens: 40,
+            ..Usage::default()
+        })));
+        assert_eq!(events.last(), Some(&Event::Stop(StopReason::ToolUse)));
     }
 }

@@ -322,6 +322,15 @@ export type ProviderKind = "anthropic" | "openai-compatible";
  */
 export type Language = "en" | "zh";
 /**
+ * Whether tools are offered as a JSON schema the reply must match (spec: weak model
+ * first). `Auto`: on for a local OpenAI-compatible server whose model the capability
+ * table says to constrain (and for unknown local models), off for cloud providers.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ConstrainedCalls".
+ */
+export type ConstrainedCalls = "auto" | "on" | "off";
+/**
  * Where a [`SecretStore`] keeps its secrets. Serialized as `"keyring"` or
  * `"encryptedFile"`, so a UI can tell the user how their keys are stored.
  *
@@ -429,6 +438,10 @@ export type ServiceEventKind =
       estimated: boolean;
     }
   | {
+      type: "waiting";
+      seconds: number;
+    }
+  | {
       type: "approvalRequested";
       callId: string;
       name: string;
@@ -530,6 +543,10 @@ export type ServiceEvent1 =
        * The output count is an estimate (a stopped reply).
        */
       estimated: boolean;
+    }
+  | {
+      type: "waiting";
+      seconds: number;
     }
   | {
       type: "approvalRequested";
@@ -1151,6 +1168,7 @@ export interface SettingsView {
    */
   topicMarker: boolean;
   language: Language & string;
+  constrainedCalls: ConstrainedCalls & string;
   hasApiKey: boolean;
   keyStorage: Backend;
 }

@@ -1,0 +1,348 @@
+//! What a model can do: a small table by provider and model name, and a probe of a local
+//! server's tool support.
+//!
+//! Owns the facts the assistant sizes a request by – the context window, whether native
+//! tool calls work, whether to constrain calls to a JSON schema, the reply cap – so a small
+//! local model gets a reply cap that fits its context instead of the whole context, and
+//! tools it can actually call. The table is data (first matching pattern wins); a model it
+//! does not know gets the safe defaults of its kind of endpoint: a local one is assumed
+//! small, a cloud one large.
+
+use std::net::IpAddr;
+
+use serde::Deserialize;
+
+use crate::error::Api;
+use crate::http::{self, Call};
+use crate::open_ai::OpenAiClient;
+
+/// What a model can do, as far as Sextant knows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Capabilities {
+    /// Tokens of prompt plus reply the model takes.
+    pub context_window: u32,
+    /// Whether native tool calls are known to work.
+    pub native_tools: bool,
+    /// Whether to offer tools as a JSON schema by default (local OpenAI-compatible servers).
+    pub constrain: bool,
+    /// The reply cap (`max_tokens`).
+    pub max_output_tokens: u32,
+}
+
+/// One row: a model-name pattern (`*` matches any run of characters, case-insensitive)
+/// and what such a model can do.
+struct Row {
+    api: Api,
+    /// `None`: any endpoint; `Some(true)`: only a local one.
+    local: Option<bool>,
+    pattern: &'static str,
+    caps: Capabilities,
+}
+
+const fn caps(context_window: u32, native_tools: bool, constrain: bool, out: u32) -> Capabilities {
+    Capabilities {
+        context_window,
+        native_tools,
+        constrain,
+        max_output_tokens: out,
+    }
+}
+
+/// First match wins, so narrow patterns come before broad ones.
+const TABLE: &[Row] = &[
+    Row {
+        api: Api::Anthropic,
+        local: None,
+        pattern: "claude-*",
+        caps: caps(200_000, true, false, 4096),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: Some(false),
+        pattern: "gpt-4.1*",
+        caps: caps(1_000_000, true, false, 4096),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: Some(false),
+        pattern: "gpt-*",
+        caps: caps(128_000, true, false, 4096),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: Some(false),
+        pattern: "o*",
+        caps: caps(200_000, true, false, 4096),
+    },
+    // Small local models: a reply cap of an eighth of the context, schema-constrained calls.
+    Row {
+        api: Api::OpenAi,
+        local: None,
+        pattern: "*smollm*",
+        caps: caps(8192, false, true, 1024),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: None,
+        pattern: "*qwen2.5*",
+        caps: caps(32_768, true, true, 2048),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: None,
+        pattern: "*qwen3*",
+        caps: caps(32_768, true, true, 2048),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: None,
+        pattern: "*llama3*",
+        caps: caps(8192, true, true, 1024),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: None,
+        pattern: "*llama-3*",
+        caps: caps(8192, true, true, 1024),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: None,
+        pattern: "*phi*",
+        caps: caps(4096, false, true, 512),
+    },
+    Row {
+        api: Api::OpenAi,
+        local: None,
+        pattern: "*gemma*",
+        caps: caps(8192, false, true, 1024),
+    },
+];
+
+/// Unknown cloud models: large and tool-capable, as every current cloud model is.
+const CLOUD_DEFAULT: Capabilities = caps(128_000, true, false, 4096);
+/// Unknown local models: assumed small – a 4 k context, calls constrained, a short reply.
+const LOCAL_DEFAULT: Capabilities = caps(4096, false, true, 512);
+
+/// What `model` at an endpoint of `api` can do (`local`: the endpoint is this machine or
+/// its network, see [`is_local`]).
+pub fn lookup(api: Api, local: bool, model: &str) -> Capabilities {
+    let model = model.to_ascii_lowercase();
+    TABLE
+        .iter()
+        .find(|row| {
+            row.api == api
+                && row.local.is_none_or(|l| l == local)
+                && matches_pattern(row.pattern, &model)
+        })
+        .map(|row| row.caps)
+        .unwrap_or(if local && api == Api::OpenAi {
+            LOCAL_DEFAULT
+        } else {
+            CLOUD_DEFAULT
+        })
+}
+
+/// `*` matches any run of characters; everything else matches itself.
+fn matches_pattern(pattern: &str, text: &str) -> bool {
+    let mut parts = pattern.split('*');
+    let first = parts.next().unwrap_or("");
+    let Some(mut rest) = text.strip_prefix(first) else {
+        return false;
+    };
+    let parts: Vec<&str> = parts.collect();
+    for (i, part) in parts.iter().enumerate() {
+        if i + 1 == parts.len() {
+            return rest.ends_with(part);
+        }
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.is_empty()
+}
+
+/// Whether `base_url` points at this machine or a private network (a server the user runs:
+/// Ollama, llama.cpp, LM Studio, vLLM) rather than a cloud API.
+pub fn is_local(base_url: &str) -> bool {
+    let Ok(url) = reqwest::Url::parse(base_url) else {
+        return false;
+    };
+    let Some(host) = url.host_str() else {
+        return false;
+    };
+    match host
+        .trim_start_matches('[')
+        .trim_end_matches(']')
+        .parse::<IpAddr>()
+    {
+        Ok(IpAddr::V4(ip)) => ip.is_loopback() || ip.is_private() || ip.is_link_local(),
+        Ok(IpAddr::V6(ip)) => ip.is_loopback() || (ip.segments()[0] & 0xfe00) == 0xfc00,
+        Err(_) => host == "localhost" || host.ends_with(".localhost") || host.ends_with(".local"),
+    }
+}
+
+/// Whether a server's chat template passes tools to the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolSupport {
+    Supported,
+    /// The server says its template has no tool support: tools sent natively are dropped.
+    Unsupported,
+    /// The server does not say (a cloud API, an older server, no answer).
+    Unknown,
+}
+
+#[derive(Deserialize)]
+struct LlamaProps {
+    chat_template_caps: Option<TemplateCaps>,
+}
+
+#[derive(Deserialize)]
+struct TemplateCaps {
+    supports_tools: Option<bool>,
+    supports_tool_calls: Option<bool>,
+}
+
+#[derive(Deserialize)]
+struct OllamaShow {
+    capabilities: Option<Vec<String>>,
+}
+
+impl OpenAiClient {
+    /// Asks the server whether its template passes tools to `model`: llama.cpp's
+    /// `GET /props` (`chat_template_caps.supports_tools`), then Ollama's
+    /// `POST /api/show` (`capabilities` has `tools`). Anything else is `Unknown`; no answer
+    /// is ever an error (the probe must not stop a chat).
+    pub async fn tool_support(&self, model: &str) -> ToolSupport {
+        let Some(origin) = origin(&self.base_url()) else {
+            return ToolSupport::Unknown;
+        };
+        let config = self.probe_http();
+        let props = format!("{origin}/props");
+        let call = Call {
+            api: Api::OpenAi,
+            url: &props,
+            model,
+        };
+        let headers = self.probe_headers();
+        if let Ok(props) = http::get_json::<LlamaProps>(self.http(), &config, &call, &headers).await
+        {
+            if let Some(caps) = props.chat_template_caps {
+                if let Some(tools) = caps.supports_tools.or(caps.supports_tool_calls) {
+                    return if tools {
+                        ToolSupport::Supported
+                    } else {
+                        ToolSupport::Unsupported
+                    };
+                }
+            }
+        }
+        let show = format!("{origin}/api/show");
+        let response = self
+            .http()
+            .post(&show)
+            .headers(headers)
+            .header(reqwest::header::CONTENT_TYPE, "application/json")
+            .body(serde_json::json!({ "model": model }).to_string())
+            .timeout(config.read_timeout)
+            .send()
+            .await;
+        if let Ok(response) = response.and_then(|r| r.error_for_status()) {
+            if let Ok(OllamaShow {
+                capabilities: Some(caps),
+            }) = http::read_json(response, &config, Api::OpenAi).await
+            {
+                return if caps.iter().any(|c| c == "tools") {
+                    ToolSupport::Supported
+                } else {
+                    ToolSupport::Unsupported
+                };
+            }
+        }
+        ToolSupport::Unknown
+    }
+}
+
+/// `scheme://host:port` of a base URL (the version path dropped).
+fn origin(base_url: &str) -> Option<String> {
+    let url = reqwest::Url::parse(base_url).ok()?;
+    let origin = url.origin();
+    origin.is_tuple().then(|| origin.ascii_serialization())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_by_endpoint_and_name() {
+        let cases: &[(Api, bool, &str, Capabilities)] = &[
+            (
+                Api::Anthropic,
+                false,
+                "claude-sonnet-4-5",
+                caps(200_000, true, false, 4096),
+            ),
+            (
+                Api::OpenAi,
+                true,
+                "SmolLM2-135M-Instruct.Q4_1.gguf",
+                caps(8192, false, true, 1024),
+            ),
+            (
+                Api::OpenAi,
+                false,
+                "gpt-4.1-mini",
+                caps(1_000_000, true, false, 4096),
+            ),
+            (
+                Api::OpenAi,
+                true,
+                "qwen2.5:7b",
+                caps(32_768, true, true, 2048),
+            ),
+            (Api::OpenAi, true, "my-own-finetune", LOCAL_DEFAULT),
+            (Api::OpenAi, false, "deepseek-chat", CLOUD_DEFAULT),
+            // A cloud-only row never matches a local server's model of the same name.
+            (Api::OpenAi, true, "gpt-oss-20b", LOCAL_DEFAULT),
+        ];
+        for (api, local, model, want) in cases {
+            assert_eq!(lookup(*api, *local, model), *want, "{model}");
+        }
+    }
+
+    #[test]
+    fn local_endpoints() {
+        for url in [
+            "http://127.0.0.1:8080/v1",
+            "http://localhost:11434/v1",
+            "http://192.168.1.20:1234/v1",
+            "http://10.0.0.5/v1",
+            "http://[::1]:8000/v1",
+            "http://box.local:8080/v1",
+        ] {
+            assert!(is_local(url), "{url}");
+        }
+        for url in [
+            "https://api.openai.com/v1",
+            "http://8.8.8.8/v1",
+            "not a url",
+        ] {
+            assert!(!is_local(url), "{url}");
+        }
+    }
+
+    #[test]
+    fn patterns() {
+        assert!(matches_pattern("*smollm*", "hf/smollm2-135m"));
+        assert!(matches_pattern("claude-*", "claude-x"));
+        assert!(!matches_pattern("claude-*", "my-claude-x"));
+        assert!(matches_pattern("a*b*c", "axxbyyc"));
+        assert!(!matches_pattern("a*b*c", "axxbyy"));
+        assert_eq!(
+            origin("http://127.0.0.1:8080/v1/").as_deref(),
+            Some("http://127.0.0.1:8080")
+        );
+    }
+}
