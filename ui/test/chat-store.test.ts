@@ -229,6 +229,33 @@ describe("chat store: a turn", () => {
     expect(store.items[3]).toMatchObject({ text: "Done", streaming: true });
   });
 
+  it("a silent server shows how long the turn waits; the next word ends the wait", async () => {
+    const { svc, store } = await setup();
+    await store.send("how is the supply?");
+    svc.emit(1, "waiting", { seconds: 10 });
+    expect(store.waiting).toBe(10);
+    svc.emit(1, "waiting", { seconds: 20 });
+    expect(store.waiting).toBe(20);
+    svc.emit(1, "textDelta", { text: "3.3 V" });
+    expect(store.waiting).toBeNull();
+    svc.emit(1, "waiting", { seconds: 10 });
+    svc.emit(1, "turnEnded", { end: "failed", detail: "no data for 120 s" });
+    expect(store.waiting).toBeNull();
+  });
+
+  it("a server without tools and a cut reply are notices that say what happened", () => {
+    const items = normalizeItems([
+      { type: "notice", seq: 1, kind: "tools_unavailable", payload: { model: "SmolLM2", baseUrl: "http://127.0.0.1:8080/v1" } },
+      { type: "notice", seq: 2, kind: "reply_cut", payload: { reason: "repetition", unit: "开始", repeats: 120 } },
+      { type: "notice", seq: 3, kind: "reply_cut", payload: { reason: "max_tokens", limit: 1024 } },
+    ]);
+    expect(items.map((i) => noticeText(i as any))).toMatchObject([
+      { key: "chat.notice.toolsUnavailable", vars: { model: "SmolLM2" }, level: "warn" },
+      { key: "chat.notice.cutRepetition", level: "warn" },
+      { key: "chat.notice.cutLength", vars: { n: "1024" }, level: "warn" },
+    ]);
+  });
+
   it("a call that asks for approval, is approved and succeeds", async () => {
     const { svc, store } = await setup();
     await store.send("add a gauge");
@@ -656,9 +683,9 @@ describe("chat store: settings", () => {
     svc.handlers.getSettings = () => saved;
     svc.handlers.setSettings = (r) => ({ ...saved, ...r, op: undefined, apiKey: undefined, hasApiKey: r.apiKey === null ? false : true });
     expect(await store.loadSettings()).toEqual(saved);
-    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false };
+    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" as const };
     await store.saveSettings(form);
-    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false });
+    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" });
     await store.saveSettings(form, "  ");
     expect("apiKey" in svc.ops("setSettings")[1]).toBe(false);
     await store.saveSettings(form, " sk-123 ");
@@ -758,7 +785,7 @@ describe("chat helpers", () => {
     expect(prettyArgs(undefined)).toBe("");
     expect(prettyArgs({ a: 1 })).toBe('{\n  "a": 1\n}');
     expect([950, 12_345, 1_500, 2_500_000].map(formatTokens)).toEqual(["950", "12k", "1.5k", "2.5M"]);
-    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true, skillRouting: false, autoVerify: true, focusPrompt: true, intentNarrowing: true, toolResultCompression: true, topicCompaction: true, topicMarker: true })).not.toHaveProperty("apiKey");
+    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true, skillRouting: false, autoVerify: true, focusPrompt: true, intentNarrowing: true, toolResultCompression: true, topicCompaction: true, topicMarker: true, constrainedCalls: "auto" })).not.toHaveProperty("apiKey");
   });
 
   it("unknown history items become notices instead of vanishing; duplicate call ids get their own keys", () => {

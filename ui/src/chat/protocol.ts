@@ -43,7 +43,7 @@ export type ChatSummary = ChatListEntry;
 export type ChatSettings = SettingsView;
 
 /** The settings fields a person edits. */
-export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding" | "skillRouting" | "autoVerify" | "focusPrompt" | "intentNarrowing" | "toolResultCompression" | "topicCompaction" | "topicMarker">;
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding" | "skillRouting" | "autoVerify" | "focusPrompt" | "intentNarrowing" | "toolResultCompression" | "topicCompaction" | "topicMarker" | "constrainedCalls">;
 
 export type ModelInfo = ModelEntry;
 
@@ -356,6 +356,12 @@ export function noticeText(item: Extract<ChatItem, { type: "notice" | "turnEnd" 
       return { key: "chat.notice.partialCalls", vars: {}, level: "warn", detail: "" };
     case "checkpoint_created":
       return { key: "chat.notice.checkpoint", vars: {}, level: "info", detail: "" };
+    case "tools_unavailable":
+      return { key: "chat.notice.toolsUnavailable", vars: { model: str(p.model) }, level: "warn", detail: "" };
+    case "reply_cut":
+      return p.reason === "repetition"
+        ? { key: "chat.notice.cutRepetition", vars: {}, level: "warn", detail: "" }
+        : { key: "chat.notice.cutLength", vars: { n: str(p.limit) || "?" }, level: "warn", detail: "" };
     case "handoff_seeded":
       return { key: "chat.notice.handoff", vars: {}, level: "info", detail: str(p.digest) };
     default:
@@ -432,6 +438,7 @@ export function settingsRequest(form: EditableSettings, apiKey?: string | null):
     toolResultCompression: form.toolResultCompression,
     topicCompaction: form.topicCompaction,
     topicMarker: form.topicMarker,
+    constrainedCalls: form.constrainedCalls,
   };
   if (apiKey === null) req.apiKey = null;
   else if (typeof apiKey === "string" && apiKey.trim()) req.apiKey = apiKey.trim();

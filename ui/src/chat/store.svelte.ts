@@ -70,6 +70,8 @@ export class ChatStore {
   degraded: Degraded | null = $state(null);
   /** Token usage of the open chat's running turn so far, summed over its replies. */
   turnUsage: Usage | null = $state(null);
+  /** Seconds the server has been silent while a turn waits for it (`null`: not waiting). */
+  waiting: number | null = $state(null);
   /** The event a search hit opened the chat at: the conversation scrolls to it and marks
    *  it. Null when the chat was opened plainly. */
   focus: { chat: number; seq: number } | null = $state(null);
@@ -527,6 +529,8 @@ export class ChatStore {
       this.running = true;
       this.turn ??= { usage: null, end: null };
     }
+    // Any word from the turn ends a wait; only `waiting` starts one.
+    this.waiting = e.type === "waiting" ? num(e.seconds) : null;
     switch (e.type) {
       case "textDelta": {
         let text = str(e.text);
