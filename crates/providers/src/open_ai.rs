@@ -176,8 +176,16 @@ struct ModelEntry {
 pub fn request_body(request: &Request, include_usage: bool) -> Vec<u8> {
     let constrained = is_constrained(request);
     let mut messages = Vec::new();
-    let mut system: Vec<Cow<str>> = request
+    // The blocks after the last cached one change every request (the live state and its
+    // nonce): they go after the history, so a server's prefix cache keeps the whole
+    // conversation and only re-reads the newest message and this tail.
+    let split = request
         .system
+        .iter()
+        .rposition(|b| b.cache)
+        .map_or(request.system.len(), |i| i + 1);
+    let (head, tail) = request.system.split_at(split);
+    let mut system: Vec<Cow<str>> = head
         .iter()
         .map(|b| Cow::Borrowed(b.text.as_str()))
         .collect();
@@ -191,7 +199,9 @@ pub fn request_body(request: &Request, include_usage: bool) -> Vec<u8> {
     }
     for message in &request.messages {
         messages.push(match message {
-            Message::User { text } => WireMessage::User { content: text },
+            Message::User { text } => WireMessage::User {
+                content: Cow::Borrowed(text),
+            },
             Message::Assistant { text, tool_calls } => WireMessage::Assistant {
                 // Never `null`: llama.cpp's server answers 500 to it.
                 content: text,
@@ -222,6 +232,10 @@ pub fn request_body(request: &Request, include_usage: bool) -> Vec<u8> {
                 },
             },
         });
+    }
+    if !tail.is_empty() {
+        let tail: Vec<&str> = tail.iter().map(|b| b.text.as_str()).collect();
+        append_tail(&mut messages, tail.join("\n\n"));
     }
     let wire = WireRequest {
         model: &request.model,
@@ -266,6 +280,23 @@ struct WireRequest<'a> {
     stream_options: Option<StreamOptions>,
 }
 
+/// Puts the per-request context at the end of the last user or tool message (several chat
+/// templates accept a system message only first, and none minds longer content); after an
+/// assistant message, or with no history, it becomes a user message of its own.
+fn append_tail(messages: &mut Vec<WireMessage<'_>>, tail: String) {
+    match messages.last_mut() {
+        Some(WireMessage::User { content }) => {
+            *content = Cow::Owned(format!("{content}\n\n{tail}"));
+        }
+        Some(WireMessage::Tool { content, .. }) => {
+            *content = Cow::Owned(format!("{content}\n\n{tail}"));
+        }
+        _ => messages.push(WireMessage::User {
+            content: Cow::Owned(tail),
+        }),
+    }
+}
+
 /// Constrained calls need tools to constrain to; without any the request is a plain chat.
 fn is_constrained(request: &Request) -> bool {
     request.constrained_tools && !request.tools.is_empty()
@@ -283,7 +314,7 @@ enum WireMessage<'a> {
         content: String,
     },
     User {
-        content: &'a str,
+        content: Cow<'a, str>,
     },
     Assistant {
         content: &'a str,
@@ -642,7 +673,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn assistant_content_is_never_null_and_system_is_one_message() {
+    fn assistant_content_is_never_null_and_per_request_blocks_follow_the_history() {
         let mut request = Request::new("m", 50);
         request.system = vec![SystemBlock::cached("a"), SystemBlock::new("b")];
         request.messages = vec![
@@ -667,13 +698,14 @@ mod tests {
             json!({
                 "model": "m",
                 "messages": [
-                    {"role": "system", "content": "a\n\nb"},
+                    {"role": "system", "content": "a"},
                     {"role": "user", "content": "hi"},
                     {"role": "assistant", "content": "", "tool_calls": [
                         {"id": "c1", "type": "function",
                          "function": {"name": "f", "arguments": "{\"z\":1,\"a\":2}"}}
                     ]},
-                    {"role": "tool", "tool_call_id": "c1", "content": "Error: nope"}
+                    // The per-request block (after the cached one) follows the history.
+                    {"role": "tool", "tool_call_id": "c1", "content": "Error: nope\n\nb"}
                 ],
                 "max_tokens": 50,
                 "stream": true

@@ -115,7 +115,9 @@ async fn two_parallel_tool_calls_then_the_tool_results_round_trip() {
     assert_eq!(
         body["messages"],
         json!([
-            {"role": "system", "content": "You are Sextant's assistant.\n\nProject: demo.ssproj"},
+            // The per-request block follows the history, so the server's prefix cache keeps
+            // every earlier message.
+            {"role": "system", "content": "You are Sextant's assistant."},
             {"role": "user", "content": "What is ds-7, and is the source up?"},
             // `content: ""`, never null: llama.cpp answers 500 to null.
             {"role": "assistant", "content": "", "tool_calls": [
@@ -124,7 +126,7 @@ async fn two_parallel_tool_calls_then_the_tool_results_round_trip() {
                 {"id": "call_B", "type": "function", "function": {"name": "io_status", "arguments": "{}"}}
             ]},
             {"role": "tool", "tool_call_id": "call_A", "content": "{\"id\":\"ds-7\",\"title\":\"Voltage\"}"},
-            {"role": "tool", "tool_call_id": "call_B", "content": "connected"}
+            {"role": "tool", "tool_call_id": "call_B", "content": "connected\n\nProject: demo.ssproj"}
         ])
     );
     assert_eq!(body["tools"][0]["type"], json!("function"));
