@@ -115,7 +115,7 @@ async fn constrained_calls_offer_a_schema_of_the_offered_tools_and_run_through_t
         body.get("tools").is_none(),
         "no native tools when constrained"
     );
-    assert_eq!(body["max_tokens"], 1024, "the capability table's reply cap");
+    assert_eq!(body["max_tokens"], 512, "the capability table's reply cap");
     let choices = body["response_format"]["json_schema"]["schema"]["anyOf"]
         .as_array()
         .unwrap();
@@ -268,5 +268,5 @@ async fn a_slow_reply_shows_waiting_and_a_length_stop_says_so() {
         "the server has tools"
     );
     let cut = notices(&history, "reply_cut");
-    assert_eq!(cut, [&json!({"reason": "max_tokens", "limit": 1024})]);
+    assert_eq!(cut, [&json!({"reason": "max_tokens", "limit": 512})]);
 }

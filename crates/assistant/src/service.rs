@@ -1112,6 +1112,7 @@ impl ChatService {
         let caps = settings.capabilities();
         let mut turn_settings = Settings::new(settings.model.clone());
         turn_settings.max_tokens = caps.max_output_tokens;
+        turn_settings.max_tool_calls = caps.max_tool_calls as usize;
         turn_settings.history_budget_tokens = turn_settings
             .history_budget_tokens
             .min(caps.context_window as usize / 2);

@@ -27,6 +27,9 @@ pub struct Capabilities {
     pub constrain: bool,
     /// The reply cap (`max_tokens`).
     pub max_output_tokens: u32,
+    /// Tool calls one turn may make: a tiny model calls tool after tool with arguments that
+    /// fit the schema and mean nothing, and each call costs it half a minute on a laptop.
+    pub max_tool_calls: u32,
 }
 
 /// One row: a model-name pattern (`*` matches any run of characters, case-insensitive)
@@ -45,6 +48,8 @@ const fn caps(context_window: u32, native_tools: bool, constrain: bool, out: u32
         native_tools,
         constrain,
         max_output_tokens: out,
+        // Large models get the loop's own cap; small ones a few calls a turn.
+        max_tool_calls: if context_window >= 16_384 { 25 } else { 3 },
     }
 }
 
@@ -74,12 +79,12 @@ const TABLE: &[Row] = &[
         pattern: "o*",
         caps: caps(200_000, true, false, 4096),
     },
-    // Small local models: a reply cap of an eighth of the context, schema-constrained calls.
+    // Small local models: a reply cap of an eighth of the context or less, constrained calls.
     Row {
         api: Api::OpenAi,
         local: None,
         pattern: "*smollm*",
-        caps: caps(8192, false, true, 1024),
+        caps: caps(8192, false, true, 512),
     },
     Row {
         api: Api::OpenAi,
@@ -288,7 +293,7 @@ mod tests {
                 Api::OpenAi,
                 true,
                 "SmolLM2-135M-Instruct.Q4_1.gguf",
-                caps(8192, false, true, 1024),
+                caps(8192, false, true, 512),
             ),
             (
                 Api::OpenAi,
@@ -310,6 +315,14 @@ mod tests {
         for (api, local, model, want) in cases {
             assert_eq!(lookup(*api, *local, model), *want, "{model}");
         }
+    }
+
+    #[test]
+    fn small_models_get_a_few_calls_a_turn_large_ones_the_loops_cap() {
+        assert_eq!(lookup(Api::OpenAi, true, "smollm2").max_tool_calls, 3);
+        assert_eq!(LOCAL_DEFAULT.max_tool_calls, 3);
+        assert_eq!(lookup(Api::Anthropic, false, "claude-x").max_tool_calls, 25);
+        assert_eq!(lookup(Api::OpenAi, true, "qwen2.5:7b").max_tool_calls, 25);
     }
 
     #[test]
