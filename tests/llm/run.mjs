@@ -276,9 +276,10 @@ async function cacheReport(d, llama) {
   let fresh = 0, reused = 0;
   for (const [i, text] of asks.entries()) {
     const turn = await runTurn(d, chat, text);
-    const u = turn.usage.at(-1) ?? { inputTokens: 0, cacheReadTokens: 0, outputTokens: 0 };
-    if (i > 0) { fresh += u.inputTokens; reused += u.cacheReadTokens; }
-    console.log(`${i + 1} | ${u.inputTokens} | ${u.cacheReadTokens} | ${u.outputTokens} | ${turn.end}${turn.detail ? `(${turn.detail})` : ""}`);
+    // A reply cut by the repetition check never got the server's counts.
+    const u = turn.usage.at(-1);
+    if (i > 0 && u) { fresh += u.inputTokens; reused += u.cacheReadTokens; }
+    console.log(`${i + 1} | ${u ? u.inputTokens : "-"} | ${u ? u.cacheReadTokens : "-"} | ${u ? u.outputTokens : "-"} | ${turn.end}${turn.detail ? `(${turn.detail})` : ""}`);
     check(turn.end !== "hung", `turn ${i + 1} ended (${turn.end})`);
   }
   console.log(`turns 2–10: ${fresh} new prompt tokens, ${reused} reused (${Math.round((100 * reused) / Math.max(1, fresh + reused))} % reused)`);
