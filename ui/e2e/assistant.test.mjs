@@ -20,6 +20,18 @@ const CHROMIUM_ARGS = [
 const API_KEY = "sk-ant-e2e-7f3a91";
 let browser, server, provider, dir, dataDir, projectPath, port;
 
+// The prompt's blocks as a person reads them: the system blocks, then the per-request
+// blocks that follow the history (after the newest message's cache breakpoint).
+function promptBlocks(body) {
+  const messages = body.messages;
+  const marked = (m) => (Array.isArray(m.content) ? m.content.findLastIndex((b) => b.cache_control) : -1);
+  const last = messages.at(-1);
+  let tail = [];
+  if (last && marked(last) >= 0) tail = last.content.slice(marked(last) + 1);
+  else if (messages.length > 1 && marked(messages.at(-2)) >= 0) tail = last.content;
+  return [...body.system, ...tail];
+}
+
 async function serve() {
   const proc = start(`assistant-serve-${port}-${Date.now()}`, sextantBin, [
     "serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"),
@@ -362,7 +374,7 @@ test("a proposal becomes a fact only when the person presses Remember, and then 
     await page.locator('[data-testid="chat-assistant"]', { hasText: "as you asked me to remember" }).waitFor();
     const requests = await script.requests();
     const last = requests.at(-1).body;
-    const system = last.system;
+    const system = promptBlocks(last);
     const breakpoint = system.findIndex((b) => b.cache_control);
     const memory = system.findIndex((b) => b.text.includes('source="assistant_memory"'));
     assert.ok(memory > breakpoint && breakpoint >= 0, "the memory block follows the cache breakpoint");
@@ -457,10 +469,11 @@ test("the context probe: no text the page ever shows has the sentinel; a drifted
     const requests = await script.requests();
     assert.equal(requests.length, 5);
     const body = requests[4].body;
-    const breakpoint = body.system.findIndex((b) => b.cache_control);
-    const seed = body.system.findIndex((b) => b.text.includes('source="previous_chat"'));
+    const blocks = promptBlocks(body);
+    const breakpoint = blocks.findIndex((b) => b.cache_control);
+    const seed = blocks.findIndex((b) => b.text.includes('source="previous_chat"'));
     assert.ok(breakpoint >= 0 && seed > breakpoint, "the digest follows the cache breakpoint");
-    assert.match(body.system[seed].text, /- rename the project to Bench A/);
+    assert.match(blocks[seed].text, /- rename the project to Bench A/);
     const prefix = (b) => JSON.stringify([b.system.slice(0, breakpoint + 1), b.tools]);
     assert.equal(prefix(body), prefix(requests[0].body), "the cached prefix is the old chat's, byte for byte");
     await page.close();

@@ -15,17 +15,12 @@
 //!
 //! `cargo run --release -p sextant-assistant-runtime-tests --example long_chats`
 
-use std::path::PathBuf;
+#[path = "support/recorded.rs"]
+mod recorded;
 
-use serde::Deserialize;
+use recorded::{replay, Recorded, Reply};
 use serde_json::{json, Value};
 use sextant_assistant::compaction::COMPACTION_PROMPT;
-use sextant_assistant::door::ChatDoor;
-use sextant_assistant::service::{ServiceEventKind, TurnEndKind};
-use sextant_providers::script::{Script, ScriptServer};
-use sextant_runtime::{Runtime, Workspace};
-use sextant_secrets::SecretStore;
-use sextant_telemetry::project::{Project, Source};
 
 const CHATS: [&str; 3] = ["dashboard", "parser", "mqtt"];
 const MECHANISMS: [&str; 5] = [
@@ -35,93 +30,6 @@ const MECHANISMS: [&str; 5] = [
     "topicCompaction",
     "topicMarker",
 ];
-
-#[derive(Deserialize)]
-struct Recorded {
-    title: String,
-    turns: Vec<Turn>,
-}
-
-#[derive(Deserialize)]
-struct Turn {
-    user: String,
-    replies: Vec<Reply>,
-}
-
-#[derive(Deserialize)]
-struct Reply {
-    text: String,
-    calls: Vec<Call>,
-}
-
-#[derive(Deserialize)]
-struct Call {
-    name: String,
-    args: Value,
-}
-
-fn fixtures() -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/assistant/long-chats")
-}
-
-/// One reply as the SSE events Anthropic streams.
-fn sse(reply: &Reply, n: &mut usize) -> Value {
-    let mut events = vec![
-        json!({"event": "message_start", "data": {"type": "message_start",
-        "message": {"id": format!("msg_{n}"), "type": "message", "role": "assistant", "content": [],
-                    "usage": {"input_tokens": 1000, "output_tokens": 1}}}}),
-    ];
-    let mut index = 0;
-    if !reply.text.is_empty() {
-        events.push(
-            json!({"event": "content_block_start", "data": {"type": "content_block_start",
-            "index": index, "content_block": {"type": "text", "text": ""}}}),
-        );
-        events.push(
-            json!({"event": "content_block_delta", "data": {"type": "content_block_delta",
-            "index": index, "delta": {"type": "text_delta", "text": reply.text}}}),
-        );
-        events.push(json!({"event": "content_block_stop", "data": {"type": "content_block_stop", "index": index}}));
-        index += 1;
-    }
-    for call in &reply.calls {
-        *n += 1;
-        events.push(
-            json!({"event": "content_block_start", "data": {"type": "content_block_start",
-            "index": index, "content_block": {"type": "tool_use", "id": format!("toolu_{n}"),
-            "name": call.name, "input": {}}}}),
-        );
-        events.push(json!({"event": "content_block_delta", "data": {"type": "content_block_delta",
-            "index": index, "delta": {"type": "input_json_delta", "partial_json": call.args.to_string()}}}));
-        events.push(json!({"event": "content_block_stop", "data": {"type": "content_block_stop", "index": index}}));
-        index += 1;
-    }
-    let stop = if reply.calls.is_empty() {
-        "end_turn"
-    } else {
-        "tool_use"
-    };
-    events.push(
-        json!({"event": "message_delta", "data": {"type": "message_delta",
-        "delta": {"stop_reason": stop, "stop_sequence": null}, "usage": {"output_tokens": 20}}}),
-    );
-    events.push(json!({"event": "message_stop", "data": {"type": "message_stop"}}));
-    json!({ "sse": events })
-}
-
-/// The script: every reply in order. (A compaction request would take the next reply and
-/// shift the rest; the default budget is not reached by these chats with the mechanisms
-/// on, and `main` checks that both runs made the same requests.)
-fn script(chat: &Recorded) -> Script {
-    let mut n = 0;
-    let turns: Vec<Value> = chat
-        .turns
-        .iter()
-        .flat_map(|t| t.replies.iter())
-        .map(|r| sse(r, &mut n))
-        .collect();
-    serde_json::from_value(json!({"description": chat.title, "turns": turns})).unwrap()
-}
 
 struct Figures {
     requests: usize,
@@ -147,39 +55,11 @@ fn tool_output(body: &Value) -> usize {
 }
 
 async fn run(chat: &Recorded, on: bool) -> Figures {
-    let dir = tempfile::tempdir().unwrap();
-    let server = ScriptServer::start(script(chat)).await;
-    let project = Project {
-        sources: vec![Source::default()],
-        ..Project::default()
-    };
-    let runtime = Runtime::new(Workspace::new(project)).spawn(None);
-    let door = ChatDoor::open_with(
-        dir.path(),
-        runtime,
-        SecretStore::encrypted_file(dir.path()).unwrap(),
-    )
-    .unwrap();
-    let mut settings = json!({"op": "setSettings", "provider": "anthropic", "baseUrl": server.url(),
-        "model": "claude-long", "apiKey": "sk-ant-x", "autoApproveEdits": true});
-    for m in MECHANISMS {
-        settings[m] = json!(on);
-    }
-    door.handle(settings).await.unwrap();
-    let id = door.handle(json!({"op": "create"})).await.unwrap()["id"].clone();
-    for turn in &chat.turns {
-        let mut events = door.service().subscribe();
-        door.handle(json!({"op": "send", "chat": id, "text": turn.user}))
-            .await
-            .unwrap();
-        loop {
-            if let ServiceEventKind::TurnEnded { end, detail } = events.recv().await.unwrap().kind {
-                assert_eq!(end, TurnEndKind::Finished, "{}: {detail:?}", turn.user);
-                break;
-            }
-        }
-    }
-    let bodies: Vec<Value> = server.requests().iter().map(|r| r.json()).collect();
+    let settings: serde_json::Map<String, Value> = MECHANISMS
+        .iter()
+        .map(|m| (m.to_string(), json!(on)))
+        .collect();
+    let bodies = replay(chat, chat.turns.len(), Value::Object(settings)).await;
     let is_compaction = |b: &Value| b["system"][0]["text"] == COMPACTION_PROMPT;
     let turns: Vec<&Value> = bodies.iter().filter(|b| !is_compaction(b)).collect();
     Figures {
@@ -208,8 +88,7 @@ async fn main() {
     println!("| chat | messages / calls / empty echoes | mode | requests | tool defs B/request (narrowed requests) | tool output B/request | tool output share | B/request mean (max) | compactions |");
     println!("|---|---|---|---|---|---|---|---|---|");
     for name in CHATS {
-        let text = std::fs::read_to_string(fixtures().join(format!("{name}.json"))).unwrap();
-        let chat: Recorded = serde_json::from_str(&text).unwrap();
+        let chat = recorded::load(name);
         let replies: Vec<&Reply> = chat.turns.iter().flat_map(|t| &t.replies).collect();
         let calls: usize = replies.iter().map(|r| r.calls.len()).sum();
         let echoes = replies

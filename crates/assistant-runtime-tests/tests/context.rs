@@ -336,16 +336,29 @@ fn the_cached_prefix_is_byte_identical_across_turns() {
         (anthropic::request_body(&r), open_ai::request_body(&r, true))
     };
     assert_eq!(tools_only(&turn1), tools_only(&turn2));
-    // OpenAI-compatible servers cache by prefix of the joined system message.
+    // OpenAI-compatible servers cache by prefix: the per-request blocks (live state and
+    // its nonce, memory index) follow the history, so everything turn 1 sent before them –
+    // the system message and the whole conversation so far – starts turn 2's body.
     let (o1, o2) = (
-        open_ai::request_body(&turn1, true),
-        open_ai::request_body(&turn2, true),
+        String::from_utf8(open_ai::request_body(&turn1, true)).unwrap(),
+        String::from_utf8(open_ai::request_body(&turn2, true)).unwrap(),
     );
-    let split = |b: &[u8]| {
-        let t = String::from_utf8(b.to_vec()).unwrap();
-        t[..t.find("Live state").unwrap()].to_string()
-    };
-    assert_eq!(split(&o1), split(&o2));
+    let before_tail = |t: &str| t[..t.find("Live state").unwrap()].to_string();
+    let reused = before_tail(&o1);
+    let reused = reused
+        .strip_suffix("\\n\\n")
+        .expect("the tail is joined to the last message");
+    assert!(
+        o2.starts_with(reused),
+        "turn 2 re-sends turn 1's prefix unchanged"
+    );
+    assert!(
+        reused.ends_with("\"content\":\"hi"),
+        "the prefix ends in the history"
+    );
+    // The live state comes after the newest message, never before the history.
+    let history_end = o2.find("add a group").unwrap();
+    assert!(o2.find("Live state").unwrap() > history_end);
 }
 
 #[test]

@@ -233,6 +233,39 @@ impl Approver for Person {
 /// Every tool result of a request body, as logged: each must have reached the model inside
 /// an envelope, which is taken off here (with the `Error: ` the log keeps and the envelope
 /// leaves outside).
+/// The per-request block `prompt()` puts after the cache breakpoint; both clients send it
+/// after the history.
+const PER_REQUEST: &str = "Project: demo.ssproj";
+
+/// The history of a request body as logged: the per-request block that follows it and the
+/// history's cache marker taken out (both checked here: the marker sits on the newest
+/// history block, the block comes right after it).
+fn history(body: &Value) -> Value {
+    let mut messages = body["messages"].as_array().unwrap().clone();
+    let last = messages.last_mut().unwrap();
+    match last["content"].as_array_mut() {
+        // Anthropic: text blocks after the marked one.
+        Some(blocks) => {
+            let tail = blocks.pop().unwrap();
+            assert_eq!(tail, json!({"type": "text", "text": PER_REQUEST}));
+            let newest = blocks.last_mut().unwrap().as_object_mut().unwrap();
+            assert!(newest.remove("cache_control").is_some(), "{body}");
+        }
+        // OpenAI-compatible: the last message's text ends with it.
+        None => {
+            let text = last["content"].as_str().unwrap();
+            let text = text
+                .strip_suffix(&format!("\n\n{PER_REQUEST}"))
+                .unwrap_or_else(|| panic!("ends with the per-request block: {text}"));
+            last["content"] = json!(text);
+        }
+    }
+    assert!(!Value::Array(messages.clone())
+        .to_string()
+        .contains("cache_control"));
+    Value::Array(messages)
+}
+
 fn tool_results(body: &Value) -> Vec<(String, String, bool)> {
     fn unwrapped(content: &str, is_error: bool) -> String {
         let (prefix, wrapped) = match content.strip_prefix("Error: ") {
@@ -256,7 +289,7 @@ fn tool_results(body: &Value) -> Vec<(String, String, bool)> {
         }
     }
     let mut out = Vec::new();
-    for message in body["messages"].as_array().unwrap() {
+    for message in history(body).as_array().unwrap() {
         if message["role"] == "tool" {
             let content = message["content"].as_str().unwrap();
             out.push((
@@ -397,7 +430,7 @@ async fn a_registry_tool_call_runs_and_its_result_goes_into_the_next_request() {
     let requests = chat.requests();
     assert_eq!(requests.len(), 2);
     assert_eq!(
-        requests[1].json()["messages"],
+        history(&requests[1].json()),
         json!([
             {"role": "user", "content": [{"type": "text", "text": "Call the project Rover"}]},
             {"role": "assistant", "content": [
@@ -565,8 +598,8 @@ async fn the_cached_prefix_is_byte_identical_across_the_requests_of_a_chat() {
     // And the history only ever grows at its end: each request's messages start with the
     // previous request's.
     for pair in requests.windows(2) {
-        let before = pair[0].json()["messages"].as_array().unwrap().clone();
-        let after = pair[1].json()["messages"].as_array().unwrap().clone();
+        let before = history(&pair[0].json()).as_array().unwrap().clone();
+        let after = history(&pair[1].json()).as_array().unwrap().clone();
         assert!(after.len() > before.len());
         assert_eq!(after[..before.len()], before[..]);
     }
@@ -717,7 +750,7 @@ async fn a_stream_cut_mid_tool_call_runs_nothing_records_the_error_and_the_chat_
     let (report, _) = chat.send("Are you there?").await;
     assert!(matches!(report.end, TurnEnd::Finished { .. }), "{report:?}");
     assert_eq!(
-        chat.requests()[1].json()["messages"],
+        history(&chat.requests()[1].json()),
         json!([
             {"role": "user", "content": [{"type": "text", "text": "Check it"}]},
             {"role": "assistant", "content": [
@@ -802,7 +835,7 @@ async fn a_provider_failure_is_recorded_and_the_next_turn_works() {
     assert_eq!(chat.events().last(), Some(&Event::assistant("Back again.")));
     // The failure is log-only: the model sees both user messages and nothing else.
     assert_eq!(
-        chat.requests()[2].json()["messages"],
+        history(&chat.requests()[2].json()),
         json!([{"role": "user", "content": [
             {"type": "text", "text": "Hello"},
             {"type": "text", "text": "Hello again"}

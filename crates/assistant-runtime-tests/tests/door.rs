@@ -15,7 +15,7 @@ use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
 use sextant_runtime::RuntimeHandle;
 use tokio::sync::broadcast;
 
-use common::{cached_prefix, ok, runtime, turn};
+use common::{cached_prefix, ok, prompt_blocks, runtime, turn};
 
 fn open(dir: &Path, runtime: RuntimeHandle) -> ChatDoor {
     common::open_with(dir, runtime)
@@ -484,7 +484,7 @@ async fn a_remembered_fact_reaches_the_next_request_after_the_breakpoint_and_a_d
     turn(&door, &chat, "which baud rate for the IMU?").await;
 
     let first = server.requests()[0].json();
-    let system = first["system"].as_array().unwrap();
+    let system = prompt_blocks(&first);
     let breakpoint = system
         .iter()
         .position(|b| b.get("cache_control").is_some())
@@ -556,7 +556,7 @@ async fn memory_off_means_no_memory_bytes_in_the_request() {
     // Nothing else moved: the same cached system blocks, the same tools but the proposal
     // tool, one block fewer after the breakpoint.
     let cached_system = |b: &Value| {
-        let s = b["system"].as_array().unwrap().clone();
+        let s = prompt_blocks(b);
         let end = s
             .iter()
             .position(|x| x.get("cache_control").is_some())
@@ -572,10 +572,7 @@ async fn memory_off_means_no_memory_bytes_in_the_request() {
         t.as_object_mut().unwrap().remove("cache_control");
     }
     assert_eq!(off_tools, on_tools);
-    assert_eq!(
-        off["system"].as_array().unwrap().len() + 1,
-        on["system"].as_array().unwrap().len()
-    );
+    assert_eq!(prompt_blocks(&off).len() + 1, prompt_blocks(&on).len());
     // The fact is still there for when memory is on again.
     assert_eq!(
         ok(&door, json!({"op": "memoryList"})).await["facts"]

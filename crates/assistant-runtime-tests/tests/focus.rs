@@ -8,7 +8,9 @@ mod common;
 use std::collections::BTreeSet;
 use std::path::Path;
 
-use common::{cached_prefix, ok, open_auto_approving, serve, turn};
+use common::{
+    cached_prefix, ok, open_auto_approving, per_request_blocks, prompt_blocks, serve, turn,
+};
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
 use sextant_assistant::focus::{FOCUS_EN, FOCUS_ZH};
@@ -46,18 +48,19 @@ fn tool_names(body: &Value) -> BTreeSet<String> {
 }
 
 /// A request's system blocks: up to and including the cache breakpoint, and after it.
-fn split_at_breakpoint(body: &Value) -> (&[Value], &[Value]) {
-    let system = body["system"].as_array().unwrap();
+fn split_at_breakpoint(body: &Value) -> (Vec<Value>, Vec<Value>) {
+    let mut system = prompt_blocks(body);
     let end = system
         .iter()
         .position(|b| b.get("cache_control").is_some())
         .unwrap();
-    system.split_at(end + 1)
+    let after = system.split_off(end + 1);
+    (system, after)
 }
 
 /// The system blocks up to and including the cache breakpoint.
 fn cached_system(body: &Value) -> String {
-    serde_json::to_string(split_at_breakpoint(body).0).unwrap()
+    serde_json::to_string(&split_at_breakpoint(body).0).unwrap()
 }
 
 /// The blocks after the breakpoint, as text.
@@ -260,7 +263,13 @@ async fn a_topic_switch_puts_a_note_after_the_breakpoint_and_off_puts_none() {
     assert!(!per_request_system(&on[2]).contains("Topic note"));
     for body in &on {
         assert!(!cached_system(body).contains("Topic note"));
-        assert!(!serde_json::to_string(&body["messages"])
+        // The history: the messages up to the history's breakpoint.
+        let mut history = body["messages"].as_array().unwrap().clone();
+        let last = history.last_mut().unwrap()["content"]
+            .as_array_mut()
+            .unwrap();
+        last.truncate(last.len() - per_request_blocks(body).len());
+        assert!(!serde_json::to_string(&history)
             .unwrap()
             .contains("Topic note"));
     }
@@ -285,10 +294,7 @@ async fn a_topic_switch_puts_a_note_after_the_breakpoint_and_off_puts_none() {
         .unwrap()
         .contains("switched from"));
     // The system array off is the one on without the note's block.
-    assert_eq!(
-        off["system"].as_array().unwrap().len() + 1,
-        on[1]["system"].as_array().unwrap().len()
-    );
+    assert_eq!(prompt_blocks(&off).len() + 1, prompt_blocks(&on[1]).len());
 }
 
 /// The four requests of the `anthropic_focus` chat with one mechanism switched off.

@@ -6,7 +6,7 @@
 
 mod common;
 
-use common::{cached_prefix, ok, open, serve, turn, use_provider};
+use common::{cached_prefix, ok, open, prompt_blocks, serve, turn, use_provider};
 use serde_json::{json, Value};
 use sextant_assistant::context::ROLE_TEXT;
 use sextant_assistant::focus::FOCUS_EN;
@@ -99,7 +99,7 @@ async fn a_drifted_anchor_raises_the_banner_and_a_fresh_chat_carries_the_digest(
     );
     turn(&door, &fresh, "where were we?").await;
     let third = server.requests()[2].json();
-    let system = third["system"].as_array().unwrap();
+    let system = prompt_blocks(&third);
     let breakpoint = system
         .iter()
         .position(|b| b.get("cache_control").is_some())
@@ -249,10 +249,7 @@ async fn probe_off_and_handoff_off_remove_their_bytes_from_the_request() {
         body.contains("previous_chat") && !body.contains("SXT-PROBE"),
         "{body}"
     );
-    assert_eq!(
-        third["system"].as_array().unwrap().len(),
-        off["system"].as_array().unwrap().len() + 1
-    );
+    assert_eq!(prompt_blocks(&third).len(), prompt_blocks(&off).len() + 1);
 }
 
 #[tokio::test]

@@ -167,8 +167,22 @@ async fn the_model_builds_a_gauge_through_approved_tool_calls() {
 
     // The prompt: role, docs and live state blocks; the essential tools plus discovery.
     let first = s.server.requests()[0].json();
-    let system = first["system"].to_string();
-    assert!(system.contains("Live state"), "{system}");
+    let live_state = |r: &Value| -> String {
+        // The per-request blocks follow the history: the newest message's blocks after
+        // the history's cache breakpoint.
+        let last = r["messages"].as_array().unwrap().last().unwrap();
+        let blocks = last["content"].as_array().unwrap();
+        let start = blocks
+            .iter()
+            .rposition(|b| b.get("cache_control").is_some())
+            .map_or(0, |i| i + 1);
+        blocks[start..]
+            .iter()
+            .map(|b| b["text"].as_str().unwrap_or_default())
+            .collect()
+    };
+    assert!(live_state(&first).contains("Live state"), "{first}");
+    assert!(!first["system"].to_string().contains("Live state"));
     let tools: Vec<&str> = first["tools"]
         .as_array()
         .unwrap()
@@ -186,11 +200,8 @@ async fn the_model_builds_a_gauge_through_approved_tool_calls() {
     // The live state is read for each request: after its own edits the model reads the
     // project as it now is, while the cached blocks (role, docs) stay byte-identical.
     let requests: Vec<Value> = s.server.requests().iter().map(|r| r.json()).collect();
-    let live = |r: &Value| r["system"].as_array().unwrap().last().unwrap()["text"].to_string();
-    let cached = |r: &Value| {
-        let blocks = r["system"].as_array().unwrap();
-        json!([blocks[..blocks.len() - 1], r["tools"]]).to_string()
-    };
+    let live = live_state;
+    let cached = |r: &Value| json!([r["system"], r["tools"]]).to_string();
     assert!(!live(&requests[0]).contains("Engine"));
     assert!(live(&requests[1]).contains("Engine") && !live(&requests[1]).contains("RPM"));
     assert!(live(&requests[2]).contains("RPM"), "{}", live(&requests[2]));

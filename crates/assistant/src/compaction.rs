@@ -196,6 +196,7 @@ pub fn request(model: &str, transcript: &str, envelope: &Envelope) -> Request {
         ))],
         tools: Vec::new(),
         cache_tools: false,
+        cache_history: false,
         max_tokens: SUMMARY_MAX_TOKENS,
         temperature: Some(0.0),
         constrained_tools: false,

@@ -86,7 +86,8 @@ impl ChatModel for Client {
 pub struct Prompt {
     pub system: Vec<SystemBlock>,
     pub tools: Vec<ToolDefinition>,
-    /// Mark the last tool as a cache breakpoint (see [`Request::cache_tools`]).
+    /// Mark the prompt-cache breakpoints: the last tool and the history's newest block (see
+    /// [`Request::cache_tools`] and [`Request::cache_history`]).
     pub cache_tools: bool,
 }
 
@@ -435,6 +436,7 @@ impl<M: ChatModel> Conversation<M> {
             system: prompt.system.clone(),
             messages,
             cache_tools: prompt.cache_tools && !tools.is_empty(),
+            cache_history: prompt.cache_tools,
             tools,
             max_tokens: self.settings.max_tokens,
             temperature: self.settings.temperature,

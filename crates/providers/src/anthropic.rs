@@ -139,13 +139,46 @@ struct ModelEntry {
 /// The exact bytes sent for `request`. Field order is fixed by these structs and JSON values
 /// keep the caller's key order, so equal requests give equal bytes – which the prompt cache
 /// needs, since it matches on the prefix byte for byte.
+///
+/// Layout for the cache (tools, then system, then messages is Anthropic's prefix order):
+/// the system blocks up to the last cached one stay in `system`; the blocks after it (the
+/// live state and its nonce, which change every request) follow the history as text blocks
+/// of the last user message, so nothing that changes every request precedes the
+/// conversation. With [`Request::cache_history`] the history's newest block is a breakpoint
+/// too, so the next request reads the whole conversation so far from the cache.
 pub fn request_body(request: &Request) -> Vec<u8> {
     let last_tool = request.tools.len().checked_sub(1);
+    let split = request
+        .system
+        .iter()
+        .rposition(|b| b.cache)
+        .map_or(request.system.len(), |i| i + 1);
+    let (head, tail) = request.system.split_at(split);
+    let mut messages = wire_messages(&request.messages);
+    let breakpoints = usize::from(request.cache_tools && last_tool.is_some())
+        + head.iter().filter(|b| b.cache).count();
+    if request.cache_history && breakpoints < MAX_BREAKPOINTS {
+        if let Some(block) = messages.last_mut().and_then(|m| m.content.last_mut()) {
+            block.cache_control = Some(EPHEMERAL);
+        }
+    }
+    if !tail.is_empty() {
+        let blocks = tail.iter().map(|b| WireBlock {
+            content: WireContent::Text { text: &b.text },
+            cache_control: None,
+        });
+        match messages.last_mut() {
+            Some(last) if last.role == "user" => last.content.extend(blocks),
+            _ => messages.push(WireMessage {
+                role: "user",
+                content: blocks.collect(),
+            }),
+        }
+    }
     let wire = WireRequest {
         model: &request.model,
         max_tokens: request.max_tokens,
-        system: request
-            .system
+        system: head
             .iter()
             .map(|block| WireText {
                 kind: "text",
@@ -153,7 +186,7 @@ pub fn request_body(request: &Request) -> Vec<u8> {
                 cache_control: block.cache.then_some(EPHEMERAL),
             })
             .collect(),
-        messages: wire_messages(&request.messages),
+        messages,
         tools: request
             .tools
             .iter()
@@ -170,6 +203,9 @@ pub fn request_body(request: &Request) -> Vec<u8> {
     };
     serde_json::to_vec(&wire).expect("a request always serializes")
 }
+
+/// Anthropic accepts at most four `cache_control` markers in one request.
+const MAX_BREAKPOINTS: usize = 4;
 
 fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
     let mut out: Vec<WireMessage<'_>> = Vec::new();
@@ -199,13 +235,17 @@ fn wire_messages(messages: &[Message]) -> Vec<WireMessage<'_>> {
                 ("assistant", text.into_iter().chain(calls).collect())
             }
         };
+        let blocks = blocks.into_iter().map(|content| WireBlock {
+            content,
+            cache_control: None,
+        });
         match out.last_mut() {
             // Roles must alternate: parallel tool results (and a note after them) share one
             // user message.
             Some(last) if last.role == role => last.content.extend(blocks),
             _ => out.push(WireMessage {
                 role,
-                content: blocks,
+                content: blocks.collect(),
             }),
         }
     }
@@ -246,7 +286,16 @@ struct WireText<'a> {
 #[derive(Serialize)]
 struct WireMessage<'a> {
     role: &'static str,
-    content: Vec<WireContent<'a>>,
+    content: Vec<WireBlock<'a>>,
+}
+
+/// A content block and, on the history's newest one, its cache breakpoint.
+#[derive(Serialize)]
+struct WireBlock<'a> {
+    #[serde(flatten)]
+    content: WireContent<'a>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cache_control: Option<CacheControl>,
 }
 
 #[derive(Serialize)]
@@ -574,8 +623,7 @@ mod tests {
             json!({
                 "model": "m", "max_tokens": 100,
                 "system": [
-                    {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}},
-                    {"type": "text", "text": "b"}
+                    {"type": "text", "text": "a", "cache_control": {"type": "ephemeral"}}
                 ],
                 "messages": [
                     {"role": "user", "content": [{"type": "text", "text": "hi"}]},
@@ -586,7 +634,9 @@ mod tests {
                     {"role": "user", "content": [
                         {"type": "tool_result", "tool_use_id": "t1", "content": "one"},
                         {"type": "tool_result", "tool_use_id": "t2", "content": "boom", "is_error": true},
-                        {"type": "text", "text": "go on"}
+                        {"type": "text", "text": "go on"},
+                        // The per-request block (after the cached one) follows the history.
+                        {"type": "text", "text": "b"}
                     ]}
                 ],
                 "tools": [
@@ -597,5 +647,48 @@ mod tests {
                 "stream": true
             })
         );
+    }
+    #[test]
+    fn the_history_breakpoint_marks_the_newest_message_before_the_per_request_blocks() {
+        let mut request = Request::new("m", 100);
+        request.system = vec![SystemBlock::cached("role"), SystemBlock::new("live")];
+        request.messages = vec![
+            Message::user("hi"),
+            Message::Assistant {
+                text: "hello".into(),
+                tool_calls: Vec::new(),
+            },
+        ];
+        request.cache_history = true;
+        let body: Value = serde_json::from_slice(&request_body(&request)).unwrap();
+        // After an assistant message the per-request blocks are a user message of their own.
+        assert_eq!(
+            body["messages"],
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+                {"role": "assistant", "content": [{"type": "text", "text": "hello",
+                  "cache_control": {"type": "ephemeral"}}]},
+                {"role": "user", "content": [{"type": "text", "text": "live"}]}
+            ])
+        );
+        // Never more than four markers: three system breakpoints and the tools leave none.
+        request.system = vec![
+            SystemBlock::cached("a"),
+            SystemBlock::cached("b"),
+            SystemBlock::cached("c"),
+        ];
+        request.tools = vec![ToolDefinition {
+            name: "x".into(),
+            description: "d".into(),
+            parameters: json!({"type": "object"}),
+        }];
+        request.cache_tools = true;
+        let text = String::from_utf8(request_body(&request)).unwrap();
+        assert_eq!(text.matches("cache_control").count(), 4, "{text}");
+        // Off: no marker in the history.
+        request.cache_history = false;
+        request.cache_tools = false;
+        let body: Value = serde_json::from_slice(&request_body(&request)).unwrap();
+        assert!(!body["messages"].to_string().contains("cache_control"));
     }
 }

@@ -20,6 +20,9 @@ pub struct Request {
     /// Mark the last tool as a prompt-cache breakpoint (Anthropic; ignored elsewhere).
     /// Tools come before the system prompt in Anthropic's cache prefix, so this caches them.
     pub cache_tools: bool,
+    /// Mark the history's newest block as a prompt-cache breakpoint (Anthropic; ignored
+    /// elsewhere), so the next request of the chat reads the conversation from the cache.
+    pub cache_history: bool,
     /// Upper bound on the reply's tokens. Anthropic requires one; OpenAI-compatible servers
     /// get it as `max_tokens` (the spelling every compatible server understands).
     pub max_tokens: u32,
@@ -39,6 +42,7 @@ impl Request {
             messages: Vec::new(),
             tools: Vec::new(),
             cache_tools: false,
+            cache_history: false,
             max_tokens,
             temperature: None,
             constrained_tools: false,

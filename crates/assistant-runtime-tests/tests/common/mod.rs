@@ -91,6 +91,38 @@ pub async fn turn(door: &ChatDoor, chat: &Value, text: &str) -> Vec<String> {
     }
 }
 
+/// The per-request blocks of an Anthropic body: the text blocks after the history's cache
+/// breakpoint (the end of the newest message), where the live state and what else changes
+/// every request go.
+pub fn per_request_blocks(body: &Value) -> Vec<Value> {
+    let messages = body["messages"].as_array().expect("a messages array");
+    let marked = |m: &Value| {
+        m["content"]
+            .as_array()
+            .and_then(|c| c.iter().rposition(|b| b.get("cache_control").is_some()))
+    };
+    let Some(last) = messages.last() else {
+        return Vec::new();
+    };
+    let content = last["content"].as_array().expect("content blocks");
+    match marked(last) {
+        Some(i) => content[i + 1..].to_vec(),
+        // After an assistant message the per-request blocks are a message of their own.
+        None if messages.len() > 1 && marked(&messages[messages.len() - 2]).is_some() => {
+            content.clone()
+        }
+        None => Vec::new(),
+    }
+}
+
+/// The prompt's blocks as a person reads them: the system blocks, then the per-request
+/// blocks that follow the history.
+pub fn prompt_blocks(body: &Value) -> Vec<Value> {
+    let mut blocks = body["system"].as_array().expect("a system array").clone();
+    blocks.extend(per_request_blocks(body));
+    blocks
+}
+
 /// The system blocks up to and including the cache breakpoint, and the tools: what a
 /// provider's prompt cache reuses.
 pub fn cached_prefix(body: &Value) -> String {
