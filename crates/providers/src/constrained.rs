@@ -29,9 +29,23 @@ pub const SCHEMA_NAME: &str = "reply_or_tool_call";
 /// The id a constrained call gets (one call per reply; the loop makes ids unique per chat).
 const CALL_ID: &str = "call_json";
 
+/// The most characters of JSON text a free-form object may take in a constrained call.
+///
+/// A grammar cannot bound how many keys an object of any shape gets (llama.cpp's schema
+/// converter has no `maxProperties`), and a tiny model given one writes keys until the
+/// reply cap cuts the call off – malformed. So a free-form object is asked for as JSON text
+/// of bounded length instead ([`maxLength`] is enforced), and read back into the object.
+pub const FREE_OBJECT_TEXT_MAX: u64 = 400;
+
+/// A whole argument object of a recursive type, asked for as text: the same reason, more
+/// room.
+pub const FREE_ARGUMENTS_TEXT_MAX: u64 = 1_000;
+
 /// The `response_format` value for `tools`: a reply, or one call of one offered tool with
-/// that tool's parameters. A tool whose schema keeps references of its own (a recursive
-/// type) is offered with any object as arguments: the pipeline validates them anyway.
+/// that tool's parameters. A top-level parameter that is an object of any shape, and the
+/// arguments of a tool whose schema keeps references of its own (a recursive type), are
+/// asked for as JSON text of bounded length ([`FREE_OBJECT_TEXT_MAX`]); the decoder reads
+/// them back into objects, and the pipeline validates them anyway.
 pub fn response_format(tools: &[ToolDefinition]) -> Value {
     let mut choices = vec![json!({
         "type": "object",
@@ -41,9 +55,9 @@ pub fn response_format(tools: &[ToolDefinition]) -> Value {
     })];
     for tool in tools {
         let arguments = if has_references(&tool.parameters) {
-            json!({"type": "object"})
+            as_text(FREE_ARGUMENTS_TEXT_MAX)
         } else {
-            tool.parameters.clone()
+            bounded(&tool.parameters)
         };
         choices.push(json!({
             "type": "object",
@@ -58,6 +72,87 @@ pub fn response_format(tools: &[ToolDefinition]) -> Value {
         "type": "json_schema",
         "json_schema": {"name": SCHEMA_NAME, "strict": true, "schema": {"anyOf": choices}},
     })
+}
+
+fn as_text(max: u64) -> Value {
+    json!({"type": "string", "maxLength": max, "description": "a JSON object, as text"})
+}
+
+/// An object schema with no properties of its own: any keys, any values.
+fn is_free_object(schema: &Value) -> bool {
+    schema.get("type").and_then(Value::as_str) == Some("object")
+        && schema.get("properties").is_none()
+        && !matches!(schema.get("additionalProperties"), Some(Value::Bool(false)))
+}
+
+/// The parameters with each free-form top-level property asked for as bounded text.
+fn bounded(parameters: &Value) -> Value {
+    let mut parameters = parameters.clone();
+    if let Some(Value::Object(properties)) = parameters.get_mut("properties") {
+        for schema in properties.values_mut() {
+            if is_free_object(schema) {
+                *schema = as_text(FREE_OBJECT_TEXT_MAX);
+            }
+        }
+    }
+    parameters
+}
+
+/// Which arguments of which tool the schema asks for as text: `None` for the whole
+/// argument object, else the top-level parameter names.
+#[derive(Debug, Default, Clone)]
+pub(crate) struct TextArguments(std::collections::HashMap<String, Option<Vec<String>>>);
+
+impl TextArguments {
+    pub fn of(tools: &[ToolDefinition]) -> Self {
+        let mut map = std::collections::HashMap::new();
+        for tool in tools {
+            if has_references(&tool.parameters) {
+                map.insert(tool.name.clone(), None);
+                continue;
+            }
+            let names: Vec<String> = tool
+                .parameters
+                .get("properties")
+                .and_then(Value::as_object)
+                .into_iter()
+                .flatten()
+                .filter(|(_, schema)| is_free_object(schema))
+                .map(|(name, _)| name.clone())
+                .collect();
+            if !names.is_empty() {
+                map.insert(tool.name.clone(), Some(names));
+            }
+        }
+        TextArguments(map)
+    }
+
+    /// The call's arguments with the text ones read back into objects. Text that is not a
+    /// JSON object stays text: the pipeline's validation then names the parameter.
+    fn read_back(&self, tool: &str, arguments: Value) -> Value {
+        let parse = |v: &Value| match v {
+            Value::String(text) => match serde_json::from_str::<Value>(text) {
+                Ok(object @ Value::Object(_)) => Some(object),
+                _ => None,
+            },
+            _ => None,
+        };
+        match self.0.get(tool) {
+            Some(None) => parse(&arguments).unwrap_or(arguments),
+            Some(Some(names)) => {
+                let mut arguments = arguments;
+                if let Value::Object(map) = &mut arguments {
+                    for name in names {
+                        if let Some(object) = map.get(name).and_then(parse) {
+                            map.insert(name.clone(), object);
+                        }
+                    }
+                }
+                arguments
+            }
+            None => arguments,
+        }
+    }
 }
 
 fn has_references(schema: &Value) -> bool {
@@ -103,6 +198,8 @@ fn first_sentence(text: &str) -> &str {
 /// comes; everything else waits for the end of the reply.
 #[derive(Debug, Default)]
 pub(crate) struct ReplyDecoder {
+    /// The arguments the schema asked for as text, to read back.
+    text_arguments: TextArguments,
     /// Every byte of content so far.
     content: String,
     scan: Scan,
@@ -124,6 +221,14 @@ enum Scan {
 }
 
 impl ReplyDecoder {
+    /// A decoder for a reply constrained to `tools`.
+    pub fn new(tools: &[ToolDefinition]) -> Self {
+        ReplyDecoder {
+            text_arguments: TextArguments::of(tools),
+            ..ReplyDecoder::default()
+        }
+    }
+
     /// One fragment of the message content.
     pub fn push(&mut self, fragment: &str, out: &mut VecDeque<Event>) {
         self.content.push_str(fragment);
@@ -170,7 +275,21 @@ impl ReplyDecoder {
             }
             if let Some(Value::String(name)) = object.get("tool") {
                 let arguments = match object.get("arguments") {
-                    Some(Value::Object(args)) => Value::Object(args.clone()),
+                    Some(Value::Object(args)) => self
+                        .text_arguments
+                        .read_back(name, Value::Object(args.clone())),
+                    Some(text @ Value::String(_)) => {
+                        match self.text_arguments.read_back(name, text.clone()) {
+                            object @ Value::Object(_) => object,
+                            other => {
+                                return Err(malformed(
+                                    name,
+                                    &content,
+                                    &format!("arguments are {other}"),
+                                ))
+                            }
+                        }
+                    }
                     None | Some(Value::Null) => Value::Object(Map::new()),
                     Some(other) => {
                         return Err(malformed(name, &content, &format!("arguments are {other}")))
@@ -475,12 +594,75 @@ mod tests {
         assert_eq!(choices[1]["properties"]["arguments"], tools[0].parameters);
         assert_eq!(
             choices[2]["properties"]["arguments"],
-            json!({"type": "object"})
+            json!({"type": "string", "maxLength": FREE_ARGUMENTS_TEXT_MAX,
+                   "description": "a JSON object, as text"})
         );
         let menu = instruction(&tools);
         assert!(
             menu.ends_with("- a_b: Adds a b.\n- tree: Recursive."),
             "{menu}"
         );
+    }
+
+    #[test]
+    fn free_form_objects_are_asked_for_as_bounded_text_and_read_back() {
+        let tools = vec![
+            ToolDefinition {
+                name: "meta_executeCommand".into(),
+                description: "Runs a command.".into(),
+                parameters: json!({"type": "object", "properties": {
+                    "name": {"type": "string"},
+                    "params": {"type": "object", "additionalProperties": true}
+                }, "required": ["name"]}),
+            },
+            ToolDefinition {
+                name: "tree".into(),
+                description: "Recursive.".into(),
+                parameters: json!({"type": "object", "$defs": {"N": {}}, "properties": {"n": {"$ref": "#/$defs/N"}}}),
+            },
+        ];
+        let format = response_format(&tools);
+        let args = &format["json_schema"]["schema"]["anyOf"][1]["properties"]["arguments"];
+        assert_eq!(args["properties"]["name"], json!({"type": "string"}));
+        assert_eq!(args["properties"]["params"]["type"], "string");
+        assert_eq!(
+            args["properties"]["params"]["maxLength"],
+            FREE_OBJECT_TEXT_MAX
+        );
+        assert_eq!(args["required"], json!(["name"]));
+        let call = |content: &str| {
+            let mut decoder = ReplyDecoder::new(&tools);
+            let mut out = VecDeque::new();
+            decoder.push(content, &mut out);
+            let stop = decoder.finish(StopReason::EndTurn, &mut out);
+            (out, stop)
+        };
+        let arguments = |out: &VecDeque<Event>| match out.back() {
+            Some(Event::ToolCallEnd { call, .. }) => call.arguments.clone(),
+            other => panic!("not a call: {other:?}"),
+        };
+        // The text is read back into the object.
+        let (out, stop) = call(
+            r#"{"tool": "meta_executeCommand", "arguments": {"name": "project.setTitle", "params": "{\"title\": \"Bench A\"}"}}"#,
+        );
+        assert_eq!(stop.unwrap(), StopReason::ToolUse);
+        assert_eq!(
+            arguments(&out),
+            json!({"name": "project.setTitle", "params": {"title": "Bench A"}})
+        );
+        // Text that is no object stays text, for the pipeline to name.
+        let (out, _) = call(
+            r#"{"tool": "meta_executeCommand", "arguments": {"name": "io.status", "params": "none"}}"#,
+        );
+        assert_eq!(
+            arguments(&out),
+            json!({"name": "io.status", "params": "none"})
+        );
+        // A recursive type's whole arguments, as text.
+        let (out, _) = call(r#"{"tool": "tree", "arguments": "{\"n\": {\"n\": {}}}"}"#);
+        assert_eq!(arguments(&out), json!({"n": {"n": {}}}));
+        // Unreadable whole-argument text is a malformed call, with its raw text.
+        let (_, stop) = call(r#"{"tool": "tree", "arguments": "not json"}"#);
+        assert!(stop.is_err());
     }
 }

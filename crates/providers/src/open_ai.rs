@@ -90,7 +90,7 @@ impl OpenAiClient {
             &call,
             &headers,
             body,
-            OpenAiDecoder::new(is_constrained(request)),
+            OpenAiDecoder::for_request(request),
         )
         .await
     }
@@ -435,6 +435,15 @@ struct OpenAiDecoder {
 }
 
 impl OpenAiDecoder {
+    /// A decoder for `request`'s reply.
+    fn for_request(request: &Request) -> Self {
+        OpenAiDecoder {
+            constrained: is_constrained(request).then(|| ReplyDecoder::new(&request.tools)),
+            ..OpenAiDecoder::default()
+        }
+    }
+
+    #[cfg(test)]
     fn new(constrained: bool) -> Self {
         OpenAiDecoder {
             constrained: constrained.then(ReplyDecoder::default),
