@@ -218,7 +218,6 @@ async function main() {
         `${last ? `${last.inputTokens}/${last.cacheReadTokens}` : "-"} | ${calls} | ${JSON.stringify(turn.text.slice(0, 70))}`,
     );
   }
-  const history = await d.op("history", { chat });
   const all = turns.flatMap((t) => [...t.turn.calls.values()]);
 
   check(turns.every((t) => t.turn.end !== "hung"), `no hung turns (${turns.filter((t) => t.turn.end === "hung").length} of ${turns.length})`);
@@ -232,16 +231,6 @@ async function main() {
   const valid = askedCalls.filter((c) => !malformed(c));
   const which = valid.find((c) => c.name === asked.step.ask) ? `${asked.step.ask} itself` : valid.map((c) => c.name).join(", ") || "none";
   check(valid.length > 0, `"${asked.step.text}" produced a schema-valid call (${which}): ${JSON.stringify(askedCalls.map((c) => ({ name: c.name, args: c.args, status: c.status })))}`);
-  const replies = turns.filter((t) => t.turn.end === "finished").length;
-  const banners = turns.length; // checked below, turn by turn, from the folded verdicts
-  void banners;
-  check(history.degraded === null, `no context-probe banner over ${replies} replies of a never-compliant model (degraded: ${JSON.stringify(history.degraded)})`);
-  const compliance = JSON.parse(readFileSync(join(dataDir, "probe-compliance.json"), "utf8"));
-  const entry = Object.entries(compliance.models ?? compliance).find(([k]) => k.includes(MODEL));
-  check(entry && JSON.stringify(entry[1]).includes("muted"), `the model is muted in its compliance file: ${JSON.stringify(entry)}`);
-  const verdicts = history.items.filter((i) => i.type === "notice" && i.kind === "probe_verdict").map((i) => i.payload.verdict);
-  console.log(`probe verdicts: ${verdicts.join(", ")}`);
-
   // The same server with constrained calls off: its template drops tools, and the chat says so.
   await d.op("setSettings", { constrainedCalls: "off" });
   const plain = (await d.op("create", { title: "native tools" })).id;
@@ -252,6 +241,25 @@ async function main() {
   } else {
     check(notices.length === 0, `the template supports tools: no notice (${notices.length})`);
   }
+
+  // The context probe on a model that never complies: chat turns without tools (this
+  // template drops them), each a final reply the probe judges. No banner, ever; muted
+  // after its third miss.
+  const asks = ["What is a dataset?", "And a group?", "What is a gauge?", "What is MQTT?", "What is a baud rate?",
+    "What is CAN?", "What is Modbus?", "What is a CSV file?", "What is a frame?", "Thanks."];
+  let replies = turns.filter((x) => x.turn.end === "finished").length + (t.end === "finished" ? 1 : 0);
+  for (const text of asks) {
+    const x = await runTurn(d, plain, text);
+    if (x.end === "finished") replies++;
+    check(x.end !== "hung", `chat turn "${text}" ended (${x.end}${x.detail ? `(${x.detail})` : ""})`);
+  }
+  const degraded = [(await d.op("history", { chat })).degraded, (await d.op("history", { chat: plain })).degraded];
+  check(replies >= 10 && degraded.every((x) => x === null), `no context-probe banner over ${replies} replies of a never-compliant model (degraded: ${JSON.stringify(degraded)})`);
+  const compliance = JSON.parse(readFileSync(join(dataDir, "probe-compliance.json"), "utf8"));
+  const entry = Object.entries(compliance.models ?? compliance).find(([k]) => k.includes(MODEL));
+  check(entry && JSON.stringify(entry[1]).includes("muted"), `the model is muted in its compliance file: ${JSON.stringify(entry)}`);
+  const verdicts = (await d.op("history", { chat: plain })).items.filter((i) => i.type === "notice" && i.kind === "probe_verdict").map((i) => i.payload.verdict);
+  console.log(`probe verdicts: ${verdicts.join(", ")}`);
 
   // Cache reuse over the chat: new vs cached prompt tokens of each turn's last request.
   const cache = turns.map((x) => x.turn.usage.at(-1)).filter(Boolean);

@@ -7,16 +7,20 @@
 //! tools included); a result of the latest calls only when it is over that share – the
 //! model is acting on what it just read, and cutting a fresh `project.get` to its ends would
 //! make it guess ids. A result repeated word for word by a later one (a status polled
-//! again) is shown once, at the later one; the earlier copies point to it. The output is
-//! bounded whatever the
-//! input: at most [`KEEP_LINES`] lines from each end, [`MAX_ERROR_LINES`] error lines, each
+//! again) is shown once, at the later one; the earlier copies point to it; so is a read made
+//! again with the same arguments whose answer changed ([`SupersededReads`]): the older
+//! answer is out of date. The output is bounded whatever the input: at most [`KEEP_LINES`] lines from each end, [`MAX_ERROR_LINES`] error lines, each
 //! line at most about [`MAX_LINE_BYTES`] bytes. A result in an envelope keeps its opening
 //! and closing tags (they are its first and last lines), so the model still knows it is
 //! data.
 
+use std::collections::{HashMap, HashSet};
+
+use serde_json::Value;
 use sextant_providers::Message;
 
 use crate::seams::HistoryTransform;
+use crate::tools::{command_name, EXECUTE_COMMAND};
 
 /// A result longer than this is compressed (exactly this many bytes passes unchanged).
 pub const COMPRESS_OVER_BYTES: usize = 2_000;
@@ -222,4 +226,100 @@ fn message_bytes(message: &Message) -> usize {
         }
         Message::ToolResult { content, .. } => content.len(),
     }
+}
+
+/// [history] Shows a read the model made again later – the same read-only (Safe) command
+/// with the same arguments – as a pointer to the newer result. The older answer describes
+/// the project, device or chat as it was; keeping it costs context and invites the model to
+/// act on ids that may be gone (the role block tells it to read ids fresh). Edits are never
+/// touched: two equal edits are two actions. The log keeps every result whole.
+pub struct SupersededReads {
+    /// The dotted names of the read-only commands.
+    pub reads: HashSet<String>,
+}
+
+impl SupersededReads {
+    /// The read a call makes: its command and arguments, or `None` for anything else.
+    /// `meta_executeCommand {name, params}` is the read of `name`.
+    fn read_of(&self, name: &str, arguments: &Value) -> Option<String> {
+        let command = command_name(name);
+        let (command, params) = if command == EXECUTE_COMMAND {
+            let target = arguments.get("name")?.as_str()?;
+            (command_name(target), arguments.get("params").cloned())
+        } else {
+            (command, Some(arguments.clone()))
+        };
+        let params = match params {
+            None | Some(Value::Null) => Value::Object(Default::default()),
+            Some(p) => p,
+        };
+        self.reads
+            .contains(&command)
+            .then(|| format!("{command} {}", canonical(&params)))
+    }
+}
+
+/// JSON text with every object's keys sorted: equal arguments in another key order (maps
+/// keep the caller's order here) give equal text.
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(map) => {
+            let mut entries: Vec<(&String, &Value)> = map.iter().collect();
+            entries.sort_by(|a, b| a.0.cmp(b.0));
+            let fields: Vec<String> = entries
+                .into_iter()
+                .map(|(k, v)| format!("{}:{}", Value::String(k.clone()), canonical(v)))
+                .collect();
+            format!("{{{}}}", fields.join(","))
+        }
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", items.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+impl HistoryTransform for SupersededReads {
+    fn transform(&self, mut messages: Vec<Message>) -> Vec<Message> {
+        let reads: HashMap<String, String> = messages
+            .iter()
+            .filter_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|c| Some((c.id.clone(), self.read_of(&c.name, &c.arguments)?)))
+            .collect();
+        // Newest first: the first result of a read seen is the one kept.
+        let mut newest: HashMap<&str, String> = HashMap::new();
+        for message in messages.iter_mut().rev() {
+            if let Message::ToolResult {
+                call_id, content, ..
+            } = message
+            {
+                let Some(read) = reads.get(call_id.as_str()) else {
+                    continue;
+                };
+                match newest.get(read.as_str()) {
+                    Some(later) => {
+                        // A short answer costs less than the pointer: it stays.
+                        let pointer = superseded(later);
+                        if pointer.len() < content.len() {
+                            *content = pointer;
+                        }
+                    }
+                    None => {
+                        newest.insert(read, call_id.clone());
+                    }
+                }
+            }
+        }
+        messages
+    }
+}
+
+/// What an older result of a read made again is shown as.
+pub fn superseded(later_call: &str) -> String {
+    format!("[Out of date: call {later_call} made this read again, further on. – Sextant]")
 }

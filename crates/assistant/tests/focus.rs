@@ -5,11 +5,11 @@
 use serde::Deserialize;
 use serde_json::json;
 use sextant_assistant::chatlog::{Event, LoggedEvent};
-use sextant_assistant::compress::repeated;
 use sextant_assistant::compress::{
     extract_key_info, should_compress, CompressToolResults, COMPRESS_OVER_BYTES, KEEP_LINES,
     MAX_ERROR_LINES, MAX_LINE_BYTES, REPEAT_MIN_BYTES,
 };
+use sextant_assistant::compress::{repeated, superseded, SupersededReads};
 use sextant_assistant::focus::{focus_section, topic_shift, Language, TopicNote, FOCUS_EN};
 use sextant_assistant::intent::{
     Intent, Intents, INTENT_CONF_THRESHOLD, MIN_NARROWED_TOOLS, TABLE,
@@ -509,4 +509,97 @@ fn a_result_repeated_word_for_word_is_shown_once_at_its_newest() {
         "too short to be worth a pointer"
     );
     assert_eq!(out.len(), messages.len());
+}
+
+/// The model's call `id` of `tool` with `arguments`.
+fn call_with(id: &str, tool: &str, arguments: serde_json::Value) -> Message {
+    Message::Assistant {
+        text: String::new(),
+        tool_calls: vec![ToolCall {
+            id: id.into(),
+            name: tool.into(),
+            arguments,
+        }],
+    }
+}
+
+#[test]
+fn a_read_made_again_shows_its_older_answers_as_pointers_and_edits_stay() {
+    let reads = SupersededReads {
+        reads: ["project.get", "project.dataset.get", "io.status"]
+            .map(String::from)
+            .into(),
+    };
+    let project = |n: usize| {
+        format!(
+            "{{\"title\":\"Rover\",\"groups\":{}}}",
+            "[1,2,3],".repeat(n)
+        )
+    };
+    let big = |n: usize| {
+        let p = project(n);
+        assert!(p.len() >= REPEAT_MIN_BYTES);
+        p
+    };
+    let messages = vec![
+        Message::user("build it"),
+        // 1-2: a read, later made again with the same arguments (key order aside).
+        call_with("a", "project_get", json!({"depth": 1, "ids": true})),
+        result_of("a", &big(30)),
+        // 3-4: the same command, other arguments: another read.
+        call_with("b", "project_get", json!({"depth": 2})),
+        result_of("b", &big(31)),
+        // 5-6: an edit, made twice with the same arguments: two actions, both kept.
+        call_with("c", "project_group_add", json!({"title": "Power"})),
+        result_of("c", &big(32)),
+        // 7-8: through meta_executeCommand, the same read as 1.
+        call_with(
+            "d",
+            "meta_executeCommand",
+            json!({"name": "project.get", "params": {"ids": true, "depth": 1}}),
+        ),
+        result_of("d", &big(33)),
+        call_with("e", "project_group_add", json!({"title": "Power"})),
+        result_of("e", &big(34)),
+        // 11-12: a short answer made again stays (the pointer would cost more).
+        call_with("f", "io_status", json!({})),
+        result_of("f", "connected: no"),
+        call_with("g", "io_status", json!({})),
+        result_of("g", "connected: yes"),
+        // 15-16: the newest of the first read.
+        call_with("h", "project_get", json!({"ids": true, "depth": 1})),
+        result_of("h", &big(35)),
+    ];
+    let out = reads.transform(messages.clone());
+    let content = |i: usize| match &out[i] {
+        Message::ToolResult { content, .. } => content.clone(),
+        other => panic!("not a result: {other:?}"),
+    };
+    let original = |i: usize| match &messages[i] {
+        Message::ToolResult { content, .. } => content.clone(),
+        other => panic!("not a result: {other:?}"),
+    };
+    let expected = [
+        (2, superseded("h")),
+        (4, original(4)),
+        (6, original(6)),
+        (8, superseded("h")),
+        (10, original(10)),
+        (12, original(12)),
+        (14, original(14)),
+        (16, original(16)),
+    ];
+    for (i, want) in expected {
+        assert_eq!(content(i), want, "message {i}");
+    }
+    // Calls and every other message are untouched.
+    assert_eq!(out.len(), messages.len());
+    for i in [0, 1, 3, 5, 7, 9, 11, 13, 15] {
+        assert_eq!(out[i], messages[i], "message {i}");
+    }
+    // No reads named: nothing changes.
+    let none = SupersededReads {
+        reads: Default::default(),
+    };
+    assert_eq!(none.transform(messages.clone()), messages);
 }
