@@ -257,7 +257,8 @@ async function main() {
   check(replies >= 10 && degraded.every((x) => x === null), `no context-probe banner over ${replies} replies of a never-compliant model (degraded: ${JSON.stringify(degraded)})`);
   const compliance = JSON.parse(readFileSync(join(dataDir, "probe-compliance.json"), "utf8"));
   const entry = Object.entries(compliance.models ?? compliance).find(([k]) => k.includes(MODEL));
-  check(entry && JSON.stringify(entry[1]).includes("muted"), `the model is muted in its compliance file: ${JSON.stringify(entry)}`);
+  // The file says muted as `compliant: false` (absent while unclassified).
+  check(entry && entry[1].compliant === false && entry[1].failures >= 3, `the model is muted in its compliance file after 3 misses: ${JSON.stringify(entry)}`);
   const verdicts = (await d.op("history", { chat: plain })).items.filter((i) => i.type === "notice" && i.kind === "probe_verdict").map((i) => i.payload.verdict);
   console.log(`probe verdicts: ${verdicts.join(", ")}`);
 

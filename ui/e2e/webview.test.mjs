@@ -136,7 +136,12 @@ test("the chat panel streams a reply through the app's chat commands", async () 
   assert.equal(requests.length, 1);
   assert.equal(requests[0].headers["x-api-key"], "sk-ant-webview");
   assert.equal(requests[0].body.model, "claude-webview");
-  assert.equal(requests[0].body.messages.at(-1).content.at(-1).text ?? requests[0].body.messages.at(-1).content, "How is the supply?");
+  // The person's words open the newest message; the per-request blocks (the live state)
+  // follow them, after the history's cache breakpoint.
+  const newest = requests[0].body.messages.at(-1).content;
+  assert.equal(newest[0].text, "How is the supply?");
+  assert.deepEqual(newest[0].cache_control, { type: "ephemeral" });
+  assert.match(newest.at(-1).text, /^Live state/);
   await wd.screenshot("webview-assistant-light-en.png");
 });
 

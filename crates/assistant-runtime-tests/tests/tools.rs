@@ -10,8 +10,8 @@ use sextant_assistant::pipeline::{
     Pipeline, ResultStatus, RuntimeExecutor,
 };
 use sextant_assistant::tools::{
-    command_name, definition, result_message, tool_name, tool_schema, ToolNames, ToolSet,
-    ToolsError, EXECUTE_COMMAND,
+    command_name, definition, execute_command_definition, result_message, tool_name, tool_schema,
+    ToolNames, ToolSet, ToolsError, EXECUTE_COMMAND,
 };
 use sextant_commands::{CommandSpec, Policy, Tier};
 use sextant_providers::{anthropic, open_ai, Message, Request, ToolCall};
@@ -55,6 +55,20 @@ fn every_registry_command_round_trips_its_tool_name() {
         assert_eq!(names.tool(&spec.name), Some(tool.as_str()));
         assert_eq!(names.lookup(&tool), Some(spec.name.as_str()));
         assert_eq!(names.lookup(&spec.name), Some(spec.name.as_str()));
+    }
+    // meta_executeCommand's `name` pattern (which a constraining grammar enforces) takes
+    // every command, dotted or as its tool name, and nothing that is no name.
+    let schema = execute_command_definition().parameters;
+    let name = &schema["properties"]["name"];
+    let pattern = regex::Regex::new(name["pattern"].as_str().unwrap()).unwrap();
+    let max = name["maxLength"].as_u64().unwrap() as usize;
+    for spec in &specs {
+        for form in [spec.name.clone(), tool_name(&spec.name).unwrap()] {
+            assert!(pattern.is_match(&form) && form.len() <= max, "{form}");
+        }
+    }
+    for not_a_name in ["1", "", "2018-08-23 22:35:03", "a..b", "project.", "a b"] {
+        assert!(!pattern.is_match(not_a_name), "{not_a_name}");
     }
     assert_eq!(tool_name("project.group.add").unwrap(), "project_group_add");
     // The one tool that is not a command cannot collide with one.

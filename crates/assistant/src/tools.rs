@@ -59,6 +59,10 @@ pub const DISCOVERY: &[&str] = &["meta.describeCommand", "meta.listCommands"];
 /// Providers' limit on tool names.
 const MAX_TOOL_NAME: usize = 64;
 
+/// A command name as `meta.executeCommand` takes it: dotted, or with the tool names'
+/// underscores.
+const COMMAND_NAME_PATTERN: &str = "^[A-Za-z][A-Za-z0-9-]*([._][A-Za-z0-9-]+)*$";
+
 /// Formats of schemars' that no JSON Schema draft defines (`uint32`, `double`, …). Strict
 /// validators (OpenAI strict mode, Gemini) reject unknown formats; the range they imply is
 /// already in `minimum`/`maximum`, so dropping them loses nothing.
@@ -547,9 +551,13 @@ pub fn execute_command_definition() -> ToolDefinition {
         parameters: json!({
             "type": "object",
             "properties": {
+                // The form of a command name, bounded: a grammar that constrains a small
+                // model's call to this schema then cannot let it write anything else here.
                 "name": {
                     "type": "string",
-                    "description": "The command, e.g. `project.setTitle`."
+                    "description": "The command, e.g. `project.setTitle`.",
+                    "pattern": COMMAND_NAME_PATTERN,
+                    "maxLength": MAX_TOOL_NAME
                 },
                 "params": {
                     "type": "object",
