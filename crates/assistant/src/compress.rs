@@ -9,7 +9,9 @@
 //! make it guess ids. A result repeated word for word by a later one (a status polled
 //! again) is shown once, at the later one; the earlier copies point to it; so is a read made
 //! again with the same arguments whose answer changed ([`SupersededReads`]): the older
-//! answer is out of date. The output is bounded whatever the input: at most [`KEEP_LINES`] lines from each end, [`MAX_ERROR_LINES`] error lines, each
+//! answer is out of date; and command documentation read before the turn in progress
+//! ([`ReferenceReads`]): one call away if needed again. The output is bounded whatever the
+//! input: at most [`KEEP_LINES`] lines from each end, [`MAX_ERROR_LINES`] error lines, each
 //! line at most about [`MAX_LINE_BYTES`] bytes. A result in an envelope keeps its opening
 //! and closing tags (they are its first and last lines), so the model still knows it is
 //! data.
@@ -20,7 +22,7 @@ use serde_json::Value;
 use sextant_providers::Message;
 
 use crate::seams::HistoryTransform;
-use crate::tools::{command_name, EXECUTE_COMMAND};
+use crate::tools::{command_name, DISCOVERY, EXECUTE_COMMAND};
 
 /// A result longer than this is compressed (exactly this many bytes passes unchanged).
 pub const COMPRESS_OVER_BYTES: usize = 2_000;
@@ -242,21 +244,28 @@ impl SupersededReads {
     /// The read a call makes: its command and arguments, or `None` for anything else.
     /// `meta_executeCommand {name, params}` is the read of `name`.
     fn read_of(&self, name: &str, arguments: &Value) -> Option<String> {
-        let command = command_name(name);
-        let (command, params) = if command == EXECUTE_COMMAND {
-            let target = arguments.get("name")?.as_str()?;
-            (command_name(target), arguments.get("params").cloned())
-        } else {
-            (command, Some(arguments.clone()))
-        };
-        let params = match params {
-            None | Some(Value::Null) => Value::Object(Default::default()),
-            Some(p) => p,
-        };
+        let (command, params) = command_of(name, arguments)?;
         self.reads
             .contains(&command)
             .then(|| format!("{command} {}", canonical(&params)))
     }
+}
+
+/// The command a call runs and its parameters: `meta_executeCommand {name, params}` runs
+/// `name`.
+fn command_of(tool: &str, arguments: &Value) -> Option<(String, Value)> {
+    let command = command_name(tool);
+    let (command, params) = if command == EXECUTE_COMMAND {
+        let target = arguments.get("name")?.as_str()?;
+        (command_name(target), arguments.get("params").cloned())
+    } else {
+        (command, Some(arguments.clone()))
+    };
+    let params = match params {
+        None | Some(Value::Null) => Value::Object(Default::default()),
+        Some(p) => p,
+    };
+    Some((command, params))
 }
 
 /// JSON text with every object's keys sorted: equal arguments in another key order (maps
@@ -322,4 +331,58 @@ impl HistoryTransform for SupersededReads {
 /// What an older result of a read made again is shown as.
 pub fn superseded(later_call: &str) -> String {
     format!("[Out of date: call {later_call} made this read again, further on. – Sextant]")
+}
+
+/// [history] Shows the command documentation the model read before the turn in progress
+/// (`meta.describeCommand`, `meta.listCommands`) as a pointer. It is reference, not state:
+/// the same for every read, Safe, and one call away when the model needs it again; kept
+/// whole in the turn that read it (the model is acting on it) and in the log. In a long
+/// chat that discovers its commands as it goes, these pages are most of the tool output that
+/// no other rule shortens (each is under 2 KB).
+pub struct ReferenceReads;
+
+impl HistoryTransform for ReferenceReads {
+    fn transform(&self, mut messages: Vec<Message>) -> Vec<Message> {
+        // The turn in progress starts at the person's newest message.
+        let Some(turn_start) = messages
+            .iter()
+            .rposition(|m| matches!(m, Message::User { .. }))
+        else {
+            return messages;
+        };
+        let reference: HashMap<String, String> = messages[..turn_start]
+            .iter()
+            .filter_map(|m| match m {
+                Message::Assistant { tool_calls, .. } => Some(tool_calls),
+                _ => None,
+            })
+            .flatten()
+            .filter_map(|c| {
+                let (command, _) = command_of(&c.name, &c.arguments)?;
+                DISCOVERY
+                    .contains(&command.as_str())
+                    .then(|| (c.id.clone(), command))
+            })
+            .collect();
+        for message in &mut messages[..turn_start] {
+            if let Message::ToolResult {
+                call_id, content, ..
+            } = message
+            {
+                if let Some(command) = reference.get(call_id.as_str()) {
+                    let pointer = reference_pointer(command);
+                    if pointer.len() < content.len() {
+                        *content = pointer;
+                    }
+                }
+            }
+        }
+        messages
+    }
+}
+
+/// What an older documentation read is shown as.
+pub fn reference_pointer(command: &str) -> String {
+    let tool = command.replace('.', "_");
+    format!("[Documentation shown in an earlier turn; call {tool} again to read it. – Sextant]")
 }

@@ -43,7 +43,7 @@ use crate::chatlog::{
     SearchRequest, UiItem, Visibility,
 };
 use crate::compaction::TopicCompaction;
-use crate::compress::{CompressToolResults, SupersededReads};
+use crate::compress::{CompressToolResults, ReferenceReads, SupersededReads};
 use crate::context::{Envelope, DOCS_TEXT};
 use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
@@ -1149,8 +1149,9 @@ impl ChatService {
         let prompt = Prompt::new(system.system().await, tools.definitions().to_vec());
         // A result's share is of the whole request: the system blocks and tools count too.
         if on.tool_result_compression {
-            // First the reads made again (their older answers become pointers), then what
-            // is still big is cut to its key lines.
+            // First documentation read in earlier turns and reads made again (their older
+            // answers become pointers), then what is still big is cut to its key lines.
+            seams.history.push(Arc::new(ReferenceReads));
             seams.history.push(Arc::new(SupersededReads {
                 reads: commands
                     .specs()

@@ -9,7 +9,9 @@ use sextant_assistant::compress::{
     extract_key_info, should_compress, CompressToolResults, COMPRESS_OVER_BYTES, KEEP_LINES,
     MAX_ERROR_LINES, MAX_LINE_BYTES, REPEAT_MIN_BYTES,
 };
-use sextant_assistant::compress::{repeated, superseded, SupersededReads};
+use sextant_assistant::compress::{
+    reference_pointer, repeated, superseded, ReferenceReads, SupersededReads,
+};
 use sextant_assistant::focus::{focus_section, topic_shift, Language, TopicNote, FOCUS_EN};
 use sextant_assistant::intent::{
     Intent, Intents, INTENT_CONF_THRESHOLD, MIN_NARROWED_TOOLS, TABLE,
@@ -602,4 +604,61 @@ fn a_read_made_again_shows_its_older_answers_as_pointers_and_edits_stay() {
         reads: Default::default(),
     };
     assert_eq!(none.transform(messages.clone()), messages);
+}
+
+#[test]
+fn documentation_read_in_an_earlier_turn_is_a_pointer_and_the_turn_in_progress_keeps_its_own() {
+    let page = |what: &str| format!("{what}: {}", "params and schema ".repeat(20));
+    let messages = vec![
+        Message::user("add a gauge"),
+        call_with(
+            "a",
+            "meta_describeCommand",
+            json!({"name": "project.group.add"}),
+        ),
+        result_of("a", &page("group.add")),
+        call_with("b", "meta_listCommands", json!({"prefix": "project"})),
+        result_of("b", &page("list")),
+        // Through meta_executeCommand, the same kind of read.
+        call_with(
+            "c",
+            "meta_executeCommand",
+            json!({"name": "meta.describeCommand", "params": {"name": "io.connect"}}),
+        ),
+        result_of("c", &page("io.connect")),
+        // Other reads and short pages stay.
+        call_with("d", "project_get", json!({})),
+        result_of("d", &page("project")),
+        call_with("e", "meta_describeCommand", json!({"name": "x"})),
+        result_of("e", "unknown command"),
+        Message::Assistant {
+            text: "Added.".into(),
+            tool_calls: Vec::new(),
+        },
+        Message::user("now a plot"),
+        call_with(
+            "f",
+            "meta_describeCommand",
+            json!({"name": "project.group.add"}),
+        ),
+        result_of("f", &page("group.add again")),
+    ];
+    let out = ReferenceReads.transform(messages.clone());
+    let content = |m: &Message| match m {
+        Message::ToolResult { content, .. } => content.clone(),
+        other => panic!("not a result: {other:?}"),
+    };
+    assert_eq!(content(&out[2]), reference_pointer("meta.describeCommand"));
+    assert_eq!(content(&out[4]), reference_pointer("meta.listCommands"));
+    assert_eq!(content(&out[6]), reference_pointer("meta.describeCommand"));
+    assert!(reference_pointer("meta.describeCommand").contains("meta_describeCommand"));
+    for i in [8, 10, 14] {
+        assert_eq!(out[i], messages[i], "message {i} stays");
+    }
+    assert_eq!(out.len(), messages.len());
+    // No person's message yet (nothing earlier than the turn): nothing changes.
+    assert_eq!(
+        ReferenceReads.transform(messages[1..3].to_vec()),
+        messages[1..3].to_vec()
+    );
 }
