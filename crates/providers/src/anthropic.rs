@@ -148,12 +148,7 @@ struct ModelEntry {
 /// too, so the next request reads the whole conversation so far from the cache.
 pub fn request_body(request: &Request) -> Vec<u8> {
     let last_tool = request.tools.len().checked_sub(1);
-    let split = request
-        .system
-        .iter()
-        .rposition(|b| b.cache)
-        .map_or(request.system.len(), |i| i + 1);
-    let (head, tail) = request.system.split_at(split);
+    let (head, tail) = request.split_system();
     let mut messages = wire_messages(&request.messages);
     let breakpoints = usize::from(request.cache_tools && last_tool.is_some())
         + head.iter().filter(|b| b.cache).count();

@@ -34,6 +34,19 @@ pub struct Request {
 }
 
 impl Request {
+    /// The system blocks up to and including the last cached one, and the blocks after it –
+    /// the per-request ones (live state and its nonce), which both clients send after the
+    /// history so that nothing changing every request precedes the conversation. Without a
+    /// cached block, every block is in the first part.
+    pub fn split_system(&self) -> (&[SystemBlock], &[SystemBlock]) {
+        let split = self
+            .system
+            .iter()
+            .rposition(|b| b.cache)
+            .map_or(self.system.len(), |i| i + 1);
+        self.system.split_at(split)
+    }
+
     /// A request with no system prompt, messages or tools yet.
     pub fn new(model: impl Into<String>, max_tokens: u32) -> Self {
         Request {

@@ -179,12 +179,7 @@ pub fn request_body(request: &Request, include_usage: bool) -> Vec<u8> {
     // The blocks after the last cached one change every request (the live state and its
     // nonce): they go after the history, so a server's prefix cache keeps the whole
     // conversation and only re-reads the newest message and this tail.
-    let split = request
-        .system
-        .iter()
-        .rposition(|b| b.cache)
-        .map_or(request.system.len(), |i| i + 1);
-    let (head, tail) = request.system.split_at(split);
+    let (head, tail) = request.split_system();
     let mut system: Vec<Cow<str>> = head
         .iter()
         .map(|b| Cow::Borrowed(b.text.as_str()))
