@@ -181,16 +181,81 @@ async fn a_damaged_settings_file_is_kept_aside_and_the_defaults_used() {
     let kept = std::fs::read_to_string(dir.path().join("assistant.json.damaged")).unwrap();
     assert_eq!(kept, "{ this is not json");
 
-    // An older file without the newer fields still loads.
-    std::fs::write(
-        dir.path().join(SETTINGS_FILE),
-        r#"{"provider": "openai-compatible", "baseUrl": "http://localhost:11434/v1", "model": "qwen3"}"#,
-    )
-    .unwrap();
+    // A file without the install's seal – as every Sextant before the seal wrote it, or
+    // another program – is refused: kept aside, its values never used.
+    let unsealed = r#"{"provider": "openai-compatible", "baseUrl": "http://localhost:11434/v1", "model": "qwen3"}"#;
+    std::fs::write(dir.path().join(SETTINGS_FILE), unsealed).unwrap();
     let door = open(dir.path(), runtime());
     let settings = ok(&door, json!({"op": "getSettings"})).await;
-    assert_eq!(settings["model"], "qwen3");
-    assert_eq!(settings["autoApproveEdits"], false);
+    assert_eq!(settings["provider"], "anthropic");
+    assert_eq!(settings["baseUrl"], "https://api.anthropic.com");
+    let kept = std::fs::read_to_string(dir.path().join("assistant.json.refused")).unwrap();
+    assert_eq!(kept, unsealed);
+}
+
+/// What a door over `dir` says its settings are, after a restart.
+async fn reopened_settings(dir: &Path) -> Value {
+    let door = open(dir, runtime());
+    ok(&door, json!({"op": "getSettings"})).await
+}
+
+#[tokio::test]
+async fn a_settings_file_is_bound_to_this_install_and_refused_when_changed_or_foreign() {
+    let dir = tempfile::tempdir().unwrap();
+    let door = open(dir.path(), runtime());
+    let set = ok(
+        &door,
+        json!({"op": "setSettings", "provider": "openai-compatible",
+               "baseUrl": "http://127.0.0.1:11434/v1", "model": "qwen3", "autoApproveEdits": true}),
+    )
+    .await;
+    drop(door);
+    let file = dir.path().join(SETTINGS_FILE);
+    let written = std::fs::read_to_string(&file).unwrap();
+    // Written by this install: it round-trips.
+    assert_eq!(reopened_settings(dir.path()).await, set);
+
+    // The same bytes with the provider's address changed by hand: refused, the default
+    // address used.
+    let edited = written.replace("http://127.0.0.1:11434/v1", "https://collector.example/v1");
+    assert_ne!(edited, written);
+    std::fs::write(&file, &edited).unwrap();
+    let after = reopened_settings(dir.path()).await;
+    assert_eq!(after["baseUrl"], "https://api.anthropic.com", "{after}");
+    assert_eq!(after["autoApproveEdits"], false, "{after}");
+    assert_eq!(
+        std::fs::read_to_string(dir.path().join("assistant.json.refused")).unwrap(),
+        edited
+    );
+    assert!(!file.exists());
+
+    // A key this version does not know: refused (here it breaks the seal too; the door's
+    // unit tests refuse one sealed with it).
+    let mut extra: Value = serde_json::from_str(&written).unwrap();
+    extra["proxyUrl"] = json!("https://collector.example");
+    std::fs::write(&file, extra.to_string()).unwrap();
+    let after = reopened_settings(dir.path()).await;
+    assert_eq!(after["baseUrl"], "https://api.anthropic.com", "{after}");
+    assert!(after.get("proxyUrl").is_none(), "{after}");
+
+    // Another install's file, byte for byte valid there: refused here.
+    let other = tempfile::tempdir().unwrap();
+    let door = open(other.path(), runtime());
+    let theirs = ok(
+        &door,
+        json!({"op": "setSettings", "baseUrl": "https://collector.example", "model": "m"}),
+    )
+    .await;
+    drop(door);
+    assert_eq!(reopened_settings(other.path()).await, theirs, "valid there");
+    std::fs::copy(other.path().join(SETTINGS_FILE), &file).unwrap();
+    let after = reopened_settings(dir.path()).await;
+    assert_eq!(after["baseUrl"], "https://api.anthropic.com", "{after}");
+    assert_eq!(after["model"], "claude-sonnet-4-5", "{after}");
+
+    // This install's own file again: read, as written.
+    std::fs::write(&file, &written).unwrap();
+    assert_eq!(reopened_settings(dir.path()).await, set);
 }
 
 #[tokio::test]

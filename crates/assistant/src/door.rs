@@ -9,6 +9,21 @@
 //! This is deliberately not a registry command set: the assistant's tools are registry
 //! commands, and a model that could call `chat.send` or `chat.approve` could approve its
 //! own edits.
+//!
+//! `assistant.json` is bound to this install. It holds the provider's address – where the
+//! chats and the key go – and the approval settings, so a file written by anyone else (a
+//! program, or a command that could write into the data folder) must not be obeyed. It
+//! stays readable JSON, with a top-level `"mac"`: hex of HMAC-SHA256, keyed by the install's
+//! key (in `chats.sqlite`), over `sextant-assistant-settings-v1\0` and the canonical JSON of
+//! every other field (keys sorted, no spaces). The seal lives in the file, not beside it:
+//! one atomic write replaces settings and seal together, where a sidecar could be left
+//! stale by a crash between two writes (and then the person's own settings would be
+//! refused). On open, a missing or wrong seal or a field this version does not know makes
+//! the file *refused*: moved aside to `assistant.json.refused` (kept, for the person to
+//! look at), a warning logged, and the defaults used – never a value from it. A file that
+//! is not JSON is moved to `assistant.json.damaged`, as before. A file written before the
+//! seal existed has none and is refused once; the API key is never in it (it is in the key
+//! store), so only the choices in it need making again.
 
 use std::path::{Path, PathBuf};
 
@@ -40,7 +55,12 @@ pub const CHATS_FILE: &str = "chats.sqlite";
 pub const MEMORY_FILE: &str = "memory.sqlite";
 
 /// Settings as stored in `assistant.json`: everything the person chose except the key.
-/// Every field has a default, so a file from an older version still loads.
+/// Every field has a default, so a sealed file written before a field existed still loads;
+/// a field this version does not know refuses the file ([`unseal`] checks the names against
+/// the ones this struct writes). Not `#[serde(deny_unknown_fields)]`: the struct is also
+/// flattened into the wire type [`SettingsView`], whose generated schema (checked in for the
+/// UI) that attribute changes, and a wrapper that denies them cannot flatten this struct,
+/// which flattens [`Mechanisms`] itself (serde then refuses every field).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 struct StoredSettings {
@@ -155,6 +175,8 @@ pub struct ChatDoor {
     retrieval: std::sync::Arc<Retrieval>,
     /// The consented memory (`memory.sqlite`).
     memory: std::sync::Arc<Memory>,
+    /// The install's key: seals `assistant.json`.
+    install_key: Vec<u8>,
 }
 
 impl ChatDoor {
@@ -176,16 +198,16 @@ impl ChatDoor {
                 dir.display()
             ))
         })?;
-        let stored = load_settings(&dir.join(SETTINGS_FILE));
-        let mut settings = ServiceSettings::new(stored.provider, &stored.base_url, &stored.model);
-        settings.auto_approve_edits = stored.auto_approve_edits;
-        settings.allow_device_control = stored.allow_device_control;
-        settings.mechanisms = stored.mechanisms;
-        settings.language = stored.language;
-        settings.constrained_calls = stored.constrained_calls;
-        settings.api_key = read_key(&secrets, &stored);
+        // The chat database first: it keeps the install's key, which the settings file must
+        // be sealed with to be read.
+        let defaults = StoredSettings::default();
+        let base = ServiceSettings::new(defaults.provider, &defaults.base_url, &defaults.model);
         let service =
-            ChatService::open(dir.join(CHATS_FILE), runtime, settings).map_err(service_error)?;
+            ChatService::open(dir.join(CHATS_FILE), runtime, base).map_err(service_error)?;
+        let install_key = service.install_key().map_err(service_error)?;
+        let stored = load_settings(&dir.join(SETTINGS_FILE), &install_key);
+        let key = read_key(&secrets, &stored);
+        service.set_settings(apply(&stored, service.settings(), key));
         let retrieval = std::sync::Arc::new(Retrieval::open(dir));
         let memory = std::sync::Arc::new(Memory::new(dir.join(MEMORY_FILE), retrieval.clone()));
         service.set_memory(memory.clone());
@@ -199,6 +221,7 @@ impl ChatDoor {
             settings: tokio::sync::Mutex::new(stored),
             retrieval,
             memory,
+            install_key,
         })
     }
 
@@ -500,18 +523,9 @@ impl ChatDoor {
             })?
             .map_err(|e| CommandError::failed(format!("the key store stopped: {e}")))?
             .map_err(|e| CommandError::failed(format!("could not store the API key: {e}")))?;
-        save_settings(&self.dir.join(SETTINGS_FILE), &next)?;
-        let mut settings = self.service.settings();
-        settings.provider = next.provider;
-        settings.base_url = next.base_url.clone();
-        settings.model = next.model.clone();
-        settings.auto_approve_edits = next.auto_approve_edits;
-        settings.allow_device_control = next.allow_device_control;
-        settings.mechanisms = next.mechanisms;
-        settings.language = next.language;
-        settings.constrained_calls = next.constrained_calls;
-        settings.api_key = key;
-        self.service.set_settings(settings);
+        save_settings(&self.dir.join(SETTINGS_FILE), &next, &self.install_key)?;
+        self.service
+            .set_settings(apply(&next, self.service.settings(), key));
         let view = self.settings_view(&next);
         *guard = next;
         Ok(view)
@@ -629,9 +643,130 @@ fn read_key(secrets: &SecretStore, stored: &StoredSettings) -> Option<String> {
     }
 }
 
-/// Reads the settings; a damaged file is moved aside (kept, never overwritten) and the
-/// defaults are used.
-fn load_settings(path: &Path) -> StoredSettings {
+/// `stored` over `settings` (the rest of the service's settings kept), with `api_key`.
+fn apply(
+    stored: &StoredSettings,
+    mut settings: ServiceSettings,
+    api_key: Option<String>,
+) -> ServiceSettings {
+    settings.provider = stored.provider;
+    settings.base_url = stored.base_url.clone();
+    settings.model = stored.model.clone();
+    settings.auto_approve_edits = stored.auto_approve_edits;
+    settings.allow_device_control = stored.allow_device_control;
+    settings.mechanisms = stored.mechanisms;
+    settings.language = stored.language;
+    settings.constrained_calls = stored.constrained_calls;
+    settings.api_key = api_key;
+    settings
+}
+
+/// The settings file's seal field.
+const MAC_FIELD: &str = "mac";
+
+/// What the seal signs: a label of its own (the install's key signs other things too), then
+/// the canonical JSON of the file's other fields.
+fn settings_mac(key: &[u8], fields: &Map<String, Value>) -> hmac::Hmac<sha2::Sha256> {
+    use hmac::Mac;
+    let mut mac =
+        <hmac::Hmac<sha2::Sha256>>::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(b"sextant-assistant-settings-v1\0");
+    mac.update(canonical(&Value::Object(fields.clone())).as_bytes());
+    mac
+}
+
+/// JSON with every object's keys sorted and no whitespace: the same text for the same
+/// fields, whatever order or layout the file has.
+fn canonical(value: &Value) -> String {
+    match value {
+        Value::Object(fields) => {
+            let mut keys: Vec<&String> = fields.keys().collect();
+            keys.sort();
+            let inner: Vec<String> = keys
+                .into_iter()
+                .map(|k| format!("{}:{}", Value::String(k.clone()), canonical(&fields[k])))
+                .collect();
+            format!("{{{}}}", inner.join(","))
+        }
+        Value::Array(items) => {
+            let inner: Vec<String> = items.iter().map(canonical).collect();
+            format!("[{}]", inner.join(","))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// The settings file's text: the settings and their seal.
+fn seal(settings: &StoredSettings, key: &[u8]) -> String {
+    use hmac::Mac;
+    let Value::Object(mut fields) = to_value(settings) else {
+        unreachable!("the settings are a JSON object")
+    };
+    let tag = settings_mac(key, &fields).finalize().into_bytes();
+    let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+    fields.insert(MAC_FIELD.into(), Value::String(hex));
+    serde_json::to_string_pretty(&Value::Object(fields)).expect("plain data serializes")
+}
+
+/// Why a settings file is not used.
+#[derive(Debug, PartialEq)]
+enum Unread {
+    /// Not a JSON object at all.
+    Damaged(String),
+    /// JSON, but not sealed by this install, or with a field this version does not know.
+    Refused(String),
+}
+
+/// The settings in `text`, if this install sealed them and every field is known.
+fn unseal(text: &str, key: &[u8]) -> Result<StoredSettings, Unread> {
+    use hmac::Mac;
+    let mut fields = match serde_json::from_str::<Value>(text) {
+        Ok(Value::Object(fields)) => fields,
+        Ok(_) => return Err(Unread::Damaged("not a JSON object".into())),
+        Err(e) => return Err(Unread::Damaged(e.to_string())),
+    };
+    let tag = match fields.remove(MAC_FIELD) {
+        Some(Value::String(hex)) => hex,
+        None => {
+            return Err(Unread::Refused(
+                "it has no seal: an older Sextant or another program wrote it".into(),
+            ))
+        }
+        Some(_) => return Err(Unread::Refused("its seal is not a hex string".into())),
+    };
+    let tag = (tag.len() == 64 && tag.bytes().all(|b| b.is_ascii_hexdigit()))
+        .then(|| {
+            (0..32)
+                .map(|i| u8::from_str_radix(&tag[2 * i..2 * i + 2], 16).ok())
+                .collect::<Option<Vec<u8>>>()
+        })
+        .flatten()
+        .ok_or_else(|| Unread::Refused("its seal is not 64 hex digits".into()))?;
+    // Constant time: the seal cannot be found byte by byte.
+    settings_mac(key, &fields).verify_slice(&tag).map_err(|_| {
+        Unread::Refused(
+            "its seal does not match: it was changed outside Sextant, or another install wrote it"
+                .into(),
+        )
+    })?;
+    // Every name must be one this version writes (the seal is off already).
+    let Value::Object(known) = to_value(&StoredSettings::default()) else {
+        unreachable!("the settings are a JSON object")
+    };
+    if let Some(unknown) = fields.keys().find(|k| !known.contains_key(*k)) {
+        return Err(Unread::Refused(format!(
+            "it has a setting this version does not know: `{unknown}`"
+        )));
+    }
+    serde_path_to_error::deserialize(Value::Object(fields))
+        .map_err(|e| Unread::Refused(format!("`{}`: {}", e.path(), e.inner())))
+}
+
+/// Reads the settings. A file that is not JSON is moved aside as `.damaged`, one this
+/// install did not seal (or with a field this version does not know) as `.refused`; either
+/// is kept, never overwritten by the next save, and the defaults are used – never a value
+/// from it.
+fn load_settings(path: &Path, key: &[u8]) -> StoredSettings {
     let text = match std::fs::read_to_string(path) {
         Ok(text) => text,
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return StoredSettings::default(),
@@ -640,28 +775,28 @@ fn load_settings(path: &Path) -> StoredSettings {
             return StoredSettings::default();
         }
     };
-    match serde_json::from_str(&text) {
-        Ok(settings) => settings,
-        Err(e) => {
-            let aside = path.with_extension("json.damaged");
-            let moved = std::fs::rename(path, &aside);
-            tracing::warn!(
-                "{} is damaged ({e}); using defaults{}",
-                path.display(),
-                match moved {
-                    Ok(()) => format!(", the old file is kept as {}", aside.display()),
-                    Err(_) => String::new(),
-                }
-            );
-            StoredSettings::default()
+    let (reason, suffix, what) = match unseal(&text, key) {
+        Ok(settings) => return settings,
+        Err(Unread::Damaged(reason)) => (reason, "json.damaged", "is damaged"),
+        Err(Unread::Refused(reason)) => (reason, "json.refused", "was refused"),
+    };
+    let aside = path.with_extension(suffix);
+    let moved = std::fs::rename(path, &aside);
+    tracing::warn!(
+        "{} {what} ({reason}); using the default assistant settings{}",
+        path.display(),
+        match moved {
+            Ok(()) => format!(", the old file is kept as {}", aside.display()),
+            Err(e) => format!(" (it could not be moved aside: {e})"),
         }
-    }
+    );
+    StoredSettings::default()
 }
 
-/// Writes the settings atomically (a crash leaves the old file or the new one), readable by
-/// the user only, as the rest of the assistant's data.
-fn save_settings(path: &Path, settings: &StoredSettings) -> Result<(), CommandError> {
-    let text = serde_json::to_string_pretty(settings).expect("plain data serializes");
+/// Writes the settings, sealed, atomically (a crash leaves the old file or the new one),
+/// readable by the user only, as the rest of the assistant's data.
+fn save_settings(path: &Path, settings: &StoredSettings, key: &[u8]) -> Result<(), CommandError> {
+    let text = seal(settings, key);
     let options = sextant_fsutil::Options {
         private: true,
         ..sextant_fsutil::Options::default()
@@ -728,4 +863,175 @@ fn service_error(e: ServiceError) -> CommandError {
         _ => ErrorCode::Failed,
     };
     CommandError::new(code, e.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const KEY: [u8; 32] = [7; 32];
+    const OTHER_INSTALL: [u8; 32] = [8; 32];
+
+    /// Settings unlike the defaults in every field the tests look at.
+    fn chosen() -> StoredSettings {
+        StoredSettings {
+            provider: ProviderKind::OpenaiCompatible,
+            base_url: "http://127.0.0.1:11434/v1".into(),
+            model: "qwen3".into(),
+            auto_approve_edits: true,
+            ..StoredSettings::default()
+        }
+    }
+
+    fn saved(dir: &Path, key: &[u8]) -> PathBuf {
+        let path = dir.join(SETTINGS_FILE);
+        save_settings(&path, &chosen(), key).unwrap();
+        path
+    }
+
+    /// Loads `path`, expecting it refused: the defaults come back and the file is kept
+    /// aside as `.refused`, byte for byte.
+    fn assert_refused(path: &Path, key: &[u8]) {
+        let bytes = std::fs::read(path).unwrap();
+        let loaded = load_settings(path, key);
+        assert_eq!(
+            loaded,
+            StoredSettings::default(),
+            "a refused file's values were used"
+        );
+        assert_eq!(loaded.base_url, "https://api.anthropic.com");
+        assert!(!path.exists(), "the refused file was left in place");
+        let aside = path.with_extension("json.refused");
+        assert_eq!(
+            std::fs::read(&aside).unwrap(),
+            bytes,
+            "the refused file is kept"
+        );
+    }
+
+    #[test]
+    fn a_settings_file_this_install_wrote_round_trips() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = saved(dir.path(), &KEY);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let json: Value = serde_json::from_str(&text).unwrap();
+        assert_eq!(
+            json["baseUrl"], "http://127.0.0.1:11434/v1",
+            "still readable: {text}"
+        );
+        assert_eq!(json[MAC_FIELD].as_str().map(str::len), Some(64), "{text}");
+        assert_eq!(load_settings(&path, &KEY), chosen());
+        assert!(path.exists());
+        // The seal is over the fields, not the layout: reformatted, it still reads.
+        let compact = serde_json::to_string(&json).unwrap();
+        std::fs::write(&path, compact).unwrap();
+        assert_eq!(load_settings(&path, &KEY), chosen());
+    }
+
+    #[test]
+    fn a_sealed_file_from_before_a_setting_existed_reads_with_its_default() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SETTINGS_FILE);
+        let mut fields = Map::new();
+        fields.insert("provider".into(), json!("openai-compatible"));
+        fields.insert("baseUrl".into(), json!("http://localhost:8080/v1"));
+        fields.insert("model".into(), json!("llama"));
+        let tag = hmac::Mac::finalize(settings_mac(&KEY, &fields)).into_bytes();
+        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        fields.insert(MAC_FIELD.into(), json!(hex));
+        std::fs::write(&path, Value::Object(fields).to_string()).unwrap();
+        let loaded = load_settings(&path, &KEY);
+        assert_eq!(loaded.model, "llama");
+        assert_eq!(loaded.base_url, "http://localhost:8080/v1");
+        assert_eq!(loaded.mechanisms, Mechanisms::default());
+        assert!(!loaded.auto_approve_edits);
+    }
+
+    #[test]
+    fn a_hand_edited_provider_address_is_refused_and_the_default_used() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = saved(dir.path(), &KEY);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let edited = text.replace("http://127.0.0.1:11434/v1", "https://collector.example");
+        assert_ne!(edited, text);
+        std::fs::write(&path, edited).unwrap();
+        assert_refused(&path, &KEY);
+        // The next save writes a fresh, sealed file; the refused one stays as it was.
+        save_settings(&path, &chosen(), &KEY).unwrap();
+        assert_eq!(load_settings(&path, &KEY), chosen());
+        let kept = std::fs::read_to_string(path.with_extension("json.refused")).unwrap();
+        assert!(kept.contains("collector.example"));
+    }
+
+    #[test]
+    fn a_field_this_version_does_not_know_refuses_the_file_even_when_sealed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SETTINGS_FILE);
+        let Value::Object(mut fields) = to_value(&chosen()) else {
+            unreachable!()
+        };
+        fields.insert("proxyUrl".into(), json!("http://collector.example"));
+        // Sealed with the right key: only the unknown field can refuse it.
+        let tag = hmac::Mac::finalize(settings_mac(&KEY, &fields)).into_bytes();
+        let hex: String = tag.iter().map(|b| format!("{b:02x}")).collect();
+        fields.insert(MAC_FIELD.into(), json!(hex));
+        let text = Value::Object(fields).to_string();
+        assert!(
+            matches!(unseal(&text, &KEY), Err(Unread::Refused(r)) if r.contains("proxyUrl")),
+            "{:?}",
+            unseal(&text, &KEY)
+        );
+        std::fs::write(&path, &text).unwrap();
+        assert_refused(&path, &KEY);
+    }
+
+    #[test]
+    fn a_file_another_install_sealed_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = saved(dir.path(), &OTHER_INSTALL);
+        assert_eq!(
+            load_settings(&path, &OTHER_INSTALL),
+            chosen(),
+            "valid there"
+        );
+        assert_refused(&path, &KEY);
+    }
+
+    #[test]
+    fn a_file_without_a_seal_is_refused_and_a_broken_one_is_damaged() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(SETTINGS_FILE);
+        // As every Sextant before the seal wrote it.
+        let unsealed = serde_json::to_string_pretty(&chosen()).unwrap();
+        std::fs::write(&path, &unsealed).unwrap();
+        assert!(
+            matches!(unseal(&unsealed, &KEY), Err(Unread::Refused(r)) if r.contains("no seal"))
+        );
+        assert_refused(&path, &KEY);
+        let refused = |text: &str| matches!(unseal(text, &KEY), Err(Unread::Refused(_)));
+        assert!(refused(r#"{"model": "m", "mac": "zz"}"#));
+        assert!(refused(r#"{"model": "m", "mac": 42}"#));
+        assert!(refused(&format!(
+            r#"{{"model": "m", "mac": "{}"}}"#,
+            "é".repeat(32)
+        )));
+        assert!(refused(&format!(
+            r#"{{"model": "m", "mac": "{}"}}"#,
+            "0".repeat(64)
+        )));
+        assert!(matches!(unseal("[1]", &KEY), Err(Unread::Damaged(_))));
+        std::fs::write(&path, "{ not json").unwrap();
+        assert_eq!(load_settings(&path, &KEY), StoredSettings::default());
+        assert_eq!(
+            std::fs::read_to_string(path.with_extension("json.damaged")).unwrap(),
+            "{ not json"
+        );
+    }
+
+    #[test]
+    fn canonical_json_sorts_keys_at_every_depth() {
+        let a: Value =
+            serde_json::from_str(r#"{"b": [1, {"y": 2, "x": "<"}], "a": null}"#).unwrap();
+        assert_eq!(canonical(&a), r#"{"a":null,"b":[1,{"x":"<","y":2}]}"#);
+    }
 }

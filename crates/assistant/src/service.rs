@@ -746,6 +746,12 @@ impl ChatService {
         })
     }
 
+    /// The install's key, kept in the chat database: what binds the door's settings file to
+    /// this install (each use of it is domain-separated).
+    pub(crate) fn install_key(&self) -> Result<Vec<u8>, ServiceError> {
+        Ok(lock(&self.inner.log).install_key()?)
+    }
+
     /// The commands the assistant works through.
     pub fn runtime(&self) -> &Commands {
         &self.inner.runtime

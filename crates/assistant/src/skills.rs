@@ -104,12 +104,15 @@ pub fn summary(id: &str) -> &'static str {
         .unwrap_or("")
 }
 
+/// What [`budgeted`] ends a shortened body with.
+const SHORTENED: &str = "\n\n(Shortened to fit this model's context.)";
+
 /// `body` cut to at most `max` bytes at a line break, saying so.
 pub fn budgeted(body: &str, max: usize) -> String {
     if body.len() <= max {
         return body.to_string();
     }
-    let note = "\n\n(Shortened to fit this model's context.)";
+    let note = SHORTENED;
     let mut end = max.saturating_sub(note.len());
     while !body.is_char_boundary(end) {
         end -= 1;
@@ -148,13 +151,38 @@ fn load_skill_spec() -> CommandSpec {
     }
 }
 
+/// Whether `content` is a skill load's result exactly as the app makes it: `{name, title,
+/// body}` of a shipped skill, the body whole or shortened by [`budgeted`]. Only such a result
+/// is the app's own text, shown to the model outside the envelope; anything else a
+/// `meta_loadSkill` call got back (an error, which may quote the model's words, a result
+/// rewritten on the way) is data.
+pub fn is_app_text(content: &str) -> bool {
+    let Ok(value) = serde_json::from_str::<Value>(content) else {
+        return false;
+    };
+    let (Some(name), Some(text)) = (value["name"].as_str(), value["body"].as_str()) else {
+        return false;
+    };
+    let Some(full) = body(name) else {
+        return false;
+    };
+    value.as_object().map(|o| o.len()) == Some(3)
+        && value["title"].as_str() == title(name)
+        && (text == full
+            || text
+                .strip_suffix(SHORTENED)
+                .is_some_and(|kept| full.starts_with(kept)))
+}
+
 fn load_skill(params: &Value) -> Result<Value, CommandError> {
     let name = params["name"].as_str().unwrap_or_default();
+    // The error never repeats the name asked for: it is the model's text (perhaps copied
+    // from a device or a file). The skills' ids are the app's.
     let body = body(name).ok_or_else(|| {
         CommandError::invalid(
             "name",
             format!(
-                "no skill `{name}`; the skills are {}",
+                "not a skill; the skills are {}",
                 SKILLS
                     .iter()
                     .map(|(id, _)| *id)

@@ -21,6 +21,12 @@
 //!   warning that they are untrusted. The model's citation (made by a tool call, while
 //!   calls are open) follows the open calls' results: a result must directly answer its
 //!   call. A person's citation moves the conversation on, like their message.
+//! - Nothing from outside reaches the model outside an envelope, not even a few words of it:
+//!   the readable message right after a person's citation (it names the cited chats by
+//!   their titles, for the person) is shown to the model as the app's sentence naming them
+//!   by id ([`readable_for_model`]) – the titles are in the snapshots, in the envelope; and
+//!   only a skill load's result that is exactly the app's own text goes unwrapped – an
+//!   error, or anything else a `meta_loadSkill` call got back, is enveloped like any result.
 //! - Every history byte is a function of the log and the envelope's nonce: a chat's
 //!   envelope is derived from the chat (see `ChatLog::envelope`), so a turn's requests
 //!   repeat the earlier history byte for byte and the provider's cache holds.
@@ -32,6 +38,7 @@ use std::collections::{BTreeMap, HashMap, HashSet};
 use serde::Serialize;
 use serde_json::Value;
 
+use crate::chatlog::cite::readable_for_model;
 use crate::chatlog::event::{Event, LoggedEvent, Seq};
 use crate::context::Envelope;
 
@@ -44,8 +51,9 @@ pub const CITATION_SOURCE: &str = "cited_chat";
 /// The envelope source of a compaction's summary in the model's history.
 pub const COMPACTION_SOURCE: &str = "compaction_summary";
 
-/// Tools whose results are the app's own text (a skill is instructions the model should
-/// follow, not data), so they are not enveloped.
+/// Tools whose results may be the app's own text (a skill is instructions the model should
+/// follow, not data), so they are not enveloped – when the result is a skill exactly as the
+/// app makes it ([`crate::skills::is_app_text`]); an error or any other text is.
 const APP_TEXT_TOOLS: &[&str] = &["meta_loadSkill", "meta.loadSkill"];
 
 /// The result the model sees for a call that never got one.
@@ -189,6 +197,9 @@ pub struct Fold {
     open: Vec<(String, Seq)>,
     /// Every call id ever seen (a repeated id is not shown to the model twice).
     seen_calls: HashSet<String>,
+    /// The person's citation just applied: its seq and its readable message as the model
+    /// reads it (the next event, its readable message, is shown as that).
+    person_citation: Option<(Seq, String)>,
     ui: Vec<UiItem>,
     cards: HashMap<String, usize>,
     shadowed: HashSet<Seq>,
@@ -217,6 +228,7 @@ impl Fold {
             items: Vec::new(),
             open: Vec::new(),
             seen_calls: HashSet::new(),
+            person_citation: None,
             ui: Vec::new(),
             cards: HashMap::new(),
             shadowed: HashSet::new(),
@@ -229,10 +241,18 @@ impl Fold {
         let seq = logged.seq;
         self.seqs.push(seq);
         self.last_seq = seq;
+        let citation = self.person_citation.take();
         match &logged.event {
             Event::User { text } => {
                 self.interrupt_open(true);
-                self.push(seq, Role::User, Block::Text { text: text.clone() });
+                // The readable message a person's citation appended right after it (in the
+                // same transaction) names the cited chats' titles: untrusted text, which the
+                // model reads only in the snapshots' envelope.
+                let for_model = match citation {
+                    Some((at, sentence)) if seq == at + 1 => sentence,
+                    _ => text.clone(),
+                };
+                self.push(seq, Role::User, Block::Text { text: for_model });
                 self.ui.push(UiItem::User {
                     seq,
                     text: text.clone(),
@@ -364,6 +384,9 @@ impl Fold {
                     self.interrupt_open(true);
                     self.items.push(item);
                 }
+                if by == "person" {
+                    self.person_citation = Some((seq, readable_for_model(sources)));
+                }
                 self.ui.push(UiItem::Citation {
                     seq,
                     by: by.clone(),
@@ -385,9 +408,13 @@ impl Fold {
     /// A result as the model reads it: inside the envelope, unless it is the app's own text.
     /// An error's `Error: ` prefix is not repeated inside: the message's `is_error` carries
     /// it (Anthropic sends the flag, the OpenAI client writes the prefix).
+    ///
+    /// The one exception is checked, not assumed: a skill load whose result is the app's
+    /// own text, byte for byte. Its error (which may quote what the model asked for) and
+    /// anything else such a call got back are enveloped.
     fn enveloped_result(&self, id: &str, content: &str, is_error: bool) -> String {
         let name = self.names.get(id).map_or("", String::as_str);
-        if APP_TEXT_TOOLS.contains(&name) {
+        if APP_TEXT_TOOLS.contains(&name) && !is_error && crate::skills::is_app_text(content) {
             return content.to_string();
         }
         let body = if is_error {
@@ -395,7 +422,8 @@ impl Fold {
         } else {
             content
         };
-        self.envelope.wrap(&format!("tool:{name}"), body)
+        self.envelope
+            .wrap(&format!("tool:{}", source_name(name)), body)
     }
 
     /// Once no call is open, the citations made meanwhile follow the results.
@@ -472,6 +500,22 @@ impl Fold {
             ui: self.ui,
             surface,
         }
+    }
+}
+
+/// A tool's name as the envelope's `source` label: the model wrote it (an unknown tool's
+/// name is anything), so only a plain command or tool name is repeated there; the error
+/// inside the envelope says what was called.
+fn source_name(name: &str) -> &str {
+    let plain = !name.is_empty()
+        && name.len() <= 64
+        && name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'.' | b'-'));
+    if plain {
+        name
+    } else {
+        "unnamed"
     }
 }
 
