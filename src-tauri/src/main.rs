@@ -208,13 +208,13 @@ fn fix_unusable_locale() {
     }
 }
 
-/// The folders files may be written in without asking (the data folder, Documents,
-/// Downloads, Desktop; the open project's folder always) and the programs the person
-/// allowed, kept in the data folder.
+/// The folders files may be written in without asking (Documents, Downloads, Desktop; the
+/// open project's folder always), Sextant's own folder (the app data folder: settings,
+/// permissions, chats), which no command writes in, and the programs the person allowed,
+/// kept there.
 fn safeguards<R: tauri::Runtime>(paths: &tauri::path::PathResolver<R>) -> Safeguards {
     let data = paths.app_data_dir().ok();
     let folders = [
-        data.clone(),
         paths.document_dir().ok(),
         paths.download_dir().ok(),
         paths.desktop_dir().ok(),
@@ -224,6 +224,7 @@ fn safeguards<R: tauri::Runtime>(paths: &tauri::path::PathResolver<R>) -> Safegu
         None => TrustStore::in_memory(),
     };
     Safeguards::new(folders.into_iter().flatten().collect(), trust)
+        .with_own_folders(data.into_iter().collect())
 }
 
 const USAGE: &str = "\

@@ -89,12 +89,13 @@ function stopAll() {
 process.on("exit", stopAll);
 
 /** The chat door over one WebSocket: `op(name, fields)` and a queue of chat events. */
-async function door(url, origin) {
+async function door(url, origin, secret) {
   const ws = new WebSocket(url, { headers: { Origin: origin } });
   await new Promise((resolve, reject) => {
     ws.onopen = resolve;
     ws.onerror = (e) => reject(new Error(`the WebSocket did not open: ${e.message ?? e}`));
   });
+  ws.send(JSON.stringify({ type: "auth", token: secret }));
   let next = 1;
   const waiting = new Map();
   const events = [];
@@ -195,7 +196,10 @@ async function main() {
   start("sextant", sextant, ["serve", "--http-port", String(httpPort), "--ui", ui, "--project", project, "--data-dir", dataDir]);
   const origin = `http://127.0.0.1:${httpPort}`;
   await waitFor("sextant serve", async () => (await fetch(`${origin}/`)).ok, 30_000);
-  const d = await door(`ws://127.0.0.1:${httpPort}/ws`, origin);
+  // The UI's address carries this launch's secret, which the door proves before anything.
+  const secret = readFileSync(join(dir, "sextant.log"), "utf8").match(/Sextant UI on \S+\?token=(\w+)/)?.[1];
+  if (!secret) throw new Error(`sextant serve printed no UI address (logs in ${dir})`);
+  const d = await door(`ws://127.0.0.1:${httpPort}/ws`, origin, secret);
   const groups = (await d.command("project.get")).groups ?? [];
   if (!groups.some((g) => g.title === "Power")) await d.command("project.group.add", { title: "Power" });
 

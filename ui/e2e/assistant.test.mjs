@@ -37,8 +37,7 @@ async function serve() {
     "serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"),
     "--project", projectPath, "--data-dir", dataDir,
   ], { cwd: dir });
-  const url = `http://127.0.0.1:${port}/`;
-  await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
+  const url = await servedUrl(proc);
   return { url, stop: proc.stop, child: proc.child };
 }
 
@@ -58,7 +57,11 @@ async function fresh(url) {
 function command(p, name, params = {}) {
   return p.evaluate(([name, params]) => new Promise((resolve, reject) => {
     const ws = new WebSocket(`ws://${location.host}/ws`);
-    ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: name, params }));
+    // The page's own door: prove this launch's secret (kept for the tab) first.
+    ws.onopen = () => {
+      ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
+      ws.send(JSON.stringify({ type: "command", id: 1, command: name, params }));
+    };
     ws.onmessage = (ev) => {
       const msg = JSON.parse(ev.data);
       if (msg.type !== "response" || msg.id !== 1) return;

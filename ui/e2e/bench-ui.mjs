@@ -6,7 +6,7 @@
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { artifacts, demoProject, repo, requireProgram, sextantBin, sleep, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, demoProject, repo, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor } from "./harness.mjs";
 
 const arg = (name, d) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -38,8 +38,7 @@ writeFileSync(projectPath, JSON.stringify(project));
 
 const port = 7900 + Math.floor(Math.random() * 90);
 const server = start("bench-serve", sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--project", projectPath, "--data-dir", join(dir, "assistant")]);
-const url = `http://127.0.0.1:${port}/`;
-await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
+const url = await servedUrl(server);
 const browser = await chromium.launch({
   executablePath: requireProgram("chromium", "chromium"),
   args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
@@ -54,8 +53,9 @@ await page.waitForSelector(".shell");
 await page.evaluate(async () => {
   const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
   await new Promise((r) => (ws.onopen = r));
+  ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
   ws.send(JSON.stringify({ type: "command", id: 1, command: "io.connect" }));
-  await new Promise((r) => (ws.onmessage = r));
+  await new Promise((r) => (ws.onmessage = (m) => JSON.parse(m.data).id === 1 && r()));
 });
 await waitFor("16 drawn plots", async () => (await page.locator('[data-testid="widget"] canvas').count()) >= plots, 20000);
 await sleep(3000); // warm up: windows fill, JIT settles
@@ -69,8 +69,9 @@ const status = async () =>
   page.evaluate(async () => {
     const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
     await new Promise((r) => (ws.onopen = r));
+    ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
     ws.send(JSON.stringify({ type: "command", id: 1, command: "io.status" }));
-    const m = await new Promise((r) => (ws.onmessage = r));
+    const m = await new Promise((r) => (ws.onmessage = (m) => JSON.parse(m.data).id === 1 && r(m)));
     ws.close();
     return JSON.parse(m.data).result;
   });

@@ -26,8 +26,7 @@ async function serve(args = []) {
   const proc = start(`serve-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--data-dir", join(dir, "assistant"), "--allow-folder", dir, ...args], {
     cwd: dir,
   });
-  const url = `http://127.0.0.1:${port}/`;
-  await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
+  const url = await servedUrl(proc);
   return { url, stop: proc.stop };
 }
 
@@ -272,8 +271,11 @@ test("a Serial Studio project picked on this computer imports and its widgets ap
   const project = await page.evaluate(async () => {
     const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
     return new Promise((resolve) => {
-      ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
-      ws.onmessage = (e) => resolve(JSON.parse(e.data).result);
+      ws.onopen = () => {
+        ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
+        ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
+      };
+      ws.onmessage = (e) => JSON.parse(e.data).id === 1 && resolve(JSON.parse(e.data).result);
     });
   });
   const groups = project.groups.map((g) => g.title);
@@ -342,8 +344,11 @@ test("a Serial Studio project whose parser returns strings shows numbers in its 
   const ids = await page.evaluate(async () => {
     const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
     const project = await new Promise((resolve) => {
-      ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
-      ws.onmessage = (e) => resolve(JSON.parse(e.data).result);
+      ws.onopen = () => {
+        ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
+        ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
+      };
+      ws.onmessage = (e) => JSON.parse(e.data).id === 1 && resolve(JSON.parse(e.data).result);
     });
     ws.close();
     return Object.fromEntries(project.groups.flatMap((g) => g.datasets.map((d) => [d.title, d.id])));

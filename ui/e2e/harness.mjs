@@ -56,12 +56,14 @@ process.on("exit", () => {
 
 /** Starts a program in its own process group, logging to artifacts/NAME.log. */
 export function start(name, cmd, args, opts = {}) {
-  const log = openSync(join(artifacts, `${name}.log`), "w");
+  const logPath = join(artifacts, `${name}.log`);
+  const log = openSync(logPath, "w");
   const child = spawn(cmd, args, { ...opts, detached: true, stdio: ["ignore", log, log] });
   children.add(child);
   child.on("exit", () => children.delete(child));
   return {
     child,
+    log: logPath,
     stop() {
       try {
         process.kill(-child.pid, "SIGTERM");
@@ -303,4 +305,16 @@ export async function scriptServer(fixture) {
     requests: async () => (await fetch(`${url}/_script/requests`)).json(),
     stop: proc.stop,
   };
+}
+
+/** The address `sextant serve` printed for its UI – with this launch's secret, which the
+ * page must prove before it may do anything – once the server answers on it. */
+export async function servedUrl(proc) {
+  const url = await waitFor(
+    "the UI address on sextant serve's output",
+    () => readFileSync(proc.log, "utf8").match(/Sextant UI on (http:\/\/\S+)/)?.[1],
+    15000,
+  );
+  await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
+  return url;
 }

@@ -28,8 +28,7 @@ before(async () => {
   pty = await ptyPair(dir);
   const port = 7900 + Math.floor(Math.random() * 90);
   const proc = start(`journeys-${port}`, sextantBin, ["serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--data-dir", join(dir, "data"), "--allow-folder", dir], { cwd: dir });
-  server = { url: `http://127.0.0.1:${port}/`, stop: proc.stop };
-  await waitFor("sextant serve", () => fetch(server.url).then((r) => r.ok), 15000);
+  server = { url: await servedUrl(proc), stop: proc.stop };
   browser = await chromium.launch({ executablePath: chrome, args: CHROMIUM_ARGS });
 });
 
@@ -72,8 +71,11 @@ function datasetIds(p) {
   return p.evaluate(async () => {
     const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
     const project = await new Promise((resolve) => {
-      ws.onopen = () => ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
-      ws.onmessage = (e) => resolve(JSON.parse(e.data).result);
+      ws.onopen = () => {
+        ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
+        ws.send(JSON.stringify({ type: "command", id: 1, command: "project.get" }));
+      };
+      ws.onmessage = (e) => JSON.parse(e.data).id === 1 && resolve(JSON.parse(e.data).result);
     });
     ws.close();
     return Object.fromEntries(project.groups.flatMap((g) => g.datasets.map((d) => [d.title, d.id])));

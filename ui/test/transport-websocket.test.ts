@@ -254,4 +254,19 @@ describe("WebSocket transport", () => {
     expect((t as any).url).toBe("wss://box:7790/ui/ws");
     expect((t as any).token).toBe("abc");
   });
+
+  it("keeps the server's secret for the tab: a reload without ?token= still proves it", () => {
+    const kept = new Map<string, string>();
+    const storage = {
+      getItem: (k: string) => kept.get(k) ?? null,
+      setItem: (k: string, v: string) => void kept.set(k, v),
+    } as unknown as Storage;
+    const page = { protocol: "http:", host: "127.0.0.1:7777", pathname: "/", hash: "" };
+    const first = WebSocketTransport.forPage({ ...page, search: "?token=s3cret&x=1" } as Location, storage);
+    expect((first as any).token).toBe("s3cret");
+    const reload = WebSocketTransport.forPage({ ...page, search: "" } as Location, storage);
+    expect((reload as any).token).toBe("s3cret");
+    const otherTab = WebSocketTransport.forPage({ ...page, search: "" } as Location, null);
+    expect((otherTab as any).token).toBeNull();
+  });
 });

@@ -1,7 +1,6 @@
 //! Connection handling: framing lines, limits, authentication, dispatch, push.
 
 use std::net::SocketAddr;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -9,17 +8,18 @@ use serde_json::{json, Value};
 use sextant_commands::{CommandError, ErrorCode, Policy};
 use sextant_runtime::{Caller, RuntimeHandle};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
-use tokio::net::{TcpListener, TcpStream};
+use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 
-pub use sextant_commands::door::Limits;
-use sextant_commands::door::{
-    json_depth, looks_like_http, token_matches, AuthThrottle, RateLimiter, MAX_WRONG_TOKENS,
+pub use sextant_guard::Limits;
+use sextant_guard::{
+    DoorKind, Guard, GuardError, GuardOptions, RateLimiter, Refusal, MAX_WRONG_TOKENS,
 };
 
 #[derive(Debug, Clone, Default)]
 pub struct ApiOptions {
-    /// Required for any bind address other than loopback.
+    /// Required for any bind address other than loopback; the web door makes one per
+    /// launch when none is given.
     pub token: Option<String>,
     /// The user's one-time consent for API clients to run DeviceGated commands.
     pub allow_device_control: bool,
@@ -29,29 +29,31 @@ pub struct ApiOptions {
     pub limits: Limits,
 }
 
+impl ApiOptions {
+    /// What the door's guard is set up with.
+    pub(crate) fn guard(&self, allowed_origins: Vec<String>) -> GuardOptions {
+        GuardOptions {
+            limits: self.limits,
+            token: self.token.clone(),
+            allowed_origins,
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
-    #[error(
-        "refusing to listen on {0} without a token: any other machine could control your devices; \
-         set a token, or bind 127.0.0.1"
-    )]
-    TokenRequired(SocketAddr),
+    #[error(transparent)]
+    Guard(#[from] GuardError),
     #[error(
         "no built UI in {0} (index.html is missing): build it with `npm run build` in ui/, or pass --ui DIR"
     )]
     NoUi(std::path::PathBuf),
-    #[error("could not listen on {addr}: {source}")]
-    Bind {
-        addr: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
 }
 
 pub struct ApiServer {
     local: SocketAddr,
     task: tokio::task::JoinHandle<()>,
-    http_refused: Arc<AtomicU64>,
+    guard: Arc<Guard>,
 }
 
 impl ApiServer {
@@ -61,27 +63,20 @@ impl ApiServer {
         runtime: RuntimeHandle,
         options: ApiOptions,
     ) -> Result<ApiServer, ApiError> {
-        if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
-            return Err(ApiError::TokenRequired(addr));
-        }
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ApiError::Bind { addr, source })?;
+        let (guard, listener) =
+            Guard::listen(DoorKind::TcpApi, addr, options.guard(Vec::new())).await?;
         let local = listener
             .local_addr()
-            .map_err(|source| ApiError::Bind { addr, source })?;
+            .map_err(|source| GuardError::Bind { addr, source })?;
         let options = Arc::new(options);
-        let clients = Arc::new(AtomicUsize::new(0));
-        let http_refused = Arc::new(AtomicU64::new(0));
-        let throttle = Arc::new(AuthThrottle::default());
-        let refused = http_refused.clone();
+        let door = guard.clone();
         let task = tokio::spawn(async move {
             loop {
                 let Ok((stream, peer)) = listener.accept().await else {
                     continue;
                 };
                 let _ = stream.set_nodelay(true);
-                if clients.load(Ordering::SeqCst) >= options.limits.max_clients {
+                let Some(slot) = door.admit() else {
                     let mut stream = stream;
                     let msg = error_message(
                         Value::Null,
@@ -90,34 +85,16 @@ impl ApiServer {
                     );
                     let _ = stream.write_all(format!("{msg}\n").as_bytes()).await;
                     continue;
-                }
-                clients.fetch_add(1, Ordering::SeqCst);
-                let (runtime, options, clients, throttle, refused) = (
-                    runtime.clone(),
-                    options.clone(),
-                    clients.clone(),
-                    throttle.clone(),
-                    refused.clone(),
-                );
+                };
+                let (runtime, options, door) = (runtime.clone(), options.clone(), door.clone());
                 tokio::spawn(async move {
                     tracing::debug!(%peer, "API client connected");
-                    if serve(stream, runtime, &options, throttle).await == Ending::Http {
-                        refused.fetch_add(1, Ordering::Relaxed);
-                        tracing::warn!(
-                            %peer,
-                            "closed an API connection that sent an HTTP request (a web page \
-                             trying to reach this port?)"
-                        );
-                    }
-                    clients.fetch_sub(1, Ordering::SeqCst);
+                    serve(stream, runtime, &options, door).await;
+                    drop(slot);
                 });
             }
         });
-        Ok(ApiServer {
-            local,
-            task,
-            http_refused,
-        })
+        Ok(ApiServer { local, task, guard })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
@@ -126,17 +103,8 @@ impl ApiServer {
 
     /// Connections closed because they sent an HTTP request instead of JSON lines.
     pub fn refused_http_requests(&self) -> u64 {
-        self.http_refused.load(Ordering::Relaxed)
+        self.guard.refused_http_requests()
     }
-}
-
-/// Why a TCP API connection ended.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Ending {
-    /// The client closed it, or the door hung up on it for wrong tokens.
-    Closed,
-    /// It spoke HTTP: closed before anything it sent ran.
-    Http,
 }
 
 impl Drop for ApiServer {
@@ -163,20 +131,13 @@ fn response(id: Value, result: Result<Value, CommandError>) -> Value {
     }
 }
 
-/// Which door a session came through: API clients (scripts) or the Sextant UI (a person).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Door {
-    Api,
-    Ui,
-}
-
+/// A client's session on the TCP API, the WebSocket API or the web door's `/ws`: which
+/// door it came through (its [`Guard`]) decides what its messages may do.
 pub(crate) struct Session {
-    door: Door,
+    guard: Arc<Guard>,
     runtime: RuntimeHandle,
     policy: Policy,
     authenticated: bool,
-    token: Option<String>,
-    throttle: Arc<AuthThrottle>,
     wrong_tokens: u32,
     out: mpsc::Sender<Value>,
     push: Option<tokio::task::JoinHandle<()>>,
@@ -201,36 +162,36 @@ impl Session {
         self.wrong_tokens >= MAX_WRONG_TOKENS
     }
 
-    /// A client's session: API callers have edits approved (a script is its author's
-    /// approval) and device control only with the user's consent.
+    /// A client's session. API callers (programs) have edits approved – a script is its
+    /// author's approval – and device control, programs and folders only as the person who
+    /// started the server allowed with flags; a yes in their messages counts for nothing.
     ///
-    /// The UI door is a person at the controls: their click is the approval for edits and
-    /// device control, and destructive commands run only when the UI says the person
-    /// confirmed (`"approved": true` after its dialog).
+    /// The web door carries a person: once the connection proved the door's secret, a
+    /// click is the approval for edits and device control, and a destructive or guarded
+    /// command runs when the UI says the person confirmed (`"approved": true` after its
+    /// dialog).
     pub(crate) fn new(
-        door: Door,
+        guard: Arc<Guard>,
         runtime: RuntimeHandle,
         options: &ApiOptions,
-        throttle: Arc<AuthThrottle>,
         out: mpsc::Sender<Value>,
     ) -> Session {
-        let policy = match door {
-            Door::Api => Policy {
+        let policy = if guard.carries_person() {
+            sextant_runtime::UI_POLICY
+        } else {
+            Policy {
                 auto_approve_edits: true,
                 allow_device_control: options.allow_device_control,
                 non_interactive: true,
                 allow_process_sources: options.allow_process_sources,
                 paths_from_person: false,
-            },
-            Door::Ui => sextant_runtime::UI_POLICY,
+            }
         };
         Session {
-            door,
+            authenticated: !guard.needs_auth(),
+            guard,
             runtime,
             policy,
-            authenticated: options.token.is_none(),
-            token: options.token.clone(),
-            throttle,
             wrong_tokens: 0,
             out,
             push: None,
@@ -239,12 +200,7 @@ impl Session {
     }
 }
 
-async fn serve(
-    stream: TcpStream,
-    runtime: RuntimeHandle,
-    options: &ApiOptions,
-    throttle: Arc<AuthThrottle>,
-) -> Ending {
+async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions, guard: Arc<Guard>) {
     let limits = options.limits;
     let (mut reader, mut writer) = stream.into_split();
     let (out, mut rx) = mpsc::channel::<Value>(1024);
@@ -257,17 +213,14 @@ async fn serve(
             }
         }
     });
-    let mut session = Session::new(Door::Api, runtime, options, throttle, out.clone());
+    let mut session = Session::new(guard.clone(), runtime, options, out.clone());
     let mut bucket = RateLimiter::new(&limits);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
     let mut discarding = false;
     let mut chunk = vec![0u8; 64 * 1024];
-    let mut ending = Ending::Closed;
+    let mut http = false;
     let oversize = || {
-        let msg = format!(
-            "message exceeds {} bytes and was discarded",
-            limits.max_message_bytes
-        );
+        let msg = Refusal::TooBig(limits.max_message_bytes).message();
         error_message(Value::Null, ErrorCode::BadRequest, &msg)
     };
     'read: loop {
@@ -295,21 +248,24 @@ async fn serve(
                     }
                     buf.extend_from_slice(line_end);
                     let line = std::mem::take(&mut buf);
-                    if looks_like_http(&line) {
-                        ending = Ending::Http;
-                        break 'read;
-                    }
-                    if !bucket.take(&limits) {
-                        let _ = out
-                            .send(error_message(
-                                Value::Null,
-                                ErrorCode::BadRequest,
-                                "rate limit exceeded; slow down",
-                            ))
-                            .await;
-                        continue;
-                    }
-                    if let Some(reply) = handle_line(&mut session, &line, &limits).await {
+                    let reply = match guard.check_line(&line) {
+                        Err(Refusal::Http) => {
+                            http = true;
+                            break 'read;
+                        }
+                        Err(refused) => Some(error_message(
+                            Value::Null,
+                            ErrorCode::BadRequest,
+                            &refused.message(),
+                        )),
+                        Ok(()) if !bucket.take(&limits) => Some(error_message(
+                            Value::Null,
+                            ErrorCode::BadRequest,
+                            "rate limit exceeded; slow down",
+                        )),
+                        Ok(()) => handle_line(&mut session, &line).await,
+                    };
+                    if let Some(reply) = reply {
                         if out.send(reply).await.is_err() {
                             break 'read;
                         }
@@ -322,8 +278,8 @@ async fn serve(
                     if !discarding {
                         buf.extend_from_slice(data);
                         // A request line is known before its line ends: hang up at once.
-                        if looks_like_http(&buf) {
-                            ending = Ending::Http;
+                        if guard.check_not_http(&buf).is_err() {
+                            http = true;
                             break 'read;
                         }
                         if buf.len() > limits.max_message_bytes {
@@ -340,23 +296,19 @@ async fn serve(
     }
     drop(session);
     drop(out);
-    if ending == Ending::Http {
+    if http {
         // Nothing it sent ran; it gets no answer either.
         writer_task.abort();
     } else {
         let _ = writer_task.await;
     }
-    ending
 }
 
-pub(crate) async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -> Option<Value> {
+/// Answers one message that the door's guard already let through (size, nesting).
+pub(crate) async fn handle_line(s: &mut Session, line: &[u8]) -> Option<Value> {
     let text = line.strip_suffix(b"\r").unwrap_or(line);
     if text.iter().all(u8::is_ascii_whitespace) {
         return None;
-    }
-    if json_depth(text) > limits.max_depth {
-        let msg = format!("JSON nested deeper than {} levels", limits.max_depth);
-        return Some(error_message(Value::Null, ErrorCode::BadRequest, &msg));
     }
     let msg: Value = match serde_json::from_slice(text) {
         Ok(v) => v,
@@ -372,20 +324,15 @@ pub(crate) async fn handle_line(s: &mut Session, line: &[u8], limits: &Limits) -
     let kind = msg.get("type").and_then(Value::as_str).unwrap_or("command");
     if kind == "auth" {
         let given = msg.get("token").and_then(Value::as_str).unwrap_or("");
-        let ok = s
-            .token
-            .as_deref()
-            .is_none_or(|expected| token_matches(given, expected));
+        // Guessing gets slower with every wrong token, on every connection of this door.
+        let ok = s.guard.authenticate(given).await;
         s.authenticated |= ok;
         if ok {
             s.wrong_tokens = 0;
-            s.throttle.succeeded();
             return Some(
                 json!({"type": "response", "id": id, "success": true, "result": {"authenticated": true}}),
             );
         }
-        // Guessing gets slower with every wrong token, on every connection of this door.
-        tokio::time::sleep(s.throttle.failed()).await;
         s.wrong_tokens += 1;
         let message = if s.hang_up() {
             format!("wrong token; closing after {MAX_WRONG_TOKENS} wrong tokens")
@@ -450,7 +397,9 @@ async fn command(s: &mut Session, msg: &Value, id: Value) -> Value {
             response(id, Ok(Value::Array(list)))
         }
         "api.subscribe" => response(id, subscribe(s, &params)),
-        _ if s.door == Door::Ui => {
+        // A yes in a message counts only on a door that carries a person, from a
+        // connection that proved its secret (every command here is past `auth`).
+        _ if s.guard.carries_person() => {
             let confirmed = msg.get("approved").and_then(Value::as_bool) == Some(true);
             response(id, s.runtime.call_from_ui(name, params, confirmed).await)
         }

@@ -7,54 +7,53 @@
 //! slow provider never holds up commands) and every chat event as
 //! `{"type":"chatEvent","event":…}`.
 //!
-//! The page's `Origin` must be a page this server served – scheme, host and port – or an
-//! origin the user allowed, so neither another website nor a page of another program on
-//! this machine can drive the devices. Any bind address other than loopback needs a token,
-//! which the UI sends first. Every text message is held to the nesting limit before
-//! anything parses it, whatever its kind (command, chat, display).
+//! It is the door where a person sits, so it always has a secret: the `--token` given, or
+//! one made per launch and printed in the URL that opens the UI ([`WebServer::url`]), which
+//! the page proves first on `/ws`. A local port proves nothing – any program and any web
+//! page can reach it – so until the secret is proven a connection can do nothing at all,
+//! and only after it does a yes in its messages count as the person's. The door's
+//! [`Guard`] also checks every request's `Origin` (a page this server served, or one the
+//! user listed) and, on loopback, its `Host` (a rebound DNS name reads not even the pages).
+//! Every text message is held to the size and nesting limits before anything parses it,
+//! whatever its kind (command, chat, display).
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
-use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode};
+use axum::extract::{Request, State};
+use axum::http::StatusCode;
+use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use sextant_assistant::door::ChatDoor;
-use sextant_commands::door::{json_depth, AuthThrottle, RateLimiter};
 use sextant_commands::ErrorCode;
 use sextant_display::DisplayOptions;
+use sextant_guard::{DoorKind, Guard, GuardError, RateLimiter};
 use sextant_runtime::RuntimeHandle;
 use tokio::sync::{mpsc, watch};
 use tower_http::services::{ServeDir, ServeFile};
 
-use crate::server::{error_message, handle_line, Door, Session};
-use crate::websocket::origin_allowed;
+use crate::server::{error_message, handle_line, Session};
 use crate::{ApiError, ApiOptions};
 
 struct Shared {
     runtime: RuntimeHandle,
     options: ApiOptions,
-    origins: Vec<String>,
-    clients: AtomicUsize,
-    /// Bound to a non-loopback address (a token is then required).
-    lan: bool,
-    /// The port the pages are served from: a page's origin must name it.
-    port: u16,
-    throttle: Arc<AuthThrottle>,
+    guard: Arc<Guard>,
     chat: Option<Arc<ChatDoor>>,
 }
 
 pub struct WebServer {
     local: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    guard: Arc<Guard>,
 }
 
 impl WebServer {
@@ -68,44 +67,65 @@ impl WebServer {
         ui_dir: &Path,
         chat: Option<Arc<ChatDoor>>,
     ) -> Result<WebServer, ApiError> {
-        if !addr.ip().is_loopback() && options.token.as_deref().is_none_or(str::is_empty) {
-            return Err(ApiError::TokenRequired(addr));
-        }
         let index = ui_dir.join("index.html");
         if !index.is_file() {
             return Err(ApiError::NoUi(ui_dir.to_path_buf()));
         }
-        let listener = tokio::net::TcpListener::bind(addr)
-            .await
-            .map_err(|source| ApiError::Bind { addr, source })?;
+        let (guard, listener) =
+            Guard::listen(DoorKind::Web, addr, options.guard(allowed_origins)).await?;
         let local = listener
             .local_addr()
-            .map_err(|source| ApiError::Bind { addr, source })?;
+            .map_err(|source| GuardError::Bind { addr, source })?;
         let shared = Arc::new(Shared {
             runtime,
             options,
-            origins: allowed_origins,
-            clients: AtomicUsize::new(0),
-            lan: !addr.ip().is_loopback(),
-            port: local.port(),
-            throttle: Arc::new(AuthThrottle::default()),
+            guard: guard.clone(),
             chat,
         });
         let files = ServeDir::new(PathBuf::from(ui_dir)).fallback(ServeFile::new(index));
         let app = Router::new()
             .route("/ws", get(upgrade))
             .fallback_service(files)
+            .layer(axum::middleware::from_fn_with_state(
+                shared.clone(),
+                checked,
+            ))
             .with_state(shared);
         let task = tokio::spawn(async move {
             if let Err(e) = axum::serve(listener, app).await {
                 tracing::error!("web server stopped: {e}");
             }
         });
-        Ok(WebServer { local, task })
+        Ok(WebServer { local, task, guard })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// The door's secret, which the UI proves before anything else.
+    pub fn secret(&self) -> &str {
+        self.guard.secret().unwrap_or_default()
+    }
+
+    /// The address that opens the UI with its secret – what to print, and to open in the
+    /// person's browser. The UI keeps the secret for the tab and drops it from the address.
+    pub fn url(&self) -> String {
+        format!("http://{}/?token={}", self.local, self.secret())
+    }
+}
+
+/// Every request, pages and `/ws` alike, goes through the door's guard first.
+async fn checked(State(shared): State<Arc<Shared>>, request: Request, next: Next) -> Response {
+    // Decided before anything awaits: a request's body is not `Sync`, so no borrow of it may
+    // live across the await below.
+    let verdict = {
+        let header = |name: &str| request.headers().get(name).and_then(|v| v.to_str().ok());
+        shared.guard.check_request(header("origin"), header("host"))
+    };
+    match verdict {
+        Ok(()) => next.run(request).await,
+        Err(refused) => (StatusCode::FORBIDDEN, refused.message()).into_response(),
     }
 }
 
@@ -115,50 +135,21 @@ impl Drop for WebServer {
     }
 }
 
-/// Pages this server served from a loopback address (its very port) or an origin the
-/// user allowed; on a LAN bind (which needs a token) also the page served under the `Host`
-/// it was asked for. Same-origin by `Host` alone is not enough on loopback: a rebinding
-/// DNS name pointing at 127.0.0.1 would pass it.
-fn page_allowed(origin: &str, host: Option<&str>, port: u16, extra: &[String], lan: bool) -> bool {
-    let same_origin = host.is_some_and(|h| origin == format!("http://{h}"));
-    (lan && same_origin) || origin_allowed(origin, Some(port), extra)
-}
-
-async fn upgrade(
-    State(shared): State<Arc<Shared>>,
-    headers: HeaderMap,
-    ws: WebSocketUpgrade,
-) -> Response {
-    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok());
-    if let Some(origin) = header("origin") {
-        if !page_allowed(
-            origin,
-            header("host"),
-            shared.port,
-            &shared.origins,
-            shared.lan,
-        ) {
-            return (
-                StatusCode::FORBIDDEN,
-                format!("origin {origin} may not use this server"),
-            )
-                .into_response();
-        }
-    }
-    if shared.clients.load(Ordering::SeqCst) >= shared.options.limits.max_clients {
+async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Response {
+    // The guard has checked `Origin` and `Host` already (the router's layer).
+    let Some(slot) = shared.guard.admit() else {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             "too many clients; try again later",
         )
             .into_response();
-    }
-    shared.clients.fetch_add(1, Ordering::SeqCst);
+    };
     let max = shared.options.limits.max_message_bytes;
     ws.max_message_size(max)
         .max_frame_size(max)
         .on_upgrade(move |socket| async move {
             serve(socket, &shared).await;
-            shared.clients.fetch_sub(1, Ordering::SeqCst);
+            drop(slot);
         })
 }
 
@@ -182,10 +173,9 @@ async fn serve(socket: WebSocket, shared: &Shared) {
         let _ = sink.close().await;
     });
     let mut session = Session::new(
-        Door::Ui,
+        shared.guard.clone(),
         shared.runtime.clone(),
         &shared.options,
-        shared.throttle.clone(),
         out.clone(),
     );
     let mut bucket = RateLimiter::new(&limits);
@@ -221,9 +211,13 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                 ))
             }
             // Before any parser sees it, whichever kind of message it turns out to be.
-            Ok(Message::Text(text)) if json_depth(text.as_bytes()) > limits.max_depth => {
-                let msg = format!("JSON nested deeper than {} levels", limits.max_depth);
-                Some(error_message(Value::Null, ErrorCode::BadRequest, &msg))
+            Ok(Message::Text(text)) if shared.guard.check_message(text.as_bytes()).is_err() => {
+                let refused = shared.guard.check_message(text.as_bytes()).unwrap_err();
+                Some(error_message(
+                    Value::Null,
+                    ErrorCode::BadRequest,
+                    &refused.message(),
+                ))
             }
             Ok(Message::Text(text)) => match chat_request(text.as_str()) {
                 Some(request) => queue_chat(
@@ -246,7 +240,7 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                         }
                         Err(e) => error_message(request.id, ErrorCode::InvalidParams, &e),
                     }),
-                    None => handle_line(&mut session, text.as_bytes(), &limits).await,
+                    None => handle_line(&mut session, text.as_bytes()).await,
                 },
             },
             Ok(Message::Binary(_)) => Some(error_message(
@@ -482,66 +476,6 @@ async fn display_loop(
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn pages_from_this_server_only() {
-        let lan = Some("192.168.1.5:7777");
-        assert!(page_allowed(
-            "http://192.168.1.5:7777",
-            lan,
-            7777,
-            &[],
-            true
-        ));
-        let local = Some("127.0.0.1:7777");
-        assert!(page_allowed(
-            "http://127.0.0.1:7777",
-            local,
-            7777,
-            &[],
-            false
-        ));
-        assert!(page_allowed(
-            "http://localhost:7777",
-            local,
-            7777,
-            &[],
-            false
-        ));
-        // Another program's page on this machine: same host, another port.
-        assert!(!page_allowed(
-            "http://localhost:5173",
-            local,
-            7777,
-            &[],
-            false
-        ));
-        let dev = ["http://localhost:5173".to_string()];
-        assert!(page_allowed(
-            "http://localhost:5173",
-            local,
-            7777,
-            &dev,
-            false
-        ));
-        assert!(!page_allowed("http://evil.example", lan, 7777, &[], true));
-        assert!(!page_allowed(
-            "http://192.168.1.5:7777",
-            None,
-            7777,
-            &[],
-            true
-        ));
-        // DNS rebinding: evil.example resolving to 127.0.0.1 is same-origin but refused.
-        let rebound = Some("evil.example:7777");
-        assert!(!page_allowed(
-            "http://evil.example:7777",
-            rebound,
-            7777,
-            &[],
-            false
-        ));
-    }
 
     #[test]
     fn display_messages_are_recognised_and_checked() {

@@ -151,7 +151,13 @@ async fn non_loopback_needs_a_token_and_a_token_needs_auth() {
     .await
     .err()
     .expect("refused");
-    assert!(matches!(e, ApiError::TokenRequired(_)), "{e}");
+    assert!(
+        matches!(
+            e,
+            ApiError::Guard(sextant_guard::GuardError::TokenRequired(_))
+        ),
+        "{e}"
+    );
     assert!(e.to_string().contains("token"));
 
     let server = ApiServer::bind(

@@ -394,6 +394,16 @@ async fn ws_connect(
         .map(|(ws, _)| ws)
 }
 
+/// The web UI's connection, as the page makes it: the handshake, then the launch's secret.
+async fn web_connect(server: &WebServer, origin: Option<&str>) -> Ws {
+    let mut ws = ws_connect(&format!("ws://{}/ws", server.local_addr()), origin)
+        .await
+        .unwrap();
+    let auth = json!({"type": "auth", "id": 0, "token": server.secret()});
+    ws.send(Message::text(auth.to_string())).await.unwrap();
+    ws
+}
+
 async fn ws_call(ws: &mut Ws, id: u64, command: &str, params: Value, approved: bool) -> Value {
     let msg = json!({"type": "command", "id": id, "command": command, "params": params, "approved": approved});
     ws.send(Message::text(msg.to_string())).await.unwrap();
@@ -464,9 +474,7 @@ async fn the_ui_door_asks_the_person_once_per_project_and_command_line() {
     let handle = runtime_in(dir.path(), program_project(&marker));
     let ui = ui_dir();
     let server = web(handle.clone(), ui.path()).await;
-    let mut ws = ws_connect(&format!("ws://{}/ws", server.local_addr()), None)
-        .await
-        .unwrap();
+    let mut ws = web_connect(&server, None).await;
     // A click on Connect is not a yes to running a program: the person is asked first.
     let r = ws_call(&mut ws, 1, "io.connect", json!({}), false).await;
     assert_eq!(r["error"]["code"], "needsConfirmation", "{r}");
@@ -560,9 +568,7 @@ async fn nesting_is_checked_before_any_message_kind_is_parsed() {
         ui.path(),
     )
     .await;
-    let mut ws = ws_connect(&format!("ws://{}/ws", server.local_addr()), None)
-        .await
-        .unwrap();
+    let mut ws = web_connect(&server, None).await;
     for kind in ["chat", "display", "command"] {
         let bomb = format!(
             "{{\"type\":\"{kind}\",\"id\":1,\"x\":{}{}}}",
@@ -577,7 +583,11 @@ async fn nesting_is_checked_before_any_message_kind_is_parsed() {
                 .unwrap()
                 .unwrap();
             if let Message::Text(t) = m {
-                break serde_json::from_str::<Value>(&t).unwrap();
+                let v = serde_json::from_str::<Value>(&t).unwrap();
+                // The answer to the secret (id 0) comes first.
+                if v["id"] != 0 {
+                    break v;
+                }
             }
         };
         assert!(
@@ -601,9 +611,7 @@ async fn saving_over_an_imported_serial_studio_file_asks_first() {
     let before = std::fs::read(&ssproj).unwrap();
     let ui = ui_dir();
     let server = web(handle, ui.path()).await;
-    let mut ws = ws_connect(&format!("ws://{}/ws", server.local_addr()), None)
-        .await
-        .unwrap();
+    let mut ws = web_connect(&server, None).await;
     let r = ws_call(&mut ws, 1, "project.open", json!({ "path": ssproj }), false).await;
     assert_eq!(r["success"], true, "{r}");
     assert!(

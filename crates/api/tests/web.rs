@@ -59,6 +59,8 @@ async fn get(server: &WebServer, path: &str) -> String {
 type Ws =
     tokio_tungstenite::WebSocketStream<tokio_tungstenite::MaybeTlsStream<tokio::net::TcpStream>>;
 
+/// The UI's connection: the WebSocket handshake, then the launch's secret proven, as the
+/// page does with the secret from its address.
 async fn connect(
     server: &WebServer,
     origin: Option<&str>,
@@ -69,9 +71,18 @@ async fn connect(
     if let Some(o) = origin {
         req.headers_mut().insert("origin", o.parse().unwrap());
     }
-    tokio_tungstenite::connect_async(req)
-        .await
-        .map(|(ws, _)| ws)
+    let (mut ws, _) = tokio_tungstenite::connect_async(req).await?;
+    let auth = json!({"type": "auth", "id": "auth", "token": server.secret()});
+    ws.send(Message::text(auth.to_string())).await.unwrap();
+    loop {
+        if let Message::Text(t) = next(&mut ws).await {
+            let v: Value = serde_json::from_str(&t).unwrap();
+            if v["id"] == "auth" {
+                assert_eq!(v["success"], true, "{v}");
+                return Ok(ws);
+            }
+        }
+    }
 }
 
 async fn next(ws: &mut Ws) -> Message {
@@ -253,7 +264,10 @@ async fn refuses_to_start_without_a_ui_or_on_a_lan_without_a_token() {
     .await
     .err()
     .unwrap();
-    assert!(matches!(e, ApiError::TokenRequired(_)));
+    assert!(matches!(
+        e,
+        ApiError::Guard(sextant_guard::GuardError::TokenRequired(_))
+    ));
 }
 
 #[tokio::test]
@@ -352,8 +366,7 @@ async fn the_socket_carries_chats_and_streams_their_events() {
     ))
     .await;
     let server = chat_server("127.0.0.1:0", ApiOptions::default(), ui.path(), data.path()).await;
-    let url = format!("ws://{}/ws", server.local_addr());
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let mut ws = connect(&server, None).await.unwrap();
 
     let r = chat(
         &mut ws,
@@ -450,8 +463,7 @@ async fn chats_need_the_token_on_a_lan_and_an_assistant_to_exist() {
     assert_eq!(r["result"], json!([]), "{r}");
 
     let plain = server_without_chat().await;
-    let url = format!("ws://{}/ws", plain.0.local_addr());
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let mut ws = connect(&plain.0, None).await.unwrap();
     let r = chat(&mut ws, 1, json!({"op": "list"})).await;
     assert!(
         r["error"]["message"]
@@ -471,8 +483,7 @@ async fn server_without_chat() -> (WebServer, tempfile::TempDir) {
 async fn a_clients_chat_requests_are_answered_in_the_order_sent() {
     let (ui, data) = (ui_dir(), tempfile::tempdir().unwrap());
     let server = chat_server("127.0.0.1:0", ApiOptions::default(), ui.path(), data.path()).await;
-    let url = format!("ws://{}/ws", server.local_addr());
-    let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    let mut ws = connect(&server, None).await.unwrap();
     // Ten creates and a list, sent without waiting: the list sees all ten.
     for id in 1..=10 {
         let msg = json!({"type": "chat", "id": id, "op": "create", "title": format!("c{id}")});

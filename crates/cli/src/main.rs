@@ -93,9 +93,13 @@ enum Command {
     /// Serve the UI to a browser (--http-port) and/or the command registry to scripts
     /// (--api: newline-delimited JSON over TCP; --ws-port: the same over WebSocket).
     Serve {
-        /// Serve the web UI and its WebSocket on this port (http://127.0.0.1:PORT/).
+        /// Serve the web UI and its WebSocket on this port; open it with the address printed
+        /// on start (http://127.0.0.1:PORT/?token=…, the launch's secret).
         #[arg(long)]
         http_port: Option<u16>,
+        /// Open the UI's address (with its secret) in the default browser once serving.
+        #[arg(long, requires = "http_port")]
+        open: bool,
         /// The built UI to serve (default: $SEXTANT_UI_DIR, the installed copy, or ui/dist).
         #[arg(long)]
         ui: Option<PathBuf>,
@@ -116,7 +120,8 @@ enum Command {
         bind: std::net::IpAddr,
         #[arg(long, default_value_t = 7777)]
         port: u16,
-        /// Token clients must send first (`{"type":"auth","token":…}`).
+        /// Token clients must send first (`{"type":"auth","token":…}`); the web UI makes one
+        /// per launch without it, even on loopback (it is the person's door).
         #[arg(long, env = "SEXTANT_API_TOKEN", hide_env_values = true)]
         token: Option<String>,
         /// Consent for API clients to run DeviceGated commands (sending to devices).
@@ -127,8 +132,8 @@ enum Command {
         #[arg(long)]
         allow_process_sources: bool,
         /// A folder API clients may write files in (CSV exports, projects, session
-        /// databases) besides the project's folder, the data folder and the user's
-        /// Documents, Downloads and Desktop; repeatable.
+        /// databases) besides the project's folder and the user's Documents, Downloads and
+        /// Desktop; repeatable. Sextant's own data folder is never one.
         #[arg(long)]
         allow_folder: Vec<PathBuf>,
         /// Project to open; edits are auto-saved to it.
@@ -275,6 +280,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Commands { json } => list_commands(json),
         Command::Serve {
             http_port,
+            open,
             ui,
             demo,
             api,
@@ -290,6 +296,7 @@ fn run(cli: Cli) -> Result<()> {
             data_dir,
         } => serve(Serve {
             web: http_port.map(|p| std::net::SocketAddr::new(bind, p)),
+            open,
             ui,
             demo,
             api: api.then(|| std::net::SocketAddr::new(bind, port)),
@@ -366,6 +373,7 @@ fn run(cli: Cli) -> Result<()> {
 
 struct Serve {
     web: Option<std::net::SocketAddr>,
+    open: bool,
     ui: Option<PathBuf>,
     demo: bool,
     api: Option<std::net::SocketAddr>,
@@ -393,10 +401,10 @@ fn data_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
 const SESSIONS_FILE: &str = "sessions.sqlite";
 
 /// What every door of this process shares: the folders files may be written in without
-/// asking, and the programs a person allowed (kept in the data folder).
+/// asking, Sextant's own folder (the data folder: settings, permissions, chats), which no
+/// command writes in, and the programs a person allowed (kept there).
 fn safeguards(data: Option<&Path>, mut folders: Vec<PathBuf>) -> sextant_runtime::Safeguards {
     use sextant_runtime::{safeguards::TRUST_FILE, Safeguards, TrustStore};
-    folders.extend(data.map(Path::to_path_buf));
     folders.extend(
         [
             dirs::document_dir(),
@@ -411,6 +419,7 @@ fn safeguards(data: Option<&Path>, mut folders: Vec<PathBuf>) -> sextant_runtime
         None => TrustStore::in_memory(),
     };
     Safeguards::new(folders, trust)
+        .with_own_folders(data.into_iter().map(Path::to_path_buf).collect())
 }
 
 /// Where the built UI is: the flag, the environment, next to an installed binary, or the
@@ -483,7 +492,15 @@ fn serve(s: Serve) -> Result<()> {
                     Some(std::sync::Arc::new(chat)),
                 )
                 .await?;
-                eprintln!("Sextant UI on http://{}/", server.local_addr());
+                // The secret in the address is what lets the page act as the person.
+                eprintln!("Sextant UI on {}", server.url());
+                eprintln!(
+                    "  (open that address; the part after ?token= is this launch's secret, \
+                     so anyone with it controls this app)"
+                );
+                if s.open {
+                    open_in_browser(&server.url());
+                }
                 Some(server)
             }
             None => None,
@@ -536,6 +553,27 @@ fn serve(s: Serve) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         Ok(())
     })
+}
+
+/// Opens `url` in the person's default browser (they asked, with `--open`); a failure only
+/// says so – the address is printed anyway.
+fn open_in_browser(url: &str) {
+    let opener = if cfg!(target_os = "macos") {
+        "open"
+    } else if cfg!(windows) {
+        "explorer"
+    } else {
+        "xdg-open"
+    };
+    if let Err(e) = std::process::Command::new(opener)
+        .arg(url)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+    {
+        eprintln!("could not open a browser ({opener}: {e}); open the address above yourself");
+    }
 }
 
 /// Ctrl-C, or (on Unix) SIGTERM – how a service manager, a container or a test harness

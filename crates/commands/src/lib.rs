@@ -12,7 +12,6 @@
 //! server, MCP, assistant) apply with the caller's settings.
 
 mod calling;
-pub mod door;
 mod policy;
 mod reference;
 mod registry;
@@ -20,7 +19,9 @@ mod registry;
 pub use calling::{BoxFuture, Caller, CommandDoor};
 pub use policy::{Decision, Policy};
 pub use reference::markdown_reference;
-pub use registry::{CommandBuilder, CommandSpec, Example, Registry};
+pub use registry::{
+    Apply, CommandBuilder, CommandSpec, Deferred, Example, Job, Outcome, Registry, Then,
+};
 
 use serde::{Deserialize, Serialize};
 

@@ -3,7 +3,9 @@
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sextant_commands::{markdown_reference, CommandError, ErrorCode, Registry, Tier};
+use sextant_commands::{
+    markdown_reference, CommandError, Deferred, ErrorCode, Outcome, Registry, Then, Tier,
+};
 
 #[derive(Default)]
 struct Counter {
@@ -174,4 +176,113 @@ fn duplicate_names_are_a_startup_bug() {
         "again",
         |c: &mut Counter, _: Nothing| Ok(Total { total: c.value }),
     );
+}
+
+/// `counter.slowAdd`: the sum is worked out away from the counter, then applied to it;
+/// `counter.slowGet`: answered away from it. Both check their parameters first.
+fn deferred_registry() -> Registry<Counter> {
+    let mut r = registry();
+    r.register_deferred(
+        "counter.slowAdd",
+        Tier::Confirm,
+        "Adds, working the amount out elsewhere.",
+        |_: &mut Counter, p: AddParams| {
+            if p.amount == 13 {
+                return Err(CommandError::failed("13 is unlucky"));
+            }
+            Ok(Deferred::off_then(
+                move || match p.amount {
+                    666 => Err(CommandError::failed("the work failed")),
+                    amount => Ok(amount * 2),
+                },
+                |c: &mut Counter, doubled: i64| {
+                    c.value += doubled;
+                    Ok(Total { total: c.value })
+                },
+            ))
+        },
+    );
+    r.register_deferred(
+        "counter.slowGet",
+        Tier::Safe,
+        "The total, read elsewhere.",
+        |c: &mut Counter, _: Nothing| {
+            let value = c.value;
+            Ok(if value == 0 {
+                Deferred::now(Total { total: 0 })
+            } else {
+                Deferred::off(move || Ok(Total { total: value }))
+            })
+        },
+    );
+    r
+}
+
+#[test]
+fn a_deferred_command_runs_whole_through_call() {
+    let r = deferred_registry();
+    let mut c = Counter::default();
+    assert_eq!(
+        r.call(&mut c, "counter.slowGet", json!({})).unwrap(),
+        json!({"total": 0})
+    );
+    assert_eq!(
+        r.call(&mut c, "counter.slowAdd", json!({"amount": 4}))
+            .unwrap(),
+        json!({"total": 8})
+    );
+    assert_eq!(
+        r.call(&mut c, "counter.slowGet", json!({})).unwrap(),
+        json!({"total": 8})
+    );
+    let e = r
+        .call(&mut c, "counter.slowAdd", json!({"amount": "four"}))
+        .unwrap_err();
+    assert_eq!(e.path.as_deref(), Some("amount"));
+    let e = r
+        .call(&mut c, "counter.slowAdd", json!({"amount": 666}))
+        .unwrap_err();
+    assert_eq!(e.message, "the work failed");
+    assert_eq!(c.value, 8, "a failed job applies nothing");
+    // Its spec is a plain command's: schemas from the same types.
+    let spec = r.get("counter.slowAdd").unwrap();
+    assert_eq!(
+        spec.params_schema,
+        r.get("counter.add").unwrap().params_schema
+    );
+    assert_eq!(
+        spec.result_schema,
+        r.get("counter.add").unwrap().result_schema
+    );
+}
+
+#[test]
+fn start_hands_the_work_over_and_the_change_comes_back() {
+    let r = deferred_registry();
+    let mut c = Counter::default();
+    // A plain command is done at once.
+    assert!(matches!(
+        r.start(&mut c, "counter.add", json!({"amount": 1})),
+        Ok(Outcome::Now(v)) if v == json!({"total": 1})
+    ));
+    // The handler refuses on the spot; nothing is handed over.
+    let e = r
+        .start(&mut c, "counter.slowAdd", json!({"amount": 13}))
+        .err()
+        .unwrap();
+    assert_eq!(e.message, "13 is unlucky");
+    let Ok(Outcome::Later(job)) = r.start(&mut c, "counter.slowAdd", json!({"amount": 5})) else {
+        panic!("slowAdd hands its work over");
+    };
+    // The job runs on another thread, without the counter; the counter is untouched.
+    let then = std::thread::spawn(job).join().unwrap().unwrap();
+    assert_eq!(c.value, 1);
+    let Then::Apply(apply) = then else {
+        panic!("slowAdd changes the counter");
+    };
+    assert_eq!(apply(&mut c).unwrap(), json!({"total": 11}));
+    let Ok(Outcome::Later(job)) = r.start(&mut c, "counter.slowGet", json!({})) else {
+        panic!("slowGet hands its work over");
+    };
+    assert!(matches!(job(), Ok(Then::Reply(v)) if v == json!({"total": 11})));
 }

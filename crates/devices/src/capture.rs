@@ -35,7 +35,7 @@ pub struct CaptureWriter<W: Write> {
 
 impl CaptureWriter<BufWriter<File>> {
     pub fn create(path: &Path) -> io::Result<Self> {
-        let file = File::create(path).map_err(|e| {
+        let file = sextant_fsutil::create_file(path).map_err(|e| {
             io::Error::new(
                 e.kind(),
                 format!("could not create capture {}: {e}", path.display()),

@@ -95,7 +95,13 @@ pub(crate) fn record_line(text: &str, position: &csv::Position, comments: bool) 
 pub fn load_csv(path: &Path) -> Result<(Vec<String>, CsvRecords), DeviceError> {
     let text = std::fs::read_to_string(path)
         .map_err(|e| DeviceError::fatal(format!("could not read {}: {e}", path.display())))?;
-    let text = text.strip_prefix('\u{feff}').unwrap_or(&text);
+    parse_csv(&text, path)
+}
+
+/// A CSV export's text, read from `path` (named in messages): its dataset columns and its
+/// rows. For a caller that reads the file itself ([`load_csv`] does both).
+pub fn parse_csv(text: &str, path: &Path) -> Result<(Vec<String>, CsvRecords), DeviceError> {
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let mut reader = csv::ReaderBuilder::new()
         .has_headers(false)
         .flexible(true)

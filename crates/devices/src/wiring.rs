@@ -232,7 +232,7 @@ impl CsvSink {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(f64, Vec<Value>)>(65_536);
         let path = self.path.clone();
         self.writer = Some(thread::spawn(move || {
-            let file = std::fs::File::create(&path)?;
+            let file = sextant_fsutil::create_file(&path)?;
             let mut csv =
                 sextant_telemetry::csv::CsvWriter::new(std::io::BufWriter::new(file), &columns)?;
             for (t, row) in rx {

@@ -1,5 +1,12 @@
-//! Atomic file writes, the one implementation every crate that replaces a file uses:
-//! project saves, the assistant's settings, the secrets file and its key.
+//! Writing files safely, the one implementation every crate uses: atomic replacement
+//! ([`write_atomic`]: project saves, the assistant's settings, the secrets file and its key)
+//! and creating a file to stream into ([`create_file`]: CSV exports, captures).
+//!
+//! Neither follows a symbolic link at the target: a rename replaces the link itself, and
+//! [`create_file`] opens with `O_NOFOLLOW`, so a link planted in a user's folder (say, a
+//! dangling one pointing at a file elsewhere) cannot send the bytes out of that folder.
+//! Which paths a command may write at all is decided before, by the runtime's one write
+//! policy (`sextant_runtime::safeguards`).
 //!
 //! The bytes go to a temporary file in the target's own directory, which is flushed to
 //! disk and renamed over the target; then the directory is flushed, so the rename itself
@@ -75,6 +82,56 @@ fn write_with_hook(
     sync_dir(&dir)
 }
 
+/// Creates (or truncates) the regular file at `path` for writing, never following a
+/// symbolic link at `path` and never blocking on a named pipe or a device there: anything
+/// but a regular file is refused with [`io::ErrorKind::InvalidInput`].
+pub fn create_file(path: &Path) -> io::Result<fs::File> {
+    let mut options = fs::OpenOptions::new();
+    options.write(true).create(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        // O_NONBLOCK: opening a FIFO for writing would otherwise wait for a reader.
+        options.custom_flags(libc::O_NOFOLLOW | libc::O_NONBLOCK);
+    }
+    let file = options.open(path).map_err(|e| {
+        #[cfg(unix)]
+        if e.raw_os_error() == Some(libc::ELOOP) {
+            return io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!(
+                    "`{}` is a symbolic link; Sextant does not write through links – choose the file itself",
+                    path.display()
+                ),
+            );
+        }
+        e
+    })?;
+    if !file.metadata()?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidInput,
+            format!(
+                "`{}` is not a regular file (a named pipe or a device?); choose a file",
+                path.display()
+            ),
+        ));
+    }
+    #[cfg(unix)]
+    {
+        // Back to blocking writes, as any file; truncate only once it is known regular.
+        let fd = std::os::unix::io::AsRawFd::as_raw_fd(&file);
+        // SAFETY: `fd` is open for the life of `file`; F_GETFL/F_SETFL take no pointers.
+        unsafe {
+            let flags = libc::fcntl(fd, libc::F_GETFL);
+            if flags >= 0 {
+                libc::fcntl(fd, libc::F_SETFL, flags & !libc::O_NONBLOCK);
+            }
+        }
+    }
+    file.set_len(0)?;
+    Ok(file)
+}
+
 /// Flushes a directory's entries (a rename in it) to disk.
 #[cfg(unix)]
 fn sync_dir(dir: &Path) -> io::Result<()> {
@@ -90,6 +147,33 @@ fn sync_dir(_dir: &Path) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn create_file_never_follows_a_link_nor_waits_on_a_pipe() {
+        let dir = tempfile::tempdir().unwrap();
+        let elsewhere = dir.path().join("elsewhere.txt");
+        let link = dir.path().join("export.csv");
+        std::os::unix::fs::symlink(&elsewhere, &link).unwrap();
+        let err = create_file(&link).unwrap_err();
+        assert!(err.to_string().contains("symbolic link"), "{err}");
+        assert!(
+            !elsewhere.exists(),
+            "nothing written through the dangling link"
+        );
+        let fifo = dir.path().join("pipe");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid NUL-terminated path.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        // No reader: a blocking open would hang here forever.
+        assert!(create_file(&fifo).is_err());
+        let plain = dir.path().join("plain.csv");
+        fs::write(&plain, b"old contents").unwrap();
+        let mut f = create_file(&plain).unwrap();
+        f.write_all(b"new").unwrap();
+        drop(f);
+        assert_eq!(fs::read(&plain).unwrap(), b"new");
+    }
 
     fn entries(dir: &Path) -> Vec<String> {
         let mut names: Vec<String> = fs::read_dir(dir)

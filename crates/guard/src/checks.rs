@@ -1,6 +1,7 @@
-//! What every door (API server, MCP, and the next ones) enforces per client, in one place:
-//! message size, JSON nesting, rate, client count, token checks and the back-off after
-//! wrong tokens, and recognising a web browser's request sent to a JSON-lines port.
+//! The checks the [`Guard`](crate::Guard) is made of, each testable alone: message size,
+//! JSON nesting, rate, token checks and the back-off after wrong tokens, recognising a web
+//! browser's request sent to a JSON-lines port, and which `Origin` and `Host` an HTTP door
+//! accepts.
 
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
@@ -136,6 +137,71 @@ pub fn looks_like_http(line: &[u8]) -> bool {
         .any(|h| line.len() >= h.len() && line[..h.len()].eq_ignore_ascii_case(h))
 }
 
+/// The host names that are this machine's loopback, as a URL or a `Host` header spells them.
+const LOOPBACK_HOSTS: &[&str] = &["localhost", "127.0.0.1", "[::1]"];
+
+/// Whether a browser page from `origin` may connect: one the user allowed, or – when the
+/// door serves pages itself, on `own_port` – a page it served: `http`, a loopback host and
+/// exactly that port. Scheme, host and port all count: a page on another localhost port
+/// belongs to another program (a dev server, a tool, anything a link can open).
+pub fn origin_allowed(origin: &str, own_port: Option<u16>, extra: &[String]) -> bool {
+    if extra.iter().any(|o| o.eq_ignore_ascii_case(origin)) {
+        return true;
+    }
+    let (Some(own), Some((scheme, host, port))) = (own_port, split_origin(origin)) else {
+        return false;
+    };
+    scheme == "http" && LOOPBACK_HOSTS.contains(&host) && port == own
+}
+
+/// Whether a request's `Host` header names this door as a loopback door is reached:
+/// a loopback name and the door's own port, or the host of an origin the user listed.
+/// Anything else on a loopback door is a DNS name rebound to 127.0.0.1 by a web page.
+pub fn host_allowed(host: &str, own_port: u16, extra: &[String]) -> bool {
+    let Some((name, port)) = split_authority(host, 80) else {
+        return false;
+    };
+    let listed = extra.iter().any(|o| {
+        split_origin(o).is_some_and(|(_, h, p)| h.eq_ignore_ascii_case(name) && p == port)
+    });
+    listed || (LOOPBACK_HOSTS.contains(&name) && port == own_port)
+}
+
+/// `scheme://host[:port]` → (scheme, host, port with the scheme's default); `None` for
+/// anything else (`null`, a path, user info, a bad port).
+pub fn split_origin(origin: &str) -> Option<(&str, &str, u16)> {
+    let (scheme, rest) = origin.split_once("://")?;
+    let default = match scheme {
+        "http" => 80,
+        "https" => 443,
+        _ => return None,
+    };
+    let (host, port) = split_authority(rest, default)?;
+    Some((scheme, host, port))
+}
+
+/// `host[:port]` → (host, port, `default` when none is given); `None` for a path, user
+/// info, a query or a bad port.
+fn split_authority(rest: &str, default: u16) -> Option<(&str, u16)> {
+    if rest.contains(['/', '@', '?', '#']) {
+        return None;
+    }
+    let (host, port) = if rest.starts_with('[') {
+        let end = rest.find(']')?;
+        (&rest[..=end], &rest[end + 1..])
+    } else {
+        match rest.rsplit_once(':') {
+            Some((h, _)) => (h, &rest[h.len()..]),
+            None => (rest, ""),
+        }
+    };
+    let port = match port {
+        "" => default,
+        p => p.strip_prefix(':')?.parse().ok()?,
+    };
+    (!host.is_empty()).then_some((host, port))
+}
+
 /// Nesting depth of a JSON text, counted without parsing, so a deeply nested bomb is
 /// refused before a parser recurses into it.
 pub fn json_depth(text: &[u8]) -> usize {
@@ -235,5 +301,74 @@ mod tests {
         let mut b = RateLimiter::new(&limits);
         assert!((0..3).all(|_| b.take(&limits)));
         assert!(!b.take(&limits));
+    }
+
+    #[test]
+    fn pages_this_door_served_and_listed_origins_only() {
+        let own = Some(7777);
+        for ok in [
+            "http://localhost:7777",
+            "http://127.0.0.1:7777",
+            "http://[::1]:7777",
+        ] {
+            assert!(origin_allowed(ok, own, &[]), "{ok}");
+        }
+        for bad in [
+            "http://localhost:5173",
+            "http://127.0.0.1:7778",
+            "http://localhost",
+            "https://localhost:7777",
+            "https://evil.example",
+            "http://localhost.evil.example:7777",
+            "http://127.0.0.1.nip.io:7777",
+            "http://user@localhost:7777",
+            "null",
+            "",
+        ] {
+            assert!(!origin_allowed(bad, own, &[]), "{bad}");
+        }
+        assert!(
+            !origin_allowed("http://localhost:7777", None, &[]),
+            "no page of its own"
+        );
+        let listed = ["http://192.168.1.5:7778".to_string()];
+        assert!(origin_allowed("http://192.168.1.5:7778", None, &listed));
+        assert!(!origin_allowed("http://192.168.1.5:7779", None, &listed));
+    }
+
+    #[test]
+    fn hosts_name_this_door_by_a_loopback_name_and_its_port() {
+        for ok in ["127.0.0.1:7777", "localhost:7777", "[::1]:7777"] {
+            assert!(host_allowed(ok, 7777, &[]), "{ok}");
+        }
+        for bad in [
+            "evil.example:7777",
+            "127.0.0.1.nip.io:7777",
+            "localhost:7778",
+            "localhost",
+            "",
+            "127.0.0.1:7777/x",
+        ] {
+            assert!(!host_allowed(bad, 7777, &[]), "{bad}");
+        }
+        let listed = ["http://bench.local:7777".to_string()];
+        assert!(host_allowed("bench.local:7777", 7777, &listed));
+        assert!(!host_allowed("bench.local:7778", 7777, &listed));
+    }
+
+    #[test]
+    fn origins_split_into_scheme_host_and_port() {
+        let cases = [
+            ("http://localhost", Some(("http", "localhost", 80))),
+            ("https://example.com", Some(("https", "example.com", 443))),
+            ("http://[::1]:8080", Some(("http", "[::1]", 8080))),
+            ("http://127.0.0.1:99999", None),
+            ("http://127.0.0.1:", None),
+            ("ftp://x", None),
+            ("http://a/b", None),
+        ];
+        for (origin, want) in cases {
+            assert_eq!(split_origin(origin), want, "{origin}");
+        }
     }
 }

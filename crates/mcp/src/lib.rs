@@ -36,7 +36,6 @@ pub use server::{McpService, FRAME_URI, PROJECT_URI};
 pub use tcp::McpTcpServer;
 pub use tools::{command_name_of, tool_name};
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use rmcp::service::{ServerInitializeError, ServiceExt};
@@ -44,7 +43,8 @@ use sextant_commands::CommandDoor;
 use tokio::io::{AsyncRead, AsyncWrite};
 
 /// Per-session limits: the same as every door's.
-pub use sextant_commands::door::Limits;
+pub use sextant_guard::Limits;
+use sextant_guard::{DoorKind, Guard, GuardError};
 
 #[derive(Debug, Clone, Default)]
 pub struct McpOptions {
@@ -58,17 +58,9 @@ pub struct McpOptions {
 
 #[derive(Debug, thiserror::Error)]
 pub enum ServeError {
-    #[error(
-        "refusing to serve MCP on {0}: MCP over TCP has no authentication, so it only listens \
-         on a loopback address (127.0.0.1 or ::1)"
-    )]
-    NotLoopback(SocketAddr),
-    #[error("could not listen on {addr}: {source}")]
-    Bind {
-        addr: SocketAddr,
-        #[source]
-        source: std::io::Error,
-    },
+    /// The door's guard refused to listen there (MCP over TCP listens on loopback only).
+    #[error(transparent)]
+    Listen(#[from] GuardError),
     #[error("the MCP session did not start: {0}")]
     Initialize(#[source] Box<ServerInitializeError>),
     #[error("the MCP session ended abnormally: {0}")]
@@ -86,10 +78,10 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let limits = options.limits;
+    let guard = Guard::stdio(DoorKind::McpStdio, options.limits);
     serve_service(
         McpService::new(std::sync::Arc::new(runtime), options),
-        limits,
+        guard,
         read,
         write,
     )
@@ -107,7 +99,7 @@ pub async fn serve_stdio(
 
 pub(crate) async fn serve_service<R, W>(
     service: McpService,
-    limits: Limits,
+    guard: std::sync::Arc<Guard>,
     read: R,
     write: W,
 ) -> Result<(), ServeError>
@@ -115,7 +107,7 @@ where
     R: AsyncRead + Unpin + Send + 'static,
     W: AsyncWrite + Unpin + Send + 'static,
 {
-    let (transport, writer) = transport::guarded(read, write, limits);
+    let (transport, writer) = transport::guarded(read, write, guard);
     let result = match service.serve(transport).await {
         Ok(running) => running
             .waiting()

@@ -2,14 +2,16 @@
 //! connection, newline-delimited exactly as on stdio.
 //!
 //! MCP over a bare socket has no way to authenticate, so unlike the API server there is no
-//! token to unlock other addresses: it listens on loopback or not at all.
+//! token to unlock other addresses: it listens on loopback or not at all. Its listener and
+//! every line come through the door's [`Guard`]: a web page's HTTP request hidden in a
+//! `fetch` to this port is hung up on before anything in it runs.
 
 use std::net::SocketAddr;
 
 use serde_json::json;
 use sextant_commands::CommandDoor;
+use sextant_guard::{DoorKind, Guard, GuardError, GuardOptions};
 use tokio::io::AsyncWriteExt;
-use tokio::net::TcpListener;
 use tokio::task::JoinSet;
 
 use crate::{serve_service, McpOptions, McpService, ServeError};
@@ -17,6 +19,7 @@ use crate::{serve_service, McpOptions, McpService, ServeError};
 pub struct McpTcpServer {
     local: SocketAddr,
     task: tokio::task::JoinHandle<()>,
+    guard: std::sync::Arc<Guard>,
 }
 
 impl McpTcpServer {
@@ -27,16 +30,16 @@ impl McpTcpServer {
         runtime: impl CommandDoor + 'static,
         options: McpOptions,
     ) -> Result<McpTcpServer, ServeError> {
-        if !addr.ip().is_loopback() {
-            return Err(ServeError::NotLoopback(addr));
-        }
-        let listener = TcpListener::bind(addr)
-            .await
-            .map_err(|source| ServeError::Bind { addr, source })?;
+        let limits = options.limits;
+        let door = GuardOptions {
+            limits,
+            ..GuardOptions::default()
+        };
+        let (guard, listener) = Guard::listen(DoorKind::McpTcp, addr, door).await?;
         let local = listener
             .local_addr()
-            .map_err(|source| ServeError::Bind { addr, source })?;
-        let limits = options.limits;
+            .map_err(|source| GuardError::Bind { addr, source })?;
+        let door = guard.clone();
         let service = McpService::new(std::sync::Arc::new(runtime), options);
         let task = tokio::spawn(async move {
             // Owning the sessions here means aborting this task ends them all.
@@ -46,30 +49,36 @@ impl McpTcpServer {
                     accepted = listener.accept() => {
                         let Ok((mut stream, peer)) = accepted else { continue };
                         let _ = stream.set_nodelay(true);
-                        if sessions.len() >= limits.max_clients {
+                        let Some(slot) = door.admit() else {
                             let busy = json!({"jsonrpc": "2.0", "id": null, "error":
                                 {"code": -32000, "message": "too many clients; try again later"}});
                             let _ = stream.write_all(format!("{busy}\n").as_bytes()).await;
                             continue;
-                        }
-                        let service = service.clone();
+                        };
+                        let (service, door) = (service.clone(), door.clone());
                         sessions.spawn(async move {
                             tracing::debug!(%peer, "MCP client connected");
                             let (read, write) = stream.into_split();
-                            if let Err(e) = serve_service(service, limits, read, write).await {
+                            if let Err(e) = serve_service(service, door, read, write).await {
                                 tracing::debug!(%peer, "MCP session ended: {e}");
                             }
+                            drop(slot);
                         });
                     }
                     Some(_) = sessions.join_next(), if !sessions.is_empty() => {}
                 }
             }
         });
-        Ok(McpTcpServer { local, task })
+        Ok(McpTcpServer { local, task, guard })
     }
 
     pub fn local_addr(&self) -> SocketAddr {
         self.local
+    }
+
+    /// Connections closed because they sent an HTTP request instead of MCP lines.
+    pub fn refused_http_requests(&self) -> u64 {
+        self.guard.refused_http_requests()
     }
 }
 

@@ -1,5 +1,7 @@
-//! The byte-stream transport: newline-delimited JSON-RPC 2.0 held to the API server's
-//! limits.
+//! The byte-stream transport: newline-delimited JSON-RPC 2.0 through the door's guard.
+//!
+//! A line that looks like HTTP (a web page's `fetch` to the MCP port, with JSON-RPC hidden
+//! in its body) ends the session before anything it carried runs; the guard counts it.
 //!
 //! rmcp's own stream transport silently skips lines that are not JSON. Like the API door,
 //! this one answers every bad line instead, so a client never waits on a reply that will
@@ -26,7 +28,8 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
 use crate::Limits;
-use sextant_commands::door::{json_depth as depth, RateLimiter as Bucket};
+use sextant_guard::{Guard, RateLimiter as Bucket, Refusal};
+use std::sync::Arc;
 
 /// JSON-RPC's implementation-defined server error range starts here.
 const RATE_LIMITED: ErrorCode = ErrorCode(-32000);
@@ -44,7 +47,7 @@ pub enum TransportError {
 pub(crate) fn guarded<R, W>(
     read: R,
     write: W,
-    limits: Limits,
+    guard: Arc<Guard>,
 ) -> (GuardedTransport<R>, JoinHandle<()>)
 where
     R: AsyncRead + Unpin + Send + 'static,
@@ -52,10 +55,12 @@ where
 {
     let (out, rx) = mpsc::channel(256);
     let writer = tokio::spawn(write_lines(write, rx));
+    let limits = guard.limits();
     let transport = GuardedTransport {
         read: BufReader::new(read),
         line: Vec::new(),
         discarding: false,
+        guard,
         limits,
         bucket: Bucket::new(&limits),
         out,
@@ -81,6 +86,7 @@ pub(crate) struct GuardedTransport<R> {
     line: Vec<u8>,
     /// Skipping the rest of an oversized line.
     discarding: bool,
+    guard: Arc<Guard>,
     limits: Limits,
     bucket: Bucket,
     out: mpsc::Sender<String>,
@@ -95,6 +101,8 @@ enum Line {
     Complete(Vec<u8>),
     Oversized,
     Eof,
+    /// HTTP: the session ends, unanswered.
+    Http,
 }
 
 impl<R: AsyncRead + Unpin> GuardedTransport<R> {
@@ -139,6 +147,10 @@ impl<R: AsyncRead + Unpin> GuardedTransport<R> {
                         self.line.extend_from_slice(buf);
                     }
                     self.read.consume(n);
+                    // A request line is known before its line ends: hang up at once.
+                    if !self.discarding && self.guard.check_not_http(&self.line).is_err() {
+                        return Line::Http;
+                    }
                     if oversized {
                         return Line::Oversized;
                     }
@@ -154,9 +166,12 @@ impl<R: AsyncRead + Unpin> GuardedTransport<R> {
         if text.iter().all(u8::is_ascii_whitespace) {
             return Ok(None);
         }
-        if depth(text) > self.limits.max_depth {
-            let msg = format!("JSON nested deeper than {} levels", self.limits.max_depth);
-            return Err(reply(Value::Null, ErrorCode::INVALID_REQUEST, &msg));
+        if let Err(refused) = self.guard.check_message(text) {
+            return Err(reply(
+                Value::Null,
+                ErrorCode::INVALID_REQUEST,
+                &refused.message(),
+            ));
         }
         let value: Value = serde_json::from_slice(text).map_err(|e| {
             reply(
@@ -259,8 +274,12 @@ impl<R: AsyncRead + Unpin + Send + 'static> Transport<RoleServer> for GuardedTra
                         .push_back(reply(Value::Null, ErrorCode::INVALID_REQUEST, &msg));
                     continue;
                 }
-                Line::Eof => return None,
+                Line::Eof | Line::Http => return None,
             };
+            if self.guard.check_not_http(&line) == Err(Refusal::Http) {
+                // Nothing it sent runs, and it gets no answer.
+                return None;
+            }
             match self.check(&line) {
                 Ok(Some(msg)) => return Some(msg),
                 Ok(None) => {}
@@ -325,19 +344,13 @@ mod tests {
         }
     }
 
-    #[test]
-    fn depth_ignores_brackets_in_strings() {
-        assert_eq!(depth(br#"{"a": [1, {"b": "[[[["}]}"#), 3);
-        assert_eq!(depth(br#"{"a": "\"{{"}"#), 1);
-        assert_eq!(depth(b"1"), 0);
-    }
-
     /// Feeds `input` to a transport and collects what it passes on and what it answers.
     async fn run(input: &[u8], limits: Limits) -> (Vec<Value>, Vec<Value>) {
         let (client, server) = tokio::io::duplex(64 * 1024);
         let (read, write) = tokio::io::split(server);
         let (client_read, mut client_write) = tokio::io::split(client);
-        let (mut transport, writer) = guarded(read, write, limits);
+        let guard = Guard::stdio(sextant_guard::DoorKind::McpStdio, limits);
+        let (mut transport, writer) = guarded(read, write, guard);
         let input = input.to_vec();
         tokio::spawn(async move {
             client_write.write_all(&input).await.unwrap();
@@ -358,6 +371,19 @@ mod tests {
     }
 
     const PING: &str = r#"{"jsonrpc":"2.0","id":7,"method":"ping"}"#;
+
+    #[tokio::test]
+    async fn a_web_pages_request_ends_the_session_before_anything_it_carries() {
+        let request = format!(
+            "POST / HTTP/1.1\r\nHost: 127.0.0.1:7000\r\nContent-Type: text/plain\r\n\r\n{PING}\n"
+        );
+        let (passed, replies) = run(request.as_bytes(), limits()).await;
+        assert!(passed.is_empty(), "{passed:?}");
+        assert!(replies.is_empty(), "{replies:?}");
+        // Known before its line ends: a request line without a newline at all.
+        let (passed, replies) = run(b"GET / HTTP/1.1", limits()).await;
+        assert!(passed.is_empty() && replies.is_empty());
+    }
 
     #[tokio::test]
     async fn bad_lines_are_answered_and_good_ones_still_pass() {

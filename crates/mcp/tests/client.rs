@@ -250,7 +250,12 @@ async fn tcp_serves_loopback_only_and_caps_clients() {
         McpOptions::default(),
     )
     .await;
-    assert!(matches!(refused, Err(ServeError::NotLoopback(_))));
+    assert!(matches!(
+        refused,
+        Err(ServeError::Listen(
+            sextant_guard::GuardError::NotLoopback { .. }
+        ))
+    ));
 
     let mut options = McpOptions::default();
     options.limits.max_clients = 1;

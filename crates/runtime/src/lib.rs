@@ -9,6 +9,10 @@
 //!
 //! Architecture invariant: nothing outside the owner task mutates the workspace; doors
 //! send commands and receive results and events.
+//!
+//! The owner task never waits on a caller: a command that reads a file at a caller's path
+//! ([`user_file`]) or runs a user's script over sample data does that work on a job off
+//! the owner, and only applies its result there (see [`Runtime`]).
 
 pub mod commands;
 mod convert;
@@ -16,8 +20,9 @@ mod runtime;
 pub mod safeguards;
 pub mod session_replay;
 pub mod tail;
+pub mod user_file;
 mod workspace;
 
-pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, UI_POLICY};
+pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, MAX_JOBS, UI_POLICY};
 pub use safeguards::{Safeguards, TrustStore};
 pub use workspace::{Checkpoint, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};

@@ -4,14 +4,26 @@
 //! and the CLI drive directly. [`Runtime::spawn`] moves it onto a task of its own and hands
 //! out [`RuntimeHandle`]s: cheap, cloneable, usable from any task or thread. Auto-save
 //! runs on that task, debounced: a save happens once edits have been quiet for the delay.
+//!
+//! The owner task never waits on a caller. A command whose work could take long or block –
+//! reading a file at a path the caller gave, running a user's script over sample data – is
+//! registered as deferred ([`sextant_commands::Deferred`]): its handler runs on the owner
+//! and hands back a job, which runs on tokio's blocking pool (at most [`MAX_JOBS`] at once)
+//! while the owner goes on with everyone else's commands. A job that has to change the
+//! workspace with what it produced (the project a file held) comes back to the owner as a
+//! change to apply, in turn with every other command, so the owner stays the single
+//! writer; a Confirm-tier change takes its checkpoint then. The synchronous core runs a job
+//! inline: it has no other caller to keep waiting.
 
 use std::path::PathBuf;
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use serde_json::Value;
-use sextant_commands::{CommandError, CommandSpec, Decision, ErrorCode, Policy, Registry, Tier};
-use tokio::sync::{broadcast, mpsc, oneshot};
+use sextant_commands::{
+    CommandError, CommandSpec, Decision, ErrorCode, Job, Outcome, Policy, Registry, Then, Tier,
+};
+use tokio::sync::{broadcast, mpsc, oneshot, Semaphore};
 
 use crate::commands::registry;
 use crate::safeguards::{Gate, Safeguards, View};
@@ -19,6 +31,10 @@ use crate::workspace::{Event, Workspace};
 use sextant_telemetry::project::Source;
 
 pub use sextant_commands::Caller;
+
+/// How many deferred jobs (file reads, dry runs) run at once; more wait their turn, off the
+/// owner task, so a flood of them slows only each other.
+pub const MAX_JOBS: usize = 4;
 
 /// How far a person has approved a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -86,7 +102,7 @@ impl Runtime {
 
     /// Runs a command under `policy` with the consent the door has: the tier decides
     /// whether a yes is needed at all, the [`Safeguards`] whether it must be a person's
-    /// yes to this very call.
+    /// yes to this very call. A deferred command's job runs here, inline.
     pub fn execute_as(
         &mut self,
         caller: Caller,
@@ -95,10 +111,60 @@ impl Runtime {
         policy: Policy,
         consent: Consent,
     ) -> Result<Value, CommandError> {
+        match self.begin(caller, name, params, policy, consent) {
+            Begun::Done(result) => result,
+            // Nobody else shares this runtime here: the job runs now, on this thread.
+            Begun::Later(Pending { job, ticket }) => {
+                let then = job();
+                self.finish(ticket, then)
+            }
+        }
+    }
+
+    /// The part of [`Runtime::execute_as`] that runs on the owner before a deferred
+    /// command's job: admission, then the handler.
+    fn begin(
+        &mut self,
+        caller: Caller,
+        name: &str,
+        params: Value,
+        policy: Policy,
+        consent: Consent,
+    ) -> Begun {
         let Some(tier) = self.registry.get(name).map(|s| s.tier) else {
             // The registry's own error names close matches.
-            return self.registry.call(&mut self.workspace, name, params);
+            return Begun::Done(self.registry.call(&mut self.workspace, name, params));
         };
+        let gate = match self.admit(caller, name, tier, &params, policy, consent) {
+            Ok(gate) => gate,
+            Err(e) => return Begun::Done(Err(e)),
+        };
+        tracing::debug!(?caller, command = name, "execute");
+        let ticket = Ticket {
+            command: name.to_string(),
+            tier,
+            gate,
+            consent,
+        };
+        let started = self.on_owner(&ticket, |ws, registry| registry.start(ws, name, params));
+        match started {
+            Ok(Outcome::Now(value)) => Begun::Done(self.settle(&ticket, Ok(value))),
+            Ok(Outcome::Later(job)) => Begun::Later(Pending { job, ticket }),
+            Err(e) => Begun::Done(Err(e)),
+        }
+    }
+
+    /// Whether this call may run: the tier policy, then the [`Safeguards`]; what it needs a
+    /// person's yes for, if anything, when it may.
+    fn admit(
+        &self,
+        caller: Caller,
+        name: &str,
+        tier: Tier,
+        params: &Value,
+        policy: Policy,
+        consent: Consent,
+    ) -> Result<Option<Gate>, CommandError> {
         let tier_approved = match consent {
             Consent::Person => true,
             Consent::Door => tier != Tier::AlwaysConfirm,
@@ -120,9 +186,9 @@ impl Runtime {
                 ))
             }
         }
-        let gate = self.assess(name, &params);
+        let gate = self.assess(name, params);
         if let Some(gate) = &gate {
-            if !gate.consented_by(&policy) && consent != Consent::Person {
+            if gate.never() || (!gate.consented_by(&policy) && consent != Consent::Person) {
                 tracing::info!(
                     ?caller,
                     command = name,
@@ -132,18 +198,52 @@ impl Runtime {
                 return Err(gate.error(&policy));
             }
         }
-        tracing::debug!(?caller, command = name, "execute");
-        // A restore point before every edit, so any change can be rolled back.
-        let checkpoint =
-            (tier == Tier::Confirm).then(|| self.workspace.checkpoint(&format!("before {name}")));
-        let result = self.registry.call(&mut self.workspace, name, params);
+        Ok(gate)
+    }
+
+    /// Ends a call whose job ran (`then`: what the job left to do): applies the job's
+    /// change to the workspace, if it made one. Runs on the owner.
+    fn finish(
+        &mut self,
+        ticket: Ticket,
+        then: Result<Then<Workspace>, CommandError>,
+    ) -> Result<Value, CommandError> {
+        let result = match then {
+            Ok(Then::Reply(value)) => Ok(value),
+            Ok(Then::Apply(apply)) => self.on_owner(&ticket, |ws, _| apply(ws)),
+            Err(e) => Err(e),
+        };
+        self.settle(&ticket, result)
+    }
+
+    /// Runs `step` of a call on the workspace, with a restore point before every edit, so
+    /// any change can be rolled back.
+    fn on_owner<T>(
+        &mut self,
+        ticket: &Ticket,
+        step: impl FnOnce(&mut Workspace, &Registry<Workspace>) -> Result<T, CommandError>,
+    ) -> Result<T, CommandError> {
+        let checkpoint = (ticket.tier == Tier::Confirm).then(|| {
+            self.workspace
+                .checkpoint(&format!("before {}", ticket.command))
+        });
+        let result = step(&mut self.workspace, &self.registry);
         if let Some(id) = checkpoint {
             self.workspace.discard_checkpoint_if_unchanged(id);
         }
+        result
+    }
+
+    /// What a call's outcome leaves behind besides its result.
+    fn settle(
+        &mut self,
+        ticket: &Ticket,
+        result: Result<Value, CommandError>,
+    ) -> Result<Value, CommandError> {
         // The person's yes to running these programs holds for this project file from now
         // on (a flag's consent is the flag's, not remembered).
         if let (Ok(_), Some(Gate::RunsPrograms { command_lines, .. }), Consent::Person) =
-            (&result, &gate, consent)
+            (&result, &ticket.gate, ticket.consent)
         {
             if let Err(e) = self
                 .safeguards
@@ -208,6 +308,33 @@ impl Snapshot {
     fn is_current(&self, ws: &Workspace) -> bool {
         self.revision == ws.revision() && self.project_file.as_deref() == ws.path()
     }
+}
+
+/// A call admitted and started on the owner: done, or waiting for its job.
+enum Begun {
+    Done(Result<Value, CommandError>),
+    Later(Pending),
+}
+
+/// A call whose job is to run off the owner; [`Runtime::finish`] ends it.
+struct Pending {
+    job: Job<Workspace>,
+    ticket: Ticket,
+}
+
+/// What ending a call needs to know of it.
+struct Ticket {
+    command: String,
+    tier: Tier,
+    gate: Option<Gate>,
+    consent: Consent,
+}
+
+/// A job that ran off the owner, back to be finished there.
+struct JobDone {
+    ticket: Ticket,
+    then: Result<Then<Workspace>, CommandError>,
+    reply: oneshot::Sender<Result<Value, CommandError>>,
 }
 
 enum Request {
@@ -394,6 +521,9 @@ async fn owner(
     autosave: Option<Duration>,
     snapshot: Arc<RwLock<Snapshot>>,
 ) {
+    // Jobs come back here to be finished; the owner holds a sender, so this never ends.
+    let (done_tx, mut done_rx) = mpsc::unbounded_channel::<JobDone>();
+    let jobs = Arc::new(Semaphore::new(MAX_JOBS));
     let mut seen_revision = rt.workspace.revision();
     let mut due: Option<tokio::time::Instant> = None;
     loop {
@@ -408,12 +538,16 @@ async fn owner(
                 match req {
                     None => break,
                     Some(Request::Call(req)) => {
-                        let result = rt.execute_as(req.caller, &req.command, req.params, req.policy, req.consent);
-                        let stale = !snapshot.read().unwrap_or_else(|e| e.into_inner()).is_current(&rt.workspace);
-                        if stale {
-                            *snapshot.write().unwrap_or_else(|e| e.into_inner()) = Snapshot::of(&rt.workspace);
+                        let begun = rt.begin(req.caller, &req.command, req.params, req.policy, req.consent);
+                        refresh(&snapshot, &rt.workspace);
+                        match begun {
+                            Begun::Done(result) => {
+                                let _ = req.reply.send(result);
+                            }
+                            Begun::Later(pending) => {
+                                run_job(pending, req.reply, jobs.clone(), done_tx.clone());
+                            }
                         }
-                        let _ = req.reply.send(result);
                     }
                     Some(Request::Flush(reply)) => {
                         let saved = if rt.workspace.path().is_some() && rt.workspace.has_unsaved_edits() {
@@ -427,6 +561,11 @@ async fn owner(
                         let _ = reply.send(saved);
                     }
                 }
+            }
+            Some(done) = done_rx.recv() => {
+                let result = rt.finish(done.ticket, done.then);
+                refresh(&snapshot, &rt.workspace);
+                let _ = done.reply.send(result);
             }
             _ = sleep => {
                 due = None;
@@ -455,4 +594,42 @@ async fn owner(
             tracing::error!("final save failed: {e}");
         }
     }
+}
+
+/// Copies what the safeguards read when a call changed the project or its file.
+fn refresh(snapshot: &RwLock<Snapshot>, ws: &Workspace) {
+    let stale = !snapshot
+        .read()
+        .unwrap_or_else(|e| e.into_inner())
+        .is_current(ws);
+    if stale {
+        *snapshot.write().unwrap_or_else(|e| e.into_inner()) = Snapshot::of(ws);
+    }
+}
+
+/// Runs a call's job on the blocking pool, never on the owner, and sends it back to the
+/// owner to be finished; the caller's reply goes with it.
+fn run_job(
+    pending: Pending,
+    reply: oneshot::Sender<Result<Value, CommandError>>,
+    jobs: Arc<Semaphore>,
+    done: mpsc::UnboundedSender<JobDone>,
+) {
+    let Pending { job, ticket } = pending;
+    tokio::spawn(async move {
+        // Waits for its turn here, on a task of its own: the owner goes on meanwhile.
+        let _turn = jobs.acquire_owned().await;
+        let then = tokio::task::spawn_blocking(job).await.unwrap_or_else(|e| {
+            Err(CommandError::failed(format!(
+                "`{}` stopped unexpectedly: {e}",
+                ticket.command
+            )))
+        });
+        // Only a runtime that shut down is gone; the caller's reply says so then.
+        let _ = done.send(JobDone {
+            ticket,
+            then,
+            reply,
+        });
+    });
 }

@@ -2,7 +2,7 @@
 //! whoever allowed edits: run a program, or write a file outside the user's folders.
 //!
 //! Tiers are per command; these two risks depend on the arguments and the project, so they
-//! are judged per call here, by one table ([`GATES`]) that every door goes through
+//! are judged per call here, by two tables ([`PROGRAMS`], [`WRITES`]) that every door goes through
 //! ([`crate::Runtime::execute_as`]) and that the assistant reads before it asks
 //! ([`crate::RuntimeHandle::assess`]):
 //!
@@ -12,12 +12,23 @@
 //!   Allowed command lines are remembered per project file in the user's data folder
 //!   ([`TrustStore`]), never in the project, so a shared project cannot carry its own
 //!   permission.
-//! - **Files.** Commands that write where the caller says (`project.save` to a path,
-//!   `csvExport.enable`, `sessions.exportCsv`, `sessions.setDatabase`) write without asking
-//!   only inside the user's folders: the open project's folder and the folders the app was
-//!   given ([`Safeguards::new`]). Hidden files and folders (`.bashrc`, `.config/…`) inside
-//!   them are not user files and always ask. `project.save` over an existing file that is
-//!   not a Sextant project (an imported Serial Studio project) always asks too.
+//! - **Files: one write policy for every command that writes where its caller says**
+//!   (`project.save` to a path, `csvExport.enable`, `sessions.exportCsv`,
+//!   `sessions.setDatabase`; [`WRITES`] lists them with what each may replace):
+//!   - Sextant's own files – its settings, the program permissions, keys, chats, memory,
+//!     the archive, the sessions database, models: everything in its data folder
+//!     ([`Safeguards::with_own_folders`]) – are never a target, whoever asks and whatever
+//!     they were allowed. Otherwise a command could forge the very permissions this module
+//!     reads.
+//!   - Without asking, a command writes only inside the user's folders: the open project's
+//!     folder and the folders the app was given ([`Safeguards::new`]). Hidden files and
+//!     folders (`.bashrc`, `.config/…`) inside them are not user files and always ask.
+//!   - It replaces an existing file only when that file is one Sextant wrote in the same
+//!     format (a project over a project, a CSV export over a CSV export, a sessions
+//!     database over one); anything else asks, and a headless caller is refused.
+//!   - A symbolic link at the target is never followed: a dangling one asks here, and the
+//!     writers open with `O_NOFOLLOW` ([`sextant_fsutil::create_file`]), so a link made
+//!     between this check and the write fails instead of writing elsewhere.
 //!
 //! A door that can ask a person turns [`ErrorCode::NeedsConfirmation`] into a dialog and
 //! repeats the call approved. A headless door (API, MCP, CLI) cannot ask: it is refused,
@@ -33,10 +44,12 @@ use serde_json::Value as Json;
 use sextant_commands::{CommandError, ErrorCode, Policy};
 use sextant_telemetry::project::{Connection, Source, FORMAT_MARKER};
 
-/// The user's folders and the remembered program permissions, shared by every door.
+/// The user's folders, Sextant's own folders and the remembered program permissions,
+/// shared by every door.
 #[derive(Clone, Default)]
 pub struct Safeguards {
     folders: Arc<Vec<PathBuf>>,
+    own: Arc<Vec<PathBuf>>,
     trust: TrustStore,
 }
 
@@ -46,7 +59,17 @@ impl Safeguards {
     pub fn new(folders: Vec<PathBuf>, trust: TrustStore) -> Safeguards {
         Safeguards {
             folders: Arc::new(folders),
+            own: Arc::default(),
             trust,
+        }
+    }
+
+    /// Sextant's own folders (its data folder): no command writes anything inside them,
+    /// whoever asks – they hold the settings, keys, chats and the permissions themselves.
+    pub fn with_own_folders(self, own: Vec<PathBuf>) -> Safeguards {
+        Safeguards {
+            own: Arc::new(own),
+            ..self
         }
     }
 
@@ -60,7 +83,10 @@ impl Safeguards {
 
     /// What this call needs a person's yes for, if anything.
     pub(crate) fn assess(&self, view: &View<'_>, command: &str, params: &Json) -> Option<Gate> {
-        let gate = GATES.iter().find(|(name, _)| *name == command)?.1;
+        if let Some((_, param, format)) = WRITES.iter().find(|(name, ..)| *name == command) {
+            return write_gate(self, view, params.get(*param)?, *format);
+        }
+        let gate = PROGRAMS.iter().find(|(name, _)| *name == command)?.1;
         gate(self, view, params)
     }
 }
@@ -81,8 +107,11 @@ pub(crate) enum Gate {
     },
     /// It writes this file, outside the user's folders.
     WritesOutside { path: PathBuf },
-    /// It replaces this file, which Sextant did not write (a Serial Studio project, say).
-    ReplacesForeign { path: PathBuf },
+    /// It replaces this file, which Sextant did not write in the format the command
+    /// writes (a Serial Studio project under a project save, say).
+    ReplacesForeign { path: PathBuf, format: Format },
+    /// It writes into Sextant's own folder (settings, permissions, chats…): never allowed.
+    OwnFile { path: PathBuf },
 }
 
 impl Gate {
@@ -104,11 +133,12 @@ impl Gate {
                 "this writes the file {}, outside your folders – allow it?",
                 path.display()
             ),
-            Gate::ReplacesForeign { path } => format!(
-                "{} is not a Sextant project (Sextant did not write it); saving replaces it – \
-                 replace it anyway?",
-                path.display()
+            Gate::ReplacesForeign { path, format } => format!(
+                "{} is not {} (Sextant did not write it); this replaces it – replace it anyway?",
+                path.display(),
+                format.described()
             ),
+            Gate::OwnFile { path } => Gate::OwnFile { path: path.clone() }.refusal(),
         }
     }
 
@@ -125,9 +155,15 @@ impl Gate {
                  them, or start it with --allow-folder DIR",
                 path.display()
             ),
-            Gate::ReplacesForeign { path } => format!(
-                "refused: {} exists and is not a Sextant project; save to a new file, e.g. \
-                 beside it as NAME.sextant.json",
+            Gate::ReplacesForeign { path, format } => format!(
+                "refused: {} exists and is not {}; write to a new file, e.g. beside it as {}",
+                path.display(),
+                format.described(),
+                format.example_name()
+            ),
+            Gate::OwnFile { path } => format!(
+                "refused: {} is in Sextant's own folder (its settings, permissions and chats), \
+                 where no command may write; choose a file in your own folders",
                 path.display()
             ),
         }
@@ -140,12 +176,18 @@ impl Gate {
             Gate::WritesOutside { .. } => policy.paths_from_person,
             // Typing a path is not knowing what is in the file there.
             Gate::ReplacesForeign { .. } => false,
+            Gate::OwnFile { .. } => false,
         }
+    }
+
+    /// Whether nobody's yes can allow it.
+    pub(crate) fn never(&self) -> bool {
+        matches!(self, Gate::OwnFile { .. })
     }
 
     /// The error a door gets when the call needs a person's yes first.
     pub(crate) fn error(&self, policy: &Policy) -> CommandError {
-        if policy.non_interactive {
+        if policy.non_interactive || self.never() {
             CommandError::new(ErrorCode::NotAllowed, self.refusal())
         } else {
             CommandError::new(ErrorCode::NeedsConfirmation, self.prompt())
@@ -163,21 +205,112 @@ fn quoted(lines: &[String]) -> String {
 
 type GateFn = fn(&Safeguards, &View<'_>, &Json) -> Option<Gate>;
 
-/// Every command whose arguments can run a program or choose where a file is written.
-/// A command not listed here has neither power.
-const GATES: &[(&str, GateFn)] = &[
+/// Every command whose arguments can run a program. With [`WRITES`], a command not listed
+/// has neither power.
+const PROGRAMS: &[(&str, GateFn)] = &[
     ("project.source.add", source_add),
     ("project.source.update", source_update),
     ("io.connect", connect),
-    ("project.save", |s, v, p| {
-        writes(s, v, p.get("path")).or_else(|| replaces_foreign(p.get("path")))
-    }),
-    ("csvExport.enable", |s, v, p| writes(s, v, p.get("path"))),
-    ("sessions.exportCsv", |s, v, p| writes(s, v, p.get("path"))),
-    ("sessions.setDatabase", |s, v, p| {
-        writes(s, v, p.get("path"))
-    }),
 ];
+
+/// Every command that writes a file where its caller says, the parameter naming the file,
+/// and the one format it may replace without asking.
+pub const WRITES: &[(&str, &str, Format)] = &[
+    ("project.save", "path", Format::Project),
+    ("csvExport.enable", "path", Format::CsvExport),
+    ("sessions.exportCsv", "path", Format::CsvExport),
+    ("sessions.setDatabase", "path", Format::SessionsDatabase),
+];
+
+/// The kinds of file Sextant writes for a person, each recognised by its content.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// A Sextant project (its `format` marker).
+    Project,
+    /// A CSV export of parsed frames (`elapsed_s,…` header).
+    CsvExport,
+    /// A recorded-sessions database (SQLite with the sessions tables).
+    SessionsDatabase,
+}
+
+impl Format {
+    fn described(self) -> &'static str {
+        match self {
+            Format::Project => "a Sextant project",
+            Format::CsvExport => "a CSV export Sextant wrote",
+            Format::SessionsDatabase => "a Sextant sessions database",
+        }
+    }
+
+    fn example_name(self) -> &'static str {
+        match self {
+            Format::Project => "NAME.sextant.json",
+            Format::CsvExport => "NAME.csv",
+            Format::SessionsDatabase => "NAME.sqlite",
+        }
+    }
+
+    /// Whether `path` holds a file of this format. Small reads of regular files only: a
+    /// named pipe or a device here must not block the owner task.
+    pub fn recognises(self, path: &Path) -> bool {
+        // Projects and the headers read here are small; anything huge is not one of ours.
+        const LARGEST: u64 = 64 << 20;
+        let Ok(meta) = std::fs::symlink_metadata(path) else {
+            return false;
+        };
+        if !meta.is_file() {
+            return false;
+        }
+        match self {
+            Format::Project => {
+                meta.len() <= LARGEST
+                    && std::fs::read(path)
+                        .ok()
+                        .and_then(|bytes| serde_json::from_slice::<Json>(&bytes).ok())
+                        .is_some_and(|v| {
+                            v.get("format").and_then(Json::as_str) == Some(FORMAT_MARKER)
+                        })
+            }
+            Format::CsvExport => head(path, 16)
+                .is_some_and(|h| h.starts_with(sextant_telemetry::csv::TIME_COLUMN.as_bytes())),
+            Format::SessionsDatabase => sextant_sessions::is_sessions_database(path),
+        }
+    }
+}
+
+/// The first `n` bytes of a file (fewer if it is shorter).
+fn head(path: &Path, n: usize) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(n);
+    std::fs::File::open(path)
+        .ok()?
+        .take(n as u64)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
+/// The one write policy, for every command in [`WRITES`]: Sextant's own folders never,
+/// outside the user's folders only with a yes, over an existing file only when it is one
+/// Sextant wrote in the command's format, and never through a dangling symbolic link.
+fn write_gate(s: &Safeguards, view: &View<'_>, path: &Json, format: Format) -> Option<Gate> {
+    let path = PathBuf::from(path.as_str()?);
+    if s.own.iter().any(|own| within(&path, own)) {
+        return Some(Gate::OwnFile { path });
+    }
+    let project_folder = view
+        .project_file
+        .and_then(Path::parent)
+        .filter(|p| !p.as_os_str().is_empty())
+        .map(Path::to_path_buf);
+    let mut folders = s.folders.iter().cloned().chain(project_folder);
+    if !folders.any(|f| inside(&path, &f)) {
+        return Some(Gate::WritesOutside { path });
+    }
+    // An existing target (a symbolic link counts, dangling or not) must be ours.
+    let exists = std::fs::symlink_metadata(&path).is_ok();
+    (exists && !format.recognises(&path)).then_some(Gate::ReplacesForeign { path, format })
+}
 
 fn source_add(_: &Safeguards, _: &View<'_>, params: &Json) -> Option<Gate> {
     // Parsed leniently: a value that is not a valid connection fails in the handler.
@@ -217,38 +350,6 @@ fn connect(safeguards: &Safeguards, view: &View<'_>, _: &Json) -> Option<Gate> {
         command_lines: untrusted,
         starts: true,
     })
-}
-
-fn writes(safeguards: &Safeguards, view: &View<'_>, path: Option<&Json>) -> Option<Gate> {
-    let path = PathBuf::from(path?.as_str()?);
-    let project_folder = view
-        .project_file
-        .and_then(Path::parent)
-        .filter(|p| !p.as_os_str().is_empty())
-        .map(Path::to_path_buf);
-    let mut folders = safeguards.folders.iter().cloned().chain(project_folder);
-    (!folders.any(|f| inside(&path, &f))).then_some(Gate::WritesOutside { path })
-}
-
-/// A save over an existing file that is not a Sextant project (an imported Serial Studio
-/// project, anything else): the person is asked, so an import is never overwritten by
-/// accident.
-fn replaces_foreign(path: Option<&Json>) -> Option<Gate> {
-    let path = PathBuf::from(path?.as_str()?);
-    (path.exists() && !is_sextant_project(&path)).then_some(Gate::ReplacesForeign { path })
-}
-
-/// Whether `path` holds a project Sextant wrote (its `format` marker).
-fn is_sextant_project(path: &Path) -> bool {
-    // Projects are small; anything huge is not one of ours.
-    const LARGEST: u64 = 64 << 20;
-    if std::fs::metadata(path).map_or(true, |m| !m.is_file() || m.len() > LARGEST) {
-        return false;
-    }
-    std::fs::read(path)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice::<Json>(&bytes).ok())
-        .is_some_and(|v| v.get("format").and_then(Json::as_str) == Some(FORMAT_MARKER))
 }
 
 /// The exact command line a process source runs, as a person would read it; `None` for
@@ -301,8 +402,19 @@ pub fn inside(path: &Path, folder: &Path) -> bool {
     }
 }
 
+/// Whether `path` is `folder` or anything under it, symbolic links and `..` resolved.
+fn within(path: &Path, folder: &Path) -> bool {
+    match (resolve(path), folder.canonicalize()) {
+        (Some(path), Ok(folder)) => path.starts_with(folder),
+        (Some(path), Err(_)) => path.starts_with(folder),
+        // Unresolvable: the other rules refuse it as outside the user's folders.
+        (None, _) => false,
+    }
+}
+
 /// `path` made absolute with every existing part canonical; `None` when the part that does
-/// not exist yet climbs with `..` (it could land anywhere once created).
+/// not exist yet climbs with `..` (it could land anywhere once created) or is a dangling
+/// symbolic link (it writes wherever the link points once followed).
 fn resolve(path: &Path) -> Option<PathBuf> {
     let absolute = if path.is_absolute() {
         path.to_path_buf()
@@ -323,7 +435,9 @@ fn resolve(path: &Path) -> Option<PathBuf> {
         if matches!(
             Path::new(name).components().next(),
             Some(Component::ParentDir)
-        ) {
+        ) || std::fs::symlink_metadata(existing).is_ok()
+        {
+            // `..`, or a link canonicalize could not follow: a dangling symbolic link.
             return None;
         }
         missing.push(name.to_os_string());
@@ -334,6 +448,11 @@ fn resolve(path: &Path) -> Option<PathBuf> {
 /// Program command lines a person allowed, per project file, kept in the user's data
 /// folder (`trusted-programs.json`), never in the project. An unsaved project's permissions
 /// last until the app stops.
+///
+/// The file is bound to this install: it carries an HMAC-SHA256 of its contents under a
+/// key only this install has (`install.key` beside it, readable by the owner only), and it
+/// refuses unknown keys. A file anyone else wrote – another program, an older version, a
+/// document shaped like it – is moved aside and nothing is allowed by it.
 #[derive(Clone, Default)]
 pub struct TrustStore {
     inner: Arc<Mutex<TrustInner>>,
@@ -342,16 +461,22 @@ pub struct TrustStore {
 #[derive(Default)]
 struct TrustInner {
     file: Option<PathBuf>,
+    key: Vec<u8>,
     allowed: BTreeSet<(String, String)>,
 }
 
+/// The file as stored: the permissions and their seal.
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TrustFile {
     schema: u32,
     programs: Vec<TrustedProgram>,
+    /// HMAC-SHA256 (hex) of `schema` and `programs` as JSON, under the install key.
+    mac: String,
 }
 
 #[derive(Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
 struct TrustedProgram {
     project: String,
     command: String,
@@ -359,6 +484,10 @@ struct TrustedProgram {
 
 /// The file name of the program permissions in the user's data folder.
 pub const TRUST_FILE: &str = "trusted-programs.json";
+/// The file name of the install's own key, beside [`TRUST_FILE`].
+pub const INSTALL_KEY_FILE: &str = "install.key";
+/// The version of [`TRUST_FILE`] this build writes; 1 had no seal and is refused.
+const TRUST_SCHEMA: u32 = 2;
 
 impl TrustStore {
     /// Permissions that last until the app stops.
@@ -366,19 +495,31 @@ impl TrustStore {
         TrustStore::default()
     }
 
-    /// The permissions kept in `path` (created on the first yes). A damaged file is moved
-    /// aside (`…json.damaged`) and the store starts empty: nothing is allowed by accident.
+    /// The permissions kept in `path` (created on the first yes), sealed with the install
+    /// key beside it (created on first use). A damaged or foreign file is moved aside
+    /// (`….json.refused`) and the store starts empty: nothing is allowed by accident.
     pub fn open(path: PathBuf) -> TrustStore {
+        let key = match path.parent().map(install_key) {
+            Some(Ok(key)) => key,
+            Some(Err(e)) => {
+                // Without a key nothing can be sealed or trusted: permissions last until the
+                // app stops, and nothing on disk is believed.
+                tracing::warn!("could not read or create the install key: {e}");
+                return TrustStore::in_memory();
+            }
+            None => return TrustStore::in_memory(),
+        };
         let mut allowed = BTreeSet::new();
         match std::fs::read(&path) {
-            Ok(bytes) => match serde_json::from_slice::<TrustFile>(&bytes) {
-                Ok(f) if f.schema == 1 => {
-                    allowed.extend(f.programs.into_iter().map(|p| (p.project, p.command)))
+            Ok(bytes) => match unseal(&key, &bytes) {
+                Some(programs) => {
+                    allowed.extend(programs.into_iter().map(|p| (p.project, p.command)))
                 }
-                _ => {
-                    let aside = path.with_extension("json.damaged");
+                None => {
+                    let aside = path.with_extension("json.refused");
                     tracing::warn!(
-                        "{} is damaged; moved to {} and starting with no program allowed",
+                        "{} is damaged or was not written by this install; moved to {} and \
+                         starting with no program allowed",
                         path.display(),
                         aside.display()
                     );
@@ -391,6 +532,7 @@ impl TrustStore {
         TrustStore {
             inner: Arc::new(Mutex::new(TrustInner {
                 file: Some(path),
+                key,
                 allowed,
             })),
         }
@@ -421,7 +563,7 @@ impl TrustStore {
             return Ok(());
         };
         // An unsaved project has no file to key by: its permissions stay in memory.
-        let programs = inner
+        let programs: Vec<TrustedProgram> = inner
             .allowed
             .iter()
             .filter(|(p, _)| !p.is_empty())
@@ -430,9 +572,11 @@ impl TrustStore {
                 command: command.clone(),
             })
             .collect();
+        let mac = seal(&inner.key, &programs);
         let bytes = serde_json::to_vec_pretty(&TrustFile {
-            schema: 1,
+            schema: TRUST_SCHEMA,
             programs,
+            mac,
         })
         .map_err(|e| e.to_string())?;
         if let Some(dir) = file.parent() {
@@ -440,6 +584,81 @@ impl TrustStore {
         }
         sextant_fsutil::write_atomic(&file, &bytes).map_err(|e| e.to_string())
     }
+}
+
+type HmacSha256 = hmac::Hmac<sha2::Sha256>;
+
+/// The seal of a list of permissions: HMAC-SHA256 of the list as JSON, in hex.
+fn seal(key: &[u8], programs: &[TrustedProgram]) -> String {
+    use hmac::Mac;
+    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(&TRUST_SCHEMA.to_le_bytes());
+    mac.update(&serde_json::to_vec(programs).unwrap_or_default());
+    hex(&mac.finalize().into_bytes())
+}
+
+/// The permissions in a file, if this install sealed them (compared in constant time).
+fn unseal(key: &[u8], bytes: &[u8]) -> Option<Vec<TrustedProgram>> {
+    use hmac::Mac;
+    let file: TrustFile = serde_json::from_slice(bytes).ok()?;
+    if file.schema != TRUST_SCHEMA {
+        return None;
+    }
+    let given = unhex(&file.mac)?;
+    let mut mac = HmacSha256::new_from_slice(key).expect("HMAC takes a key of any length");
+    mac.update(&TRUST_SCHEMA.to_le_bytes());
+    mac.update(&serde_json::to_vec(&file.programs).ok()?);
+    mac.verify_slice(&given).ok()?;
+    Some(file.programs)
+}
+
+/// This install's key, in `dir/install.key` (owner-only), made on first use.
+fn install_key(dir: &Path) -> std::io::Result<Vec<u8>> {
+    let path = dir.join(INSTALL_KEY_FILE);
+    let read = |path: &Path| -> std::io::Result<Option<Vec<u8>>> {
+        match std::fs::read_to_string(path) {
+            Ok(text) => unhex(text.trim()).filter(|k| k.len() == 32).map(Some).ok_or_else(|| {
+                std::io::Error::new(
+                    std::io::ErrorKind::InvalidData,
+                    format!("{} is damaged; remove it (the program permissions are then asked again)", path.display()),
+                )
+            }),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(e),
+        }
+    };
+    if let Some(key) = read(&path)? {
+        return Ok(key);
+    }
+    let mut key = [0u8; 32];
+    getrandom::fill(&mut key).map_err(|e| std::io::Error::other(e.to_string()))?;
+    std::fs::create_dir_all(dir)?;
+    let options = sextant_fsutil::Options {
+        private: true,
+        no_replace: true,
+    };
+    match sextant_fsutil::write_atomic_with(&path, hex(&key).as_bytes(), options) {
+        Ok(()) => Ok(key.to_vec()),
+        // Another process made it first: theirs is the key.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            read(&path)?.ok_or_else(|| std::io::Error::other("the install key vanished"))
+        }
+        Err(e) => Err(e),
+    }
+}
+
+fn hex(bytes: &[u8]) -> String {
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<Vec<u8>> {
+    if !text.len().is_multiple_of(2) || !text.is_ascii() {
+        return None;
+    }
+    (0..text.len())
+        .step_by(2)
+        .map(|i| u8::from_str_radix(&text[i..i + 2], 16).ok())
+        .collect()
 }
 
 /// A project file as the permissions name it: canonical when it exists, so two spellings
@@ -580,7 +799,10 @@ mod tests {
             (dir.path().join("new.sextant.json"), None),
             (
                 imported.clone(),
-                Some(Gate::ReplacesForeign { path: imported }),
+                Some(Gate::ReplacesForeign {
+                    path: imported,
+                    format: Format::Project,
+                }),
             ),
         ];
         for (path, want) in cases {
@@ -607,6 +829,44 @@ mod tests {
         std::fs::write(&file, "{not json").unwrap();
         let damaged = TrustStore::open(file.clone());
         assert!(!damaged.allows(Some(&project), "python3 rig.py"));
-        assert!(file.with_extension("json.damaged").exists());
+        assert!(file.with_extension("json.refused").exists());
+    }
+
+    #[test]
+    fn a_trust_file_this_install_did_not_seal_allows_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join(TRUST_FILE);
+        let project = dir.path().join("rig.json");
+        std::fs::write(&project, "{}").unwrap();
+        TrustStore::open(file.clone())
+            .allow(Some(&project), &["python3 rig.py".into()])
+            .unwrap();
+        let sealed = std::fs::read_to_string(&file).unwrap();
+        let key = project_key(Some(&project));
+        let forged_line = sealed.replace("python3 rig.py", "/bin/sh -c id");
+        let unsealed = format!(
+            r#"{{"schema":1,"programs":[{{"project":{key:?},"command":"/bin/sh -c id"}}]}}"#
+        );
+        let extra_key = sealed.replacen('{', r#"{"note": "x","#, 1);
+        let other_dir = tempfile::tempdir().unwrap();
+        TrustStore::open(other_dir.path().join(TRUST_FILE))
+            .allow(Some(&project), &["/bin/sh -c id".into()])
+            .unwrap();
+        let other_install = std::fs::read_to_string(other_dir.path().join(TRUST_FILE)).unwrap();
+        let cases = [
+            ("a line changed by hand", forged_line),
+            ("the unsealed format of older versions", unsealed),
+            ("an unknown key", extra_key),
+            ("another install's file", other_install),
+        ];
+        for (what, text) in cases {
+            std::fs::write(&file, text).unwrap();
+            let store = TrustStore::open(file.clone());
+            assert!(!store.allows(Some(&project), "/bin/sh -c id"), "{what}");
+            assert!(!store.allows(Some(&project), "python3 rig.py"), "{what}");
+            assert!(!file.exists(), "{what}: moved aside");
+        }
+        std::fs::write(&file, sealed).unwrap();
+        assert!(TrustStore::open(file).allows(Some(&project), "python3 rig.py"));
     }
 }

@@ -77,7 +77,7 @@ impl JsEngine {
         runtime.set_interrupt_handler(Some(Box::new(move || interrupt_watchdog.expired())));
         let context = Context::full(&runtime).map_err(setup_error)?;
 
-        watchdog.arm(limits.timeout);
+        watchdog.arm(limits.call_timeout());
         let handle = context.with(|ctx| {
             let fail = |e| classify(&ctx, e, &watchdog, limits, ScriptErrorKind::Compile);
             install_globals(&ctx, host).map_err(fail)?;
@@ -177,7 +177,7 @@ impl JsEngine {
             ));
         };
         let (watchdog, limits) = (&self.watchdog, self.limits);
-        watchdog.arm(limits.timeout);
+        watchdog.arm(limits.call_timeout());
         let result = self.context.with(|ctx| {
             let result = entry
                 .clone()
@@ -191,7 +191,7 @@ impl JsEngine {
                     ScriptErrorKind::Timeout,
                     Language::JavaScript,
                     None,
-                    format!("call exceeded {} ms", limits.timeout.as_millis()),
+                    limits.timeout_message(),
                 )),
                 other => other,
             }
@@ -372,10 +372,7 @@ fn classify(
     };
     let (message, line) = match kind {
         // QuickJS blames the frame that polled the interrupt, not where the time went.
-        ScriptErrorKind::Timeout => (
-            format!("call exceeded {} ms", limits.timeout.as_millis()),
-            None,
-        ),
+        ScriptErrorKind::Timeout => (limits.timeout_message(), None),
         _ => (message, line),
     };
     ScriptError::new(kind, Language::JavaScript, line, message)

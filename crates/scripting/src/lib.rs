@@ -31,7 +31,10 @@
 //! * Watchdog: a call running longer than [`Limits::timeout`] is interrupted and fails with
 //!   [`ScriptErrorKind::Timeout`]; after [`Limits::max_consecutive_timeouts`] consecutive
 //!   timeouts the script is disabled and every later call fails with
-//!   [`ScriptErrorKind::Disabled`]. A successful call resets the count. Lua's pattern
+//!   [`ScriptErrorKind::Disabled`]. A successful call resets the count. A
+//!   [`Limits::deadline`] bounds every call of a run together (a dry run's total): a call
+//!   still running at it is interrupted as a timeout, and a later one as soon as the
+//!   watchdog looks. Lua's pattern
 //!   functions (`string.find/match/gmatch/gsub`) are the sandbox's own, which the watchdog
 //!   reaches inside the match; one that exhausts its step budget also fails the call with
 //!   [`ScriptErrorKind::Timeout`].
@@ -90,6 +93,34 @@ pub struct Limits {
     pub memory_bytes: usize,
     /// Consecutive timeouts after which the script is disabled.
     pub max_consecutive_timeouts: u32,
+    /// No call runs past this instant, whatever is left of its `timeout`: one budget for
+    /// every call of a run (a dry run's total script time). A call still running at it is
+    /// a timeout, and so is a later one as soon as the watchdog looks (a call too short
+    /// for it to look may still finish). `None`: each call has its `timeout`, however many
+    /// calls there are.
+    pub deadline: Option<Instant>,
+}
+
+impl Limits {
+    /// The time a call starting now may take: `timeout`, or what is left until `deadline`.
+    pub fn call_timeout(&self) -> Duration {
+        match self.deadline {
+            Some(deadline) => self
+                .timeout
+                .min(deadline.saturating_duration_since(Instant::now())),
+            None => self.timeout,
+        }
+    }
+
+    /// Why a call that ran out of time was stopped, for its error.
+    pub(crate) fn timeout_message(&self) -> String {
+        match self.deadline {
+            Some(deadline) if Instant::now() >= deadline => {
+                "the time budget of this run was used up".to_owned()
+            }
+            _ => format!("call exceeded {} ms", self.timeout.as_millis()),
+        }
+    }
 }
 
 impl Default for Limits {
@@ -98,6 +129,7 @@ impl Default for Limits {
             timeout: Duration::from_millis(500),
             memory_bytes: 64 * 1024 * 1024,
             max_consecutive_timeouts: 3,
+            deadline: None,
         }
     }
 }

@@ -181,7 +181,7 @@ impl LuaEngine {
         )
         .map_err(compile_error)?;
 
-        watchdog.arm(limits.timeout);
+        watchdog.arm(limits.call_timeout());
         let setup = install_globals(&lua, &watchdog, host).and_then(|()| {
             lua.load(source).set_name(CHUNK_NAME).exec()?;
             lua.globals().get::<Value>(entry.name())
@@ -218,7 +218,7 @@ impl LuaEngine {
     pub(crate) fn call_parse(&mut self, input: FrameInput<'_>) -> Result<Vec<Cell>, ScriptError> {
         // Armed around the whole exchange, conversions included, so one budget covers every
         // step a script can influence.
-        self.watchdog.arm(self.limits.timeout);
+        self.watchdog.arm(self.limits.call_timeout());
         let result = self.call_parse_armed(input);
         self.watchdog.disarm();
         result.map_err(|e| self.fail(e))
@@ -247,7 +247,7 @@ impl LuaEngine {
         &mut self,
         value: &ScriptValue,
     ) -> Result<ScriptValue, ScriptError> {
-        self.watchdog.arm(self.limits.timeout);
+        self.watchdog.arm(self.limits.call_timeout());
         let result = to_lua(&self.lua, value)
             .and_then(|arg| self.entry.call::<Value>(arg))
             .map(scalar);
@@ -396,7 +396,7 @@ fn classify(
                 ScriptErrorKind::Timeout,
                 Language::Lua,
                 None,
-                format!("call exceeded {} ms", limits.timeout.as_millis()),
+                limits.timeout_message(),
             ),
         };
     }

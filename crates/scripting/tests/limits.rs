@@ -3,10 +3,11 @@
 
 mod common;
 
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::*;
-use sextant_scripting::{FrameInput, Language, ScriptErrorKind};
+use sextant_scripting::{FrameInput, Language, Limits, NoHost, ScriptErrorKind, ScriptParser};
 
 const LUA_LOOP: &str = r#"
 function parse(f)
@@ -124,6 +125,33 @@ fn transform_is_disabled_too() {
         tr.transform(n(1.0)).unwrap_err().kind,
         ScriptErrorKind::Disabled
     );
+}
+
+/// A deadline ends a call long before its own timeout would, and the calls after it too.
+fn assert_deadline_bounds_the_run(language: Language, source: &str) {
+    let limits = Limits {
+        // Far beyond anything this test waits for: only the deadline can end the loop.
+        timeout: Duration::from_secs(3600),
+        deadline: Some(Instant::now() + Duration::from_millis(200)),
+        ..test_limits()
+    };
+    let mut p = ScriptParser::compile(language, source, limits, Arc::new(NoHost))
+        .unwrap_or_else(|e| panic!("{language:?}: {e}"));
+    for _ in 0..2 {
+        let err = p.parse(FrameInput::Text("loop")).unwrap_err();
+        assert_eq!(err.kind, ScriptErrorKind::Timeout, "{language:?}: {err}");
+        assert!(
+            err.to_string()
+                .contains("the time budget of this run was used up"),
+            "{language:?}: {err}"
+        );
+    }
+}
+
+#[test]
+fn a_deadline_bounds_every_call_of_a_run() {
+    assert_deadline_bounds_the_run(Language::Lua, LUA_LOOP);
+    assert_deadline_bounds_the_run(Language::JavaScript, JS_LOOP);
 }
 
 fn assert_memory_capped(language: Language, source: &str) {

@@ -29,7 +29,7 @@ pub mod writer;
 
 pub use recorder::Recorder;
 pub use replay::SessionRecords;
-pub use schema::SCHEMA_VERSION;
+pub use schema::{is_sessions_database, SCHEMA_VERSION};
 pub use store::{SessionDetail, SessionStore, SessionSummary, SourceSummary};
 pub use writer::{
     Feed, NewSession, SessionSink, SessionWriter, WriterOptions, WriterReport, WriterStats,

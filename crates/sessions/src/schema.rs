@@ -82,6 +82,35 @@ CREATE INDEX frames_by_session ON frames (session);
 /// Step `n` brings a database from version `n` to `n + 1`.
 const MIGRATIONS: &[&str] = &[V1];
 
+/// Whether `path` holds a sessions database: a regular file in SQLite's format with the
+/// sessions tables (read only; a file that is not one is left untouched).
+pub fn is_sessions_database(path: &Path) -> bool {
+    let regular = std::fs::symlink_metadata(path).is_ok_and(|m| m.is_file());
+    let sqlite = || {
+        use std::io::Read;
+        let mut magic = [0u8; 16];
+        std::fs::File::open(path)
+            .and_then(|mut f| f.read_exact(&mut magic))
+            .is_ok_and(|()| &magic == b"SQLite format 3\0")
+    };
+    if !regular || !sqlite() {
+        return false;
+    }
+    let flags = OpenFlags::SQLITE_OPEN_READ_ONLY
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW;
+    let Ok(conn) = Connection::open_with_flags(path, flags) else {
+        return false;
+    };
+    let tables: rusqlite::Result<i64> = conn.query_row(
+        "SELECT count(*) FROM sqlite_master WHERE type = 'table' \
+         AND name IN ('meta', 'sessions', 'chunks', 'frames')",
+        [],
+        |row| row.get(0),
+    );
+    tables.is_ok_and(|n| n == 4)
+}
+
 /// Opens (creating if needed) and migrates the database at `path`.
 pub fn open(path: &Path) -> Result<Connection, SessionError> {
     open_with(path, OpenFlags::SQLITE_OPEN_CREATE)
@@ -94,7 +123,11 @@ pub fn open_existing(path: &Path) -> Result<Connection, SessionError> {
 
 fn open_with(path: &Path, extra: OpenFlags) -> Result<Connection, SessionError> {
     let shown = || path.display().to_string();
-    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_NO_MUTEX | extra;
+    // A symbolic link is never followed: the file named is the file written.
+    let flags = OpenFlags::SQLITE_OPEN_READ_WRITE
+        | OpenFlags::SQLITE_OPEN_NO_MUTEX
+        | OpenFlags::SQLITE_OPEN_NOFOLLOW
+        | extra;
     let mut conn =
         Connection::open_with_flags(path, flags).map_err(|source| SessionError::Open {
             path: shown(),

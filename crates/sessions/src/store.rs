@@ -365,7 +365,7 @@ impl SessionStore {
         partial.push(".partial");
         let partial = path.with_file_name(partial);
         let result = (|| {
-            let file = std::fs::File::create(&partial)?;
+            let file = sextant_fsutil::create_file(&partial)?;
             let rows = self.export_csv(id, std::io::BufWriter::with_capacity(256 * 1024, file))?;
             std::fs::rename(&partial, path)?;
             Ok(rows)

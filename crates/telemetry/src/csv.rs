@@ -11,6 +11,9 @@
 //! is quoted, quotes doubled), the same crate every CSV reader in Sextant uses, so what is
 //! exported reads back field for field.
 
+/// The first column's name: what recognises a CSV file as one Sextant wrote.
+pub const TIME_COLUMN: &str = "elapsed_s";
+
 use std::fmt::Write as _;
 use std::io::{self, Write};
 
@@ -97,7 +100,7 @@ impl<W: Write> CsvWriter<W> {
     /// Starts a file whose columns are `elapsed_s` and then `columns` (e.g. `Group/Dataset`).
     pub fn new<S: AsRef<str>>(out: W, columns: &[S]) -> io::Result<Self> {
         let mut out = writer(out);
-        out.write_field("elapsed_s").map_err(io_error)?;
+        out.write_field(TIME_COLUMN).map_err(io_error)?;
         for c in columns {
             out.write_field(c.as_ref()).map_err(io_error)?;
         }

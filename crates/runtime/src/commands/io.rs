@@ -1,10 +1,14 @@
 //! `io.*` (connecting the project's devices), `console.*` (sending to them) and
 //! `dashboard.*` (what is on screen now).
+//!
+//! `csvPlayer.open` reads the caller's CSV file on a job off the owner task
+//! ([`Deferred::off_then`], through [`read_user_text`]); starting the replay happens on the
+//! owner once the file has been read.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
-use sextant_commands::{CommandError, Registry, Tier};
+use sextant_commands::{CommandError, Deferred, Registry, Tier};
 use sextant_devices::connect::{start, NoSecrets};
 use sextant_devices::publisher::MqttPublisherSink;
 use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
@@ -17,6 +21,7 @@ use sextant_telemetry::{Pipeline, Project};
 
 use super::project::{Done, NoParams};
 use crate::convert::value_to_json;
+use crate::user_file::{read_user_text, CSV_FILE};
 use crate::workspace::{DashboardView, Event, Live, PutAside};
 use crate::Workspace;
 
@@ -356,7 +361,7 @@ struct ReplayState {
 /// out of rustfmt so that each command stays one line.
 #[rustfmt::skip]
 pub fn register(r: &mut Registry<Workspace>) {
-    r.register("csvPlayer.open", Tier::Confirm, CSV_PLAYER_OPEN, csv_player_open);
+    r.register_deferred("csvPlayer.open", Tier::Confirm, CSV_PLAYER_OPEN, csv_player_open);
     r.register("replay.setState", Tier::Safe, REPLAY_SET_STATE, replay_set_state);
     r.register("replay.getState", Tier::Safe, "Where every playing replay is: paused, speed, position and duration in seconds (empty when nothing replays).", replay_get_state);
     r.register("project.action.run", Tier::DeviceGated, "Sends an action's payload (text or hex, with its line ending) to its device now.", project_action_run);
@@ -387,15 +392,30 @@ const CSV_PLAYER_OPEN: &str =
     and tabs; any other file needs replaceProject: true and opens a project made from \
     its columns (undoable, and the open project comes back when the replay stops).";
 
-fn csv_player_open(ws: &mut Workspace, p: CsvOpen) -> Result<Json, CommandError> {
+fn csv_player_open(
+    _: &mut Workspace,
+    p: CsvOpen,
+) -> Result<Deferred<Workspace, Json>, CommandError> {
     if !(p.speed.is_finite() && p.speed >= 0.0) {
         return Err(CommandError::invalid(
             "speed",
             "speed must be 0 (as fast as possible) or more",
         ));
     }
-    let (columns, _) = sextant_devices::csv_replay::load_csv(&p.path)
-        .map_err(|e| CommandError::failed(e.to_string()))?;
+    let path = p.path.clone();
+    Ok(Deferred::off_then(
+        move || {
+            let text = read_user_text(&path, CSV_FILE)?;
+            let (columns, _) = sextant_devices::csv_replay::parse_csv(&text, &path)
+                .map_err(|e| CommandError::failed(e.to_string()))?;
+            Ok(columns)
+        },
+        move |ws, columns| play_csv(ws, p, columns),
+    ))
+}
+
+/// Starts playing the CSV file of `p`, whose dataset columns are `columns`.
+fn play_csv(ws: &mut Workspace, p: CsvOpen, columns: Vec<String>) -> Result<Json, CommandError> {
     let into_open =
         sextant_devices::csv_replay::project_playing_into(ws.project(), &columns, &p.path, p.speed);
     if let (Err(why), false) = (&into_open, p.replace_project) {

@@ -2,12 +2,19 @@
 //!
 //! Every dry run works on throwaway copies: the project is byte-identical before and after
 //! (a test proves it for each one).
+//!
+//! A dry run runs the user's script as often as it is given frames, so it never runs on the
+//! owner task: its handler copies the parser (or transform, or project) and the samples,
+//! and the run itself is a deferred job ([`Deferred::off`]). It takes at most
+//! [`MAX_PREVIEW_FRAMES`] frames or values (more is refused, naming the cap), and all its
+//! script calls together get [`dryrun::PREVIEW_BUDGET`]: frames left when that is spent
+//! come back as not run, saying so.
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
-use sextant_commands::{CommandError, Registry, Tier};
-use sextant_telemetry::dryrun::{self, FrameOutcome};
+use sextant_commands::{CommandError, Deferred, Registry, Tier};
+use sextant_telemetry::dryrun::{self, FrameOutcome, MAX_PREVIEW_FRAMES};
 use sextant_telemetry::framing::parse_hex_bytes;
 use sextant_telemetry::project::{
     Decoder, Framing, ParserConfig, Project, ScriptLanguage, Transform,
@@ -175,6 +182,20 @@ fn script_config(
     ParserConfig::Script { language, code }
 }
 
+/// Refuses more than [`MAX_PREVIEW_FRAMES`] samples in `param` (`what`: "frames", "values").
+fn within_cap(param: &str, given: usize, what: &str) -> Result<(), CommandError> {
+    if given > MAX_PREVIEW_FRAMES {
+        return Err(CommandError::invalid(
+            param,
+            format!(
+                "`{param}` holds {given} {what}; a dry run takes at most \
+                 {MAX_PREVIEW_FRAMES} {what}: try a sample of them"
+            ),
+        ));
+    }
+    Ok(())
+}
+
 fn bytes_of(text: &str, hex: bool) -> Result<Vec<u8>, CommandError> {
     if hex {
         parse_hex_bytes(text).map_err(|e| CommandError::invalid("data", e.to_string()))
@@ -194,14 +215,14 @@ pub fn register(r: &mut Registry<Workspace>) {
         .example("split CSV in JavaScript", json!({"code": "function parse(frame) { return frame.split(','); }", "language": "javascript"}));
     r.register("project.frameParser.setConfig", Tier::Confirm, "Sets a source's parser to a built-in one (delimited, key=value, JSON, NMEA, binary…).", project_frame_parser_set_config)
         .dry_run("project.frameParser.dryRun");
-    r.register("project.frameParser.dryCompile", Tier::Safe, "Compiles a parser (the given code, or the source's current parser) without changing anything.", project_frame_parser_dry_compile);
-    r.register("project.frameParser.dryRun", Tier::Safe, "Runs a parser (given code, or the current one) on sample frames; changes nothing.", project_frame_parser_dry_run)
+    r.register_deferred("project.frameParser.dryCompile", Tier::Safe, "Compiles a parser (the given code, or the source's current parser) without changing anything.", project_frame_parser_dry_compile);
+    r.register_deferred("project.frameParser.dryRun", Tier::Safe, "Runs a parser (given code, or the current one) on sample frames; changes nothing.", project_frame_parser_dry_run)
         .example("two CSV frames", json!({"frames": ["1,2,3", "4,5,6"]}));
     r.register("project.transform.set", Tier::Confirm, "Sets or removes a dataset's transform (expression, Lua or JavaScript).", project_transform_set)
         .dry_run("project.transform.dryRun")
         .example("scale a raw ADC reading", json!({"dataset": "ds-1", "transform": {"language": "expression", "code": "value * 3.3 / 4095"}}));
-    r.register("project.transform.dryRun", Tier::Safe, "Runs a transform on sample values; changes nothing.", project_transform_dry_run);
-    r.register("project.dryRun.endToEnd", Tier::Safe, PROJECT_DRY_RUN_END_TO_END, project_dry_run_end_to_end)
+    r.register_deferred("project.transform.dryRun", Tier::Safe, "Runs a transform on sample values; changes nothing.", project_transform_dry_run);
+    r.register_deferred("project.dryRun.endToEnd", Tier::Safe, PROJECT_DRY_RUN_END_TO_END, project_dry_run_end_to_end)
         .example("two lines", json!({"data": "1,2\n3,4\n"}));
 }
 
@@ -241,62 +262,69 @@ fn project_frame_parser_set_config(ws: &mut Workspace, p: SetConfig) -> Result<D
 fn project_frame_parser_dry_compile(
     ws: &mut Workspace,
     p: DryCompile,
-) -> Result<CompileResult, CommandError> {
+) -> Result<Deferred<Workspace, CompileResult>, CommandError> {
     let i = source_index(ws.project(), p.source.as_deref())?;
     let current = &ws.project().sources[i].parser;
     let config = match p.code {
         Some(code) => script_config(current, code, p.language),
         None => current.clone(),
     };
-    Ok(match dryrun::compile_parser(&config) {
-        Ok(()) => CompileResult {
-            ok: true,
-            error: None,
-            line: None,
-        },
-        Err(e) => CompileResult {
-            ok: false,
-            error: Some(e.message),
-            line: e.line,
-        },
-    })
+    // Compiling runs the script's top level.
+    Ok(Deferred::off(move || {
+        Ok(match dryrun::compile_parser(&config) {
+            Ok(()) => CompileResult {
+                ok: true,
+                error: None,
+                line: None,
+            },
+            Err(e) => CompileResult {
+                ok: false,
+                error: Some(e.message),
+                line: e.line,
+            },
+        })
+    }))
 }
 
 fn project_frame_parser_dry_run(
     ws: &mut Workspace,
     p: DryRun,
-) -> Result<Vec<FrameResult>, CommandError> {
+) -> Result<Deferred<Workspace, Vec<FrameResult>>, CommandError> {
+    within_cap("frames", p.frames.len(), "frames")?;
     let i = source_index(ws.project(), p.source.as_deref())?;
     let s = &ws.project().sources[i];
     let config = match p.code {
         Some(code) => script_config(&s.parser, code, p.language),
         None => s.parser.clone(),
     };
+    let decoder = s.decoder;
     let frames = p
         .frames
         .iter()
         .map(|f| bytes_of(f, p.hex))
         .collect::<Result<Vec<_>, _>>()?;
-    let outcomes = dryrun::run_parser(&config, s.decoder, &frames).map_err(|e| CommandError {
-        code: sextant_commands::ErrorCode::Failed,
-        message: format!("the parser does not compile: {}", e.message),
-        path: e.line.map(|l| format!("line {l}")),
-    })?;
-    Ok(outcomes
-        .into_iter()
-        .map(|o| match o {
-            FrameOutcome::Rows(rows) => FrameResult {
-                rows: Some(rows_to_json(&rows)),
-                error: None,
-                line: None,
-            },
-            FrameOutcome::Error { message, line } => FrameResult {
-                rows: None,
-                error: Some(message),
-                line,
-            },
-        })
-        .collect::<Vec<_>>())
+    Ok(Deferred::off(move || {
+        let outcomes = dryrun::run_parser(&config, decoder, &frames).map_err(|e| CommandError {
+            code: sextant_commands::ErrorCode::Failed,
+            message: format!("the parser does not compile: {}", e.message),
+            path: e.line.map(|l| format!("line {l}")),
+        })?;
+        Ok(outcomes
+            .into_iter()
+            .map(|o| match o {
+                FrameOutcome::Rows(rows) => FrameResult {
+                    rows: Some(rows_to_json(&rows)),
+                    error: None,
+                    line: None,
+                },
+                FrameOutcome::Error { message, line } => FrameResult {
+                    rows: None,
+                    error: Some(message),
+                    line,
+                },
+            })
+            .collect::<Vec<_>>())
+    }))
 }
 
 fn project_transform_set(ws: &mut Workspace, p: TransformSet) -> Result<Done, CommandError> {
@@ -318,7 +346,8 @@ fn project_transform_set(ws: &mut Workspace, p: TransformSet) -> Result<Done, Co
 fn project_transform_dry_run(
     ws: &mut Workspace,
     p: TransformDryRun,
-) -> Result<Vec<Json>, CommandError> {
+) -> Result<Deferred<Workspace, Vec<Json>>, CommandError> {
+    within_cap("values", p.values.len(), "values")?;
     let t = match (p.transform, &p.dataset) {
         (Some(t), _) => t,
         (None, Some(id)) => ws
@@ -335,14 +364,16 @@ fn project_transform_dry_run(
         }
     };
     let values: Vec<_> = p.values.iter().map(json_to_value).collect();
-    let results = dryrun::run_transform(&t, &values).map_err(CommandError::failed)?;
-    Ok(results
-        .into_iter()
-        .map(|r| match r {
-            Ok(v) => json!({ "value": value_to_json(&v) }),
-            Err(e) => json!({ "error": e }),
-        })
-        .collect::<Vec<_>>())
+    Ok(Deferred::off(move || {
+        let results = dryrun::run_transform(&t, &values).map_err(CommandError::failed)?;
+        Ok(results
+            .into_iter()
+            .map(|r| match r {
+                Ok(v) => json!({ "value": value_to_json(&v) }),
+                Err(e) => json!({ "error": e }),
+            })
+            .collect::<Vec<_>>())
+    }))
 }
 
 const PROJECT_DRY_RUN_END_TO_END: &str =
@@ -352,17 +383,23 @@ const PROJECT_DRY_RUN_END_TO_END: &str =
 fn project_dry_run_end_to_end(
     ws: &mut Workspace,
     p: EndToEndParams,
-) -> Result<EndToEndResult, CommandError> {
+) -> Result<Deferred<Workspace, EndToEndResult>, CommandError> {
     let i = source_index(ws.project(), p.source.as_deref())?;
     let bytes = bytes_of(&p.data, p.hex)?;
-    let e = dryrun::end_to_end(ws.project(), i, &bytes).map_err(CommandError::failed)?;
-    Ok(EndToEndResult {
-        columns: e.columns,
-        rows: rows_to_json(&e.rows),
-        frames: e.frames,
-        checksum_failed: e.checksum_failed,
-        oversize_dropped: e.oversize_dropped,
-        parse_errors: e.parse_errors,
-        last_error: e.last_error,
-    })
+    let project = ws.project().clone();
+    Ok(Deferred::off(move || {
+        // Cutting the frames runs no script: the cap is checked before any script runs.
+        let frames = dryrun::count_frames(&project, i, &bytes).map_err(CommandError::failed)?;
+        within_cap("data", frames, "frames")?;
+        let e = dryrun::end_to_end(&project, i, &bytes).map_err(CommandError::failed)?;
+        Ok(EndToEndResult {
+            columns: e.columns,
+            rows: rows_to_json(&e.rows),
+            frames: e.frames,
+            checksum_failed: e.checksum_failed,
+            oversize_dropped: e.oversize_dropped,
+            parse_errors: e.parse_errors,
+            last_error: e.last_error,
+        })
+    }))
 }

@@ -1,13 +1,20 @@
 //! `project.*` file and history commands, and `assistant.*` checkpoints.
+//!
+//! Opening and importing read the file the caller names, and parse it, on a job off the
+//! owner task ([`Deferred::off_then`]) through [`read_user_text`], which refuses what is
+//! not a regular file or is over [`crate::user_file::MAX_PROJECT_BYTES`]; only replacing
+//! the project happens on the owner. `project.openContent` parses its text off the owner
+//! too.
 
 use std::path::PathBuf;
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
-use sextant_commands::{CommandError, Registry, Tier};
-use sextant_telemetry::project::Project;
+use sextant_commands::{CommandError, Deferred, Registry, Tier};
+use sextant_telemetry::project::{LoadError, Project};
 
+use crate::user_file::{read_user_text, PROJECT_FILE};
 use crate::Workspace;
 
 #[derive(Deserialize, JsonSchema)]
@@ -152,12 +159,12 @@ struct CheckpointInfo {
 pub fn register(r: &mut Registry<Workspace>) {
     r.register("project.get", Tier::Safe, "The whole project as JSON.", project_get);
     r.register("project.new", Tier::Confirm, "Starts a new, empty project (undoable).", project_new);
-    r.register("project.open", Tier::Confirm, "Opens a Sextant project file, or imports a Serial Studio one.", project_open)
+    r.register_deferred("project.open", Tier::Confirm, "Opens a Sextant project file, or imports a Serial Studio one.", project_open)
         .example("open a project", json!({"path": "rover.sextant.json"}));
-    r.register("project.openContent", Tier::Confirm, PROJECT_OPEN_CONTENT, project_open_content);
+    r.register_deferred("project.openContent", Tier::Confirm, PROJECT_OPEN_CONTENT, project_open_content);
     r.register("project.setTitle", Tier::Confirm, "Renames the project (its title, not its file).", project_set_title)
         .example("rename", json!({"title": "Rover telemetry"}));
-    r.register("project.import", Tier::Confirm, "Imports a Serial Studio project (.ssproj/.json); returns what could not be mapped.", project_import);
+    r.register_deferred("project.import", Tier::Confirm, "Imports a Serial Studio project (.ssproj/.json); returns what could not be mapped.", project_import);
     r.register("project.save", Tier::Confirm, "Saves the project atomically (to `path`, or its current file).", project_save);
     r.register("project.validate", Tier::Safe, "Checks the project and lists every problem with its path.", project_validate);
     r.register("project.undo", Tier::Confirm, "Undoes the last project edit.", project_undo);
@@ -182,13 +189,35 @@ fn project_new(ws: &mut Workspace, p: NewParams) -> Result<Done, CommandError> {
     Ok(Done::ok())
 }
 
-fn project_open(ws: &mut Workspace, p: PathParams) -> Result<Opened, CommandError> {
-    let text = std::fs::read_to_string(&p.path)
-        .map_err(|e| CommandError::failed(format!("could not read {}: {e}", p.path.display())))?;
-    match Project::from_json_str(&text) {
-        Ok(project) => {
-            let file = Some(p.path.clone());
-            ws.replace(&format!("open {}", p.path.display()), project, Some(p.path))?;
+/// What a project's text held: a Sextant project, or a Serial Studio one converted.
+enum Loaded {
+    Sextant(Project),
+    Imported(sextant_import::Imported),
+}
+
+/// Parses a project's text (`name`: its file, for messages). Off the owner: a large file
+/// takes its time.
+fn load(text: &str, name: &str) -> Result<Loaded, CommandError> {
+    match Project::from_json_str(text) {
+        Ok(project) => Ok(Loaded::Sextant(project)),
+        Err(LoadError::NotASextantProject) => sextant_import::import_serial_studio(text)
+            .map(Loaded::Imported)
+            .map_err(|e| CommandError::failed(format!("could not open {name}: {e}"))),
+        Err(e) => Err(CommandError::failed(format!("could not open {name}: {e}"))),
+    }
+}
+
+/// Makes what was loaded the open project (undoably), its file `file` when it is a
+/// Sextant project.
+fn open_loaded(
+    ws: &mut Workspace,
+    loaded: Loaded,
+    name: &str,
+    file: Option<PathBuf>,
+) -> Result<Opened, CommandError> {
+    match loaded {
+        Loaded::Sextant(project) => {
+            ws.replace(&format!("open {name}"), project, file.clone())?;
             Ok(Opened {
                 ok: true,
                 file,
@@ -196,16 +225,9 @@ fn project_open(ws: &mut Workspace, p: PathParams) -> Result<Opened, CommandErro
                 report: None,
             })
         }
-        Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
-            let imported = sextant_import::import_serial_studio(&text).map_err(|e| {
-                CommandError::failed(format!("could not open {}: {e}", p.path.display()))
-            })?;
+        Loaded::Imported(imported) => {
             // An imported file is not ours to overwrite: it gets no path until saved.
-            ws.replace(
-                &format!("import {}", p.path.display()),
-                imported.project,
-                None,
-            )?;
+            ws.replace(&format!("import {name}"), imported.project, None)?;
             Ok(Opened {
                 ok: true,
                 file: None,
@@ -213,50 +235,46 @@ fn project_open(ws: &mut Workspace, p: PathParams) -> Result<Opened, CommandErro
                 report: Some(imported.summary),
             })
         }
-        Err(e) => Err(CommandError::failed(format!(
-            "could not open {}: {e}",
-            p.path.display()
-        ))),
     }
+}
+
+fn project_open(
+    _: &mut Workspace,
+    p: PathParams,
+) -> Result<Deferred<Workspace, Opened>, CommandError> {
+    let path = p.path;
+    let name = path.display().to_string();
+    Ok(Deferred::off_then(
+        {
+            let (path, name) = (path.clone(), name.clone());
+            move || load(&read_user_text(&path, PROJECT_FILE)?, &name)
+        },
+        move |ws, loaded| open_loaded(ws, loaded, &name, Some(path)),
+    ))
 }
 
 const PROJECT_OPEN_CONTENT: &str =
     "Opens a project from its text (a file dropped on a browser window, which has no path): \
     a Sextant project, or a Serial Studio one imported. It has no file until saved.";
 
-fn project_open_content(ws: &mut Workspace, p: ContentParams) -> Result<Opened, CommandError> {
+fn project_open_content(
+    _: &mut Workspace,
+    p: ContentParams,
+) -> Result<Deferred<Workspace, Opened>, CommandError> {
     if p.content.len() > 16 * 1024 * 1024 {
         return Err(CommandError::invalid(
             "content",
             "a project file over 16 MiB is not a project file",
         ));
     }
-    match Project::from_json_str(&p.content) {
-        Ok(project) => {
-            ws.replace(&format!("open {}", p.name), project, None)?;
-            Ok(Opened {
-                ok: true,
-                file: None,
-                detail: None,
-                report: None,
-            })
-        }
-        Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
-            let imported = sextant_import::import_serial_studio(&p.content)
-                .map_err(|e| CommandError::failed(format!("could not open {}: {e}", p.name)))?;
-            ws.replace(&format!("import {}", p.name), imported.project, None)?;
-            Ok(Opened {
-                ok: true,
-                file: None,
-                detail: Some("imported from Serial Studio format".into()),
-                report: Some(imported.summary),
-            })
-        }
-        Err(e) => Err(CommandError::failed(format!(
-            "could not open {}: {e}",
-            p.name
-        ))),
-    }
+    let name = p.name;
+    Ok(Deferred::off_then(
+        {
+            let name = name.clone();
+            move || load(&p.content, &name)
+        },
+        move |ws, loaded| open_loaded(ws, loaded, &name, None),
+    ))
 }
 
 fn project_set_title(ws: &mut Workspace, p: TitleParams) -> Result<Done, CommandError> {
@@ -266,19 +284,27 @@ fn project_set_title(ws: &mut Workspace, p: TitleParams) -> Result<Done, Command
     })
 }
 
-fn project_import(ws: &mut Workspace, p: PathParams) -> Result<Imported, CommandError> {
-    let text = std::fs::read_to_string(&p.path)
-        .map_err(|e| CommandError::failed(format!("could not read {}: {e}", p.path.display())))?;
-    let imported = sextant_import::import_serial_studio(&text)
-        .map_err(|e| CommandError::failed(format!("could not import {}: {e}", p.path.display())))?;
-    ws.replace(
-        &format!("import {}", p.path.display()),
-        imported.project,
-        None,
-    )?;
-    Ok(Imported {
-        report: imported.summary,
-    })
+fn project_import(
+    _: &mut Workspace,
+    p: PathParams,
+) -> Result<Deferred<Workspace, Imported>, CommandError> {
+    let name = p.path.display().to_string();
+    Ok(Deferred::off_then(
+        {
+            let name = name.clone();
+            move || {
+                let text = read_user_text(&p.path, PROJECT_FILE)?;
+                sextant_import::import_serial_studio(&text)
+                    .map_err(|e| CommandError::failed(format!("could not import {name}: {e}")))
+            }
+        },
+        move |ws: &mut Workspace, imported: sextant_import::Imported| {
+            ws.replace(&format!("import {name}"), imported.project, None)?;
+            Ok(Imported {
+                report: imported.summary,
+            })
+        },
+    ))
 }
 
 fn project_save(ws: &mut Workspace, p: SaveParams) -> Result<Done, CommandError> {

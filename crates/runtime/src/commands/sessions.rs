@@ -4,13 +4,21 @@
 //! The database is a workspace setting (`sessions.setDatabase`, or
 //! [`Workspace::set_sessions_db`] from the app), not project data. Each command opens its
 //! own connection: reads run in WAL snapshots, so none of them waits for a recording.
+//!
+//! The database is a file the caller named, and a session can be large: choosing it
+//! (opening, upgrading an older file), browsing, tagging, renaming, deleting and exporting
+//! run on jobs off the owner task ([`Deferred`]); the owner only takes what they need from
+//! the workspace (the file, the session being recorded) and, for `sessions.setDatabase`,
+//! sets the file once it opened. A path that is not a regular file is refused before
+//! SQLite opens it ([`check_user_file`]). Recording and replaying stay on the owner: they
+//! start and stop the live run.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
-use sextant_commands::{CommandError, Registry, Tier};
+use sextant_commands::{CommandError, Deferred, Registry, Tier};
 use sextant_devices::replay::ReplayControl;
 
 use crate::session_replay::SessionReplayDriver;
@@ -23,6 +31,7 @@ use sextant_sessions::{
 use sextant_telemetry::Pipeline;
 
 use super::project::{Done, NoParams};
+use crate::user_file::check_user_file;
 use crate::workspace::{Event, Live};
 use crate::Workspace;
 
@@ -176,7 +185,11 @@ fn database(ws: &Workspace) -> Result<PathBuf, CommandError> {
 }
 
 fn store(ws: &Workspace) -> Result<SessionStore, CommandError> {
-    SessionStore::open(database(ws)?).map_err(|e| to_command_error(e, "path"))
+    open_store(&database(ws)?)
+}
+
+fn open_store(db: &Path) -> Result<SessionStore, CommandError> {
+    SessionStore::open(db).map_err(|e| to_command_error(e, "path"))
 }
 
 fn recorder(ws: &Workspace) -> Option<&Recorder> {
@@ -188,14 +201,14 @@ fn recorder(ws: &Workspace) -> Option<&Recorder> {
 /// command stays one line.
 #[rustfmt::skip]
 pub fn register(r: &mut Registry<Workspace>) {
-    r.register("sessions.setDatabase", Tier::Confirm, SESSIONS_SET_DATABASE, sessions_set_database);
-    r.register("sessions.list", Tier::Safe, SESSIONS_LIST, sessions_list);
-    r.register("sessions.get", Tier::Safe, "One session: its summary, CSV columns, per-source raw data and embedded project.", sessions_get);
-    r.register("sessions.tag", Tier::Confirm, "Adds and removes tags of a session.", sessions_tag)
+    r.register_deferred("sessions.setDatabase", Tier::Confirm, SESSIONS_SET_DATABASE, sessions_set_database);
+    r.register_deferred("sessions.list", Tier::Safe, SESSIONS_LIST, sessions_list);
+    r.register_deferred("sessions.get", Tier::Safe, "One session: its summary, CSV columns, per-source raw data and embedded project.", sessions_get);
+    r.register_deferred("sessions.tag", Tier::Confirm, "Adds and removes tags of a session.", sessions_tag)
         .example("mark a bench run", json!({"id": 3, "add": ["bench", "firmware 1.2"], "remove": ["todo"]}));
-    r.register("sessions.rename", Tier::Confirm, "Changes a session's title.", sessions_rename);
-    r.register("sessions.delete", Tier::AlwaysConfirm, "Deletes a session with all its raw data and frames. Cannot be undone.", sessions_delete);
-    r.register("sessions.exportCsv", Tier::Confirm, SESSIONS_EXPORT_CSV, sessions_export_csv);
+    r.register_deferred("sessions.rename", Tier::Confirm, "Changes a session's title.", sessions_rename);
+    r.register_deferred("sessions.delete", Tier::AlwaysConfirm, "Deletes a session with all its raw data and frames. Cannot be undone.", sessions_delete);
+    r.register_deferred("sessions.exportCsv", Tier::Confirm, SESSIONS_EXPORT_CSV, sessions_export_csv);
     r.register("sessions.startRecording", Tier::Confirm, SESSIONS_START_RECORDING, sessions_start_recording);
     r.register("sessions.stopRecording", Tier::Confirm, "Stops recording and closes the session; the live run goes on.", sessions_stop_recording);
     r.register("sessions.replay", Tier::Confirm, SESSIONS_REPLAY, sessions_replay)
@@ -206,67 +219,113 @@ const SESSIONS_SET_DATABASE: &str =
     "Chooses the SQLite file recorded sessions are kept in (created when missing; an \
     older file is upgraded, a newer one refused).";
 
-fn sessions_set_database(ws: &mut Workspace, p: DatabaseParams) -> Result<Done, CommandError> {
-    // Open it now so a bad path or a newer file is reported here, not mid-recording.
-    SessionStore::open(&p.path).map_err(|e| to_command_error(e, "path"))?;
-    ws.set_sessions_db(Some(p.path));
-    Ok(Done::ok())
+fn sessions_set_database(
+    _: &mut Workspace,
+    p: DatabaseParams,
+) -> Result<Deferred<Workspace, Done>, CommandError> {
+    let path = p.path;
+    Ok(Deferred::off_then(
+        {
+            let path = path.clone();
+            move || {
+                check_user_file(&path, "a sessions database file").map_err(|e| CommandError {
+                    path: Some("path".into()),
+                    ..e
+                })?;
+                // Open it now so a bad path or a newer file is reported here, not
+                // mid-recording (an older one is upgraded here too).
+                open_store(&path).map(drop)
+            }
+        },
+        move |ws: &mut Workspace, ()| {
+            ws.set_sessions_db(Some(path));
+            Ok(Done::ok())
+        },
+    ))
 }
 
 const SESSIONS_LIST: &str =
     "Recorded sessions, oldest first, with their tags, frame/chunk/byte counts, drops \
     and duration; and the session being recorded now.";
 
-fn sessions_list(ws: &mut Workspace, p: ListParams) -> Result<Listing, CommandError> {
+fn sessions_list(
+    ws: &mut Workspace,
+    p: ListParams,
+) -> Result<Deferred<Workspace, Listing>, CommandError> {
     let recording = recorder(ws).and_then(Recorder::current);
     let Some(db) = ws.sessions_db().map(PathBuf::from) else {
-        return Ok(Listing {
+        return Ok(Deferred::now(Listing {
             database: None,
             sessions: Vec::new(),
             recording,
-        });
+        }));
     };
-    let sessions = SessionStore::open(&db)
-        .and_then(|s| s.list(p.tag.as_deref()))
-        .map_err(|e| to_command_error(e, "tag"))?;
-    Ok(Listing {
-        database: Some(db),
-        sessions,
-        recording,
-    })
+    Ok(Deferred::off(move || {
+        let sessions = SessionStore::open(&db)
+            .and_then(|s| s.list(p.tag.as_deref()))
+            .map_err(|e| to_command_error(e, "tag"))?;
+        Ok(Listing {
+            database: Some(db),
+            sessions,
+            recording,
+        })
+    }))
 }
 
-fn sessions_get(ws: &mut Workspace, p: IdParams) -> Result<SessionDetail, CommandError> {
-    store(ws)?.get(p.id).map_err(|e| to_command_error(e, "id"))
+fn sessions_get(
+    ws: &mut Workspace,
+    p: IdParams,
+) -> Result<Deferred<Workspace, SessionDetail>, CommandError> {
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        open_store(&db)?
+            .get(p.id)
+            .map_err(|e| to_command_error(e, "id"))
+    }))
 }
 
-fn sessions_tag(ws: &mut Workspace, p: TagParams) -> Result<Tags, CommandError> {
-    let store = store(ws)?;
-    let mut tags = store
-        .summary(p.id)
-        .map_err(|e| to_command_error(e, "id"))?
-        .tags;
-    for (i, tag) in p.add.iter().enumerate() {
-        tags = store
-            .tag(p.id, tag)
-            .map_err(|e| to_command_error(e, &format!("add[{i}]")))?;
-    }
-    for tag in &p.remove {
-        tags = store
-            .untag(p.id, tag)
-            .map_err(|e| to_command_error(e, "remove"))?;
-    }
-    Ok(Tags { id: p.id, tags })
+fn sessions_tag(
+    ws: &mut Workspace,
+    p: TagParams,
+) -> Result<Deferred<Workspace, Tags>, CommandError> {
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        let store = open_store(&db)?;
+        let mut tags = store
+            .summary(p.id)
+            .map_err(|e| to_command_error(e, "id"))?
+            .tags;
+        for (i, tag) in p.add.iter().enumerate() {
+            tags = store
+                .tag(p.id, tag)
+                .map_err(|e| to_command_error(e, &format!("add[{i}]")))?;
+        }
+        for tag in &p.remove {
+            tags = store
+                .untag(p.id, tag)
+                .map_err(|e| to_command_error(e, "remove"))?;
+        }
+        Ok(Tags { id: p.id, tags })
+    }))
 }
 
-fn sessions_rename(ws: &mut Workspace, p: RenameParams) -> Result<Done, CommandError> {
-    store(ws)?
-        .rename(p.id, &p.title)
-        .map_err(|e| to_command_error(e, "title"))?;
-    Ok(Done::ok())
+fn sessions_rename(
+    ws: &mut Workspace,
+    p: RenameParams,
+) -> Result<Deferred<Workspace, Done>, CommandError> {
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        open_store(&db)?
+            .rename(p.id, &p.title)
+            .map_err(|e| to_command_error(e, "title"))?;
+        Ok(Done::ok())
+    }))
 }
 
-fn sessions_delete(ws: &mut Workspace, p: DeleteParams) -> Result<Done, CommandError> {
+fn sessions_delete(
+    ws: &mut Workspace,
+    p: DeleteParams,
+) -> Result<Deferred<Workspace, Done>, CommandError> {
     if recorder(ws)
         .and_then(Recorder::current)
         .is_some_and(|r| r.id == p.id)
@@ -276,23 +335,32 @@ fn sessions_delete(ws: &mut Workspace, p: DeleteParams) -> Result<Done, CommandE
             p.id
         )));
     }
-    let mut store = store(ws)?;
-    store.delete(p.id).map_err(|e| to_command_error(e, "id"))?;
-    if p.vacuum {
-        store.vacuum().map_err(|e| to_command_error(e, "vacuum"))?;
-    }
-    Ok(Done::ok())
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        let mut store = open_store(&db)?;
+        store.delete(p.id).map_err(|e| to_command_error(e, "id"))?;
+        if p.vacuum {
+            store.vacuum().map_err(|e| to_command_error(e, "vacuum"))?;
+        }
+        Ok(Done::ok())
+    }))
 }
 
 const SESSIONS_EXPORT_CSV: &str =
     "Writes a session's frames to a CSV file, exactly as the live CSV export does \
     (`elapsed_s, Group/Dataset, …`, one row per frame).";
 
-fn sessions_export_csv(ws: &mut Workspace, p: ExportParams) -> Result<Exported, CommandError> {
-    let rows = store(ws)?
-        .export_csv_file(p.id, &p.path)
-        .map_err(|e| to_command_error(e, "path"))?;
-    Ok(Exported { path: p.path, rows })
+fn sessions_export_csv(
+    ws: &mut Workspace,
+    p: ExportParams,
+) -> Result<Deferred<Workspace, Exported>, CommandError> {
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        let rows = open_store(&db)?
+            .export_csv_file(p.id, &p.path)
+            .map_err(|e| to_command_error(e, "path"))?;
+        Ok(Exported { path: p.path, rows })
+    }))
 }
 
 const SESSIONS_START_RECORDING: &str =

@@ -14,6 +14,7 @@ pub fn test_limits() -> Limits {
         timeout: Duration::from_millis(50),
         memory_bytes: 16 * 1024 * 1024,
         max_consecutive_timeouts: 3,
+        deadline: None,
     }
 }
 

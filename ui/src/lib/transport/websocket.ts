@@ -50,11 +50,13 @@ export class WebSocketTransport implements Transport {
     private readonly factory: SocketFactory = (u) => new WebSocket(u) as unknown as SocketLike,
   ) {}
 
-  /** The URL of `/ws` next to the page, and the `?token=` it was opened with. */
-  static forPage(loc: Location = window.location): WebSocketTransport {
+  /** The URL of `/ws` next to the page, and the server's secret: the `?token=` the page
+   * was opened with (printed by `sextant serve`), kept for this tab only and taken out of
+   * the address bar so it does not linger in history or screenshots. */
+  static forPage(loc: Location = window.location, storage: Storage | null = tabStorage()): WebSocketTransport {
     const scheme = loc.protocol === "https:" ? "wss:" : "ws:";
     const base = loc.pathname.replace(/[^/]*$/, "");
-    const token = new URLSearchParams(loc.search).get("token");
+    const token = pageSecret(loc, storage);
     return new WebSocketTransport(`${scheme}//${loc.host}${base}ws`, token);
   }
 
@@ -177,4 +179,34 @@ export class WebSocketTransport implements Transport {
     this.closed = true;
     this.socket?.close();
   }
+}
+
+/** Where this tab keeps the server's secret (per tab, gone when it closes). */
+const SECRET_KEY = "sextant.serverSecret";
+
+function tabStorage(): Storage | null {
+  try {
+    return window.sessionStorage;
+  } catch {
+    return null;
+  }
+}
+
+/** The secret from the address (then kept for the tab and removed from the address), or
+ * the one this tab kept from an earlier load. */
+export function pageSecret(loc: Location, storage: Storage | null): string | null {
+  const params = new URLSearchParams(loc.search);
+  const fromUrl = params.get("token");
+  if (fromUrl) {
+    storage?.setItem(SECRET_KEY, fromUrl);
+    params.delete("token");
+    const rest = params.toString();
+    try {
+      history.replaceState(history.state, "", `${loc.pathname}${rest ? `?${rest}` : ""}${loc.hash}`);
+    } catch {
+      // Not in a browser (tests): the address stays as it is.
+    }
+    return fromUrl;
+  }
+  return storage?.getItem(SECRET_KEY) ?? null;
 }
