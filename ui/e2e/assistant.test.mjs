@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import {
-  artifacts, demoProject, repo, requireFile, requireProgram, scriptServer, sextantBin, start, tempDir, waitFor,
+  artifacts, demoProject, repo, requireFile, requireProgram, scriptServer, servedUrl, sextantBin, start, tempDir, waitFor,
 } from "./harness.mjs";
 
 const CHROMIUM_ARGS = [

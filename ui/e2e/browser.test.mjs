@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import {
-  artifacts, feed, ptyPair, repo, requireFile, requireProgram, sextantBin, start, tempDir, waitFor,
+  artifacts, feed, ptyPair, repo, requireFile, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor,
 } from "./harness.mjs";
 
 const CHROMIUM_ARGS = [
@@ -70,6 +70,36 @@ after(async () => {
   await browser?.close();
   server?.stop();
   pty?.stop();
+});
+
+test("a page opened without the launch's secret can do nothing and says how to get in", async () => {
+  const bare = base.replace(/\?.*$/, "");
+  assert.notEqual(bare, base, "the printed address carries the secret");
+  for (const language of ["en", "zh"]) {
+    const p = await fresh(bare, { language });
+    const notice = p.locator('[data-testid="needs-secret"]');
+    await notice.waitFor({ timeout: 10000 });
+    assert.equal(await notice.getAttribute("data-access"), "missing");
+    const text = await notice.innerText();
+    assert.match(text, language === "en" ? /address Sextant printed/ : /启动时打印的地址/);
+    assert.doesNotMatch(text, /authenticate|notAllowed|auth/);
+    await p.screenshot({ path: join(artifacts, `browser-needs-secret-light-${language}.png`) });
+    await p.close();
+  }
+  // An old secret (a restart gives a new one) is refused and said so; the right one works.
+  const old = await fresh(`${bare}?token=${"0".repeat(64)}`);
+  await old.locator('[data-testid="needs-secret"][data-access="refused"]').waitFor({ timeout: 10000 });
+  await old.close();
+  const ok = await fresh(base);
+  await ok.waitForSelector('[data-testid="connection-status"]');
+  assert.equal(await ok.locator('[data-testid="needs-secret"]').count(), 0);
+  // The secret leaves the address bar, and a reload of the tab still proves it.
+  assert.doesNotMatch(ok.url(), /token=/);
+  await ok.reload();
+  await ok.waitForSelector(".shell");
+  await sleep(500);
+  assert.equal(await ok.locator('[data-testid="needs-secret"]').count(), 0);
+  await ok.close();
 });
 
 test("a serial device sending CSV is quick-plotted with zero configuration", async () => {

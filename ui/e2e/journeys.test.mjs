@@ -10,7 +10,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import {
-  artifacts, feed, ptyPair, repo, requireFile, requireProgram, sextantBin, start, tempDir, waitFor,
+  artifacts, feed, ptyPair, repo, requireFile, requireProgram, servedUrl, sextantBin, start, tempDir, waitFor,
 } from "./harness.mjs";
 
 const CHROMIUM_ARGS = [

@@ -109,8 +109,26 @@ describe("WebSocket transport", () => {
     const { t, sockets } = setup("secret");
     t.onEvent(() => {});
     sockets[0].open();
-    expect(sockets[0].sent[0]).toEqual({ type: "auth", token: "secret" });
+    expect(sockets[0].sent[0]).toEqual({ type: "auth", id: "auth", token: "secret" });
     expect(sockets[0].sent[1]).toMatchObject({ command: "api.subscribe", params: { events: true } });
+  });
+
+  it("says whether the page may act: no secret, a secret the server refused, or granted", async () => {
+    expect(setup(null).t.access()).toBe("missing");
+    const { t, sockets } = setup("old-secret");
+    const seen: string[] = [];
+    t.onAccess((a) => seen.push(a));
+    t.onEvent(() => {});
+    sockets[0].open();
+    expect(t.access()).toBe("unknown");
+    sockets[0].reply({ type: "response", id: "auth", success: false, error: { code: "notAllowed", message: "wrong token" } });
+    expect(t.access()).toBe("refused");
+    const fresh = setup("right");
+    fresh.t.onEvent(() => {});
+    fresh.sockets[0].open();
+    fresh.sockets[0].reply({ type: "response", id: "auth", success: true, result: { authenticated: true } });
+    expect(fresh.t.access()).toBe("granted");
+    expect(seen).toEqual(["refused"]);
   });
 
   it("delivers events and binary frames", async () => {

@@ -16,6 +16,11 @@ const en = {
   "status.finished": "Finished",
   "status.backendLost": "Connection to Sextant lost – retrying",
   "consent.allow": "Allow",
+  "access.title": "Open Sextant from the address it printed",
+  "access.missing":
+    "This page was opened without the secret part of its address, so it cannot control Sextant. Open the address Sextant printed when it started – it ends in ?token=…",
+  "access.refused":
+    "This address is from an earlier start of Sextant: its secret no longer matches. Open the address Sextant printed when it started this time.",
 } satisfies Record<string, string>;
 
 export type Key = keyof typeof en;
@@ -36,6 +41,9 @@ const zh: Record<Key, string> = {
   "status.finished": "已结束",
   "status.backendLost": "与 Sextant 的连接已断开，正在重试",
   "consent.allow": "允许",
+  "access.title": "请用 Sextant 启动时打印的地址打开",
+  "access.missing": "此页面的地址缺少密钥部分，因此无法控制 Sextant。请打开 Sextant 启动时打印的地址（以 ?token=… 结尾）。",
+  "access.refused": "此地址来自 Sextant 的上一次启动，其中的密钥已不再匹配。请打开 Sextant 本次启动时打印的地址。",
 };
 
 export const strings = { en, zh };

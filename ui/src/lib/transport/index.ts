@@ -12,8 +12,24 @@ export function isTauri(): boolean {
 }
 
 let current: Transport | null = null;
+let page: WebSocketTransport | null = null;
 
 export function transport(): Transport {
-  current ??= withConsent(isTauri() ? new TauriTransport() : WebSocketTransport.forPage(), consent.ask);
+  if (!current) {
+    page = isTauri() ? null : WebSocketTransport.forPage();
+    current = withConsent(page ?? new TauriTransport(), consent.ask);
+  }
   return current;
 }
+
+/** Whether this page may act (a served page must hold the server's secret; the desktop
+ * app's own window always may), and a way to hear when that changes. */
+export function pageAccess(): { now: PageAccess; on: (h: (a: PageAccess) => void) => () => void } {
+  transport();
+  if (!page) return { now: "granted", on: () => () => {} };
+  const p = page;
+  return { now: p.access(), on: (h) => p.onAccess(h) };
+}
+
+export type { PageAccess } from "./websocket";
+import type { PageAccess } from "./websocket";

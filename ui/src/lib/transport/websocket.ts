@@ -70,7 +70,7 @@ export class WebSocketTransport implements Transport {
       socket.onopen = () => {
         isOpen = true;
         this.retryMs = 250;
-        if (this.token) this.raw({ type: "auth", token: this.token });
+        if (this.token) this.raw({ type: "auth", id: AUTH_ID, token: this.token });
         // Events are always wanted; display resumes with its last options.
         this.raw({ type: "command", id: 0, command: "api.subscribe", params: { frames: false, events: true } });
         if (this.displayOptions) this.raw({ type: "display", id: 0, ...this.displayOptions });
@@ -118,6 +118,10 @@ export class WebSocketTransport implements Transport {
     }
     if (msg.type === "chatEvent" && msg.event && typeof msg.event === "object") {
       for (const h of this.chats) h(msg.event as ChatEvent);
+      return;
+    }
+    if (msg.type === "response" && msg.id === AUTH_ID) {
+      this.setAccess(msg.success ? "granted" : "refused");
       return;
     }
     if (msg.type === "response" && typeof msg.id === "number" && msg.id > 0) {
@@ -179,7 +183,34 @@ export class WebSocketTransport implements Transport {
     this.closed = true;
     this.socket?.close();
   }
+
+  /** Whether this page may act: it needs the server's secret (`missing` without one, and
+   * `refused` when the server does not know it – restarted, or an old address). */
+  access(): PageAccess {
+    return this.token ? this.accessState : "missing";
+  }
+
+  /** Calls `handler` whenever {@link access} changes. */
+  onAccess(handler: (access: PageAccess) => void): Unsubscribe {
+    this.accessHandlers.add(handler);
+    return () => this.accessHandlers.delete(handler);
+  }
+
+  private accessState: PageAccess = "unknown";
+  private accessHandlers = new Set<(access: PageAccess) => void>();
+
+  private setAccess(state: PageAccess) {
+    if (state === this.accessState) return;
+    this.accessState = state;
+    for (const h of this.accessHandlers) h(state);
+  }
 }
+
+/** Whether the page may act on the server: see {@link WebSocketTransport.access}. */
+export type PageAccess = "unknown" | "granted" | "missing" | "refused";
+
+/** The id of the secret's proof, so its answer is told apart from every request's. */
+const AUTH_ID = "auth";
 
 /** Where this tab keeps the server's secret (per tab, gone when it closes). */
 const SECRET_KEY = "sextant.serverSecret";
