@@ -683,9 +683,9 @@ describe("chat store: settings", () => {
     svc.handlers.getSettings = () => saved;
     svc.handlers.setSettings = (r) => ({ ...saved, ...r, op: undefined, apiKey: undefined, hasApiKey: r.apiKey === null ? false : true });
     expect(await store.loadSettings()).toEqual(saved);
-    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" as const };
+    const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, archiveTools: true, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" as const };
     await store.saveSettings(form);
-    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" });
+    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, archiveTools: true, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" });
     await store.saveSettings(form, "  ");
     expect("apiKey" in svc.ops("setSettings")[1]).toBe(false);
     await store.saveSettings(form, " sk-123 ");
@@ -785,7 +785,7 @@ describe("chat helpers", () => {
     expect(prettyArgs(undefined)).toBe("");
     expect(prettyArgs({ a: 1 })).toBe('{\n  "a": 1\n}');
     expect([950, 12_345, 1_500, 2_500_000].map(formatTokens)).toEqual(["950", "12k", "1.5k", "2.5M"]);
-    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true, skillRouting: false, autoVerify: true, focusPrompt: true, intentNarrowing: true, toolResultCompression: true, topicCompaction: true, topicMarker: true, constrainedCalls: "auto" })).not.toHaveProperty("apiKey");
+    expect(settingsRequest({ provider: "anthropic", baseUrl: "u", model: "m", autoApproveEdits: false, allowDeviceControl: true, memory: true, contextProbe: false, handoffSeeding: true, skillRouting: false, autoVerify: true, archiveTools: true, focusPrompt: true, intentNarrowing: true, toolResultCompression: true, topicCompaction: true, topicMarker: true, constrainedCalls: "auto" })).not.toHaveProperty("apiKey");
   });
 
   it("unknown history items become notices instead of vanishing; duplicate call ids get their own keys", () => {

@@ -90,6 +90,14 @@ fn wire_schema() -> Value {
             .subschema_for::<sextant_retrieval::diagnostics::Health>()
             .to_value(),
     );
+    // Every assistant mechanism's setting, by name: the panel's toggles are typed by it,
+    // so a mechanism without a toggle does not compile.
+    properties.insert(
+        "mechanisms".into(),
+        generator
+            .subschema_for::<sextant_assistant::service::Mechanisms>()
+            .to_value(),
+    );
     properties.insert(
         "importReportLine".into(),
         generator

@@ -4,6 +4,7 @@ import type {
   ChatListEntry,
   Decider,
   Degraded,
+  Mechanisms,
   ModelEntry,
   ProviderKind,
   SettingsView,
@@ -12,6 +13,7 @@ import type {
   Tier as WireTier,
 } from "../lib/wire/types.gen";
 import type { Key } from "../lib/i18n/index.svelte";
+import { mechanismsOf } from "./mechanisms";
 
 /** The chat door's shapes are generated from the Rust types (`lib/wire/types.gen.ts`);
  *  what follows names them for the panel. */
@@ -42,8 +44,9 @@ export type ChatSummary = ChatListEntry;
 /** The assistant's settings (`getSettings` / `setSettings`); the key itself never comes back. */
 export type ChatSettings = SettingsView;
 
-/** The settings fields a person edits. */
-export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "memory" | "contextProbe" | "handoffSeeding" | "skillRouting" | "autoVerify" | "focusPrompt" | "intentNarrowing" | "toolResultCompression" | "topicCompaction" | "topicMarker" | "constrainedCalls">;
+/** The settings fields a person edits: the connection, the approvals, and every mechanism
+ *  (the `Mechanisms` type generated from Rust, so none can be missing). */
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "constrainedCalls"> & Mechanisms;
 
 export type ModelInfo = ModelEntry;
 
@@ -428,16 +431,7 @@ export function settingsRequest(form: EditableSettings, apiKey?: string | null):
     model: form.model.trim(),
     autoApproveEdits: form.autoApproveEdits,
     allowDeviceControl: form.allowDeviceControl,
-    memory: form.memory,
-    contextProbe: form.contextProbe,
-    handoffSeeding: form.handoffSeeding,
-    skillRouting: form.skillRouting,
-    autoVerify: form.autoVerify,
-    focusPrompt: form.focusPrompt,
-    intentNarrowing: form.intentNarrowing,
-    toolResultCompression: form.toolResultCompression,
-    topicCompaction: form.topicCompaction,
-    topicMarker: form.topicMarker,
+    ...mechanismsOf(form),
     constrainedCalls: form.constrainedCalls,
   };
   if (apiKey === null) req.apiKey = null;

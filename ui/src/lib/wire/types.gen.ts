@@ -653,6 +653,7 @@ export interface Wire {
   memoryFact: Fact;
   memoryWritten: Written;
   retrievalHealth: Health;
+  mechanisms: Mechanisms;
   importReportLine: ImportReportLine;
 }
 /**
@@ -1548,6 +1549,61 @@ export interface ProcessGauges {
   providerDeadline: number;
   providerAborted: number;
   providerLateSettled: number;
+}
+/**
+ * The assistant's mechanisms, each its own persisted setting (spec 20, "Settings"), all on
+ * by default. Off means absent: a mechanism that is off is not built for the turn and adds
+ * zero bytes to its requests.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Mechanisms".
+ */
+export interface Mechanisms {
+  /**
+   * Spec 20 §2: the consented memory's index in every request (when there is a store).
+   */
+  memory: boolean;
+  /**
+   * Spec 20 §1: the sentinel instruction, its strip and its verdicts.
+   */
+  contextProbe: boolean;
+  /**
+   * Spec 20 §3: a chat started from another carries that chat's digest.
+   */
+  handoffSeeding: boolean;
+  /**
+   * Spec 20 §5: each successful edit is checked by a Safe command, in the same result.
+   */
+  autoVerify: boolean;
+  /**
+   * Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
+   */
+  skillRouting: boolean;
+  /**
+   * Spec 30 A2–A3: the model can search this project's chats and cite them.
+   */
+  archiveTools: boolean;
+  /**
+   * Spec 40 §1: the focus section in the role block (cached, in the UI's language).
+   */
+  focusPrompt: boolean;
+  /**
+   * Spec 40 §2: the model is shown only the tools of the message's intent.
+   */
+  intentNarrowing: boolean;
+  /**
+   * Spec 40 §4: big tool results are shown to the model compressed (the log keeps them).
+   */
+  toolResultCompression: boolean;
+  /**
+   * Spec 40 §3: over budget, the older history is summarized keeping its topics
+   * (instead of the oldest messages being dropped).
+   */
+  topicCompaction: boolean;
+  /**
+   * Spec 40 §5: a soft note when the person switched topics.
+   */
+  topicMarker: boolean;
 }
 /**
  * A line of the report as a person reads it.
