@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { COLS, MIN_TILE_PX, autoTiles, columnsFor, reflow, settle, datasetViews, groupKind, moveTile, plainTile, resizeTile, resolveTiles, standsInFor, workspacesOf } from "../src/dashboard/layout";
-import type { Tile } from "../src/dashboard/model";
-import type { Dataset, Project } from "../src/dashboard/model";
+import type { Tile } from "../src/lib/model";
+import type { Dataset, Project } from "../src/lib/model";
 import { strings as typed } from "../src/dashboard/strings";
 
 // Looked up by any string: these checks are about what exists at run time.

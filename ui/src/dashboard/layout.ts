@@ -1,55 +1,34 @@
 /** Workspace layout: which widget a tile shows, the automatic layout for projects without
  *  workspaces, grid moves/resizes, and the reflow of a layout into fewer columns when the
  *  grid is too narrow for it. Pure, so it is tested without a browser. */
-import type { Dataset, Group, Project, Tile, TileView, WidgetKind, Workspace } from "./model";
+import type { Dataset, Group, Project, Tile, TileView, Workspace } from "../lib/model";
+import { kindOfGroupWidget, sizeOf, standInFor, type StandsFor, type WidgetKind } from "../widgets/registry";
 
 export const COLS = 12;
 
 export interface TileSpec extends Tile {
   /** Stable within a workspace: used as the Svelte key. */
   key: string;
-  kind: WidgetKind;
+  /** A kind of `widgets/registry.ts`, or a widget this version does not know (a project
+   *  from a newer one), which the tile says it cannot draw. */
+  kind: string;
   title: string;
   groupRef?: Group;
   datasetRef?: Dataset;
 }
 
-/** The widget a group tile shows. Kinds the web UI has no widget for fall back to a grid. */
-export function groupKind(g: Group): WidgetKind {
-  switch (g.widget) {
-    case "multiPlot":
-    case "plot3d":
-      return "multiplot";
-    case "accelerometer":
-      return "accelerometer";
-    case "gyroscope":
-      return "gyroscope";
-    case "gps":
-      return "gps";
-    case "barPanel":
-      return "bar";
-    case "ledPanel":
-      return "led";
-    case "terminal":
-      return "terminal";
-    default:
-      return "datagrid";
-  }
+/** The widget a group tile shows (from `widgets/registry.ts`): a group without a widget
+ *  shows a data grid; the registry's stand-ins draw another kind (`standsInFor` says so); a
+ *  widget this version does not know keeps its name, and the tile says it cannot draw it. */
+export function groupKind(g: Group): string {
+  return kindOfGroupWidget(g.widget ?? "none");
 }
 
 /** The widget a group asked for that its tile stands in for (the web UI has no such widget
  *  yet), so the tile can say so instead of swapping silently; null when it draws what was
  *  asked. */
-export function standsInFor(g: Group): "painter" | "image" | "webView" | "plot3d" | null {
-  switch (g.widget) {
-    case "painter":
-    case "image":
-    case "webView":
-    case "plot3d":
-      return g.widget;
-    default:
-      return null;
-  }
+export function standsInFor(g: Group): StandsFor | null {
+  return standInFor(g.widget);
 }
 
 /** Every view a dataset asks for, in a fixed order: its widget, its graph, FFT, LED.
@@ -64,23 +43,17 @@ export function datasetViews(d: Dataset): WidgetKind[] {
   return out;
 }
 
-const SIZE: Record<WidgetKind, [number, number]> = {
-  plot: [4, 3], multiplot: [8, 4], fft: [4, 3], datagrid: [4, 4], gauge: [3, 3], bar: [3, 3],
-  compass: [3, 3], meter: [3, 3], led: [3, 2], gps: [6, 4], accelerometer: [6, 4],
-  gyroscope: [4, 4], terminal: [8, 4], clock: [3, 2],
-};
-
 /** Tiles for a project without workspaces: each group with a widget, then each dataset view,
  *  packed row by row into COLS columns. */
 export function autoTiles(p: Project): Tile[] {
-  const items: { group?: string; dataset?: string; kind: WidgetKind; view?: TileView }[] = [];
+  const items: { group?: string; dataset?: string; kind: string; view?: TileView }[] = [];
   for (const g of p.groups ?? []) if (g.widget && g.widget !== "none") items.push({ group: g.id, kind: groupKind(g) });
   for (const g of p.groups ?? [])
     for (const d of g.datasets ?? []) for (const kind of datasetViews(d)) items.push({ dataset: d.id, kind, view: viewOf(d, kind) });
   const tiles: Tile[] = [];
   let x = 0, y = 0, rowH = 0;
   for (const it of items) {
-    const [w, h] = SIZE[it.kind];
+    const [w, h] = sizeOf(it.kind);
     if (x + w > COLS) {
       x = 0;
       y += rowH;

@@ -1,23 +1,26 @@
 /** Connect-screen form state and the pure mapping between it and a project source's
- *  `connection` / `parser` JSON (docs/project.schema.json). No UI, no backend calls. */
+ *  `connection` / `parser` JSON (docs/project.schema.json). No backend calls; each source
+ *  kind's fields component is imported only when the Connect screen shows it.
+ *
+ *  Every source kind is one entry of `SOURCE_KINDS` (below): its defaults, how it reads a
+ *  project's connection, what it refuses, the connection it writes, its title, framing and
+ *  fields. The form functions here only dispatch to it. */
+import type { Component } from "svelte";
 import type { Key } from "../lib/i18n/index.svelte";
 import type { Connection, ParserConfig } from "../lib/wire/types.gen";
 
-/** Every kind of source the Connect screen sets up (from the generated wire types); a
- *  replay of a capture or CSV file is started from the Recording screen instead. */
-export type SourceType = Exclude<Connection["type"], "replay">;
-/** In the order the Connect screen offers them; `satisfies` makes a missing kind an error. */
-export const SOURCE_TYPES = ["serial", "tcp", "udp", "mqtt", "can", "modbus", "ble", "namedPipe", "process", "simulator"] as const satisfies readonly SourceType[];
+/** Connection kinds set up on another screen, not here: a replay of a capture or CSV file
+ *  is started from the Recording screen. */
+export const SET_UP_ELSEWHERE = ["replay"] as const satisfies readonly Connection["type"][];
+/** Every kind of source the Connect screen sets up (from the generated wire types). */
+export type SourceType = Exclude<Connection["type"], (typeof SET_UP_ELSEWHERE)[number]>;
 type Missing<All, Listed> = Exclude<All, Listed>;
-/** Compile-time: the list above names every source kind (a new one in Rust fails here). */
-const _everySource: Missing<SourceType, (typeof SOURCE_TYPES)[number]> extends never ? true : never = true;
 
 /** Every parser the backend knows. */
 export type ParserKind = ParserConfig["kind"];
 export const PARSER_KINDS = ["quickPlot", "delimited", "keyValue", "json", "nmea", "fixedWidth", "binary", "script", "can"] as const satisfies readonly ParserKind[];
 /** Compile-time: the list above names every parser kind. */
 const _everyParser: Missing<ParserKind, (typeof PARSER_KINDS)[number]> extends never ? true : never = true;
-void _everySource;
 void _everyParser;
 
 export const BAUD_RATES = [300, 1200, 2400, 4800, 9600, 19200, 38400, 57600, 115200, 230400, 250000, 460800, 500000, 921600, 1000000, 2000000, 3000000];
@@ -69,31 +72,11 @@ export function defaultSerial(): SerialForm {
 }
 
 export function defaultForm(): ConnectForm {
+  const sections = Object.fromEntries(SOURCE_TYPES.map((type) => [type, SOURCE_KINDS[type].defaults()]));
   return {
     type: "serial",
     title: "",
-    serial: defaultSerial(),
-    tcp: { host: "127.0.0.1", port: "" },
-    udp: { localPort: "0", remoteHost: "", remotePort: "", multicastGroup: "", multicastInterface: "" },
-    mqtt: { host: "127.0.0.1", port: "1883", clientId: "", username: "", topic: "#", version: "3.1.1", keepAliveS: "30", cleanSession: true, tls: false, caFile: "" },
-    can: { interface: "can0", slcan: false, bitrate: "500000", fd: false, dataBitrate: "", listenOnly: false },
-    modbus: { rtu: false, host: "127.0.0.1", port: "502", slaveId: "1", pollIntervalMs: "100", groups: [{ kind: "holding", start: "0", count: "10" }] },
-    ble: { device: "", service: "", notifyCharacteristic: "", writeCharacteristic: "" },
-    namedPipe: { path: "" },
-    process: { program: "", args: "", workingDir: "" },
-    // A new simulator is a three-channel signal generator: with no channels it would
-    // connect and send empty frames, which looks broken.
-    simulator: {
-      frameRateHz: 100,
-      channels: [
-        { name: "Sine", waveform: "sine", frequencyHz: 1, amplitude: 1, offset: 0, noise: 0.01 },
-        { name: "Square", waveform: "square", frequencyHz: 0.5, amplitude: 1, offset: 0, noise: 0 },
-        { name: "Noise", waveform: "noise", frequencyHz: 0, amplitude: 0.5, offset: 0, noise: 0 },
-      ],
-      gps: false,
-      imu: false,
-      seed: 1,
-    },
+    ...(sections as { [T in SourceType]: ConnectForm[T] }),
     // Quick plot is the zero-configuration default: any CSV line stream plots at once.
     parserKind: "quickPlot",
     separator: ",",
@@ -146,88 +129,17 @@ export function formErrors(f: ConnectForm): [string, Key][] {
     const e = portError(v, zero);
     if (e) errs.push([field, e]);
   };
-  switch (f.type) {
-    case "serial": {
-      need("serial.port", f.serial.port);
-      const e = baudError(f.serial.baud);
-      if (e) errs.push(["serial.baud", e]);
-      break;
-    }
-    case "tcp": need("tcp.host", f.tcp.host); port("tcp.port", f.tcp.port); break;
-    case "udp":
-      port("udp.localPort", f.udp.localPort, true);
-      if (f.udp.remotePort.trim()) port("udp.remotePort", f.udp.remotePort);
-      break;
-    case "mqtt": need("mqtt.host", f.mqtt.host); port("mqtt.port", f.mqtt.port); need("mqtt.topic", f.mqtt.topic); break;
-    case "can": need("can.interface", f.can.interface); break;
-    case "modbus":
-      if (f.modbus.rtu) {
-        need("serial.port", f.serial.port);
-        const e = baudError(f.serial.baud);
-        if (e) errs.push(["serial.baud", e]);
-      } else {
-        need("modbus.host", f.modbus.host);
-        port("modbus.port", f.modbus.port);
-      }
-      break;
-    case "ble": need("ble.device", f.ble.device); break;
-    case "namedPipe": need("namedPipe.path", f.namedPipe.path); break;
-    case "process": need("process.program", f.process.program); break;
-    case "simulator": break;
-  }
+  const baud = (field: string, v: string) => {
+    const e = baudError(v);
+    if (e) errs.push([field, e]);
+  };
+  SOURCE_KINDS[f.type].check(f, { need, port, baud });
   return errs;
 }
 
 /** The `connection` object of a source, from the form. */
 export function buildConnection(f: ConnectForm): Json {
-  switch (f.type) {
-    case "serial":
-      return { type: "serial", ...serialJson(f.serial) };
-    case "tcp":
-      return { type: "tcp", host: f.tcp.host.trim(), port: int(f.tcp.port) };
-    case "udp":
-      return {
-        type: "udp", localPort: int(f.udp.localPort || "0"), remoteHost: optStr(f.udp.remoteHost),
-        remotePort: optInt(f.udp.remotePort), multicastGroup: optStr(f.udp.multicastGroup),
-        multicastInterface: optStr(f.udp.multicastInterface),
-      };
-    case "mqtt": {
-      const m = f.mqtt;
-      return {
-        type: "mqtt", host: m.host.trim(), port: int(m.port), clientId: m.clientId.trim(), username: optStr(m.username),
-        topic: m.topic.trim(), version: m.version, keepAliveS: int(m.keepAliveS || "30"), cleanSession: m.cleanSession,
-        tls: m.tls, caFile: m.tls ? optStr(m.caFile) : null,
-      };
-    }
-    case "can": {
-      const c = f.can;
-      return {
-        type: "can", interface: c.interface.trim(), slcan: c.slcan, bitrate: int(c.bitrate), fd: c.fd,
-        dataBitrate: c.fd ? optInt(c.dataBitrate) : null, listenOnly: c.listenOnly,
-      };
-    }
-    case "modbus": {
-      const m = f.modbus;
-      return {
-        type: "modbus", rtu: m.rtu, host: m.host.trim(), port: int(m.port), serial: m.rtu ? serialJson(f.serial) : null,
-        slaveId: int(m.slaveId), pollIntervalMs: int(m.pollIntervalMs),
-        groups: m.groups.map((g) => ({ kind: g.kind, start: int(g.start), count: int(g.count) })),
-      };
-    }
-    case "ble": {
-      const b = f.ble;
-      return {
-        type: "ble", device: b.device.trim(), service: b.service.trim(),
-        notifyCharacteristic: b.notifyCharacteristic.trim(), writeCharacteristic: optStr(b.writeCharacteristic),
-      };
-    }
-    case "namedPipe":
-      return { type: "namedPipe", path: f.namedPipe.path.trim() };
-    case "process":
-      return { type: "process", program: f.process.program.trim(), args: splitArgs(f.process.args), workingDir: optStr(f.process.workingDir) };
-    case "simulator":
-      return { ...f.simulator, type: "simulator" };
-  }
+  return SOURCE_KINDS[f.type].connection(f);
 }
 
 /** The default parser config for a kind, as a new source gets it. */
@@ -252,8 +164,8 @@ export const DEFAULT_SCRIPT = {
 
 /** Framing that fits a connection type: message buses hand over one frame per chunk. */
 export function defaultFraming(type: SourceType): Json | undefined {
-  if (type === "can" || type === "modbus" || type === "mqtt" || type === "ble") return { mode: "none" };
-  return undefined;
+  const framing = SOURCE_KINDS[type].framing;
+  return framing ? { ...framing } : undefined;
 }
 
 /** `project.source.add` params for a new source built from the form. */
@@ -270,18 +182,7 @@ export function buildSourceAdd(f: ConnectForm): { source: Json } {
 }
 
 export function defaultTitle(f: ConnectForm): string {
-  switch (f.type) {
-    case "serial": return f.serial.port.trim().split(/[\\/]/).pop() || "Serial";
-    case "tcp": return `${f.tcp.host}:${f.tcp.port}`;
-    case "udp": return `UDP ${f.udp.localPort}`;
-    case "mqtt": return `MQTT ${f.mqtt.topic}`;
-    case "can": return f.can.interface;
-    case "modbus": return "Modbus";
-    case "ble": return f.ble.device || "BLE";
-    case "namedPipe": return f.namedPipe.path.split(/[\\/]/).pop() || "Pipe";
-    case "process": return f.process.program.split(/[\\/]/).pop() || "Process";
-    case "simulator": return "Simulator";
-  }
+  return SOURCE_KINDS[f.type].title(f);
 }
 
 const s = (v: unknown, d = "") => (v === null || v === undefined ? d : String(v));
@@ -306,37 +207,7 @@ export function formFromSource(src: Json): ConnectForm {
   const p = (src.parser ?? {}) as Json;
   f.parserKind = (PARSER_KINDS as readonly string[]).includes(String(p.kind)) ? (p.kind as ParserKind) : "quickPlot";
   if (p.kind === "delimited") f.separator = s(p.separator, ",");
-  switch (type) {
-    case "serial": f.serial = serialFrom(c, f.serial); break;
-    case "tcp": f.tcp = { host: s(c.host), port: s(c.port) }; break;
-    case "udp":
-      f.udp = { localPort: s(c.localPort, "0"), remoteHost: s(c.remoteHost), remotePort: s(c.remotePort), multicastGroup: s(c.multicastGroup), multicastInterface: s(c.multicastInterface) };
-      break;
-    case "mqtt":
-      f.mqtt = {
-        host: s(c.host, "127.0.0.1"), port: s(c.port, "1883"), clientId: s(c.clientId), username: s(c.username), topic: s(c.topic, "#"),
-        version: c.version === "5" ? "5" : "3.1.1", keepAliveS: s(c.keepAliveS, "30"), cleanSession: c.cleanSession !== false, tls: !!c.tls, caFile: s(c.caFile),
-      };
-      break;
-    case "can":
-      f.can = { interface: s(c.interface, "can0"), slcan: !!c.slcan, bitrate: s(c.bitrate, "500000"), fd: !!c.fd, dataBitrate: s(c.dataBitrate), listenOnly: !!c.listenOnly };
-      break;
-    case "modbus":
-      f.modbus = {
-        rtu: !!c.rtu, host: s(c.host, "127.0.0.1"), port: s(c.port, "502"), slaveId: s(c.slaveId, "1"), pollIntervalMs: s(c.pollIntervalMs, "100"),
-        groups: Array.isArray(c.groups) ? (c.groups as Json[]).map((g) => ({ kind: g.kind as "holding", start: s(g.start), count: s(g.count) })) : [],
-      };
-      if (c.serial && typeof c.serial === "object") f.serial = serialFrom(c.serial as Json, f.serial);
-      break;
-    case "ble":
-      f.ble = { device: s(c.device), service: s(c.service), notifyCharacteristic: s(c.notifyCharacteristic), writeCharacteristic: s(c.writeCharacteristic) };
-      break;
-    case "namedPipe": f.namedPipe = { path: s(c.path) }; break;
-    case "process":
-      f.process = { program: s(c.program), args: Array.isArray(c.args) ? (c.args as string[]).map((a) => (/\s/.test(a) ? `"${a}"` : a)).join(" ") : "", workingDir: s(c.workingDir) };
-      break;
-    case "simulator": { const { type: _t, ...rest } = c; f.simulator = rest; break; }
-  }
+  SOURCE_KINDS[type].read(c, f);
   return f;
 }
 
@@ -372,3 +243,230 @@ export function buildSourceChanges(src: Json, f: ConnectForm): Json {
   else if (f.parserKind === "delimited" && p.separator !== f.separator) changes.parser = { separator: f.separator };
   return changes;
 }
+
+/** What a source kind's `check` reports through: a required field, a port, a baud rate. */
+export interface FieldChecks {
+  need: (field: string, value: string) => void;
+  port: (field: string, value: string, allowZero?: boolean) => void;
+  baud: (field: string, value: string) => void;
+}
+
+/** The props every source kind's fields component takes: the whole form (Modbus RTU also
+ *  edits the serial section) and the refused fields' reasons. */
+export type FieldsProps = { form: ConnectForm; errors?: Record<string, Key> };
+
+/** One kind of source: everything the Connect screen and the form functions do per kind. */
+export interface SourceKind<T extends SourceType> {
+  /** The kind's name on the Connect screen (`connect.type.*`). */
+  label: Key;
+  /** The form's section for a new source of this kind. */
+  defaults: () => ConnectForm[T];
+  /** Fills the form from an existing source's `connection` (absent fields keep defaults). */
+  read: (c: Json, f: ConnectForm) => void;
+  /** Reports the form's problems for this kind. */
+  check: (f: ConnectForm, checks: FieldChecks) => void;
+  /** The source's `connection` object, from the form. */
+  connection: (f: ConnectForm) => Json;
+  /** The source's title when the person gave none. */
+  title: (f: ConnectForm) => string;
+  /** The framing a new source gets, when not the default (message buses hand over one
+   *  frame per chunk). */
+  framing?: Json;
+  /** The Connect screen's fields for this kind. */
+  fields: () => Promise<{ default: Component<FieldsProps> }>;
+}
+
+/** `load`, run once: the same promise for every caller, so a form that changes but keeps
+ *  its kind keeps its fields component. */
+function once<T>(load: () => Promise<T>): () => Promise<T> {
+  let loaded: Promise<T> | null = null;
+  return () => (loaded ??= load());
+}
+
+/** Every source kind, in the order the Connect screen offers them; the mapped type makes a
+ *  kind missing here (a new one in Rust) a type error. */
+export const SOURCE_KINDS: { [T in SourceType]: SourceKind<T> } = {
+  serial: {
+    label: "connect.type.serial",
+    defaults: defaultSerial,
+    read: (c, f) => void (f.serial = serialFrom(c, f.serial)),
+    check: (f, { need, baud }) => {
+      need("serial.port", f.serial.port);
+      baud("serial.baud", f.serial.baud);
+    },
+    connection: (f) => ({ type: "serial", ...serialJson(f.serial) }),
+    title: (f) => f.serial.port.trim().split(/[\\/]/).pop() || "Serial",
+    fields: once(() => import("./connect/SerialSourceFields.svelte")),
+  },
+  tcp: {
+    label: "connect.type.tcp",
+    defaults: () => ({ host: "127.0.0.1", port: "" }),
+    read: (c, f) => void (f.tcp = { host: s(c.host), port: s(c.port) }),
+    check: (f, { need, port }) => {
+      need("tcp.host", f.tcp.host);
+      port("tcp.port", f.tcp.port);
+    },
+    connection: (f) => ({ type: "tcp", host: f.tcp.host.trim(), port: int(f.tcp.port) }),
+    title: (f) => `${f.tcp.host}:${f.tcp.port}`,
+    fields: once(() => import("./connect/TcpFields.svelte")),
+  },
+  udp: {
+    label: "connect.type.udp",
+    defaults: () => ({ localPort: "0", remoteHost: "", remotePort: "", multicastGroup: "", multicastInterface: "" }),
+    read: (c, f) => {
+      f.udp = { localPort: s(c.localPort, "0"), remoteHost: s(c.remoteHost), remotePort: s(c.remotePort), multicastGroup: s(c.multicastGroup), multicastInterface: s(c.multicastInterface) };
+    },
+    check: (f, { port }) => {
+      port("udp.localPort", f.udp.localPort, true);
+      if (f.udp.remotePort.trim()) port("udp.remotePort", f.udp.remotePort);
+    },
+    connection: (f) => ({
+      type: "udp", localPort: int(f.udp.localPort || "0"), remoteHost: optStr(f.udp.remoteHost),
+      remotePort: optInt(f.udp.remotePort), multicastGroup: optStr(f.udp.multicastGroup),
+      multicastInterface: optStr(f.udp.multicastInterface),
+    }),
+    title: (f) => `UDP ${f.udp.localPort}`,
+    fields: once(() => import("./connect/UdpFields.svelte")),
+  },
+  mqtt: {
+    label: "connect.type.mqtt",
+    defaults: () => ({ host: "127.0.0.1", port: "1883", clientId: "", username: "", topic: "#", version: "3.1.1", keepAliveS: "30", cleanSession: true, tls: false, caFile: "" }),
+    read: (c, f) => {
+      f.mqtt = {
+        host: s(c.host, "127.0.0.1"), port: s(c.port, "1883"), clientId: s(c.clientId), username: s(c.username), topic: s(c.topic, "#"),
+        version: c.version === "5" ? "5" : "3.1.1", keepAliveS: s(c.keepAliveS, "30"), cleanSession: c.cleanSession !== false, tls: !!c.tls, caFile: s(c.caFile),
+      };
+    },
+    check: (f, { need, port }) => {
+      need("mqtt.host", f.mqtt.host);
+      port("mqtt.port", f.mqtt.port);
+      need("mqtt.topic", f.mqtt.topic);
+    },
+    connection: (f) => {
+      const m = f.mqtt;
+      return {
+        type: "mqtt", host: m.host.trim(), port: int(m.port), clientId: m.clientId.trim(), username: optStr(m.username),
+        topic: m.topic.trim(), version: m.version, keepAliveS: int(m.keepAliveS || "30"), cleanSession: m.cleanSession,
+        tls: m.tls, caFile: m.tls ? optStr(m.caFile) : null,
+      };
+    },
+    title: (f) => `MQTT ${f.mqtt.topic}`,
+    framing: { mode: "none" },
+    fields: once(() => import("./connect/MqttFields.svelte")),
+  },
+  can: {
+    label: "connect.type.can",
+    defaults: () => ({ interface: "can0", slcan: false, bitrate: "500000", fd: false, dataBitrate: "", listenOnly: false }),
+    read: (c, f) => {
+      f.can = { interface: s(c.interface, "can0"), slcan: !!c.slcan, bitrate: s(c.bitrate, "500000"), fd: !!c.fd, dataBitrate: s(c.dataBitrate), listenOnly: !!c.listenOnly };
+    },
+    check: (f, { need }) => need("can.interface", f.can.interface),
+    connection: (f) => {
+      const c = f.can;
+      return {
+        type: "can", interface: c.interface.trim(), slcan: c.slcan, bitrate: int(c.bitrate), fd: c.fd,
+        dataBitrate: c.fd ? optInt(c.dataBitrate) : null, listenOnly: c.listenOnly,
+      };
+    },
+    title: (f) => f.can.interface,
+    framing: { mode: "none" },
+    fields: once(() => import("./connect/CanFields.svelte")),
+  },
+  modbus: {
+    label: "connect.type.modbus",
+    defaults: () => ({ rtu: false, host: "127.0.0.1", port: "502", slaveId: "1", pollIntervalMs: "100", groups: [{ kind: "holding", start: "0", count: "10" }] }),
+    read: (c, f) => {
+      f.modbus = {
+        rtu: !!c.rtu, host: s(c.host, "127.0.0.1"), port: s(c.port, "502"), slaveId: s(c.slaveId, "1"), pollIntervalMs: s(c.pollIntervalMs, "100"),
+        groups: Array.isArray(c.groups) ? (c.groups as Json[]).map((g) => ({ kind: g.kind as "holding", start: s(g.start), count: s(g.count) })) : [],
+      };
+      if (c.serial && typeof c.serial === "object") f.serial = serialFrom(c.serial as Json, f.serial);
+    },
+    check: (f, { need, port, baud }) => {
+      if (f.modbus.rtu) {
+        need("serial.port", f.serial.port);
+        baud("serial.baud", f.serial.baud);
+      } else {
+        need("modbus.host", f.modbus.host);
+        port("modbus.port", f.modbus.port);
+      }
+    },
+    connection: (f) => {
+      const m = f.modbus;
+      return {
+        type: "modbus", rtu: m.rtu, host: m.host.trim(), port: int(m.port), serial: m.rtu ? serialJson(f.serial) : null,
+        slaveId: int(m.slaveId), pollIntervalMs: int(m.pollIntervalMs),
+        groups: m.groups.map((g) => ({ kind: g.kind, start: int(g.start), count: int(g.count) })),
+      };
+    },
+    title: () => "Modbus",
+    framing: { mode: "none" },
+    fields: once(() => import("./connect/ModbusFields.svelte")),
+  },
+  ble: {
+    label: "connect.type.ble",
+    defaults: () => ({ device: "", service: "", notifyCharacteristic: "", writeCharacteristic: "" }),
+    read: (c, f) => {
+      f.ble = { device: s(c.device), service: s(c.service), notifyCharacteristic: s(c.notifyCharacteristic), writeCharacteristic: s(c.writeCharacteristic) };
+    },
+    check: (f, { need }) => need("ble.device", f.ble.device),
+    connection: (f) => {
+      const b = f.ble;
+      return {
+        type: "ble", device: b.device.trim(), service: b.service.trim(),
+        notifyCharacteristic: b.notifyCharacteristic.trim(), writeCharacteristic: optStr(b.writeCharacteristic),
+      };
+    },
+    title: (f) => f.ble.device || "BLE",
+    framing: { mode: "none" },
+    fields: once(() => import("./connect/BleFields.svelte")),
+  },
+  namedPipe: {
+    label: "connect.type.namedPipe",
+    defaults: () => ({ path: "" }),
+    read: (c, f) => void (f.namedPipe = { path: s(c.path) }),
+    check: (f, { need }) => need("namedPipe.path", f.namedPipe.path),
+    connection: (f) => ({ type: "namedPipe", path: f.namedPipe.path.trim() }),
+    title: (f) => f.namedPipe.path.split(/[\\/]/).pop() || "Pipe",
+    fields: once(() => import("./connect/PipeFields.svelte")),
+  },
+  process: {
+    label: "connect.type.process",
+    defaults: () => ({ program: "", args: "", workingDir: "" }),
+    read: (c, f) => {
+      f.process = { program: s(c.program), args: Array.isArray(c.args) ? (c.args as string[]).map((a) => (/\s/.test(a) ? `"${a}"` : a)).join(" ") : "", workingDir: s(c.workingDir) };
+    },
+    check: (f, { need }) => need("process.program", f.process.program),
+    connection: (f) => ({ type: "process", program: f.process.program.trim(), args: splitArgs(f.process.args), workingDir: optStr(f.process.workingDir) }),
+    title: (f) => f.process.program.split(/[\\/]/).pop() || "Process",
+    fields: once(() => import("./connect/ProcessFields.svelte")),
+  },
+  simulator: {
+    label: "connect.type.simulator",
+    // A new simulator is a three-channel signal generator: with no channels it would
+    // connect and send empty frames, which looks broken.
+    defaults: () => ({
+      frameRateHz: 100,
+      channels: [
+        { name: "Sine", waveform: "sine", frequencyHz: 1, amplitude: 1, offset: 0, noise: 0.01 },
+        { name: "Square", waveform: "square", frequencyHz: 0.5, amplitude: 1, offset: 0, noise: 0 },
+        { name: "Noise", waveform: "noise", frequencyHz: 0, amplitude: 0.5, offset: 0, noise: 0 },
+      ],
+      gps: false,
+      imu: false,
+      seed: 1,
+    }),
+    // Kept verbatim: the simulator is configured in the project file, not here.
+    read: (c, f) => {
+      const { type: _t, ...rest } = c;
+      f.simulator = rest;
+    },
+    check: () => {},
+    connection: (f) => ({ ...f.simulator, type: "simulator" }),
+    title: () => "Simulator",
+    fields: once(() => import("./connect/SimulatorFields.svelte")),
+  },
+};
+
+/** The source kinds in the order the Connect screen offers them. */
+export const SOURCE_TYPES = Object.keys(SOURCE_KINDS) as SourceType[];

@@ -1,6 +1,10 @@
-/** Enumerations of the project model (docs/project.schema.json), for the editor's selects. */
-export const GROUP_WIDGETS = ["none", "dataGrid", "multiPlot", "accelerometer", "gyroscope", "gps", "plot3d", "barPanel", "ledPanel", "terminal", "painter", "image", "webView"] as const;
-export const DATASET_WIDGETS = ["none", "bar", "gauge", "compass", "meter", "clock"] as const;
+/** Enumerations of the project model (docs/project.schema.json), for the editor's selects,
+ *  in the order they are offered. The widget lists are typed against the wire types and a
+ *  test (widgets-registry.test.ts) checks they are exactly the generated schema's enums. */
+import type { DatasetWidget, GroupWidget } from "../../lib/model";
+
+export const GROUP_WIDGETS = ["none", "dataGrid", "multiPlot", "accelerometer", "gyroscope", "gps", "plot3d", "barPanel", "ledPanel", "terminal", "painter", "image", "webView"] as const satisfies readonly GroupWidget[];
+export const DATASET_WIDGETS = ["none", "bar", "gauge", "compass", "meter", "clock"] as const satisfies readonly DatasetWidget[];
 export const ROLES = ["lat", "lon", "alt", "x", "y", "z", "yaw", "pitch", "roll"] as const;
 export const SEVERITIES = ["info", "warning", "critical"] as const;
 export const TRANSFORM_LANGUAGES = ["expression", "lua", "javascript"] as const;

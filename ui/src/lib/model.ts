@@ -1,7 +1,8 @@
-/** The parts of the project model the dashboard reads. Every type comes from the Rust
- *  model through the generated wire types (`lib/wire/types.gen.ts`), so a field renamed or
- *  retyped in Rust fails the UI's type check; the dashboard only requires fewer fields. */
-import type * as Wire from "../lib/wire/types.gen";
+/** The parts of the project model the dashboard and the widgets read (here, below both, so
+ *  neither imports the other for its types). Every type comes from the Rust model through
+ *  the generated wire types (`wire/types.gen.ts`), so a field renamed or retyped in Rust
+ *  fails the UI's type check; the dashboard only requires fewer fields. */
+import type * as Wire from "./wire/types.gen";
 
 export type DatasetWidget = Wire.DatasetWidget;
 export type GroupWidget = Wire.GroupWidget;
@@ -27,11 +28,6 @@ export type Project = Omit<Reads<Wire.Project, "title">, "groups" | "workspaces"
   workspaces?: Workspace[];
   sources?: Reads<Wire.Source, "id" | "title">[];
 };
-
-/** Kinds of tile the dashboard draws (the `data-widget-kind` hook). */
-export type WidgetKind =
-  | "plot" | "multiplot" | "fft" | "datagrid" | "gauge" | "bar" | "compass" | "meter"
-  | "led" | "gps" | "accelerometer" | "gyroscope" | "terminal" | "clock";
 
 export function allDatasets(p: Project | null): Dataset[] {
   return p?.groups?.flatMap((g) => g.datasets ?? []) ?? [];
