@@ -202,17 +202,9 @@ impl Session {
 
 async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions, guard: Arc<Guard>) {
     let limits = options.limits;
-    let (mut reader, mut writer) = stream.into_split();
-    let (out, mut rx) = mpsc::channel::<Value>(1024);
-    let writer_task = tokio::spawn(async move {
-        while let Some(msg) = rx.recv().await {
-            let mut line = msg.to_string();
-            line.push('\n');
-            if writer.write_all(line.as_bytes()).await.is_err() {
-                return;
-            }
-        }
-    });
+    let (mut reader, writer) = stream.into_split();
+    let (out, rx) = mpsc::channel::<Value>(1024);
+    let writer_task = tokio::spawn(write_lines(writer, rx));
     let mut session = Session::new(guard.clone(), runtime, options, out.clone());
     let mut bucket = RateLimiter::new(&limits);
     let mut buf: Vec<u8> = Vec::with_capacity(8192);
@@ -301,6 +293,17 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions, 
         writer_task.abort();
     } else {
         let _ = writer_task.await;
+    }
+}
+
+/// Writes each reply as one line, in order, until the session's sender is gone.
+async fn write_lines(mut writer: tokio::net::tcp::OwnedWriteHalf, mut rx: mpsc::Receiver<Value>) {
+    while let Some(msg) = rx.recv().await {
+        let mut line = msg.to_string();
+        line.push('\n');
+        if writer.write_all(line.as_bytes()).await.is_err() {
+            return;
+        }
     }
 }
 

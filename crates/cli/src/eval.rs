@@ -28,15 +28,32 @@ pub enum EmbedderArg {
     Endpoint,
 }
 
+#[derive(clap::Args)]
 pub struct EvalArgs {
+    /// A fixture: {"version":1, "vectorProfile", "corpus":[…], "queries":[…]}.
+    #[arg(long)]
     pub fixture: PathBuf,
+    /// Write the full JSON report (per query, per subset, per track) here.
+    #[arg(long)]
     pub report: Option<PathBuf>,
+    #[arg(long, value_enum, default_value = "all")]
     pub track: TrackArg,
+    #[arg(long, value_enum, default_value = "lexicon")]
     pub embedder: EmbedderArg,
+    /// The all-MiniLM-L6-v2 folder (model.safetensors, tokenizer.json, config.json).
+    #[arg(long, env = "SEXTANT_EMBEDDING_MODEL_DIR")]
     pub model_dir: Option<PathBuf>,
+    /// An OpenAI-compatible base URL with its version path, for --embedder endpoint.
+    #[arg(long)]
     pub endpoint: Option<String>,
+    /// The model the endpoint should embed with.
+    #[arg(long)]
     pub endpoint_model: Option<String>,
+    /// The endpoint model's vector length.
+    #[arg(long)]
     pub endpoint_dimensions: Option<usize>,
+    /// Fail unless the hybrid track reaches these, e.g. recall5=0.95,mrr10=0.85,ndcg10=0.85.
+    #[arg(long)]
     pub gate: Option<String>,
 }
 

@@ -92,58 +92,7 @@ enum Command {
     },
     /// Serve the UI to a browser (--http-port) and/or the command registry to scripts
     /// (--api: newline-delimited JSON over TCP; --ws-port: the same over WebSocket).
-    Serve {
-        /// Serve the web UI and its WebSocket on this port; open it with the address printed
-        /// on start (http://127.0.0.1:PORT/?token=…, the launch's secret).
-        #[arg(long)]
-        http_port: Option<u16>,
-        /// Open the UI's address (with its secret) in the default browser once serving.
-        #[arg(long, requires = "http_port")]
-        open: bool,
-        /// The built UI to serve (default: $SEXTANT_UI_DIR, the installed copy, or ui/dist).
-        #[arg(long)]
-        ui: Option<PathBuf>,
-        /// Start on the demo device: the sample project, connected.
-        #[arg(long, conflicts_with = "project")]
-        demo: bool,
-        /// Enable the API server (newline-delimited JSON over TCP on --port).
-        #[arg(long)]
-        api: bool,
-        /// Also serve the same API over WebSocket (for browsers) on this port.
-        #[arg(long)]
-        ws_port: Option<u16>,
-        /// A browser origin allowed on the WebSocket besides this machine's own; repeatable.
-        #[arg(long)]
-        allow_origin: Vec<String>,
-        /// Address to listen on; anything but loopback needs --token.
-        #[arg(long, default_value = "127.0.0.1")]
-        bind: std::net::IpAddr,
-        #[arg(long, default_value_t = 7777)]
-        port: u16,
-        /// Token clients must send first (`{"type":"auth","token":…}`); the web UI makes one
-        /// per launch without it, even on loopback (it is the person's door).
-        #[arg(long, env = "SEXTANT_API_TOKEN", hide_env_values = true)]
-        token: Option<String>,
-        /// Consent for API clients to run DeviceGated commands (sending to devices).
-        #[arg(long)]
-        allow_device_control: bool,
-        /// Consent for API clients to add, change and start process sources (programs)
-        /// without a person's yes in the app each time.
-        #[arg(long)]
-        allow_process_sources: bool,
-        /// A folder API clients may write files in (CSV exports, projects, session
-        /// databases) besides the project's folder and the user's Documents, Downloads and
-        /// Desktop; repeatable. Sextant's own data folder is never one.
-        #[arg(long)]
-        allow_folder: Vec<PathBuf>,
-        /// Project to open; edits are auto-saved to it.
-        #[arg(long)]
-        project: Option<PathBuf>,
-        /// Where the assistant keeps its chats and settings, and the programs you allowed
-        /// (default: the user's data folder, e.g. ~/.local/share/sextant).
-        #[arg(long, env = "SEXTANT_DATA_DIR")]
-        data_dir: Option<PathBuf>,
-    },
+    Serve(ServeArgs),
     /// Serve the command registry to an agent over MCP (JSON-RPC on stdin/stdout, or on a
     /// loopback TCP port with --tcp).
     Mcp {
@@ -192,33 +141,7 @@ enum Command {
     Schema,
     /// Evaluate retrieval on a fixture: Recall@5, MRR@10 and nDCG@10 per track and subset,
     /// through the same store and search the assistant uses.
-    Eval {
-        /// A fixture: {"version":1, "vectorProfile", "corpus":[…], "queries":[…]}.
-        #[arg(long)]
-        fixture: PathBuf,
-        /// Write the full JSON report (per query, per subset, per track) here.
-        #[arg(long)]
-        report: Option<PathBuf>,
-        #[arg(long, value_enum, default_value = "all")]
-        track: eval::TrackArg,
-        #[arg(long, value_enum, default_value = "lexicon")]
-        embedder: eval::EmbedderArg,
-        /// The all-MiniLM-L6-v2 folder (model.safetensors, tokenizer.json, config.json).
-        #[arg(long, env = "SEXTANT_EMBEDDING_MODEL_DIR")]
-        model_dir: Option<PathBuf>,
-        /// An OpenAI-compatible base URL with its version path, for --embedder endpoint.
-        #[arg(long)]
-        endpoint: Option<String>,
-        /// The model the endpoint should embed with.
-        #[arg(long)]
-        endpoint_model: Option<String>,
-        /// The endpoint model's vector length.
-        #[arg(long)]
-        endpoint_dimensions: Option<usize>,
-        /// Fail unless the hybrid track reaches these, e.g. recall5=0.95,mrr10=0.85,ndcg10=0.85.
-        #[arg(long)]
-        gate: Option<String>,
-    },
+    Eval(eval::EvalArgs),
 }
 
 fn main() {
@@ -278,37 +201,7 @@ fn run(cli: Cli) -> Result<()> {
             allow_folder,
         ),
         Command::Commands { json } => list_commands(json),
-        Command::Serve {
-            http_port,
-            open,
-            ui,
-            demo,
-            api,
-            ws_port,
-            allow_origin,
-            bind,
-            port,
-            token,
-            allow_device_control,
-            allow_process_sources,
-            allow_folder,
-            project,
-            data_dir,
-        } => serve(Serve {
-            web: http_port.map(|p| std::net::SocketAddr::new(bind, p)),
-            open,
-            ui,
-            demo,
-            api: api.then(|| std::net::SocketAddr::new(bind, port)),
-            ws: ws_port.map(|p| std::net::SocketAddr::new(bind, p)),
-            allow_origin,
-            token,
-            allow_device_control,
-            allow_process_sources,
-            allow_folder,
-            project,
-            data_dir,
-        }),
+        Command::Serve(args) => serve(args),
         Command::Call {
             command,
             params,
@@ -344,47 +237,63 @@ fn run(cli: Cli) -> Result<()> {
             println!("{}", serde_json::to_string_pretty(&Project::json_schema())?);
             Ok(())
         }
-        Command::Eval {
-            fixture,
-            report,
-            track,
-            embedder,
-            model_dir,
-            endpoint,
-            endpoint_model,
-            endpoint_dimensions,
-            gate,
-        } => eval::run(
-            eval::EvalArgs {
-                fixture,
-                report,
-                track,
-                embedder,
-                model_dir,
-                endpoint,
-                endpoint_model,
-                endpoint_dimensions,
-                gate,
-            },
-            &data_dir(None).unwrap_or_default(),
-        ),
+        Command::Eval(args) => eval::run(args, &data_dir(None).unwrap_or_default()),
     }
 }
 
-struct Serve {
-    web: Option<std::net::SocketAddr>,
-    open: bool,
-    ui: Option<PathBuf>,
-    demo: bool,
-    api: Option<std::net::SocketAddr>,
-    ws: Option<std::net::SocketAddr>,
-    allow_origin: Vec<String>,
-    token: Option<String>,
-    allow_device_control: bool,
-    allow_process_sources: bool,
-    allow_folder: Vec<PathBuf>,
-    project: Option<PathBuf>,
-    data_dir: Option<PathBuf>,
+/// The flags of `sextant serve`.
+#[derive(clap::Args)]
+struct ServeArgs {
+    /// Serve the web UI and its WebSocket on this port; open it with the address printed
+    /// on start (http://127.0.0.1:PORT/?token=…, the launch's secret).
+    #[arg(long)]
+    pub http_port: Option<u16>,
+    /// Open the UI's address (with its secret) in the default browser once serving.
+    #[arg(long, requires = "http_port")]
+    pub open: bool,
+    /// The built UI to serve (default: $SEXTANT_UI_DIR, the installed copy, or ui/dist).
+    #[arg(long)]
+    pub ui: Option<PathBuf>,
+    /// Start on the demo device: the sample project, connected.
+    #[arg(long, conflicts_with = "project")]
+    pub demo: bool,
+    /// Enable the API server (newline-delimited JSON over TCP on --port).
+    #[arg(long)]
+    pub api: bool,
+    /// Also serve the same API over WebSocket (for browsers) on this port.
+    #[arg(long)]
+    pub ws_port: Option<u16>,
+    /// A browser origin allowed on the WebSocket besides this machine's own; repeatable.
+    #[arg(long)]
+    pub allow_origin: Vec<String>,
+    /// Address to listen on; anything but loopback needs --token.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub bind: std::net::IpAddr,
+    #[arg(long, default_value_t = 7777)]
+    pub port: u16,
+    /// Token clients must send first (`{"type":"auth","token":…}`); the web UI makes one
+    /// per launch without it, even on loopback (it is the person's door).
+    #[arg(long, env = "SEXTANT_API_TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+    /// Consent for API clients to run DeviceGated commands (sending to devices).
+    #[arg(long)]
+    pub allow_device_control: bool,
+    /// Consent for API clients to add, change and start process sources (programs)
+    /// without a person's yes in the app each time.
+    #[arg(long)]
+    pub allow_process_sources: bool,
+    /// A folder API clients may write files in (CSV exports, projects, session
+    /// databases) besides the project's folder and the user's Documents, Downloads and
+    /// Desktop; repeatable. Sextant's own data folder is never one.
+    #[arg(long)]
+    pub allow_folder: Vec<PathBuf>,
+    /// Project to open; edits are auto-saved to it.
+    #[arg(long)]
+    pub project: Option<PathBuf>,
+    /// Where the assistant keeps its chats and settings, and the programs you allowed
+    /// (default: the user's data folder, e.g. ~/.local/share/sextant).
+    #[arg(long, env = "SEXTANT_DATA_DIR")]
+    pub data_dir: Option<PathBuf>,
 }
 
 /// The assistant's folder: the flag, else the platform's per-user data folder.
@@ -437,75 +346,34 @@ fn ui_dir(flag: Option<PathBuf>) -> PathBuf {
     }
 }
 
-fn serve(s: Serve) -> Result<()> {
-    if s.web.is_none() && s.api.is_none() && s.ws.is_none() {
+fn serve(s: ServeArgs) -> Result<()> {
+    let at = |port: u16| std::net::SocketAddr::new(s.bind, port);
+    let (web, api, ws) = (
+        s.http_port.map(at),
+        s.api.then(|| at(s.port)),
+        s.ws_port.map(at),
+    );
+    if web.is_none() && api.is_none() && ws.is_none() {
         bail!("nothing to serve: pass --http-port (the UI), --api and/or --ws-port");
     }
-    let mut ws = if s.demo {
-        sextant_runtime::Workspace::new(demo_project())
-    } else {
-        open_workspace(s.project.as_deref())?
-    };
-    let data = data_dir(s.data_dir.clone()).ok();
-    // Recording works from the start; the UI can pick another file.
-    if let Some(dir) = &data {
-        if let Err(e) = std::fs::create_dir_all(dir) {
-            eprintln!(
-                "warning: could not create the data folder {}: {e}",
-                dir.display()
-            );
-        }
-        ws.set_sessions_db(Some(dir.join(SESSIONS_FILE)));
-    }
+    let (workspace, data) = serve_workspace(&s)?;
     let safeguards = safeguards(data.as_deref(), s.allow_folder.clone());
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
-        let handle = sextant_runtime::Runtime::with_safeguards(ws, safeguards)
+        let handle = sextant_runtime::Runtime::with_safeguards(workspace, safeguards)
             .spawn(Some(Duration::from_secs(1)));
         let options = sextant_api::ApiOptions {
-            token: s.token,
+            token: s.token.clone(),
             allow_device_control: s.allow_device_control,
             allow_process_sources: s.allow_process_sources,
             ..Default::default()
         };
         // Every door shares one workspace; keep the servers alive until Ctrl-C.
-        let _web = match s.web {
-            Some(addr) => {
-                let dir = ui_dir(s.ui);
-                let data = data_dir(s.data_dir)?;
-                let chat = sextant_assistant::door::ChatDoor::open(&data, handle.clone())
-                    .map_err(|e| anyhow::anyhow!("the assistant could not start: {e}"))?;
-                eprintln!(
-                    "Assistant chats in {} (API keys: {})",
-                    data.display(),
-                    match chat.key_backend() {
-                        sextant_secrets::Backend::Keyring => "the OS keyring",
-                        sextant_secrets::Backend::EncryptedFile => "an encrypted file there",
-                    }
-                );
-                let server = sextant_api::WebServer::bind(
-                    addr,
-                    handle.clone(),
-                    options.clone(),
-                    s.allow_origin.clone(),
-                    &dir,
-                    Some(std::sync::Arc::new(chat)),
-                )
-                .await?;
-                // The secret in the address is what lets the page act as the person.
-                eprintln!("Sextant UI on {}", server.url());
-                eprintln!(
-                    "  (open that address; the part after ?token= is this launch's secret, \
-                     so anyone with it controls this app)"
-                );
-                if s.open {
-                    open_in_browser(&server.url());
-                }
-                Some(server)
-            }
+        let _web = match web {
+            Some(addr) => Some(serve_web(addr, &s, handle.clone(), options.clone()).await?),
             None => None,
         };
-        let _tcp = match s.api {
+        let _tcp = match api {
             Some(addr) => {
                 let server =
                     sextant_api::ApiServer::bind(addr, handle.clone(), options.clone()).await?;
@@ -517,32 +385,18 @@ fn serve(s: Serve) -> Result<()> {
             }
             None => None,
         };
-        let _ws = match s.ws {
+        let _ws = match ws {
             Some(a) => {
+                let origins = s.allow_origin.clone();
                 let server =
-                    sextant_api::WsServer::bind(a, handle.clone(), options, s.allow_origin).await?;
+                    sextant_api::WsServer::bind(a, handle.clone(), options, origins).await?;
                 eprintln!("WebSocket API listening on ws://{}/", server.local_addr());
                 Some(server)
             }
             None => None,
         };
         if s.demo {
-            let policy = sextant_commands::Policy {
-                auto_approve_edits: true,
-                allow_device_control: true,
-                non_interactive: true,
-                ..Default::default()
-            };
-            handle
-                .call(
-                    sextant_runtime::Caller::Cli,
-                    "io.connect",
-                    serde_json::json!({}),
-                    policy,
-                )
-                .await
-                .map_err(|e| anyhow::anyhow!("could not start the demo device: {}", e.message))?;
-            eprintln!("demo device connected");
+            connect_demo(&handle).await?;
         }
         eprintln!("Ctrl-C stops");
         stop_requested().await?;
@@ -553,6 +407,88 @@ fn serve(s: Serve) -> Result<()> {
             .map_err(|e| anyhow::anyhow!("{}", e.message))?;
         Ok(())
     })
+}
+
+/// The workspace `serve` starts with (the demo, the project, or an empty one) and the data
+/// folder, where recording works from the start (the UI can pick another file).
+fn serve_workspace(s: &ServeArgs) -> Result<(sextant_runtime::Workspace, Option<PathBuf>)> {
+    let mut ws = if s.demo {
+        sextant_runtime::Workspace::new(demo_project())
+    } else {
+        open_workspace(s.project.as_deref())?
+    };
+    let data = data_dir(s.data_dir.clone()).ok();
+    if let Some(dir) = &data {
+        if let Err(e) = std::fs::create_dir_all(dir) {
+            eprintln!(
+                "warning: could not create the data folder {}: {e}",
+                dir.display()
+            );
+        }
+        ws.set_sessions_db(Some(dir.join(SESSIONS_FILE)));
+    }
+    Ok((ws, data))
+}
+
+/// The web UI with the assistant, and the address that opens it with this launch's secret.
+async fn serve_web(
+    addr: std::net::SocketAddr,
+    s: &ServeArgs,
+    handle: sextant_runtime::RuntimeHandle,
+    options: sextant_api::ApiOptions,
+) -> Result<sextant_api::WebServer> {
+    let dir = ui_dir(s.ui.clone());
+    let data = data_dir(s.data_dir.clone())?;
+    let chat = sextant_assistant::door::ChatDoor::open(&data, handle.clone())
+        .map_err(|e| anyhow::anyhow!("the assistant could not start: {e}"))?;
+    eprintln!(
+        "Assistant chats in {} (API keys: {})",
+        data.display(),
+        match chat.key_backend() {
+            sextant_secrets::Backend::Keyring => "the OS keyring",
+            sextant_secrets::Backend::EncryptedFile => "an encrypted file there",
+        }
+    );
+    let server = sextant_api::WebServer::bind(
+        addr,
+        handle,
+        options,
+        s.allow_origin.clone(),
+        &dir,
+        Some(std::sync::Arc::new(chat)),
+    )
+    .await?;
+    // The secret in the address is what lets the page act as the person.
+    eprintln!("Sextant UI on {}", server.url());
+    eprintln!(
+        "  (open that address; the part after ?token= is this launch's secret, \
+         so anyone with it controls this app)"
+    );
+    if s.open {
+        open_in_browser(&server.url());
+    }
+    Ok(server)
+}
+
+/// Connects the demo device, as the person who asked for `--demo`.
+async fn connect_demo(handle: &sextant_runtime::RuntimeHandle) -> Result<()> {
+    let policy = sextant_commands::Policy {
+        auto_approve_edits: true,
+        allow_device_control: true,
+        non_interactive: true,
+        ..Default::default()
+    };
+    handle
+        .call(
+            sextant_runtime::Caller::Cli,
+            "io.connect",
+            serde_json::json!({}),
+            policy,
+        )
+        .await
+        .map_err(|e| anyhow::anyhow!("could not start the demo device: {}", e.message))?;
+    eprintln!("demo device connected");
+    Ok(())
 }
 
 /// Opens `url` in the person's default browser (they asked, with `--open`); a failure only
@@ -828,21 +764,7 @@ fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usi
             return replay_capture(&project, pipeline, Path::new(only), csv);
         }
     }
-    let mut feeds: Vec<(usize, Vec<u8>)> = Vec::new();
-    for spec in inputs {
-        let (source, file) = match spec.split_once('=') {
-            Some((id, file)) if project.sources.iter().any(|s| s.id == id) => (
-                project.sources.iter().position(|s| s.id == id).unwrap_or(0),
-                file,
-            ),
-            _ => (0, spec.as_str()),
-        };
-        let mut bytes = Vec::new();
-        File::open(file)
-            .and_then(|mut f| f.read_to_end(&mut bytes))
-            .with_context(|| format!("could not read capture {file}"))?;
-        feeds.push((source, bytes));
-    }
+    let feeds = read_feeds(&project, inputs)?;
     // Quick-plot projects learn their columns from the data, so the CSV header waits for
     // the first frame.
     let mut writer = if pipeline.datasets().is_empty() {
@@ -903,7 +825,32 @@ fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usi
     if let Some(mut w) = writer {
         w.flush()?;
     }
-    let secs = started.elapsed().as_secs_f64();
+    print_replay_summary(&project, &pipeline, frames, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
+/// The raw bytes of every `SOURCE=FILE` (or plain `FILE`, for the first source) input.
+fn read_feeds(project: &Project, inputs: &[String]) -> Result<Vec<(usize, Vec<u8>)>> {
+    let mut feeds = Vec::new();
+    for spec in inputs {
+        let (source, file) = match spec.split_once('=') {
+            Some((id, file)) if project.sources.iter().any(|s| s.id == id) => (
+                project.sources.iter().position(|s| s.id == id).unwrap_or(0),
+                file,
+            ),
+            _ => (0, spec.as_str()),
+        };
+        let mut bytes = Vec::new();
+        File::open(file)
+            .and_then(|mut f| f.read_to_end(&mut bytes))
+            .with_context(|| format!("could not read capture {file}"))?;
+        feeds.push((source, bytes));
+    }
+    Ok(feeds)
+}
+
+/// Frames per second, then every source's counters and the transforms' errors.
+fn print_replay_summary(project: &Project, pipeline: &Pipeline, frames: u64, secs: f64) {
     eprintln!(
         "replayed {} frames in {:.3} s ({:.0} frames/s)",
         frames,
@@ -919,7 +866,6 @@ fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usi
     if terr > 0 {
         eprintln!("transform errors: {terr} (last: {})", tlast.unwrap_or(""));
     }
-    Ok(())
 }
 
 /// Replays a capture with its recorded timestamps, every record to its own source.
@@ -988,45 +934,14 @@ fn run_live(
     record: Option<PathBuf>,
     allow_process_sources: bool,
 ) -> Result<()> {
-    use sextant_devices::connect::{start, NoSecrets};
     use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
-    use sextant_devices::{Clock, RunOptions};
 
     let project = load_project(project_path)?;
-    // A project from someone else can name any program; it runs only when asked for.
-    let programs: Vec<String> = project
-        .sources
-        .iter()
-        .filter_map(|s| sextant_runtime::safeguards::command_line(&s.connection))
-        .collect();
-    if !programs.is_empty() && !allow_process_sources {
-        bail!(
-            "{} runs {} on this computer; pass --allow-process-sources if you trust it",
-            project_path.display(),
-            programs
-                .iter()
-                .map(|p| format!("`{p}`"))
-                .collect::<Vec<_>>()
-                .join(" and ")
-        );
-    }
+    refuse_programs(&project, project_path, allow_process_sources)?;
     let pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
-        let clock = Clock::start();
-        let mut inputs = Vec::new();
-        let mut handles = Vec::new();
-        for (i, config) in project.sources.iter().enumerate() {
-            let options = RunOptions {
-                clock,
-                ..RunOptions::default()
-            };
-            let (source, _extras) = start(config, i, options, &NoSecrets)
-                .with_context(|| format!("could not start source `{}`", config.id))?;
-            let (chunks, handle) = source.into_parts();
-            inputs.push((i, chunks));
-            handles.push(handle);
-        }
+        let (inputs, handles) = start_sources(&project)?;
         let mut sinks: Vec<Box<dyn FrameSink>> = Vec::new();
         if let Some(path) = csv {
             sinks.push(Box::new(CsvSink::new(path)));
@@ -1047,31 +962,7 @@ fn run_live(
         let deadline = seconds.map(|s| Instant::now() + Duration::from_secs_f64(s.max(0.0)));
         let mut last_status: Vec<String> = vec![String::new(); handles.len()];
         loop {
-            for (h, last) in handles.iter().zip(last_status.iter_mut()) {
-                let now = h.status().to_string();
-                if now != *last {
-                    println!("{}: {now}", h.name());
-                    *last = now;
-                }
-            }
-            let snap = wiring.snapshot();
-            let shown: Vec<String> = snap
-                .datasets
-                .iter()
-                .zip(&snap.values)
-                .take(8)
-                .map(|(d, v)| match v.as_f64() {
-                    Some(x) => format!("{}={x:.3}{}", d.title, d.units),
-                    None => format!("{}={v}", d.title),
-                })
-                .collect();
-            if !shown.is_empty() {
-                println!(
-                    "t={:6.1}s  {}",
-                    snap.last_timestamp.elapsed_s(),
-                    shown.join("  ")
-                );
-            }
+            print_live(&handles, &mut last_status, &wiring);
             if deadline.is_some_and(|d| Instant::now() >= d) {
                 break;
             }
@@ -1100,6 +991,86 @@ fn run_live(
         }
         Ok::<(), anyhow::Error>(())
     })
+}
+
+/// A project from someone else can name any program: it runs only when the person asked
+/// for that with `--allow-process-sources`.
+fn refuse_programs(project: &Project, path: &Path, allowed: bool) -> Result<()> {
+    let programs: Vec<String> = project
+        .sources
+        .iter()
+        .filter_map(|s| sextant_runtime::safeguards::command_line(&s.connection))
+        .collect();
+    if !programs.is_empty() && !allowed {
+        bail!(
+            "{} runs {} on this computer; pass --allow-process-sources if you trust it",
+            path.display(),
+            programs
+                .iter()
+                .map(|p| format!("`{p}`"))
+                .collect::<Vec<_>>()
+                .join(" and ")
+        );
+    }
+    Ok(())
+}
+
+/// Each source's chunks, by its index in the project.
+type Inputs = Vec<(usize, tokio::sync::mpsc::Receiver<sextant_devices::Chunk>)>;
+
+/// The chunk stream of every source of `project`, started on one clock, and their handles.
+fn start_sources(project: &Project) -> Result<(Inputs, Vec<sextant_devices::SourceHandle>)> {
+    use sextant_devices::connect::{start, NoSecrets};
+    use sextant_devices::{Clock, RunOptions};
+    let clock = Clock::start();
+    let mut inputs = Vec::new();
+    let mut handles = Vec::new();
+    for (i, config) in project.sources.iter().enumerate() {
+        let options = RunOptions {
+            clock,
+            ..RunOptions::default()
+        };
+        let (source, _extras) = start(config, i, options, &NoSecrets)
+            .with_context(|| format!("could not start source `{}`", config.id))?;
+        let (chunks, handle) = source.into_parts();
+        inputs.push((i, chunks));
+        handles.push(handle);
+    }
+    Ok((inputs, handles))
+}
+
+/// One line per source whose status changed, then the newest values of up to eight
+/// datasets.
+fn print_live(
+    handles: &[sextant_devices::SourceHandle],
+    last_status: &mut [String],
+    wiring: &sextant_devices::wiring::Wiring,
+) {
+    for (h, last) in handles.iter().zip(last_status.iter_mut()) {
+        let now = h.status().to_string();
+        if now != *last {
+            println!("{}: {now}", h.name());
+            *last = now;
+        }
+    }
+    let snap = wiring.snapshot();
+    let shown: Vec<String> = snap
+        .datasets
+        .iter()
+        .zip(&snap.values)
+        .take(8)
+        .map(|(d, v)| match v.as_f64() {
+            Some(x) => format!("{}={x:.3}{}", d.title, d.units),
+            None => format!("{}={v}", d.title),
+        })
+        .collect();
+    if !shown.is_empty() {
+        println!(
+            "t={:6.1}s  {}",
+            snap.last_timestamp.elapsed_s(),
+            shown.join("  ")
+        );
+    }
 }
 
 fn print_stats(source: &str, s: &SourceStats) {
