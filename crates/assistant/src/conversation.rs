@@ -365,6 +365,59 @@ struct Reply {
     text: String,
 }
 
+/// What one reply's stream keeps besides the [`Reply`] itself.
+struct ReplyStream {
+    /// Text before the first call; logged when a call completes or the reply ends.
+    text: String,
+    ids: CallIds,
+    /// What streamed, for an estimate of the output when the provider's count never comes.
+    streamed_chars: usize,
+    display: crate::seams::Display,
+    repetition: RepetitionGuard,
+}
+
+/// The next event of a reply's stream, or how the stream ended instead: a malformed call
+/// (its partial dropped), a provider error, or an end without a stop event.
+fn stream_item(
+    item: Option<Result<ProviderEvent, ProviderError>>,
+    reply: &mut Reply,
+    ids: &mut CallIds,
+) -> Result<ProviderEvent, StreamEnd> {
+    match item {
+        Some(Ok(event)) => Ok(event),
+        Some(Err(ProviderError::MalformedToolArguments {
+            id,
+            name,
+            raw,
+            error,
+            ..
+        })) => {
+            let index = reply
+                .partial
+                .iter()
+                .find(|(_, p)| p.provider_id == id)
+                .map(|(i, _)| *i);
+            let id = match index {
+                Some(index) => ids.start(index, &id),
+                None => ids.start(usize::MAX, &id),
+            };
+            reply.partial.retain(|_, p| p.id != id);
+            Err(StreamEnd::Malformed {
+                id,
+                name,
+                raw,
+                error,
+            })
+        }
+        Some(Err(e)) => Err(StreamEnd::failed(e)),
+        // The clients always end with `Stop` or an error; this is a safety net.
+        None => Err(StreamEnd::Failed {
+            message: "the reply ended without a stop event".into(),
+            transient: true,
+        }),
+    }
+}
+
 /// A reply whose calls are to run.
 struct Settled {
     calls: Vec<ToolCall>,
@@ -789,17 +842,8 @@ impl<M: ChatModel> Conversation<M> {
         // Retries with backoff can take a while; a cancel must not wait for them. A local
         // model may read the prompt for long before its first byte: the UI hears it waits.
         let mut stall = StallWatch::new(self.settings.stall_notice);
-        let opening = self.model.stream(request);
-        tokio::pin!(opening);
-        let started = loop {
-            tokio::select! {
-                biased;
-                _ = cancel.cancelled() => return Ok(reply),
-                started = &mut opening => break started,
-                seconds = stall.due() => {
-                    let _ = events.send(TurnEvent::Waiting { seconds });
-                }
-            }
+        let Some(started) = self.open_stream(request, events, cancel, &mut stall).await else {
+            return Ok(reply);
         };
         let mut stream = match started {
             Ok(stream) => stream,
@@ -808,17 +852,17 @@ impl<M: ChatModel> Conversation<M> {
                 return Ok(reply);
             }
         };
-        // Text before the first call; logged when a call completes or the reply ends.
-        let mut text = String::new();
-        let mut ids = CallIds::new(
-            self.lock()
-                .tool_call_ids(self.chat)
-                .map_err(|e| self.log_error(e))?,
-        );
-        // What streamed, for an estimate of the output when the provider's count never comes.
-        let mut streamed_chars = 0usize;
-        let mut display = self.seams.display();
-        let mut repetition = RepetitionGuard::default();
+        let mut state = ReplyStream {
+            text: String::new(),
+            ids: CallIds::new(
+                self.lock()
+                    .tool_call_ids(self.chat)
+                    .map_err(|e| self.log_error(e))?,
+            ),
+            streamed_chars: 0,
+            display: self.seams.display(),
+            repetition: RepetitionGuard::default(),
+        };
         reply.end = loop {
             let item = tokio::select! {
                 biased;
@@ -830,119 +874,159 @@ impl<M: ChatModel> Conversation<M> {
                 }
             };
             stall.heard();
-            let event = match item {
-                Some(Ok(event)) => event,
-                Some(Err(ProviderError::MalformedToolArguments {
-                    id,
-                    name,
-                    raw,
-                    error,
-                    ..
-                })) => {
-                    let index = reply
-                        .partial
-                        .iter()
-                        .find(|(_, p)| p.provider_id == id)
-                        .map(|(i, _)| *i);
-                    let id = match index {
-                        Some(index) => ids.start(index, &id),
-                        None => ids.start(usize::MAX, &id),
-                    };
-                    reply.partial.retain(|_, p| p.id != id);
-                    break StreamEnd::Malformed {
-                        id,
-                        name,
-                        raw,
-                        error,
-                    };
-                }
-                Some(Err(e)) => break StreamEnd::failed(e),
-                // The clients always end with `Stop` or an error; this is a safety net.
-                None => {
-                    break StreamEnd::Failed {
-                        message: "the reply ended without a stop event".into(),
-                        transient: true,
-                    }
-                }
+            let event = match stream_item(item, &mut reply, &mut state.ids) {
+                Ok(event) => event,
+                Err(end) => break end,
             };
-            match &event {
-                ProviderEvent::TextDelta(d) | ProviderEvent::ToolCallArgsDelta { delta: d, .. } => {
-                    streamed_chars += d.chars().count();
-                }
-                _ => {}
-            }
-            match event {
-                ProviderEvent::TextDelta(delta) => {
-                    if reply.calls.is_empty() {
-                        text.push_str(&delta);
-                    } else {
-                        reply.trailing.push_str(&delta);
-                    }
-                    if !self.seams.verdict.is_empty() {
-                        reply.text.push_str(&delta);
-                    }
-                    let looping = repetition.push(&delta).is_some();
-                    let shown = display.push(&delta);
-                    self.show(events, shown, display.is_empty());
-                    if looping {
-                        // Dropping the stream closes the connection: the server stops too.
-                        break StreamEnd::Complete(StopReason::Other(runaway::REPETITION.into()));
-                    }
-                }
-                ProviderEvent::ToolCallStart { index, id, name } => {
-                    // The text before a call is complete: what the filters held back of
-                    // it is settled now, before the call's card.
-                    let held = display.finish();
-                    self.show(events, held, false);
-                    let provider_id = id;
-                    let id = ids.start(index, &provider_id);
-                    let _ = events.send(TurnEvent::ToolCallStarted {
-                        id: id.clone(),
-                        name: name.clone(),
-                    });
-                    reply.partial.insert(
-                        index,
-                        Partial {
-                            id,
-                            provider_id,
-                            name,
-                            raw: String::new(),
-                        },
-                    );
-                }
-                ProviderEvent::ToolCallArgsDelta { index, delta } => {
-                    if let Some(p) = reply.partial.get_mut(&index) {
-                        p.raw.push_str(&delta);
-                    }
-                }
-                ProviderEvent::ToolCallEnd { index, mut call } => {
-                    call.id = ids.start(index, &call.id);
-                    reply.partial.remove(&index);
-                    self.append_text(&std::mem::take(&mut text))?;
-                    self.append_call(events, &call.id, &call.name, &call.arguments)?;
-                    reply.calls.push(call);
-                }
-                ProviderEvent::Usage(usage) => {
-                    reply.usage = usage;
-                    let _ = events.send(TurnEvent::Usage(usage));
-                }
-                ProviderEvent::Stop(stop) => break StreamEnd::Complete(stop),
+            if let Some(end) = self.on_stream_event(event, &mut reply, &mut state, events)? {
+                break end;
             }
         };
-        let held = display.finish();
+        self.finish_stream(&mut reply, state, events)?;
+        Ok(reply)
+    }
+
+    /// Waits for the provider to start the reply's stream, telling the UI while it waits.
+    /// `None` when the caller cancelled first.
+    async fn open_stream(
+        &self,
+        request: &Request,
+        events: &UnboundedSender<TurnEvent>,
+        cancel: &CancelToken,
+        stall: &mut StallWatch,
+    ) -> Option<Result<EventStream, ProviderError>> {
+        let opening = self.model.stream(request);
+        tokio::pin!(opening);
+        loop {
+            tokio::select! {
+                biased;
+                _ = cancel.cancelled() => return None,
+                started = &mut opening => return Some(started),
+                seconds = stall.due() => {
+                    let _ = events.send(TurnEvent::Waiting { seconds });
+                }
+            }
+        }
+    }
+
+    /// Handles one event of the stream: the table of event kinds. `Some(end)` when the
+    /// event ends the stream.
+    fn on_stream_event(
+        &self,
+        event: ProviderEvent,
+        reply: &mut Reply,
+        state: &mut ReplyStream,
+        events: &UnboundedSender<TurnEvent>,
+    ) -> Result<Option<StreamEnd>, ConversationError> {
+        match &event {
+            ProviderEvent::TextDelta(d) | ProviderEvent::ToolCallArgsDelta { delta: d, .. } => {
+                state.streamed_chars += d.chars().count();
+            }
+            _ => {}
+        }
+        match event {
+            ProviderEvent::TextDelta(delta) => {
+                return Ok(self.on_text_delta(delta, reply, state, events));
+            }
+            ProviderEvent::ToolCallStart { index, id, name } => {
+                self.on_call_start(index, id, name, reply, state, events);
+            }
+            ProviderEvent::ToolCallArgsDelta { index, delta } => {
+                if let Some(p) = reply.partial.get_mut(&index) {
+                    p.raw.push_str(&delta);
+                }
+            }
+            ProviderEvent::ToolCallEnd { index, mut call } => {
+                call.id = state.ids.start(index, &call.id);
+                reply.partial.remove(&index);
+                self.append_text(&std::mem::take(&mut state.text))?;
+                self.append_call(events, &call.id, &call.name, &call.arguments)?;
+                reply.calls.push(call);
+            }
+            ProviderEvent::Usage(usage) => {
+                reply.usage = usage;
+                let _ = events.send(TurnEvent::Usage(usage));
+            }
+            ProviderEvent::Stop(stop) => return Ok(Some(StreamEnd::Complete(stop))),
+        }
+        Ok(None)
+    }
+
+    /// Keeps a text delta (before or after the reply's calls), shows what the display
+    /// filters let through, and cuts the reply when it loops.
+    fn on_text_delta(
+        &self,
+        delta: String,
+        reply: &mut Reply,
+        state: &mut ReplyStream,
+        events: &UnboundedSender<TurnEvent>,
+    ) -> Option<StreamEnd> {
+        if reply.calls.is_empty() {
+            state.text.push_str(&delta);
+        } else {
+            reply.trailing.push_str(&delta);
+        }
+        if !self.seams.verdict.is_empty() {
+            reply.text.push_str(&delta);
+        }
+        let looping = state.repetition.push(&delta).is_some();
+        let shown = state.display.push(&delta);
+        self.show(events, shown, state.display.is_empty());
+        // Dropping the stream closes the connection: the server stops too.
+        looping.then(|| StreamEnd::Complete(StopReason::Other(runaway::REPETITION.into())))
+    }
+
+    /// Starts a call's card, and a partial call that collects its arguments.
+    fn on_call_start(
+        &self,
+        index: usize,
+        provider_id: String,
+        name: String,
+        reply: &mut Reply,
+        state: &mut ReplyStream,
+        events: &UnboundedSender<TurnEvent>,
+    ) {
+        // The text before a call is complete: what the filters held back of it is
+        // settled now, before the call's card.
+        let held = state.display.finish();
+        self.show(events, held, false);
+        let id = state.ids.start(index, &provider_id);
+        let _ = events.send(TurnEvent::ToolCallStarted {
+            id: id.clone(),
+            name: name.clone(),
+        });
+        reply.partial.insert(
+            index,
+            Partial {
+                id,
+                provider_id,
+                name,
+                raw: String::new(),
+            },
+        );
+    }
+
+    /// After the stream's end: shows what the filters held back, estimates the output of
+    /// a cancelled reply, and logs the text before the first call.
+    fn finish_stream(
+        &self,
+        reply: &mut Reply,
+        mut state: ReplyStream,
+        events: &UnboundedSender<TurnEvent>,
+    ) -> Result<(), ConversationError> {
+        let held = state.display.finish();
         self.show(events, held, false);
         // A stopped reply never gets the provider's final count (OpenAI-compatible servers
         // send usage last, Anthropic sends the output count last): what was streamed is
         // still paid for, so it is shown as an estimate (about four characters a token).
-        let estimate = streamed_chars.div_ceil(4) as u64;
+        let estimate = state.streamed_chars.div_ceil(4) as u64;
         if matches!(reply.end, StreamEnd::Cancelled) && estimate > reply.usage.output_tokens {
             reply.usage.output_tokens = estimate;
             reply.usage.estimated = true;
             let _ = events.send(TurnEvent::Usage(reply.usage));
         }
         // A malformed call ends the stream like a call would: the text before it goes first.
-        self.append_text(&text)?;
-        Ok(reply)
+        self.append_text(&state.text)
     }
 
     /// Sends text a person may see now, and keeps it for a door that shows the chat

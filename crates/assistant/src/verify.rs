@@ -196,153 +196,185 @@ impl AutoVerify {
             .map_err(|e| e.message)
     }
 
+    /// Runs `check` of the edit the call made: one method per kind of check.
     async fn verify(&self, ctx: &CallContext, check: Check, applied: &Value) -> Verification {
-        let args = ctx.args();
-        let method = check.command();
-        let failed = |detail: String| Verification {
-            ok: false,
-            method,
-            detail,
-        };
         match check {
-            Check::DryCompile => {
-                let params = json!({
-                    "source": args.get("source").cloned().unwrap_or(Value::Null),
-                    "code": args.get("code").cloned().unwrap_or(Value::Null),
-                    "language": args.get("language").cloned().unwrap_or(Value::Null),
-                });
-                match self.run(ctx, method, params).await {
-                    Ok(r) if r["ok"] == Value::Bool(true) => Verification {
-                        ok: true,
-                        method,
-                        detail: "the parser compiles".into(),
-                    },
-                    Ok(r) => failed(match (r["error"].as_str(), r["line"].as_u64()) {
-                        (Some(e), Some(line)) => format!("does not compile: line {line}: {e}"),
-                        (Some(e), None) => format!("does not compile: {e}"),
-                        _ => format!("does not compile: {r}"),
-                    }),
-                    Err(e) => failed(format!("the check could not run: {e}")),
-                }
-            }
-            Check::TransformDryRun => {
-                let Some(transform) = args.get("transform").filter(|t| !t.is_null()) else {
-                    return Verification {
-                        ok: true,
-                        method,
-                        detail: "the transform was removed".into(),
-                    };
-                };
-                let params = json!({
-                    "dataset": args.get("dataset").cloned().unwrap_or(Value::Null),
-                    "transform": transform,
-                    "values": [0.0],
-                });
-                match self.run(ctx, method, params).await {
-                    Ok(r) => match r
-                        .get(0)
-                        .and_then(|x| x.get("error"))
-                        .and_then(Value::as_str)
-                    {
-                        Some(e) => failed(format!("on the input 0.0: {e}")),
-                        None => Verification {
-                            ok: true,
-                            method,
-                            detail: format!("0.0 → {}", r[0]["value"]),
-                        },
-                    },
-                    Err(e) => failed(format!("the check could not run: {e}")),
-                }
-            }
-            Check::ReadBack { read, list } => {
-                let Some(id) = args.get("id").and_then(Value::as_str) else {
-                    return failed("the edit names no id to read back".into());
-                };
-                let object = match list {
-                    None => self.run(ctx, read, json!({ "id": id })).await.map(Some),
-                    Some(list) => self
-                        .run(ctx, read, json!({}))
-                        .await
-                        .map(|v| find(&v, list, id)),
-                };
-                let object = match object {
-                    Ok(object) => object,
-                    Err(e) => return failed(format!("could not read `{id}` back: {e}")),
-                };
-                let Some(object) = object else {
-                    return failed(format!("`{id}` is not there after the edit"));
-                };
-                let changes = args.get("changes").and_then(Value::as_object);
-                compare(method, &object, changes)
-            }
-            Check::RecentBytesDryRun => {
-                let source = args.get("source").cloned().unwrap_or(Value::Null);
-                let recent = self
-                    .run(ctx, RECENT_BYTES, json!({ "source": source }))
-                    .await
-                    .unwrap_or(Value::Null);
-                if recent["bytes"].as_u64().unwrap_or(0) == 0 {
-                    // Nothing arrived yet (not connected): all that can be checked is that
-                    // the project still fits together.
-                    let mut v = Box::pin(self.verify(ctx, Check::Validate, applied)).await;
-                    v.detail = format!("no data from the source yet; {}", v.detail);
-                    return v;
-                }
-                let params = json!({
-                    "source": source,
-                    "data": recent["data"],
-                    "hex": recent["hex"],
-                });
-                match self.run(ctx, method, params).await {
-                    Ok(r) => {
-                        let frames = r["frames"].as_u64().unwrap_or(0);
-                        let rows = r["rows"].as_array().map_or(0, Vec::len);
-                        let errors = r["parseErrors"].as_u64().unwrap_or(0);
-                        let summary = format!(
-                            "the last {} bytes from the source: {frames} frames, {rows} rows, {errors} parse errors",
-                            recent["bytes"]
-                        );
-                        // The oldest frame of the tail may be cut in half: one error is
-                        // forgiven when others parsed.
-                        if rows > 0 && errors <= 1 {
-                            Verification {
-                                ok: true,
-                                method,
-                                detail: summary,
-                            }
-                        } else {
-                            let last = r["lastError"].as_str().unwrap_or("no row came out");
-                            failed(format!("{summary}; {last}"))
-                        }
-                    }
-                    Err(e) => failed(format!("the check could not run: {e}")),
-                }
-            }
-            Check::Validate => match self.run(ctx, method, json!({})).await {
-                Ok(r) if r["valid"] == Value::Bool(true) => Verification {
-                    ok: true,
-                    method,
-                    detail: "the project validates".into(),
-                },
-                Ok(r) => {
-                    let issues: Vec<String> = r["issues"]
-                        .as_array()
-                        .into_iter()
-                        .flatten()
-                        .take(5)
-                        .map(|i| {
-                            format!(
-                                "{}: {}",
-                                i["path"].as_str().unwrap_or(""),
-                                i["message"].as_str().unwrap_or("")
-                            )
-                        })
-                        .collect();
-                    failed(format!("the project has problems: {}", issues.join("; ")))
-                }
-                Err(e) => failed(format!("the check could not run: {e}")),
-            },
+            Check::DryCompile => self.verify_dry_compile(ctx).await,
+            Check::TransformDryRun => self.verify_transform(ctx).await,
+            Check::ReadBack { read, list } => self.verify_read_back(ctx, read, list).await,
+            Check::RecentBytesDryRun => self.verify_recent_bytes(ctx, applied).await,
+            Check::Validate => self.verify_validate(ctx).await,
         }
+    }
+
+    /// Compiles the code the call set.
+    async fn verify_dry_compile(&self, ctx: &CallContext) -> Verification {
+        let args = ctx.args();
+        let method = Check::DryCompile.command();
+        let params = json!({
+            "source": args.get("source").cloned().unwrap_or(Value::Null),
+            "code": args.get("code").cloned().unwrap_or(Value::Null),
+            "language": args.get("language").cloned().unwrap_or(Value::Null),
+        });
+        match self.run(ctx, method, params).await {
+            Ok(r) if r["ok"] == Value::Bool(true) => passed(method, "the parser compiles".into()),
+            Ok(r) => failed(
+                method,
+                match (r["error"].as_str(), r["line"].as_u64()) {
+                    (Some(e), Some(line)) => format!("does not compile: line {line}: {e}"),
+                    (Some(e), None) => format!("does not compile: {e}"),
+                    _ => format!("does not compile: {r}"),
+                },
+            ),
+            Err(e) => failed(method, format!("the check could not run: {e}")),
+        }
+    }
+
+    /// Runs the transform the call set on the input `0.0` (a removed one passes).
+    async fn verify_transform(&self, ctx: &CallContext) -> Verification {
+        let args = ctx.args();
+        let method = Check::TransformDryRun.command();
+        let Some(transform) = args.get("transform").filter(|t| !t.is_null()) else {
+            return passed(method, "the transform was removed".into());
+        };
+        let params = json!({
+            "dataset": args.get("dataset").cloned().unwrap_or(Value::Null),
+            "transform": transform,
+            "values": [0.0],
+        });
+        match self.run(ctx, method, params).await {
+            Ok(r) => match r
+                .get(0)
+                .and_then(|x| x.get("error"))
+                .and_then(Value::as_str)
+            {
+                Some(e) => failed(method, format!("on the input 0.0: {e}")),
+                None => passed(method, format!("0.0 → {}", r[0]["value"])),
+            },
+            Err(e) => failed(method, format!("the check could not run: {e}")),
+        }
+    }
+
+    /// Reads the edited object back with `read` (from its `list`) and compares the fields
+    /// the call changed.
+    async fn verify_read_back(
+        &self,
+        ctx: &CallContext,
+        read: &'static str,
+        list: Option<&'static str>,
+    ) -> Verification {
+        let args = ctx.args();
+        let method = Check::ReadBack { read, list }.command();
+        let Some(id) = args.get("id").and_then(Value::as_str) else {
+            return failed(method, "the edit names no id to read back".into());
+        };
+        let object = match list {
+            None => self.run(ctx, read, json!({ "id": id })).await.map(Some),
+            Some(list) => self
+                .run(ctx, read, json!({}))
+                .await
+                .map(|v| find(&v, list, id)),
+        };
+        let object = match object {
+            Ok(object) => object,
+            Err(e) => return failed(method, format!("could not read `{id}` back: {e}")),
+        };
+        let Some(object) = object else {
+            return failed(method, format!("`{id}` is not there after the edit"));
+        };
+        let changes = args.get("changes").and_then(Value::as_object);
+        compare(method, &object, changes)
+    }
+
+    /// Sends the source's newest raw bytes through the whole changed pipeline; validates
+    /// the project instead while nothing has arrived.
+    async fn verify_recent_bytes(&self, ctx: &CallContext, applied: &Value) -> Verification {
+        let method = Check::RecentBytesDryRun.command();
+        let source = ctx.args().get("source").cloned().unwrap_or(Value::Null);
+        let recent = self
+            .run(ctx, RECENT_BYTES, json!({ "source": source }))
+            .await
+            .unwrap_or(Value::Null);
+        if recent["bytes"].as_u64().unwrap_or(0) == 0 {
+            // Nothing arrived yet (not connected): all that can be checked is that
+            // the project still fits together.
+            let mut v = Box::pin(self.verify(ctx, Check::Validate, applied)).await;
+            v.detail = format!("no data from the source yet; {}", v.detail);
+            return v;
+        }
+        let params = json!({
+            "source": source,
+            "data": recent["data"],
+            "hex": recent["hex"],
+        });
+        match self.run(ctx, method, params).await {
+            Ok(r) => {
+                let frames = r["frames"].as_u64().unwrap_or(0);
+                let rows = r["rows"].as_array().map_or(0, Vec::len);
+                let errors = r["parseErrors"].as_u64().unwrap_or(0);
+                let summary = format!(
+                    "the last {} bytes from the source: {frames} frames, {rows} rows, {errors} parse errors",
+                    recent["bytes"]
+                );
+                // The oldest frame of the tail may be cut in half: one error is
+                // forgiven when others parsed.
+                if rows > 0 && errors <= 1 {
+                    passed(method, summary)
+                } else {
+                    let last = r["lastError"].as_str().unwrap_or("no row came out");
+                    failed(method, format!("{summary}; {last}"))
+                }
+            }
+            Err(e) => failed(method, format!("the check could not run: {e}")),
+        }
+    }
+
+    /// Validates the whole project, naming its first five problems.
+    async fn verify_validate(&self, ctx: &CallContext) -> Verification {
+        let method = Check::Validate.command();
+        match self.run(ctx, method, json!({})).await {
+            Ok(r) if r["valid"] == Value::Bool(true) => {
+                passed(method, "the project validates".into())
+            }
+            Ok(r) => {
+                let issues: Vec<String> = r["issues"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .take(5)
+                    .map(|i| {
+                        format!(
+                            "{}: {}",
+                            i["path"].as_str().unwrap_or(""),
+                            i["message"].as_str().unwrap_or("")
+                        )
+                    })
+                    .collect();
+                failed(
+                    method,
+                    format!("the project has problems: {}", issues.join("; ")),
+                )
+            }
+            Err(e) => failed(method, format!("the check could not run: {e}")),
+        }
+    }
+}
+
+/// A check that passed.
+fn passed(method: &'static str, detail: String) -> Verification {
+    Verification {
+        ok: true,
+        method,
+        detail,
+    }
+}
+
+/// A check that failed.
+fn failed(method: &'static str, detail: String) -> Verification {
+    Verification {
+        ok: false,
+        method,
+        detail,
     }
 }
 

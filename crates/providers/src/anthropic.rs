@@ -416,6 +416,97 @@ impl AnthropicDecoder {
             data: http::truncate(data, 500),
         }
     }
+
+    /// `content_block_start`: a `tool_use` block opens a call; a text block may carry its
+    /// first text. `data` is the event's raw JSON, for a protocol error.
+    fn block_start(
+        &mut self,
+        index: usize,
+        content_block: &Value,
+        data: &str,
+        out: &mut VecDeque<Event>,
+    ) -> Result<(), ProviderError> {
+        if content_block["type"] == "tool_use" {
+            let (Some(id), Some(name)) =
+                (content_block["id"].as_str(), content_block["name"].as_str())
+            else {
+                return Err(Self::protocol("tool_use without id or name", data));
+            };
+            out.push_back(Event::ToolCallStart {
+                index,
+                id: id.to_owned(),
+                name: name.to_owned(),
+            });
+            self.tools.insert(
+                index,
+                OpenToolUse {
+                    id: id.to_owned(),
+                    name: name.to_owned(),
+                    initial: content_block["input"].clone(),
+                    arguments: String::new(),
+                },
+            );
+        } else if let Some(text) = content_block["text"].as_str() {
+            if !text.is_empty() {
+                out.push_back(Event::TextDelta(text.to_owned()));
+            }
+        }
+        // `thinking` and server-tool blocks carry nothing this model represents.
+        Ok(())
+    }
+
+    /// `content_block_delta`: text, or a piece of an open call's arguments.
+    fn block_delta(
+        &mut self,
+        index: usize,
+        delta: &Value,
+        data: &str,
+        out: &mut VecDeque<Event>,
+    ) -> Result<(), ProviderError> {
+        match delta["type"].as_str() {
+            Some("text_delta") => {
+                let text = delta["text"].as_str().unwrap_or_default();
+                out.push_back(Event::TextDelta(text.to_owned()));
+            }
+            Some("input_json_delta") => {
+                let Some(tool) = self.tools.get_mut(&index) else {
+                    return Err(Self::protocol(
+                        "input_json_delta for no tool_use block",
+                        data,
+                    ));
+                };
+                let part = delta["partial_json"].as_str().unwrap_or_default();
+                tool.arguments.push_str(part);
+                out.push_back(Event::ToolCallArgsDelta {
+                    index,
+                    delta: part.to_owned(),
+                });
+            }
+            _ => {} // thinking, signature, citations
+        }
+        Ok(())
+    }
+
+    /// `content_block_stop`: an open call is complete, its arguments parsed (the block's
+    /// initial `input` when no argument text streamed).
+    fn block_stop(&mut self, index: usize, out: &mut VecDeque<Event>) -> Result<(), ProviderError> {
+        if let Some(tool) = self.tools.remove(&index) {
+            let arguments = if tool.arguments.trim().is_empty() && tool.initial.is_object() {
+                tool.initial
+            } else {
+                stream::parse_arguments(Api::Anthropic, &tool.id, &tool.name, &tool.arguments)?
+            };
+            out.push_back(Event::ToolCallEnd {
+                index,
+                call: ToolCall {
+                    id: tool.id,
+                    name: tool.name,
+                    arguments,
+                },
+            });
+        }
+        Ok(())
+    }
 }
 
 impl Decoder for AnthropicDecoder {
@@ -434,78 +525,11 @@ impl Decoder for AnthropicDecoder {
             WireEvent::ContentBlockStart {
                 index,
                 content_block,
-            } => {
-                if content_block["type"] == "tool_use" {
-                    let (Some(id), Some(name)) =
-                        (content_block["id"].as_str(), content_block["name"].as_str())
-                    else {
-                        return Err(Self::protocol("tool_use without id or name", &event.data));
-                    };
-                    out.push_back(Event::ToolCallStart {
-                        index,
-                        id: id.to_owned(),
-                        name: name.to_owned(),
-                    });
-                    self.tools.insert(
-                        index,
-                        OpenToolUse {
-                            id: id.to_owned(),
-                            name: name.to_owned(),
-                            initial: content_block["input"].clone(),
-                            arguments: String::new(),
-                        },
-                    );
-                } else if let Some(text) = content_block["text"].as_str() {
-                    if !text.is_empty() {
-                        out.push_back(Event::TextDelta(text.to_owned()));
-                    }
-                }
-                // `thinking` and server-tool blocks carry nothing this model represents.
+            } => self.block_start(index, &content_block, &event.data, out)?,
+            WireEvent::ContentBlockDelta { index, delta } => {
+                self.block_delta(index, &delta, &event.data, out)?
             }
-            WireEvent::ContentBlockDelta { index, delta } => match delta["type"].as_str() {
-                Some("text_delta") => {
-                    let text = delta["text"].as_str().unwrap_or_default();
-                    out.push_back(Event::TextDelta(text.to_owned()));
-                }
-                Some("input_json_delta") => {
-                    let Some(tool) = self.tools.get_mut(&index) else {
-                        return Err(Self::protocol(
-                            "input_json_delta for no tool_use block",
-                            &event.data,
-                        ));
-                    };
-                    let part = delta["partial_json"].as_str().unwrap_or_default();
-                    tool.arguments.push_str(part);
-                    out.push_back(Event::ToolCallArgsDelta {
-                        index,
-                        delta: part.to_owned(),
-                    });
-                }
-                _ => {} // thinking, signature, citations
-            },
-            WireEvent::ContentBlockStop { index } => {
-                if let Some(tool) = self.tools.remove(&index) {
-                    let arguments = if tool.arguments.trim().is_empty() && tool.initial.is_object()
-                    {
-                        tool.initial
-                    } else {
-                        stream::parse_arguments(
-                            Api::Anthropic,
-                            &tool.id,
-                            &tool.name,
-                            &tool.arguments,
-                        )?
-                    };
-                    out.push_back(Event::ToolCallEnd {
-                        index,
-                        call: ToolCall {
-                            id: tool.id,
-                            name: tool.name,
-                            arguments,
-                        },
-                    });
-                }
-            }
+            WireEvent::ContentBlockStop { index } => self.block_stop(index, out)?,
             WireEvent::MessageDelta { delta, usage } => {
                 if let Some(reason) = delta.stop_reason {
                     self.stop_reason = Some(stop_reason(&reason));

@@ -264,13 +264,54 @@ pub fn evaluate_with(
     std::fs::create_dir_all(dir)?;
     let db = tempfile_in(dir)?;
     let conn = rusqlite::Connection::open(&db)?;
-    let index = Index::new("eval", embedder.clone(), Arc::new(Collector::new()))?;
+    let index = load_corpus(&conn, fixture, embedder.clone(), synonyms)?;
+    let scope_of: std::collections::HashMap<&str, &str> = fixture
+        .corpus
+        .iter()
+        .map(|r| (r.id.as_str(), r.agent_id.as_str()))
+        .collect();
+
+    let mut per_track: BTreeMap<String, Vec<(Vec<String>, Scores)>> = BTreeMap::new();
+    let mut queries = Vec::new();
+    for q in &fixture.queries {
+        queries.push(evaluate_query(
+            &conn,
+            &index,
+            q,
+            tracks,
+            &scope_of,
+            &mut per_track,
+        )?);
+    }
+    drop(conn);
+    let _ = std::fs::remove_file(&db);
+
+    Ok(Report {
+        embedder: embedder.profile().id.clone(),
+        synonyms,
+        dimensions: embedder.profile().dimensions,
+        fixture_profile: fixture.vector_profile.id.clone(),
+        corpus: fixture.corpus.len(),
+        tracks: track_reports(per_track),
+        queries,
+    })
+}
+
+/// Creates the production index in `conn` and puts the fixture's corpus in it, in one
+/// transaction.
+fn load_corpus(
+    conn: &rusqlite::Connection,
+    fixture: &Fixture,
+    embedder: Arc<dyn Embedder>,
+    synonyms: bool,
+) -> Result<Index, EvalError> {
+    let index = Index::new("eval", embedder, Arc::new(Collector::new()))?;
     let index = if synonyms {
         index
     } else {
         index.without_synonyms()
     };
-    index.create(&conn)?;
+    index.create(conn)?;
     let docs: Vec<Doc<'_>> = fixture
         .corpus
         .iter()
@@ -284,72 +325,78 @@ pub fn evaluate_with(
         .collect();
     conn.execute_batch("BEGIN")?;
     for chunk in docs.chunks(64) {
-        index.put(&conn, chunk)?;
+        index.put(conn, chunk)?;
     }
     conn.execute_batch("COMMIT")?;
-    let scope_of: std::collections::HashMap<&str, &str> = fixture
-        .corpus
-        .iter()
-        .map(|r| (r.id.as_str(), r.agent_id.as_str()))
-        .collect();
+    Ok(index)
+}
 
-    let mut per_track: BTreeMap<String, Vec<(Vec<String>, Scores)>> = BTreeMap::new();
-    let mut queries = Vec::new();
-    for q in &fixture.queries {
-        let relevant: HashSet<&str> = q.relevant_ids.iter().map(String::as_str).collect();
-        let mut report = QueryReport {
-            id: q.id.clone(),
-            agent_id: q.agent_id.clone(),
-            subsets: q.subsets.clone(),
-            relevant_ids: q.relevant_ids.clone(),
-            tracks: BTreeMap::new(),
-            cross_scope: Vec::new(),
-        };
-        for track in tracks {
-            let hits = index.search(
-                &conn,
-                &Query {
-                    scope: Scope::One(&q.agent_id),
-                    text: &q.text,
-                    track: *track,
-                    limit: 10,
-                    purpose: Purpose::Search,
-                },
-            )?;
-            let ranked: Vec<String> = hits.into_iter().map(|h| h.id).collect();
-            for id in &ranked {
-                if scope_of.get(id.as_str()) != Some(&q.agent_id.as_str())
-                    && !report.cross_scope.contains(id)
-                {
-                    report.cross_scope.push(id.clone());
-                }
+/// Runs one query on every track: its report, and each track's scores added to
+/// `per_track` (with the query's subsets). `scope_of` maps a row id to its scope.
+fn evaluate_query(
+    conn: &rusqlite::Connection,
+    index: &Index,
+    q: &FixtureQuery,
+    tracks: &[Track],
+    scope_of: &std::collections::HashMap<&str, &str>,
+    per_track: &mut BTreeMap<String, Vec<(Vec<String>, Scores)>>,
+) -> Result<QueryReport, EvalError> {
+    let relevant: HashSet<&str> = q.relevant_ids.iter().map(String::as_str).collect();
+    let mut report = QueryReport {
+        id: q.id.clone(),
+        agent_id: q.agent_id.clone(),
+        subsets: q.subsets.clone(),
+        relevant_ids: q.relevant_ids.clone(),
+        tracks: BTreeMap::new(),
+        cross_scope: Vec::new(),
+    };
+    for track in tracks {
+        let hits = index.search(
+            conn,
+            &Query {
+                scope: Scope::One(&q.agent_id),
+                text: &q.text,
+                track: *track,
+                limit: 10,
+                purpose: Purpose::Search,
+            },
+        )?;
+        let ranked: Vec<String> = hits.into_iter().map(|h| h.id).collect();
+        for id in &ranked {
+            if scope_of.get(id.as_str()) != Some(&q.agent_id.as_str())
+                && !report.cross_scope.contains(id)
+            {
+                report.cross_scope.push(id.clone());
             }
-            let scores = Scores {
-                queries: 1,
-                recall_at5: recall_at(5, &ranked, &relevant),
-                mrr_at10: mrr_at(10, &ranked, &relevant),
-                ndcg_at10: ndcg_at(10, &ranked, &relevant),
-            };
-            per_track
-                .entry(track.name().into())
-                .or_default()
-                .push((q.subsets.clone(), scores.clone()));
-            report.tracks.insert(
-                track.name().into(),
-                QueryTrack {
-                    ranked,
-                    recall_at5: scores.recall_at5,
-                    mrr_at10: scores.mrr_at10,
-                    ndcg_at10: scores.ndcg_at10,
-                },
-            );
         }
-        queries.push(report);
+        let scores = Scores {
+            queries: 1,
+            recall_at5: recall_at(5, &ranked, &relevant),
+            mrr_at10: mrr_at(10, &ranked, &relevant),
+            ndcg_at10: ndcg_at(10, &ranked, &relevant),
+        };
+        per_track
+            .entry(track.name().into())
+            .or_default()
+            .push((q.subsets.clone(), scores.clone()));
+        report.tracks.insert(
+            track.name().into(),
+            QueryTrack {
+                ranked,
+                recall_at5: scores.recall_at5,
+                mrr_at10: scores.mrr_at10,
+                ndcg_at10: scores.ndcg_at10,
+            },
+        );
     }
-    drop(conn);
-    let _ = std::fs::remove_file(&db);
+    Ok(report)
+}
 
-    let tracks = per_track
+/// Each track's mean scores, overall and per subset.
+fn track_reports(
+    per_track: BTreeMap<String, Vec<(Vec<String>, Scores)>>,
+) -> BTreeMap<String, TrackReport> {
+    per_track
         .into_iter()
         .map(|(name, rows)| {
             let overall = mean(rows.iter().map(|(_, s)| s));
@@ -365,16 +412,7 @@ pub fn evaluate_with(
                 .collect();
             (name, TrackReport { overall, by_subset })
         })
-        .collect();
-    Ok(Report {
-        embedder: embedder.profile().id.clone(),
-        synonyms,
-        dimensions: embedder.profile().dimensions,
-        fixture_profile: fixture.vector_profile.id.clone(),
-        corpus: fixture.corpus.len(),
-        tracks,
-        queries,
-    })
+        .collect()
 }
 
 fn mean<'a>(scores: impl Iterator<Item = &'a Scores>) -> Scores {

@@ -151,6 +151,35 @@ pub fn measure(embedder: Arc<dyn Embedder>, rows: usize, tracks: &[Track]) {
     let index = Index::new("bench", embedder.clone(), Arc::new(Collector::new())).unwrap();
     index.create(&conn).unwrap();
     let scopes = 8;
+    let build = build_corpus(&conn, &index, rows, scopes);
+    println!(
+        "{:<28} {:>7} rows: build {:>8.0} rows/s",
+        embedder.profile().id,
+        rows,
+        rows as f64 / build
+    );
+    for &track in tracks {
+        let samples = latency_samples(&conn, &index, track, rows, scopes);
+        println!(
+            "{:<28} {:>7} rows: {:<6} p50 {:>7.2} ms  p95 {:>7.2} ms  ({} queries)",
+            embedder.profile().id,
+            rows,
+            track.name(),
+            percentile(&samples, 0.5),
+            percentile(&samples, 0.95),
+            samples.len()
+        );
+        if track == Track::Hybrid {
+            print_hybrid_stages(&index, rows);
+        }
+    }
+    drop(conn);
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+/// Puts `rows` synthetic rows over `scopes` scopes into the index, in one transaction;
+/// the seconds it took.
+fn build_corpus(conn: &Connection, index: &Index, rows: usize, scopes: usize) -> f64 {
     let data: Vec<_> = (0..rows).map(|i| row(7, i, scopes)).collect();
     let started = Instant::now();
     conn.execute_batch("BEGIN").unwrap();
@@ -165,83 +194,77 @@ pub fn measure(embedder: Arc<dyn Embedder>, rows: usize, tracks: &[Track]) {
                 importance: 0.5,
             })
             .collect();
-        index.put(&conn, &docs).unwrap();
+        index.put(conn, &docs).unwrap();
     }
     conn.execute_batch("COMMIT").unwrap();
-    let build = started.elapsed().as_secs_f64();
-    println!(
-        "{:<28} {:>7} rows: build {:>8.0} rows/s",
-        embedder.profile().id,
-        rows,
-        rows as f64 / build
-    );
-    for &track in tracks {
-        // Warm: the first query of a scope reads its vectors into memory.
-        for s in 0..scopes {
-            let scope = format!("scope-{s}");
-            index
-                .search(
-                    &conn,
-                    &Query {
-                        scope: Scope::One(&scope),
-                        text: "warm",
-                        track,
-                        limit: 10,
-                        purpose: Purpose::Search,
-                    },
-                )
-                .unwrap();
-        }
-        let mut samples = Vec::new();
-        let rounds = if rows >= 100_000 { 4 } else { 16 };
-        for round in 0..rounds {
-            for (q, text) in QUERIES.iter().enumerate() {
-                let scope = format!("scope-{}", (q + round) % scopes);
-                let t = Instant::now();
-                let hits = index
-                    .search(
-                        &conn,
-                        &Query {
-                            scope: Scope::One(&scope),
-                            text,
-                            track,
-                            limit: 10,
-                            purpose: Purpose::Search,
-                        },
-                    )
-                    .unwrap();
-                samples.push(t.elapsed().as_secs_f64() * 1000.0);
-                std::hint::black_box(hits);
-            }
-        }
-        samples.sort_by(f64::total_cmp);
-        println!(
-            "{:<28} {:>7} rows: {:<6} p50 {:>7.2} ms  p95 {:>7.2} ms  ({} queries)",
-            embedder.profile().id,
-            rows,
-            track.name(),
-            percentile(&samples, 0.5),
-            percentile(&samples, 0.95),
-            samples.len()
-        );
-        if track == Track::Hybrid {
-            // Where the time goes, from the store's own diagnostics (the latest scope).
-            let health = index.diagnostics().snapshot(None);
-            if let Some(scope) = health.scopes.first() {
-                let stages: Vec<String> = scope
-                    .latency
-                    .iter()
-                    .filter_map(|(stage, l)| l.p50_ms.map(|p| format!("{stage:?} {p:.2}")))
-                    .collect();
-                println!(
-                    "{:<28} {:>7} rows: hybrid stages p50 ms: {}",
-                    "",
-                    rows,
-                    stages.join(", ")
-                );
-            }
+    started.elapsed().as_secs_f64()
+}
+
+/// One search of `scope` for `text` on `track`: its ten best hits.
+fn search_once(
+    conn: &Connection,
+    index: &Index,
+    scope: &str,
+    text: &str,
+    track: Track,
+) -> Vec<crate::store::Hit> {
+    index
+        .search(
+            conn,
+            &Query {
+                scope: Scope::One(scope),
+                text,
+                track,
+                limit: 10,
+                purpose: Purpose::Search,
+            },
+        )
+        .unwrap()
+}
+
+/// Every scope warmed, then each of [`QUERIES`] timed over the scopes in rounds: the
+/// latencies in ms, sorted.
+fn latency_samples(
+    conn: &Connection,
+    index: &Index,
+    track: Track,
+    rows: usize,
+    scopes: usize,
+) -> Vec<f64> {
+    // Warm: the first query of a scope reads its vectors into memory.
+    for s in 0..scopes {
+        search_once(conn, index, &format!("scope-{s}"), "warm", track);
+    }
+    let mut samples = Vec::new();
+    let rounds = if rows >= 100_000 { 4 } else { 16 };
+    for round in 0..rounds {
+        for (q, text) in QUERIES.iter().enumerate() {
+            let scope = format!("scope-{}", (q + round) % scopes);
+            let t = Instant::now();
+            let hits = search_once(conn, index, &scope, text, track);
+            samples.push(t.elapsed().as_secs_f64() * 1000.0);
+            std::hint::black_box(hits);
         }
     }
-    drop(conn);
-    let _ = std::fs::remove_dir_all(&dir);
+    samples.sort_by(f64::total_cmp);
+    samples
+}
+
+/// Where the hybrid track's time goes, from the store's own diagnostics (the latest
+/// scope).
+fn print_hybrid_stages(index: &Index, rows: usize) {
+    let health = index.diagnostics().snapshot(None);
+    if let Some(scope) = health.scopes.first() {
+        let stages: Vec<String> = scope
+            .latency
+            .iter()
+            .filter_map(|(stage, l)| l.p50_ms.map(|p| format!("{stage:?} {p:.2}")))
+            .collect();
+        println!(
+            "{:<28} {:>7} rows: hybrid stages p50 ms: {}",
+            "",
+            rows,
+            stages.join(", ")
+        );
+    }
 }

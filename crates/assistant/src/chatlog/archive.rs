@@ -422,6 +422,217 @@ struct Row {
     surface: Surface,
 }
 
+/// The request's page size, once it and the time range are checked.
+fn checked_limit(request: &SearchRequest) -> Result<usize, ChatLogError> {
+    let limit = request.limit.unwrap_or(DEFAULT_PAGE);
+    if limit == 0 || limit > MAX_PAGE {
+        return Err(ChatLogError::Invalid(format!(
+            "a search page holds 1 to {MAX_PAGE} hits, not {limit}"
+        )));
+    }
+    if let (Some(a), Some(b)) = (request.filter.since_unix_ms, request.filter.until_unix_ms) {
+        if a > b {
+            return Err(ChatLogError::Invalid(format!(
+                "the time range is empty: `sinceUnixMs` {a} is after `untilUnixMs` {b}"
+            )));
+        }
+    }
+    Ok(limit)
+}
+
+/// Where a page resumes: the previous page's last (rank, rowid), read from its cursor once
+/// the cursor is checked to be of this search (`hash`) and of this archive state (`now`).
+fn resume_after(
+    key: &[u8],
+    cursor: Option<&str>,
+    hash: &str,
+    now: u64,
+) -> Result<Option<(f64, i64)>, ChatLogError> {
+    let Some(cursor) = cursor else {
+        return Ok(None);
+    };
+    let body = decode_cursor(key, cursor)?;
+    if body.r != hash {
+        return Err(ChatLogError::Invalid(
+            "this cursor belongs to another search (its query, filter or page size differ); send the same search with it, or search again without a cursor".into(),
+        ));
+    }
+    if body.g != now {
+        return Err(ChatLogError::Invalid(
+            "the archive changed since this search; search again".into(),
+        ));
+    }
+    Ok(Some((f64::from_bits(body.s), body.i)))
+}
+
+/// The index rows of one chat (`None`: every chat's rows may match).
+fn chat_rowids(
+    tx: &Connection,
+    chat: Option<ChatId>,
+    path: &std::path::Path,
+) -> Result<Option<HashSet<i64>>, ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    // One chat's search keeps only its rows (a range of the (chat, seq) index), so a
+    // common word's matches in other chats cost no lookups.
+    let Some(chat) = chat else {
+        return Ok(None);
+    };
+    let rows = tx
+        .prepare_cached("SELECT rowid FROM archive_docs WHERE chat = ?1")
+        .map_err(sql)?
+        .query_map([chat], |r| r.get(0))
+        .map_err(sql)?
+        .collect::<Result<_, _>>()
+        .map_err(sql)?;
+    Ok(Some(rows))
+}
+
+/// Every (BM25 rank, rowid) the full-text query matches, past the cursor's point and in the
+/// scope; unsorted.
+fn ranked_matches(
+    tx: &Connection,
+    fts: &str,
+    after: Option<(f64, i64)>,
+    scope: Option<&HashSet<i64>>,
+    path: &std::path::Path,
+) -> Result<Vec<(f64, i64)>, ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    let mut stmt = tx
+        .prepare_cached(
+            "SELECT bm25(archive_fts), rowid FROM archive_fts WHERE archive_fts MATCH ?1",
+        )
+        .map_err(sql)?;
+    let rows = stmt
+        .query_map([fts], |r| Ok((r.get(0)?, r.get(1)?)))
+        .map_err(sql)?;
+    let mut ranked = Vec::new();
+    for row in rows {
+        let (score, rowid): (f64, i64) = row.map_err(sql)?;
+        let past = after.is_none_or(|(s, i)| score > s || (score == s && rowid > i));
+        if past && scope.is_none_or(|s| s.contains(&rowid)) {
+            ranked.push((score, rowid));
+        }
+    }
+    Ok(ranked)
+}
+
+/// The best `limit + 1` candidates the filter keeps (one more than a page: it tells
+/// whether a next page exists), best first.
+fn first_kept_rows(
+    tx: &Connection,
+    mut ranked: Vec<(f64, i64)>,
+    limit: usize,
+    filter: &SearchFilter,
+    path: &std::path::Path,
+) -> Result<Vec<Row>, ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    // Best first (BM25 is negative), ties by age. Sorted a prefix at a time: a page
+    // rarely reads past its first few dozen candidates.
+    let order = |a: &(f64, i64), b: &(f64, i64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
+    let mut found: Vec<Row> = Vec::new();
+    let mut sorted = 0;
+    let mut lookup = tx
+        .prepare_cached(
+            "SELECT d.chat, d.seq, d.unix_ms, d.kind, d.surface, c.project
+             FROM archive_docs d JOIN chats c ON c.id = d.chat WHERE d.rowid = ?1",
+        )
+        .map_err(sql)?;
+    while sorted < ranked.len() {
+        let rest = &mut ranked[sorted..];
+        let take = ((limit + 1) * 4 * (sorted / (limit + 1) + 1)).min(rest.len());
+        if take < rest.len() {
+            rest.select_nth_unstable_by(take - 1, order);
+        }
+        rest[..take].sort_unstable_by(order);
+        let from = sorted;
+        sorted += take;
+        for &(score, rowid) in &ranked[from..sorted] {
+            let row = lookup
+                .query_row([rowid], |r| {
+                    Ok((
+                        Row {
+                            rowid,
+                            score,
+                            chat: r.get(0)?,
+                            seq: r.get::<_, i64>(1)? as Seq,
+                            unix_ms: r.get(2)?,
+                            kind: r.get(3)?,
+                            surface: surface_from(r.get::<_, Option<String>>(4)?.as_deref()),
+                        },
+                        r.get::<_, Option<String>>(5)?,
+                    ))
+                })
+                .optional()
+                .map_err(sql)?;
+            let Some((row, row_project)) = row else {
+                continue;
+            };
+            if filter_keeps(filter, &row, row_project.as_deref()) {
+                found.push(row);
+                if found.len() > limit {
+                    return Ok(found);
+                }
+            }
+        }
+    }
+    Ok(found)
+}
+
+/// Whether the filter keeps a candidate row of a chat started in `row_project`.
+fn filter_keeps(filter: &SearchFilter, row: &Row, row_project: Option<&str>) -> bool {
+    let project = match &filter.visibility {
+        Visibility::All => None,
+        Visibility::Project { project } => Some(project.as_deref()),
+    };
+    project.is_none_or(|p| p == row_project)
+        && filter.since_unix_ms.is_none_or(|t| row.unix_ms >= t)
+        && filter.until_unix_ms.is_none_or(|t| row.unix_ms <= t)
+        && filter.kinds.as_ref().is_none_or(|k| k.contains(&row.kind))
+        && filter
+            .surfaces
+            .as_ref()
+            .is_none_or(|s| s.contains(&row.surface))
+}
+
+/// The page's hits: each kept row with its chat's title and project and a snippet of its
+/// event around the query's words (`marks`).
+fn hits_of(
+    tx: &Connection,
+    found: Vec<Row>,
+    marks: &HashSet<String>,
+    path: &std::path::Path,
+) -> Result<Vec<SearchHit>, ChatLogError> {
+    let sql = |e| ChatLogError::from_sql(e, path);
+    let mut titles: HashMap<ChatId, (String, Option<String>)> = HashMap::new();
+    let mut hits = Vec::with_capacity(found.len());
+    for row in found {
+        if let std::collections::hash_map::Entry::Vacant(slot) = titles.entry(row.chat) {
+            let t = tx
+                .query_row(
+                    "SELECT title, project FROM chats WHERE id = ?1",
+                    [row.chat],
+                    |r| Ok((r.get(0)?, r.get(1)?)),
+                )
+                .map_err(sql)?;
+            slot.insert(t);
+        }
+        let (title, project) = titles[&row.chat].clone();
+        let event = read_event(tx, row.chat, row.seq, path)?;
+        hits.push(SearchHit {
+            chat: row.chat,
+            chat_title: title,
+            project,
+            seq: row.seq,
+            unix_ms: row.unix_ms,
+            role: role_of(&row.kind),
+            kind: row.kind,
+            surface: row.surface,
+            snippet: snippet(&searchable_text(&event), marks),
+        });
+    }
+    Ok(hits)
+}
+
 impl ChatLog {
     /// Searches every chat the filter's visibility allows.
     pub fn search_sessions(&mut self, request: &SearchRequest) -> Result<SearchPage, ChatLogError> {
@@ -448,19 +659,7 @@ impl ChatLog {
         chat: Option<ChatId>,
         request: &SearchRequest,
     ) -> Result<SearchPage, ChatLogError> {
-        let limit = request.limit.unwrap_or(DEFAULT_PAGE);
-        if limit == 0 || limit > MAX_PAGE {
-            return Err(ChatLogError::Invalid(format!(
-                "a search page holds 1 to {MAX_PAGE} hits, not {limit}"
-            )));
-        }
-        if let (Some(a), Some(b)) = (request.filter.since_unix_ms, request.filter.until_unix_ms) {
-            if a > b {
-                return Err(ChatLogError::Invalid(format!(
-                    "the time range is empty: `sinceUnixMs` {a} is after `untilUnixMs` {b}"
-                )));
-            }
-        }
+        let limit = checked_limit(request)?;
         let key = self.install_key()?;
         let hash = request_hash(chat, request, limit);
         let path = self.path.clone();
@@ -480,23 +679,7 @@ impl ChatLog {
         let stale = stale_chats(&tx).map_err(sql)?;
         relabel(&tx, &stale, &path)?;
         let now = generation(&tx).map_err(sql)?;
-        let after = match &request.cursor {
-            None => None,
-            Some(cursor) => {
-                let body = decode_cursor(&key, cursor)?;
-                if body.r != hash {
-                    return Err(ChatLogError::Invalid(
-                        "this cursor belongs to another search (its query, filter or page size differ); send the same search with it, or search again without a cursor".into(),
-                    ));
-                }
-                if body.g != now {
-                    return Err(ChatLogError::Invalid(
-                        "the archive changed since this search; search again".into(),
-                    ));
-                }
-                Some((f64::from_bits(body.s), body.i))
-            }
-        };
+        let after = resume_after(&key, request.cursor.as_deref(), &hash, now)?;
         let Some((fts, marks)) = text::all_words_query(&request.query) else {
             tx.commit().map_err(sql)?;
             return Ok(SearchPage {
@@ -506,101 +689,9 @@ impl ChatLog {
             });
         };
         let marks: HashSet<String> = marks.into_iter().collect();
-        let filter = &request.filter;
-        let project = match &filter.visibility {
-            Visibility::All => None,
-            Visibility::Project { project } => Some(project.as_deref()),
-        };
-        // One chat's search keeps only its rows (a range of the (chat, seq) index), so a
-        // common word's matches in other chats cost no lookups.
-        let scope: Option<HashSet<i64>> = match chat {
-            None => None,
-            Some(chat) => Some(
-                tx.prepare_cached("SELECT rowid FROM archive_docs WHERE chat = ?1")
-                    .map_err(sql)?
-                    .query_map([chat], |r| r.get(0))
-                    .map_err(sql)?
-                    .collect::<Result<_, _>>()
-                    .map_err(sql)?,
-            ),
-        };
-        let mut ranked: Vec<(f64, i64)> = {
-            let mut stmt = tx
-                .prepare_cached(
-                    "SELECT bm25(archive_fts), rowid FROM archive_fts WHERE archive_fts MATCH ?1",
-                )
-                .map_err(sql)?;
-            let rows = stmt
-                .query_map([&fts], |r| Ok((r.get(0)?, r.get(1)?)))
-                .map_err(sql)?;
-            let mut ranked = Vec::new();
-            for row in rows {
-                let (score, rowid): (f64, i64) = row.map_err(sql)?;
-                let past = after.is_none_or(|(s, i)| score > s || (score == s && rowid > i));
-                if past && scope.as_ref().is_none_or(|s| s.contains(&rowid)) {
-                    ranked.push((score, rowid));
-                }
-            }
-            ranked
-        };
-        // Best first (BM25 is negative), ties by age. Sorted a prefix at a time: a page
-        // rarely reads past its first few dozen candidates.
-        let order = |a: &(f64, i64), b: &(f64, i64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
-        let mut found: Vec<Row> = Vec::new();
-        let mut sorted = 0;
-        let mut lookup = tx
-            .prepare_cached(
-                "SELECT d.chat, d.seq, d.unix_ms, d.kind, d.surface, c.project
-                 FROM archive_docs d JOIN chats c ON c.id = d.chat WHERE d.rowid = ?1",
-            )
-            .map_err(sql)?;
-        'rows: while sorted < ranked.len() {
-            let rest = &mut ranked[sorted..];
-            let take = ((limit + 1) * 4 * (sorted / (limit + 1) + 1)).min(rest.len());
-            if take < rest.len() {
-                rest.select_nth_unstable_by(take - 1, order);
-            }
-            rest[..take].sort_unstable_by(order);
-            let from = sorted;
-            sorted += take;
-            for &(score, rowid) in &ranked[from..sorted] {
-                let row = lookup
-                    .query_row([rowid], |r| {
-                        Ok((
-                            Row {
-                                rowid,
-                                score,
-                                chat: r.get(0)?,
-                                seq: r.get::<_, i64>(1)? as Seq,
-                                unix_ms: r.get(2)?,
-                                kind: r.get(3)?,
-                                surface: surface_from(r.get::<_, Option<String>>(4)?.as_deref()),
-                            },
-                            r.get::<_, Option<String>>(5)?,
-                        ))
-                    })
-                    .optional()
-                    .map_err(sql)?;
-                let Some((row, row_project)) = row else {
-                    continue;
-                };
-                let keep = project.is_none_or(|p| p == row_project.as_deref())
-                    && filter.since_unix_ms.is_none_or(|t| row.unix_ms >= t)
-                    && filter.until_unix_ms.is_none_or(|t| row.unix_ms <= t)
-                    && filter.kinds.as_ref().is_none_or(|k| k.contains(&row.kind))
-                    && filter
-                        .surfaces
-                        .as_ref()
-                        .is_none_or(|s| s.contains(&row.surface));
-                if keep {
-                    found.push(row);
-                    if found.len() > limit {
-                        break 'rows;
-                    }
-                }
-            }
-        }
-        drop(lookup);
+        let scope = chat_rowids(&tx, chat, &path)?;
+        let ranked = ranked_matches(&tx, &fts, after, scope.as_ref(), &path)?;
+        let mut found = first_kept_rows(&tx, ranked, limit, &request.filter, &path)?;
         let more = found.len() > limit;
         found.truncate(limit);
         let next_cursor = more.then(|| {
@@ -615,33 +706,7 @@ impl ChatLog {
                 },
             )
         });
-        let mut titles: HashMap<ChatId, (String, Option<String>)> = HashMap::new();
-        let mut hits = Vec::with_capacity(found.len());
-        for row in found {
-            if let std::collections::hash_map::Entry::Vacant(slot) = titles.entry(row.chat) {
-                let t = tx
-                    .query_row(
-                        "SELECT title, project FROM chats WHERE id = ?1",
-                        [row.chat],
-                        |r| Ok((r.get(0)?, r.get(1)?)),
-                    )
-                    .map_err(sql)?;
-                slot.insert(t);
-            }
-            let (title, project) = titles[&row.chat].clone();
-            let event = read_event(&tx, row.chat, row.seq, &path)?;
-            hits.push(SearchHit {
-                chat: row.chat,
-                chat_title: title,
-                project,
-                seq: row.seq,
-                unix_ms: row.unix_ms,
-                role: role_of(&row.kind),
-                kind: row.kind,
-                surface: row.surface,
-                snippet: snippet(&searchable_text(&event), &marks),
-            });
-        }
+        let hits = hits_of(&tx, found, &marks, &path)?;
         tx.commit().map_err(sql)?;
         Ok(SearchPage {
             hits,

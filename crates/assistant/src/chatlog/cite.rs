@@ -283,8 +283,53 @@ pub fn snapshot(
     events: &[LoggedEvent],
     cited: &BTreeSet<Seq>,
 ) -> Result<Snapshot, ChatLogError> {
+    let units = units_of(events, cited);
+    let frame = Frame {
+        chat,
+        title,
+        project,
+        at_unix_ms,
+        cited,
+    };
+    let fixed = escaped_len(&frame.json(Vec::new(), units.len()));
+    if fixed > MAX_SNAPSHOT_BYTES {
+        return Err(ChatLogError::Invalid(format!(
+            "chat {chat} cannot be cited: its title and provenance alone are {fixed} bytes, over the {MAX_SNAPSHOT_BYTES}-byte snapshot budget; rename it shorter and cite again"
+        )));
+    }
+    fit(&frame, &units, fixed)
+}
+
+/// The snapshot's fixed fields, around whichever units fit.
+struct Frame<'a> {
+    chat: ChatId,
+    title: &'a str,
+    project: Option<&'a str>,
+    at_unix_ms: i64,
+    cited: &'a BTreeSet<Seq>,
+}
+
+impl Frame<'_> {
+    /// The snapshot's JSON (not yet escaped) with `kept` units, `omitted` dropped.
+    fn json(&self, kept: Vec<Value>, omitted: usize) -> String {
+        json!({
+            "notice": NOTICE,
+            "chat": self.chat,
+            "title": self.title,
+            "project": self.project,
+            "snapshotAtUnixMs": self.at_unix_ms,
+            "cited": self.cited,
+            "omittedUnits": omitted,
+            "units": kept,
+        })
+        .to_string()
+    }
+}
+
+/// The log's units, in log order: each message, call (with its result), summary,
+/// citation and checkpoint.
+fn units_of(events: &[LoggedEvent], cited: &BTreeSet<Seq>) -> Vec<Unit> {
     let labels = fold(events).surface;
-    let surface = |seq: Seq| labels.get(&seq).copied().unwrap_or(Surface::LogOnly);
     let results: HashMap<&str, (&str, bool, Seq)> = events
         .iter()
         .filter_map(|e| match &e.event {
@@ -297,92 +342,91 @@ pub fn snapshot(
             _ => None,
         })
         .collect();
-    let mut units: Vec<Unit> = Vec::new();
-    let mut push = |seq: Seq, checkpoint: bool, is_cited: bool, value: Value| {
-        let bytes = escaped_len(&value.to_string()) + 1;
-        units.push(Unit {
-            seq,
-            checkpoint,
-            cited: is_cited,
-            value,
-            bytes,
-        });
-    };
-    for e in events {
-        let seq = e.seq;
-        let base = |kind: &str| json!({ "seq": seq, "kind": kind, "surface": surface(seq) });
-        match &e.event {
-            Event::User { text } => {
-                let mut v = base("user");
-                v["text"] = cut(text);
-                push(seq, false, cited.contains(&seq), v);
-            }
-            Event::Assistant { text } => {
-                let mut v = base("assistant");
-                v["text"] = cut(crate::probe::strip_for_display(text));
-                push(seq, false, cited.contains(&seq), v);
-            }
-            Event::ToolCall { id, name, args } => {
-                let mut v = base("tool");
-                v["name"] = json!(name);
-                v["args"] = cut(&args.to_string());
-                let mut is_cited = cited.contains(&seq);
-                if let Some((content, is_error, result_seq)) = results.get(id.as_str()) {
-                    v["result"] = cut(content);
-                    v["isError"] = json!(is_error);
-                    is_cited |= cited.contains(result_seq);
-                }
-                push(seq, false, is_cited, v);
-            }
-            Event::Compaction { through, summary } => {
-                let mut v = base("summary");
-                v["through"] = json!(through);
-                v["text"] = cut(summary);
-                push(seq, false, cited.contains(&seq), v);
-            }
-            // A citation in the source is named, not nested: its snapshots came from yet
-            // other chats.
-            Event::Citation { sources, .. } => {
-                let mut v = base("citation");
-                let titles: Vec<Value> = sources
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|s| json!({ "chat": s["chat"], "title": s["title"] }))
-                    .collect();
-                v["cited"] = Value::Array(titles);
-                push(seq, false, cited.contains(&seq), v);
-            }
-            Event::Structural(s) if s.kind == kinds::CHECKPOINT_CREATED => {
-                let mut v = base("checkpoint");
-                v["id"] = s.payload["id"].clone();
-                v["command"] = s.payload["command"].clone();
-                push(seq, true, cited.contains(&seq), v);
-            }
-            // Results travel with their calls; other records are the app's own.
-            Event::ToolResult { .. } | Event::Structural(_) => {}
-        }
-    }
-    let total_units = units.len();
-    let frame = |kept: Vec<Value>, omitted: usize| {
-        json!({
-            "notice": NOTICE,
-            "chat": chat,
-            "title": title,
-            "project": project,
-            "snapshotAtUnixMs": at_unix_ms,
-            "cited": cited,
-            "omittedUnits": omitted,
-            "units": kept,
+    events
+        .iter()
+        .filter_map(|e| {
+            let surface = labels.get(&e.seq).copied().unwrap_or(Surface::LogOnly);
+            let (checkpoint, is_cited, value) = unit_value(e, surface, &results, cited)?;
+            let bytes = escaped_len(&value.to_string()) + 1;
+            Some(Unit {
+                seq: e.seq,
+                checkpoint,
+                cited: is_cited,
+                value,
+                bytes,
+            })
         })
-        .to_string()
-    };
-    let fixed = escaped_len(&frame(Vec::new(), total_units));
-    if fixed > MAX_SNAPSHOT_BYTES {
-        return Err(ChatLogError::Invalid(format!(
-            "chat {chat} cannot be cited: its title and provenance alone are {fixed} bytes, over the {MAX_SNAPSHOT_BYTES}-byte snapshot budget; rename it shorter and cite again"
-        )));
+        .collect()
+}
+
+/// One event as a unit of the snapshot – (checkpoint, cited, value) – or `None` for an
+/// event that is no unit of its own. One arm per event kind.
+fn unit_value(
+    e: &LoggedEvent,
+    surface: Surface,
+    results: &HashMap<&str, (&str, bool, Seq)>,
+    cited: &BTreeSet<Seq>,
+) -> Option<(bool, bool, Value)> {
+    let seq = e.seq;
+    let base = |kind: &str| json!({ "seq": seq, "kind": kind, "surface": surface });
+    let is_cited = cited.contains(&seq);
+    match &e.event {
+        Event::User { text } => {
+            let mut v = base("user");
+            v["text"] = cut(text);
+            Some((false, is_cited, v))
+        }
+        Event::Assistant { text } => {
+            let mut v = base("assistant");
+            v["text"] = cut(crate::probe::strip_for_display(text));
+            Some((false, is_cited, v))
+        }
+        Event::ToolCall { id, name, args } => {
+            let mut v = base("tool");
+            v["name"] = json!(name);
+            v["args"] = cut(&args.to_string());
+            let mut is_cited = is_cited;
+            if let Some((content, is_error, result_seq)) = results.get(id.as_str()) {
+                v["result"] = cut(content);
+                v["isError"] = json!(is_error);
+                is_cited |= cited.contains(result_seq);
+            }
+            Some((false, is_cited, v))
+        }
+        Event::Compaction { through, summary } => {
+            let mut v = base("summary");
+            v["through"] = json!(through);
+            v["text"] = cut(summary);
+            Some((false, is_cited, v))
+        }
+        // A citation in the source is named, not nested: its snapshots came from yet
+        // other chats.
+        Event::Citation { sources, .. } => {
+            let mut v = base("citation");
+            let titles: Vec<Value> = sources
+                .as_array()
+                .into_iter()
+                .flatten()
+                .map(|s| json!({ "chat": s["chat"], "title": s["title"] }))
+                .collect();
+            v["cited"] = Value::Array(titles);
+            Some((false, is_cited, v))
+        }
+        Event::Structural(s) if s.kind == kinds::CHECKPOINT_CREATED => {
+            let mut v = base("checkpoint");
+            v["id"] = s.payload["id"].clone();
+            v["command"] = s.payload["command"].clone();
+            Some((true, is_cited, v))
+        }
+        // Results travel with their calls; other records are the app's own.
+        Event::ToolResult { .. } | Event::Structural(_) => None,
     }
+}
+
+/// Drops units until the snapshot fits [`MAX_SNAPSHOT_BYTES`]; `fixed` is the size of the
+/// frame alone.
+fn fit(frame: &Frame, units: &[Unit], fixed: usize) -> Result<Snapshot, ChatLogError> {
+    let total_units = units.len();
     // Dropping order: oldest first – uncited before cited, checkpoints last.
     let mut order: Vec<usize> = (0..units.len()).collect();
     order.sort_by_key(|&i| (units[i].checkpoint, units[i].cited, units[i].seq));
@@ -398,7 +442,7 @@ pub fn snapshot(
                 .map(|(u, _)| u.value.clone())
                 .collect();
             let n = kept.len();
-            let json = escape(&frame(kept, total_units - n));
+            let json = escape(&frame.json(kept, total_units - n));
             // The estimate counts separators generously; the real text decides.
             if json.len() <= MAX_SNAPSHOT_BYTES {
                 return Ok(Snapshot {
@@ -415,7 +459,8 @@ pub fn snapshot(
             }
             None => {
                 return Err(ChatLogError::Invalid(format!(
-                    "chat {chat} cannot be cited within {MAX_SNAPSHOT_BYTES} bytes"
+                    "chat {} cannot be cited within {MAX_SNAPSHOT_BYTES} bytes",
+                    frame.chat
                 )))
             }
         }

@@ -237,168 +237,202 @@ impl Fold {
         }
     }
 
+    /// Folds the next event in: one handler per event kind.
     pub fn apply(&mut self, logged: &LoggedEvent) {
         let seq = logged.seq;
         self.seqs.push(seq);
         self.last_seq = seq;
         let citation = self.person_citation.take();
         match &logged.event {
-            Event::User { text } => {
-                self.interrupt_open(true);
-                // The readable message a person's citation appended right after it (in the
-                // same transaction) names the cited chats' titles: untrusted text, which the
-                // model reads only in the snapshots' envelope.
-                let for_model = match citation {
-                    Some((at, sentence)) if seq == at + 1 => sentence,
-                    _ => text.clone(),
-                };
-                self.push(seq, Role::User, Block::Text { text: for_model });
-                self.ui.push(UiItem::User {
-                    seq,
-                    text: text.clone(),
-                });
-            }
-            Event::Assistant { text } => {
-                self.interrupt_open(true);
-                self.push(seq, Role::Assistant, Block::Text { text: text.clone() });
-                // The model's history keeps the raw reply; a person never sees the
-                // probe's sentinel (whether or not the probe is on now).
-                self.ui.push(UiItem::Assistant {
-                    seq,
-                    text: crate::probe::strip_for_display(text).to_string(),
-                });
-            }
-            Event::ToolCall { id, name, args } => {
-                if self.seen_calls.insert(id.clone()) {
-                    self.names.insert(id.clone(), name.clone());
-                    self.open.push((id.clone(), seq));
-                    self.push(
-                        seq,
-                        Role::Assistant,
-                        Block::ToolUse {
-                            id: id.clone(),
-                            name: name.clone(),
-                            input: args.clone(),
-                        },
-                    );
-                }
-                self.cards.insert(id.clone(), self.ui.len());
-                self.ui.push(UiItem::ToolCard {
-                    seq,
-                    id: id.clone(),
-                    name: name.clone(),
-                    args: args.clone(),
-                    status: ToolStatus::Pending,
-                    result: None,
-                });
-            }
+            Event::User { text } => self.apply_user(seq, text, citation),
+            Event::Assistant { text } => self.apply_assistant(seq, text),
+            Event::ToolCall { id, name, args } => self.apply_tool_call(seq, id, name, args),
             Event::ToolResult {
                 id,
                 content,
                 is_error,
                 denied,
                 blocked,
-            } => {
-                if let Some(pos) = self.open.iter().position(|(open, _)| open == id) {
-                    self.open.remove(pos);
-                    let content = self.enveloped_result(id, content, *is_error);
-                    self.push(
-                        seq,
-                        Role::User,
-                        Block::ToolResult {
-                            tool_use_id: id.clone(),
-                            content,
-                            is_error: *is_error,
-                        },
-                    );
-                    self.release_deferred();
-                }
-                let status = match (denied, blocked, is_error) {
-                    (true, _, _) => ToolStatus::Denied,
-                    (false, true, _) => ToolStatus::Blocked,
-                    (false, false, true) => ToolStatus::Error,
-                    (false, false, false) => ToolStatus::Ok,
-                };
-                self.set_card(id, status, Some(content.clone()));
-            }
-            Event::Compaction { through, summary } => {
-                let through = *through;
-                let mut gone_calls = HashSet::new();
-                for item in self.items.iter().filter(|i| i.seq <= through) {
-                    self.shadowed.insert(item.seq);
-                    if let Block::ToolUse { id, .. } = &item.block {
-                        gone_calls.insert(id.clone());
-                    }
-                }
-                self.items.retain(|i| i.seq > through);
-                // A result whose call was summarized away would dangle.
-                self.items.retain(|i| match &i.block {
-                    Block::ToolResult { tool_use_id, .. } if gone_calls.contains(tool_use_id) => {
-                        self.shadowed.insert(i.seq);
-                        false
-                    }
-                    _ => true,
-                });
-                self.open.retain(|(id, _)| !gone_calls.contains(id));
-                self.release_deferred();
-                self.items.insert(
-                    0,
-                    Item {
-                        seq,
-                        role: Role::User,
-                        // Model-written from device output and tool results: data, in
-                        // the envelope like what it summarizes.
-                        block: Block::Text {
-                            text: format!(
-                                "[Summary of the earlier conversation]\n{}",
-                                self.envelope.wrap(COMPACTION_SOURCE, summary)
-                            ),
-                        },
-                    },
-                );
-                self.ui.push(UiItem::Compaction {
-                    seq,
-                    through,
-                    summary: summary.clone(),
-                });
-            }
+            } => self.apply_tool_result(seq, id, content, *is_error, *denied, *blocked),
+            Event::Compaction { through, summary } => self.apply_compaction(seq, *through, summary),
             Event::Citation {
                 by,
                 sources,
                 snapshots,
                 ..
-            } => {
-                let mut text = String::from(CITATION_WARNING);
-                for snapshot in snapshots {
-                    text.push('\n');
-                    text.push_str(&self.envelope.wrap(CITATION_SOURCE, snapshot));
-                }
-                let item = Item {
-                    seq,
-                    role: Role::User,
-                    block: Block::Text { text },
-                };
-                if by == "assistant" && !self.open.is_empty() {
-                    self.deferred.push(item);
-                } else {
-                    self.interrupt_open(true);
-                    self.items.push(item);
-                }
-                if by == "person" {
-                    self.person_citation = Some((seq, readable_for_model(sources)));
-                }
-                self.ui.push(UiItem::Citation {
-                    seq,
-                    by: by.clone(),
-                    sources: sources.clone(),
-                });
-            }
+            } => self.apply_citation(seq, by, sources, snapshots),
             Event::Structural(s) => self.ui.push(UiItem::Notice {
                 seq,
                 kind: s.kind.clone(),
                 payload: s.payload.clone(),
             }),
         }
+    }
+
+    /// A person's message; `citation` is the person's citation applied just before it.
+    fn apply_user(&mut self, seq: Seq, text: &str, citation: Option<(Seq, String)>) {
+        self.interrupt_open(true);
+        // The readable message a person's citation appended right after it (in the
+        // same transaction) names the cited chats' titles: untrusted text, which the
+        // model reads only in the snapshots' envelope.
+        let for_model = match citation {
+            Some((at, sentence)) if seq == at + 1 => sentence,
+            _ => text.to_string(),
+        };
+        self.push(seq, Role::User, Block::Text { text: for_model });
+        self.ui.push(UiItem::User {
+            seq,
+            text: text.to_string(),
+        });
+    }
+
+    /// The model's text.
+    fn apply_assistant(&mut self, seq: Seq, text: &str) {
+        self.interrupt_open(true);
+        self.push(
+            seq,
+            Role::Assistant,
+            Block::Text {
+                text: text.to_string(),
+            },
+        );
+        // The model's history keeps the raw reply; a person never sees the
+        // probe's sentinel (whether or not the probe is on now).
+        self.ui.push(UiItem::Assistant {
+            seq,
+            text: crate::probe::strip_for_display(text).to_string(),
+        });
+    }
+
+    /// A call the model made: opened (once per id) and given a pending card.
+    fn apply_tool_call(&mut self, seq: Seq, id: &str, name: &str, args: &Value) {
+        if self.seen_calls.insert(id.to_string()) {
+            self.names.insert(id.to_string(), name.to_string());
+            self.open.push((id.to_string(), seq));
+            self.push(
+                seq,
+                Role::Assistant,
+                Block::ToolUse {
+                    id: id.to_string(),
+                    name: name.to_string(),
+                    input: args.clone(),
+                },
+            );
+        }
+        self.cards.insert(id.to_string(), self.ui.len());
+        self.ui.push(UiItem::ToolCard {
+            seq,
+            id: id.to_string(),
+            name: name.to_string(),
+            args: args.clone(),
+            status: ToolStatus::Pending,
+            result: None,
+        });
+    }
+
+    /// A call's result: closes the open call (the model reads it enveloped) and settles
+    /// its card.
+    fn apply_tool_result(
+        &mut self,
+        seq: Seq,
+        id: &str,
+        content: &str,
+        is_error: bool,
+        denied: bool,
+        blocked: bool,
+    ) {
+        if let Some(pos) = self.open.iter().position(|(open, _)| open == id) {
+            self.open.remove(pos);
+            let enveloped = self.enveloped_result(id, content, is_error);
+            self.push(
+                seq,
+                Role::User,
+                Block::ToolResult {
+                    tool_use_id: id.to_string(),
+                    content: enveloped,
+                    is_error,
+                },
+            );
+            self.release_deferred();
+        }
+        let status = match (denied, blocked, is_error) {
+            (true, _, _) => ToolStatus::Denied,
+            (false, true, _) => ToolStatus::Blocked,
+            (false, false, true) => ToolStatus::Error,
+            (false, false, false) => ToolStatus::Ok,
+        };
+        self.set_card(id, status, Some(content.to_string()));
+    }
+
+    /// A summary that replaces everything up to `through` (those events become shadowed).
+    fn apply_compaction(&mut self, seq: Seq, through: Seq, summary: &str) {
+        let mut gone_calls = HashSet::new();
+        for item in self.items.iter().filter(|i| i.seq <= through) {
+            self.shadowed.insert(item.seq);
+            if let Block::ToolUse { id, .. } = &item.block {
+                gone_calls.insert(id.clone());
+            }
+        }
+        self.items.retain(|i| i.seq > through);
+        // A result whose call was summarized away would dangle.
+        self.items.retain(|i| match &i.block {
+            Block::ToolResult { tool_use_id, .. } if gone_calls.contains(tool_use_id) => {
+                self.shadowed.insert(i.seq);
+                false
+            }
+            _ => true,
+        });
+        self.open.retain(|(id, _)| !gone_calls.contains(id));
+        self.release_deferred();
+        self.items.insert(
+            0,
+            Item {
+                seq,
+                role: Role::User,
+                // Model-written from device output and tool results: data, in
+                // the envelope like what it summarizes.
+                block: Block::Text {
+                    text: format!(
+                        "[Summary of the earlier conversation]\n{}",
+                        self.envelope.wrap(COMPACTION_SOURCE, summary)
+                    ),
+                },
+            },
+        );
+        self.ui.push(UiItem::Compaction {
+            seq,
+            through,
+            summary: summary.to_string(),
+        });
+    }
+
+    /// Other chats' snapshots brought in, by the person or by the model (the model's wait
+    /// for its open calls' results).
+    fn apply_citation(&mut self, seq: Seq, by: &str, sources: &Value, snapshots: &[String]) {
+        let mut text = String::from(CITATION_WARNING);
+        for snapshot in snapshots {
+            text.push('\n');
+            text.push_str(&self.envelope.wrap(CITATION_SOURCE, snapshot));
+        }
+        let item = Item {
+            seq,
+            role: Role::User,
+            block: Block::Text { text },
+        };
+        if by == "assistant" && !self.open.is_empty() {
+            self.deferred.push(item);
+        } else {
+            self.interrupt_open(true);
+            self.items.push(item);
+        }
+        if by == "person" {
+            self.person_citation = Some((seq, readable_for_model(sources)));
+        }
+        self.ui.push(UiItem::Citation {
+            seq,
+            by: by.to_string(),
+            sources: sources.clone(),
+        });
     }
 
     fn push(&mut self, seq: Seq, role: Role, block: Block) {
