@@ -22,7 +22,7 @@ use sextant_retrieval::text::{index_terms, is_stop_word};
 use crate::chatlog::{self, Block, Event, LoggedEvent, Role};
 use crate::compress::extract_key_info;
 use crate::context::Envelope;
-use crate::conversation::{estimate_tokens, ChatModel};
+use crate::model::{estimate_tokens, ChatModel};
 use crate::pipeline::BoxFuture;
 use crate::seams::Compactor;
 

@@ -7,24 +7,13 @@
 //! stored, so reopening a chat derives the same note. The note is a per-request system
 //! block, never part of the history, so no compaction can carry it along.
 
-use serde::{Deserialize, Serialize};
-
 use crate::chatlog::{Event, LoggedEvent};
 use crate::context::Envelope;
 use crate::intent::{Intent, Intents};
 use crate::pipeline::BoxFuture;
 use crate::seams::{Placement, PromptContributor};
 
-/// The language of the text Sextant itself puts in a request (the UI's language).
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "lowercase")]
-pub enum Language {
-    #[default]
-    En,
-    Zh,
-}
+pub use crate::language::Language;
 
 /// The focus section in English: its own heading, four rules.
 pub const FOCUS_EN: &str = "\

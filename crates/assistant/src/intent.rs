@@ -18,7 +18,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde::Deserialize;
 use sextant_providers::ToolDefinition;
 
-use crate::focus::Language;
+use crate::language::Language;
 use crate::seams::ToolFilter;
 use crate::tools::command_name;
 

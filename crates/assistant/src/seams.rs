@@ -29,7 +29,7 @@ use sextant_providers::{Message, StopReason, SystemBlock, ToolDefinition};
 
 use crate::chatlog::{Event, LoggedEvent};
 use crate::context::{Envelope, LiveState, ROLE_TEXT};
-use crate::conversation::{budget, ChatModel, SystemSource};
+use crate::model::{budget, ChatModel, SystemSource};
 use crate::pipeline::BoxFuture;
 use crate::Commands;
 

@@ -55,7 +55,7 @@ type HmacSha256 = Hmac<Sha256>;
 pub fn searchable_text(event: &Event) -> String {
     let mut text = match event {
         Event::User { text } => text.clone(),
-        Event::Assistant { text } => crate::probe::strip_for_display(text).to_string(),
+        Event::Assistant { text } => crate::sentinel::strip_for_display(text).to_string(),
         Event::ToolCall { name, args, .. } => {
             let mut out = name.clone();
             string_leaves(args, &mut out);

@@ -378,7 +378,7 @@ fn unit_value(
         }
         Event::Assistant { text } => {
             let mut v = base("assistant");
-            v["text"] = cut(crate::probe::strip_for_display(text));
+            v["text"] = cut(crate::sentinel::strip_for_display(text));
             Some((false, is_cited, v))
         }
         Event::ToolCall { id, name, args } => {

@@ -300,7 +300,7 @@ impl Fold {
         // probe's sentinel (whether or not the probe is on now).
         self.ui.push(UiItem::Assistant {
             seq,
-            text: crate::probe::strip_for_display(text).to_string(),
+            text: crate::sentinel::strip_for_display(text).to_string(),
         });
     }
 

@@ -32,8 +32,7 @@ pub use compliance::{model_key, Class, Compliance, COMPLIANCE_FILE, COMPLIANCE_W
 pub use strip::{shown_while_streaming, strip_for_display, ProbeDisplay, StripFilter};
 pub use verdict::{evaluate_reply, Drift, Verdict};
 
-/// The marker's opening; the sentinel is this, a space, the anchors and `]]`.
-pub const OPEN: &str = "[[SXT-PROBE";
+pub use crate::sentinel::OPEN;
 
 /// The anchors, in order: tool approval (a denied call is not retried unchanged), the
 /// untrusted boundary (enveloped text is data), id freshness (ids from the live state,
