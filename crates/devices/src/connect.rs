@@ -115,36 +115,10 @@ pub fn start(
             },
             options,
         ),
-        // A CSV export plays through the CSV player; anything else is a raw capture.
-        Connection::Replay { path, speed } if path.to_ascii_lowercase().ends_with(".csv") => {
-            let control = ReplayControl::new(*speed);
-            extras.replay = Some(control.clone());
-            Source::spawn(
-                CsvReplayDriver {
-                    path: PathBuf::from(path),
-                    control,
-                    format: RowFormat::for_parser(&config.parser),
-                },
-                RunOptions {
-                    reconnect: Reconnect::off(),
-                    ..options
-                },
-            )
-        }
         Connection::Replay { path, speed } => {
-            let control = ReplayControl::new(*speed);
-            extras.replay = Some(control.clone());
-            Source::spawn(
-                ReplayDriver {
-                    path: PathBuf::from(path),
-                    source: Some(u16::try_from(source_index).unwrap_or(u16::MAX)),
-                    control,
-                },
-                RunOptions {
-                    reconnect: Reconnect::off(),
-                    ..options
-                },
-            )
+            let (source, control) = start_replay(config, path, *speed, source_index, options);
+            extras.replay = Some(control);
+            source
         }
         Connection::Ble(b) => Source::spawn(BleDriver::new(b.clone())?, options),
         Connection::Modbus(m) => Source::spawn(ModbusDriver::new(m.clone())?, options),
@@ -162,4 +136,41 @@ pub fn start(
         }
     };
     Ok((source, extras))
+}
+
+/// Starts a replay of the recording at `path`, returning the handle that pauses, steps,
+/// seeks and changes its speed. A replay never reconnects.
+fn start_replay(
+    config: &SourceConfig,
+    path: &str,
+    speed: f64,
+    source_index: usize,
+    options: RunOptions,
+) -> (Source, Arc<ReplayControl>) {
+    let control = ReplayControl::new(speed);
+    let options = RunOptions {
+        reconnect: Reconnect::off(),
+        ..options
+    };
+    // A CSV export plays through the CSV player; anything else is a raw capture.
+    let source = if path.to_ascii_lowercase().ends_with(".csv") {
+        Source::spawn(
+            CsvReplayDriver {
+                path: PathBuf::from(path),
+                control: control.clone(),
+                format: RowFormat::for_parser(&config.parser),
+            },
+            options,
+        )
+    } else {
+        Source::spawn(
+            ReplayDriver {
+                path: PathBuf::from(path),
+                source: Some(u16::try_from(source_index).unwrap_or(u16::MAX)),
+                control: control.clone(),
+            },
+            options,
+        )
+    };
+    (source, control)
 }

@@ -158,9 +158,40 @@ fn undecodable(s: &can_dbc::Signal, float: bool) -> Option<String> {
 pub fn parse_dbc(text: &str) -> Result<DbcImport, DbcError> {
     let dbc = Dbc::try_from(text).map_err(|e| DbcError::Syntax(e.to_string()))?;
     let mut notes = Vec::new();
+    let types = SignalTypes {
+        floats: float_signals(&dbc),
+        explicit_mux: explicit_muxes(&dbc),
+    };
 
-    let floats: HashMap<(MessageId, &str), u64> = dbc
-        .signal_extended_value_type_list
+    let mut seen_ids = HashSet::new();
+    let mut messages = Vec::new();
+    for message in &dbc.messages {
+        if let Some(m) = import_message(message, &types, &mut seen_ids, &mut notes) {
+            messages.push(m);
+        }
+    }
+    note_not_imported(&dbc, &mut notes);
+
+    if messages.is_empty() {
+        return Err(DbcError::Empty { notes });
+    }
+    let import = DbcImport { messages, notes };
+    // The parser's own checks are the final word on whether the layout decodes.
+    CanParser::new(&import.layout()).map_err(|e| DbcError::Layout(e.message))?;
+    Ok(import)
+}
+
+/// What the file says about signals outside their `SG_` lines, keyed by (message, signal).
+struct SignalTypes<'a> {
+    /// Float signals (SIG_VALTYPE_) and the width they declare.
+    floats: HashMap<(MessageId, &'a str), u64>,
+    /// Extended multiplexing (SG_MUL_VAL_): the switch and value ranges of a signal.
+    explicit_mux: HashMap<(MessageId, &'a str), CanMux>,
+}
+
+/// The signals SIG_VALTYPE_ declares as IEEE floats, with their declared width.
+fn float_signals(dbc: &Dbc) -> HashMap<(MessageId, &str), u64> {
+    dbc.signal_extended_value_type_list
         .iter()
         .filter_map(|v| {
             let size = match v.signal_extended_value_type {
@@ -170,8 +201,11 @@ pub fn parse_dbc(text: &str) -> Result<DbcImport, DbcError> {
             };
             Some(((v.message_id, v.signal_name.as_str()), size))
         })
-        .collect();
-    // Extended multiplexing (SG_MUL_VAL_): the switch and value ranges of a signal.
+        .collect()
+}
+
+/// The switch and value ranges extended multiplexing (SG_MUL_VAL_) gives each signal.
+fn explicit_muxes(dbc: &Dbc) -> HashMap<(MessageId, &str), CanMux> {
     let mut explicit_mux: HashMap<(MessageId, &str), CanMux> = HashMap::new();
     for m in &dbc.extended_multiplex {
         let entry = explicit_mux
@@ -184,147 +218,185 @@ pub fn parse_dbc(text: &str) -> Result<DbcImport, DbcError> {
             .ranges
             .extend(m.mappings.iter().map(|r| [r.min_value, r.max_value]));
     }
+    explicit_mux
+}
 
-    let mut seen_ids = HashSet::new();
-    let mut messages = Vec::new();
-    for message in &dbc.messages {
-        if message.name == "VECTOR__INDEPENDENT_SIG_MSG" {
-            if !message.signals.is_empty() {
-                notes.push(format!(
-                    "{} signal(s) not attached to any message (VECTOR__INDEPENDENT_SIG_MSG) \
-                     were skipped: no frame carries them",
-                    message.signals.len()
-                ));
-            }
-            continue;
-        }
-        let (id, extended) = id_parts(message.id);
-        if !extended && id > MAX_STANDARD_ID {
+/// One message of the file with the signals Sextant can decode, or `None` (with a note)
+/// when the message is skipped.
+fn import_message(
+    message: &can_dbc::Message,
+    types: &SignalTypes,
+    seen_ids: &mut HashSet<(u32, bool)>,
+    notes: &mut Vec<String>,
+) -> Option<DbcMessage> {
+    if message.name == "VECTOR__INDEPENDENT_SIG_MSG" {
+        if !message.signals.is_empty() {
             notes.push(format!(
-                "message `{}` was skipped: id {id} is neither an 11-bit standard id nor \
-                 marked extended (bit 31)",
-                message.name
+                "{} signal(s) not attached to any message (VECTOR__INDEPENDENT_SIG_MSG) \
+                 were skipped: no frame carries them",
+                message.signals.len()
             ));
-            continue;
         }
-        if !seen_ids.insert((id, extended)) {
-            notes.push(format!(
-                "message `{}` was skipped: another message already uses id 0x{id:X}",
-                message.name
-            ));
-            continue;
-        }
-        let simple_switch = message
-            .signals
-            .iter()
-            .find(|s| s.multiplexer_indicator == MultiplexIndicator::Multiplexor)
-            .map(|s| s.name.clone());
+        return None;
+    }
+    let (id, extended) = id_parts(message.id);
+    if !extended && id > MAX_STANDARD_ID {
+        notes.push(format!(
+            "message `{}` was skipped: id {id} is neither an 11-bit standard id nor \
+             marked extended (bit 31)",
+            message.name
+        ));
+        return None;
+    }
+    if !seen_ids.insert((id, extended)) {
+        notes.push(format!(
+            "message `{}` was skipped: another message already uses id 0x{id:X}",
+            message.name
+        ));
+        return None;
+    }
+    let simple_switch = message
+        .signals
+        .iter()
+        .find(|s| s.multiplexer_indicator == MultiplexIndicator::Multiplexor)
+        .map(|s| s.name.clone());
 
-        let mut signals = Vec::new();
-        for s in &message.signals {
-            let float = floats.get(&(message.id, s.name.as_str())).copied();
-            if let Some(why) = undecodable(s, float.is_some()) {
+    let mut signals: Vec<DbcSignal> = message
+        .signals
+        .iter()
+        .filter_map(|s| import_signal(message, s, types, simple_switch.as_deref(), notes))
+        .collect();
+    drop_orphaned_multiplexed(&message.name, &mut signals, notes);
+    if signals.is_empty() {
+        notes.push(format!(
+            "message `{}` has no signal to decode; no group was made for it",
+            message.name
+        ));
+        return None;
+    }
+    Some(DbcMessage {
+        id,
+        extended,
+        name: message.name.clone(),
+        signals,
+    })
+}
+
+/// One signal of `message` as the `can` parser decodes it, or `None` (with a note) when
+/// it cannot be decoded. `simple_switch` is the message's `M` multiplexor signal.
+fn import_signal(
+    message: &can_dbc::Message,
+    s: &can_dbc::Signal,
+    types: &SignalTypes,
+    simple_switch: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Option<DbcSignal> {
+    let float = types.floats.get(&(message.id, s.name.as_str())).copied();
+    if let Some(why) = undecodable(s, float.is_some()) {
+        notes.push(format!(
+            "signal `{}.{}` was skipped: {why}",
+            message.name, s.name
+        ));
+        return None;
+    }
+    if float.is_some_and(|size| size != s.size) {
+        notes.push(format!(
+            "signal `{}.{}` was skipped: SIG_VALTYPE_ declares a {}-bit float but \
+             the signal is {} bits",
+            message.name,
+            s.name,
+            float.unwrap_or(0),
+            s.size
+        ));
+        return None;
+    }
+    let mux = signal_mux(message, s, types, simple_switch, notes);
+    let (min, max) = (number(&s.min), number(&s.max));
+    Some(DbcSignal {
+        layout: CanSignal {
+            name: s.name.clone(),
+            start_bit: s.start_bit as u16,
+            size: s.size as u8,
+            byte_order: match s.byte_order {
+                ByteOrder::LittleEndian => Endian::Little,
+                ByteOrder::BigEndian => Endian::Big,
+            },
+            value_type: match (float, s.value_type) {
+                (Some(_), _) => CanValueType::Float,
+                (None, ValueType::Signed) => CanValueType::Signed,
+                (None, ValueType::Unsigned) => CanValueType::Unsigned,
+            },
+            factor: s.factor,
+            offset: s.offset,
+            mux,
+        },
+        unit: s.unit.clone(),
+        min: (min < max).then_some(min),
+        max: (min < max).then_some(max),
+    })
+}
+
+/// When a signal is decoded: extended multiplexing if the file has it for the signal,
+/// else the message's simple multiplexor; `None` means in every frame.
+fn signal_mux(
+    message: &can_dbc::Message,
+    s: &can_dbc::Signal,
+    types: &SignalTypes,
+    simple_switch: Option<&str>,
+    notes: &mut Vec<String>,
+) -> Option<CanMux> {
+    match (
+        types.explicit_mux.get(&(message.id, s.name.as_str())),
+        s.multiplexer_indicator,
+    ) {
+        (Some(explicit), _) => Some(explicit.clone()),
+        (
+            None,
+            MultiplexIndicator::MultiplexedSignal(v)
+            | MultiplexIndicator::MultiplexorAndMultiplexedSignal(v),
+        ) => match simple_switch {
+            Some(switch) if switch != s.name => Some(CanMux {
+                switch: switch.to_string(),
+                ranges: vec![[v, v]],
+            }),
+            _ => {
                 notes.push(format!(
-                    "signal `{}.{}` was skipped: {why}",
+                    "signal `{}.{}` is multiplexed (m{v}) but its message has no \
+                     multiplexor signal; it is decoded in every frame",
                     message.name, s.name
                 ));
-                continue;
+                None
             }
-            if float.is_some_and(|size| size != s.size) {
-                notes.push(format!(
-                    "signal `{}.{}` was skipped: SIG_VALTYPE_ declares a {}-bit float but \
-                     the signal is {} bits",
-                    message.name,
-                    s.name,
-                    float.unwrap_or(0),
-                    s.size
-                ));
-                continue;
-            }
-            let mux = match (
-                explicit_mux.get(&(message.id, s.name.as_str())),
-                s.multiplexer_indicator,
-            ) {
-                (Some(explicit), _) => Some(explicit.clone()),
-                (
-                    None,
-                    MultiplexIndicator::MultiplexedSignal(v)
-                    | MultiplexIndicator::MultiplexorAndMultiplexedSignal(v),
-                ) => match &simple_switch {
-                    Some(switch) if *switch != s.name => Some(CanMux {
-                        switch: switch.clone(),
-                        ranges: vec![[v, v]],
-                    }),
-                    _ => {
-                        notes.push(format!(
-                            "signal `{}.{}` is multiplexed (m{v}) but its message has no \
-                             multiplexor signal; it is decoded in every frame",
-                            message.name, s.name
-                        ));
-                        None
-                    }
-                },
-                _ => None,
-            };
-            let (min, max) = (number(&s.min), number(&s.max));
-            signals.push(DbcSignal {
-                layout: CanSignal {
-                    name: s.name.clone(),
-                    start_bit: s.start_bit as u16,
-                    size: s.size as u8,
-                    byte_order: match s.byte_order {
-                        ByteOrder::LittleEndian => Endian::Little,
-                        ByteOrder::BigEndian => Endian::Big,
-                    },
-                    value_type: match (float, s.value_type) {
-                        (Some(_), _) => CanValueType::Float,
-                        (None, ValueType::Signed) => CanValueType::Signed,
-                        (None, ValueType::Unsigned) => CanValueType::Unsigned,
-                    },
-                    factor: s.factor,
-                    offset: s.offset,
-                    mux,
-                },
-                unit: s.unit.clone(),
-                min: (min < max).then_some(min),
-                max: (min < max).then_some(max),
-            });
-        }
-        // A multiplexed signal whose switch was skipped can never be decoded: drop it
-        // too, and what it switched in turn.
-        loop {
-            let names: HashSet<String> = signals.iter().map(|s| s.layout.name.clone()).collect();
-            let before = signals.len();
-            signals.retain(|s| match &s.layout.mux {
-                Some(mux) if !names.contains(&mux.switch) => {
-                    notes.push(format!(
-                        "signal `{}.{}` was skipped: its multiplexor `{}` is not an imported \
-                         signal of the message",
-                        message.name, s.layout.name, mux.switch
-                    ));
-                    false
-                }
-                _ => true,
-            });
-            if signals.len() == before {
-                break;
-            }
-        }
-        if signals.is_empty() {
-            notes.push(format!(
-                "message `{}` has no signal to decode; no group was made for it",
-                message.name
-            ));
-            continue;
-        }
-        messages.push(DbcMessage {
-            id,
-            extended,
-            name: message.name.clone(),
-            signals,
-        });
+        },
+        _ => None,
     }
+}
 
+/// A multiplexed signal whose switch was skipped can never be decoded: drops it too, and
+/// what it switched in turn.
+fn drop_orphaned_multiplexed(message: &str, signals: &mut Vec<DbcSignal>, notes: &mut Vec<String>) {
+    loop {
+        let names: HashSet<String> = signals.iter().map(|s| s.layout.name.clone()).collect();
+        let before = signals.len();
+        signals.retain(|s| match &s.layout.mux {
+            Some(mux) if !names.contains(&mux.switch) => {
+                notes.push(format!(
+                    "signal `{}.{}` was skipped: its multiplexor `{}` is not an imported \
+                     signal of the message",
+                    message, s.layout.name, mux.switch
+                ));
+                false
+            }
+            _ => true,
+        });
+        if signals.len() == before {
+            break;
+        }
+    }
+}
+
+/// Notes what the file has that Sextant does not show yet: value descriptions, comments.
+fn note_not_imported(dbc: &Dbc, notes: &mut Vec<String>) {
     let described: HashSet<(MessageId, &str)> = dbc
         .value_descriptions
         .iter()
@@ -348,14 +420,6 @@ pub fn parse_dbc(text: &str) -> Result<DbcImport, DbcError> {
             dbc.comments.len()
         ));
     }
-
-    if messages.is_empty() {
-        return Err(DbcError::Empty { notes });
-    }
-    let import = DbcImport { messages, notes };
-    // The parser's own checks are the final word on whether the layout decodes.
-    CanParser::new(&import.layout()).map_err(|e| DbcError::Layout(e.message))?;
-    Ok(import)
 }
 
 /// The number N of the first free `prefix-N` id.

@@ -171,18 +171,69 @@ pub fn demo_settings() -> SimulatorSettings {
 /// The sample project that goes with [`demo_settings`]: gauges, plots, a GPS map, an IMU,
 /// an alarm band, an expression transform and a scripted virtual dataset.
 pub fn demo_project() -> Project {
-    let settings = demo_settings();
-    let mut next = 0;
-    let mut ds = |title: &str, units: &str, index: u32| {
-        next += 1;
-        Dataset {
-            id: format!("ds-{next}"),
-            title: title.into(),
-            units: units.into(),
-            index,
-            ..Dataset::default()
-        }
-    };
+    Project {
+        title: "Demo device".into(),
+        sources: vec![demo_source()],
+        groups: vec![
+            environment_group(),
+            power_group(),
+            role_group("grp-3", "GPS", GroupWidget::Gps, &GPS_DATASETS),
+            role_group(
+                "grp-4",
+                "Accelerometer",
+                GroupWidget::Accelerometer,
+                &ACCELEROMETER_DATASETS,
+            ),
+            role_group(
+                "grp-5",
+                "Gyroscope",
+                GroupWidget::Gyroscope,
+                &GYROSCOPE_DATASETS,
+            ),
+        ],
+        workspaces: demo_workspaces(),
+        ..Project::default()
+    }
+}
+
+/// The demo's one source: the simulator with [`demo_settings`], read as CSV.
+fn demo_source() -> Source {
+    Source {
+        id: "src-1".into(),
+        title: "Simulator".into(),
+        connection: Connection::Simulator(demo_settings()),
+        parser: ParserConfig::Delimited {
+            separator: ",".into(),
+        },
+        ..Source::default()
+    }
+}
+
+/// A plain demo dataset. The ids are spelled out because the power transform and the
+/// dashboard tiles refer to them.
+fn dataset(id: &str, title: &str, units: &str, index: u32) -> Dataset {
+    Dataset {
+        id: id.into(),
+        title: title.into(),
+        units: units.into(),
+        index,
+        ..Dataset::default()
+    }
+}
+
+fn group(id: &str, title: &str, widget: GroupWidget, datasets: Vec<Dataset>) -> Group {
+    Group {
+        id: id.into(),
+        title: title.into(),
+        widget,
+        datasets,
+        ..Group::default()
+    }
+}
+
+/// Temperature with a gauge and an alarm band, pressure through an expression transform,
+/// and vibration with an FFT.
+fn environment_group() -> Group {
     let temperature = Dataset {
         widget: DatasetWidget::Gauge,
         min: Some(0.0),
@@ -193,18 +244,7 @@ pub fn demo_project() -> Project {
             severity: Severity::Warning,
             label: "Warm".into(),
         }],
-        ..ds("Temperature", "°C", 1)
-    };
-    let voltage = Dataset {
-        widget: DatasetWidget::Bar,
-        min: Some(3.0),
-        max: Some(4.2),
-        ..ds("Voltage", "V", 2)
-    };
-    let current = Dataset {
-        min: Some(0.0),
-        max: Some(1.0),
-        ..ds("Current", "A", 3)
+        ..dataset("ds-1", "Temperature", "°C", 1)
     };
     let pressure = Dataset {
         widget: DatasetWidget::Meter,
@@ -213,11 +253,32 @@ pub fn demo_project() -> Project {
             language: TransformLanguage::Expression,
             code: "value / 10".into(),
         }),
-        ..ds("Pressure", "kPa", 4)
+        ..dataset("ds-4", "Pressure", "kPa", 4)
     };
     let vibration = Dataset {
         fft: true,
-        ..ds("Vibration", "g", 5)
+        ..dataset("ds-5", "Vibration", "g", 5)
+    };
+    group(
+        "grp-1",
+        "Environment",
+        GroupWidget::DataGrid,
+        vec![temperature, pressure, vibration],
+    )
+}
+
+/// Voltage and current, and power as a Lua virtual dataset computed from them.
+fn power_group() -> Group {
+    let voltage = Dataset {
+        widget: DatasetWidget::Bar,
+        min: Some(3.0),
+        max: Some(4.2),
+        ..dataset("ds-2", "Voltage", "V", 2)
+    };
+    let current = Dataset {
+        min: Some(0.0),
+        max: Some(1.0),
+        ..dataset("ds-3", "Current", "A", 3)
     };
     let power = Dataset {
         is_virtual: true,
@@ -231,97 +292,80 @@ pub fn demo_project() -> Project {
                    return v * i\nend\n"
                 .into(),
         }),
-        ..ds("Power", "W", 0)
+        ..dataset("ds-6", "Power", "W", 0)
     };
-    let role = |d: Dataset, role| Dataset {
-        role: Some(role),
-        ..d
-    };
-    let lat = role(ds("Latitude", "°", 6), Role::Lat);
-    let lon = role(ds("Longitude", "°", 7), Role::Lon);
-    let alt = role(ds("Altitude", "m", 8), Role::Alt);
-    let ax = role(ds("Accel X", "m/s²", 9), Role::X);
-    let ay = role(ds("Accel Y", "m/s²", 10), Role::Y);
-    let az = role(ds("Accel Z", "m/s²", 11), Role::Z);
-    let gx = role(ds("Gyro X", "°/s", 12), Role::Roll);
-    let gy = role(ds("Gyro Y", "°/s", 13), Role::Pitch);
-    let gz = role(ds("Gyro Z", "°/s", 14), Role::Yaw);
-    let group = |id: &str, title: &str, widget, datasets| Group {
-        id: id.into(),
-        title: title.into(),
-        widget,
-        datasets,
-        ..Group::default()
-    };
-    Project {
-        title: "Demo device".into(),
-        sources: vec![Source {
-            id: "src-1".into(),
-            title: "Simulator".into(),
-            connection: Connection::Simulator(settings),
-            parser: ParserConfig::Delimited {
-                separator: ",".into(),
-            },
-            ..Source::default()
-        }],
-        groups: vec![
-            group(
-                "grp-1",
-                "Environment",
-                GroupWidget::DataGrid,
-                vec![temperature, pressure, vibration],
-            ),
-            group(
-                "grp-2",
-                "Power",
-                GroupWidget::MultiPlot,
-                vec![voltage, current, power],
-            ),
-            group("grp-3", "GPS", GroupWidget::Gps, vec![lat, lon, alt]),
-            group(
-                "grp-4",
-                "Accelerometer",
-                GroupWidget::Accelerometer,
-                vec![ax, ay, az],
-            ),
-            group(
-                "grp-5",
-                "Gyroscope",
-                GroupWidget::Gyroscope,
-                vec![gx, gy, gz],
-            ),
-        ],
-        // Two dashboard tabs on a 12-column grid: the signals, then where the device is.
-        workspaces: vec![
-            Workspace {
-                id: "ws-1".into(),
-                title: "Overview".into(),
-                tiles: vec![
-                    tile(Some("grp-2"), None, (0, 0, 8, 4)),
-                    tile(Some("grp-1"), None, (8, 0, 4, 4)),
-                    tile(None, Some("ds-1"), (0, 4, 3, 4)),
-                    tile(None, Some("ds-2"), (3, 4, 3, 4)),
-                    Tile {
-                        view: Some(TileView::Fft),
-                        ..tile(None, Some("ds-5"), (6, 4, 6, 4))
-                    },
-                ],
-                extra: Default::default(),
-            },
-            Workspace {
-                id: "ws-2".into(),
-                title: "Navigation".into(),
-                tiles: vec![
-                    tile(Some("grp-3"), None, (0, 0, 6, 8)),
-                    tile(Some("grp-4"), None, (6, 0, 3, 4)),
-                    tile(Some("grp-5"), None, (9, 0, 3, 4)),
-                    tile(None, Some("ds-3"), (6, 4, 6, 4)),
-                ],
-                extra: Default::default(),
-            },
-        ],
-        ..Project::default()
-    }
+    group(
+        "grp-2",
+        "Power",
+        GroupWidget::MultiPlot,
+        vec![voltage, current, power],
+    )
+}
+
+/// A demo dataset that plays a role in its group's widget: (id, title, units, parser slot,
+/// role).
+type RoleDataset = (&'static str, &'static str, &'static str, u32, Role);
+
+const GPS_DATASETS: [RoleDataset; 3] = [
+    ("ds-7", "Latitude", "°", 6, Role::Lat),
+    ("ds-8", "Longitude", "°", 7, Role::Lon),
+    ("ds-9", "Altitude", "m", 8, Role::Alt),
+];
+
+const ACCELEROMETER_DATASETS: [RoleDataset; 3] = [
+    ("ds-10", "Accel X", "m/s²", 9, Role::X),
+    ("ds-11", "Accel Y", "m/s²", 10, Role::Y),
+    ("ds-12", "Accel Z", "m/s²", 11, Role::Z),
+];
+
+const GYROSCOPE_DATASETS: [RoleDataset; 3] = [
+    ("ds-13", "Gyro X", "°/s", 12, Role::Roll),
+    ("ds-14", "Gyro Y", "°/s", 13, Role::Pitch),
+    ("ds-15", "Gyro Z", "°/s", 14, Role::Yaw),
+];
+
+/// A group whose widget draws its datasets by role (GPS map, accelerometer, gyroscope).
+fn role_group(id: &str, title: &str, widget: GroupWidget, datasets: &[RoleDataset]) -> Group {
+    let datasets = datasets
+        .iter()
+        .map(|&(id, title, units, index, role)| Dataset {
+            role: Some(role),
+            ..dataset(id, title, units, index)
+        })
+        .collect();
+    group(id, title, widget, datasets)
+}
+
+/// Two dashboard tabs on a 12-column grid: the signals, then where the device is.
+fn demo_workspaces() -> Vec<Workspace> {
+    vec![
+        Workspace {
+            id: "ws-1".into(),
+            title: "Overview".into(),
+            tiles: vec![
+                tile(Some("grp-2"), None, (0, 0, 8, 4)),
+                tile(Some("grp-1"), None, (8, 0, 4, 4)),
+                tile(None, Some("ds-1"), (0, 4, 3, 4)),
+                tile(None, Some("ds-2"), (3, 4, 3, 4)),
+                Tile {
+                    view: Some(TileView::Fft),
+                    ..tile(None, Some("ds-5"), (6, 4, 6, 4))
+                },
+            ],
+            extra: Default::default(),
+        },
+        Workspace {
+            id: "ws-2".into(),
+            title: "Navigation".into(),
+            tiles: vec![
+                tile(Some("grp-3"), None, (0, 0, 6, 8)),
+                tile(Some("grp-4"), None, (6, 0, 3, 4)),
+                tile(Some("grp-5"), None, (9, 0, 3, 4)),
+                tile(None, Some("ds-3"), (6, 4, 6, 4)),
+            ],
+            extra: Default::default(),
+        },
+    ]
 }
 
 fn tile(group: Option<&str>, dataset: Option<&str>, (x, y, w, h): (u32, u32, u32, u32)) -> Tile {

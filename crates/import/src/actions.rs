@@ -50,24 +50,49 @@ fn import_action(
         ..Action::default()
     };
     obj.skip(&["actionId"]);
+    a.source = action_source(obj, sources, r);
+    action_payload(obj, &mut a, r);
+    action_timer(obj, &mut a, r);
+    a.on_connect = obj.bool("autoExecuteOnConnect", r).unwrap_or(false);
+    obj.unmapped(
+        "icon",
+        &[json!("Play Property")],
+        "Sextant action buttons have no icons",
+        r,
+    );
+    obj.unmapped("txEncoding", &[], "Sextant sends text as UTF-8 only", r);
+    obj.unmapped(
+        "checksum",
+        &[],
+        "Sextant actions do not append a checksum",
+        r,
+    );
+    a
+}
 
+/// The source an action sends to: named only when the project has several sources, and
+/// the first one when `sourceId` names none of them.
+fn action_source(obj: &mut Obj, sources: &[(i64, String)], r: &mut ImportReport) -> Option<String> {
     let source_path = obj.at("sourceId");
     let ss_source = obj.i64("sourceId", r).unwrap_or(0);
-    if sources.len() > 1 {
-        a.source = match sources.iter().find(|(id, _)| *id == ss_source) {
-            Some((_, id)) => Some(id.clone()),
-            None => {
-                r.push(
-                    source_path,
-                    format!(
-                        "no source has sourceId {ss_source}; the action sends to the first source"
-                    ),
-                );
-                sources.first().map(|(_, id)| id.clone())
-            }
-        };
+    if sources.len() <= 1 {
+        return None;
     }
+    match sources.iter().find(|(id, _)| *id == ss_source) {
+        Some((_, id)) => Some(id.clone()),
+        None => {
+            r.push(
+                source_path,
+                format!("no source has sourceId {ss_source}; the action sends to the first source"),
+            );
+            sources.first().map(|(_, id)| id.clone())
+        }
+    }
+}
 
+/// The bytes an action sends (text with escapes resolved, or hex) and its line ending; an
+/// end-of-line sequence Sextant has no name for is folded into the payload.
+fn action_payload(obj: &mut Obj, a: &mut Action, r: &mut ImportReport) {
     let binary = obj.bool("binary", r).unwrap_or(false);
     let data_path = obj.at("txData");
     let data = obj.string("txData", r).unwrap_or_default();
@@ -118,19 +143,29 @@ fn import_action(
         }
         a.payload = String::from_utf8_lossy(&bytes).into_owned();
     }
+}
 
-    // Timer modes: 0 off, 1 start on connect, 2 start on click, 3 toggle on click,
-    // 4 send N times.
+/// Serial Studio's timer modes by the names newer files write: 0 off, 1 start on connect,
+/// 2 start on click, 3 toggle on click, 4 send N times.
+const TIMER_MODES: [(&str, i64); 5] = [
+    ("off", 0),
+    ("autostart", 1),
+    ("startontrigger", 2),
+    ("toggleontrigger", 3),
+    ("repeatntimes", 4),
+];
+
+/// The action's timer: only "start on connect" has a Sextant equivalent.
+fn action_timer(obj: &mut Obj, a: &mut Action, r: &mut ImportReport) {
     let mode_path = obj.at("timerMode");
     let mode = match obj.raw("timerMode") {
-        Some(Value::String(s)) => match s.to_ascii_lowercase().as_str() {
-            "off" => 0,
-            "autostart" => 1,
-            "startontrigger" => 2,
-            "toggleontrigger" => 3,
-            "repeatntimes" => 4,
-            _ => -1,
-        },
+        Some(Value::String(s)) => {
+            let name = s.to_ascii_lowercase();
+            TIMER_MODES
+                .iter()
+                .find(|(n, _)| *n == name)
+                .map_or(-1, |(_, m)| *m)
+        }
         Some(v) => crate::json::as_number(v).map_or(-1, |f| f as i64),
         None => 0,
     };
@@ -164,21 +199,6 @@ fn import_action(
         ),
         _ => r.push(mode_path, "unknown timer mode; no timer"),
     }
-    a.on_connect = obj.bool("autoExecuteOnConnect", r).unwrap_or(false);
-    obj.unmapped(
-        "icon",
-        &[json!("Play Property")],
-        "Sextant action buttons have no icons",
-        r,
-    );
-    obj.unmapped("txEncoding", &[], "Sextant sends text as UTF-8 only", r);
-    obj.unmapped(
-        "checksum",
-        &[],
-        "Sextant actions do not append a checksum",
-        r,
-    );
-    a
 }
 
 /// Serial Studio data tables: named registers read with `tableGet`.

@@ -129,39 +129,14 @@ fn import_group(
     let unique_id = obj.i64("uniqueId", r);
     obj.skip(&["groupId"]);
 
-    if group_type == 1 {
-        r.lost(
-            gpath,
-            "output group (buttons, sliders, toggles that send to the device) is not supported \
-             by Sextant; skipped",
-        );
-        mark_all(obj);
-        return;
-    }
-    if title.is_empty() {
-        r.push(
-            gpath,
-            "Serial Studio ignores a group without a title; skipped",
-        );
+    if skipped_before_source(&gpath, group_type, &title, r) {
         mark_all(obj);
         return;
     }
 
-    let source_path = obj.at("sourceId");
-    let ss_source = obj.i64("sourceId", r).unwrap_or(0);
-    let (ss_source, source_id, transform_language) = match sources.find(ss_source) {
-        Some((s, id, lang)) => (*s, id.clone(), *lang),
-        None => {
-            let Some((s, id, lang)) = sources.first() else {
-                mark_all(obj);
-                return;
-            };
-            r.push(
-                source_path,
-                format!("no source has sourceId {ss_source}; the group reads the first source"),
-            );
-            (*s, id.clone(), *lang)
-        }
+    let Some((ss_source, source_id, transform_language)) = group_source(obj, sources, r) else {
+        mark_all(obj);
+        return;
     };
 
     let widget = group_widget(obj, &widget_text, &widget_path, r);
@@ -177,6 +152,99 @@ fn import_group(
         return;
     }
 
+    group_settings_not_imported(obj, r);
+
+    let slot = GroupSlot {
+        json_index: g,
+        index: out.groups.len(),
+        ss_source,
+        source_id: &source_id,
+    };
+    let mut origin = GroupOrigin {
+        json_index: g,
+        unique_id,
+        datasets: Vec::new(),
+    };
+    let mut group = Group {
+        id: ids.next("grp"),
+        title,
+        widget,
+        datasets: Vec::new(),
+        extra: Default::default(),
+    };
+    let ctx = DatasetCtx {
+        group_widget: widget,
+        source_id: &source_id,
+        multi_source: sources.multi(),
+        transform_language,
+    };
+
+    for (d, item) in datasets.iter().enumerate() {
+        let path = index(&dpath, d);
+        let Some(map) = item.as_object().filter(|m| !m.is_empty()) else {
+            r.push(
+                path,
+                format!("expected a dataset object, found {}; skipped", show(item)),
+            );
+            continue;
+        };
+        let mut dobj = Obj::new(map, path.clone());
+        let imported = import_dataset(&mut dobj, &ctx, ids, r);
+        dobj.finish(r);
+
+        register_dataset(out, &slot, d, group.datasets.len(), &path, &imported);
+        origin.datasets.push((d, imported.dataset.id.clone()));
+        group.datasets.push(imported.dataset);
+    }
+    out.groups.push(group);
+    out.origins.push(origin);
+}
+
+/// Whether the group is skipped for what it is (an output group) or lacks (a title),
+/// before its source is looked up; reports why.
+fn skipped_before_source(gpath: &str, group_type: i64, title: &str, r: &mut ImportReport) -> bool {
+    if group_type == 1 {
+        r.lost(
+            gpath,
+            "output group (buttons, sliders, toggles that send to the device) is not supported \
+             by Sextant; skipped",
+        );
+        return true;
+    }
+    if title.is_empty() {
+        r.push(
+            gpath,
+            "Serial Studio ignores a group without a title; skipped",
+        );
+        return true;
+    }
+    false
+}
+
+/// The source a group reads: the one its `sourceId` names, else the first source (reported).
+/// `None` only when the project has no source at all.
+fn group_source(
+    obj: &mut Obj,
+    sources: &SourceLookup,
+    r: &mut ImportReport,
+) -> Option<(i64, String, TransformLanguage)> {
+    let source_path = obj.at("sourceId");
+    let ss_source = obj.i64("sourceId", r).unwrap_or(0);
+    match sources.find(ss_source) {
+        Some((s, id, lang)) => Some((*s, id.clone(), *lang)),
+        None => {
+            let (s, id, lang) = sources.first()?;
+            r.push(
+                source_path,
+                format!("no source has sourceId {ss_source}; the group reads the first source"),
+            );
+            Some((*s, id.clone(), *lang))
+        }
+    }
+}
+
+/// Group settings Sextant has no place for, noted unless blank or Serial Studio's default.
+fn group_settings_not_imported(obj: &mut Obj, r: &mut ImportReport) {
     obj.unmapped("hideOnDashboard", &[], "Sextant shows every group", r);
     obj.unmapped(
         "disabled",
@@ -196,77 +264,62 @@ fn import_group(
         "output widgets are not supported by Sextant",
         r,
     );
+}
 
-    let group_index = out.groups.len();
-    let mut origin = GroupOrigin {
-        json_index: g,
-        unique_id,
-        datasets: Vec::new(),
-    };
-    let mut group = Group {
-        id: ids.next("grp"),
-        title,
-        widget,
-        datasets: Vec::new(),
-        extra: Default::default(),
-    };
+/// Where an imported group sits, for the dataset references resolved after all groups.
+struct GroupSlot<'a> {
+    /// Index in the file's `groups` array.
+    json_index: usize,
+    /// Index in the imported groups.
+    index: usize,
+    /// The Serial Studio `sourceId` the group reads.
+    ss_source: i64,
+    /// The Sextant id of that source.
+    source_id: &'a str,
+}
 
-    for (d, item) in datasets.iter().enumerate() {
-        let path = index(&dpath, d);
-        let Some(map) = item.as_object().filter(|m| !m.is_empty()) else {
-            r.push(
-                path,
-                format!("expected a dataset object, found {}; skipped", show(item)),
-            );
-            continue;
-        };
-        let mut dobj = Obj::new(map, path.clone());
-        let ctx = DatasetCtx {
-            group_widget: widget,
-            source_id: &source_id,
-            multi_source: sources.multi(),
-            transform_language,
-        };
-        let imported = import_dataset(&mut dobj, &ctx, ids, r);
-        dobj.finish(r);
-
-        let dataset_index = group.datasets.len();
-        // Serial Studio's derived unique id when the file has none.
-        let uid = imported.unique_id.unwrap_or_else(|| {
-            ss_source
-                .saturating_mul(1_000_000)
-                .saturating_add((g as i64).saturating_mul(10_000))
-                .saturating_add(d as i64)
-        });
-        out.by_uid
-            .entry(uid)
+/// Records an imported dataset's ids, and its X axis and parser slot when they can only
+/// be settled once every dataset is imported.
+fn register_dataset(
+    out: &mut GroupImport,
+    slot: &GroupSlot,
+    d: usize,
+    dataset_index: usize,
+    path: &str,
+    imported: &ImportedDataset,
+) {
+    let ss_source = slot.ss_source;
+    // Serial Studio's derived unique id when the file has none.
+    let uid = imported.unique_id.unwrap_or_else(|| {
+        ss_source
+            .saturating_mul(1_000_000)
+            .saturating_add((slot.json_index as i64).saturating_mul(10_000))
+            .saturating_add(d as i64)
+    });
+    out.by_uid
+        .entry(uid)
+        .or_insert_with(|| imported.dataset.id.clone());
+    if !imported.dataset.is_virtual && !imported.unfed {
+        out.by_index
+            .entry((ss_source, imported.dataset.index as i64))
             .or_insert_with(|| imported.dataset.id.clone());
-        if !imported.dataset.is_virtual && !imported.unfed {
-            out.by_index
-                .entry((ss_source, imported.dataset.index as i64))
-                .or_insert_with(|| imported.dataset.id.clone());
-        }
-        if let Some(x) = imported.x_axis {
-            out.pending.push(Pending {
-                group: group_index,
-                dataset: dataset_index,
-                path: crate::json::join(&path, "xAxis"),
-                x_axis: x,
-                ss_source,
-            });
-        }
-        if imported.unfed {
-            out.unfed.push(Unfed {
-                group: group_index,
-                dataset: dataset_index,
-                source: source_id.clone(),
-            });
-        }
-        origin.datasets.push((d, imported.dataset.id.clone()));
-        group.datasets.push(imported.dataset);
     }
-    out.groups.push(group);
-    out.origins.push(origin);
+    if let Some(x) = imported.x_axis {
+        out.pending.push(Pending {
+            group: slot.index,
+            dataset: dataset_index,
+            path: crate::json::join(path, "xAxis"),
+            x_axis: x,
+            ss_source,
+        });
+    }
+    if imported.unfed {
+        out.unfed.push(Unfed {
+            group: slot.index,
+            dataset: dataset_index,
+            source: slot.source_id.to_string(),
+        });
+    }
 }
 
 /// Marks every key of a skipped object as handled, so the skip is reported once.
@@ -677,57 +730,73 @@ fn display_only_settings(obj: &mut Obj, r: &mut ImportReport) {
 /// Alarm bands from `alarmBands`, or from the older `alarmEnabled/alarmLow/alarmHigh` (and
 /// the even older single `alarm` threshold) relative to the dataset's range.
 fn alarms(obj: &mut Obj, range: Option<(f64, f64)>, r: &mut ImportReport) -> Vec<AlarmBand> {
-    let mut bands = Vec::new();
     let bands_path = obj.at("alarmBands");
     if let Some(items) = obj.array("alarmBands", r) {
-        for (i, item) in items.iter().enumerate() {
-            let path = index(&bands_path, i);
-            let Some(map) = item.as_object() else {
-                r.push(
-                    path,
-                    format!("expected an alarm band, found {}; skipped", show(item)),
-                );
-                continue;
-            };
-            let mut b = Obj::new(map, path.clone());
-            let lo = b.f64("min", r).unwrap_or(0.0);
-            let hi = b.f64("max", r).unwrap_or(0.0);
-            let sev_path = b.at("severity");
-            let severity = match b.i64("severity", r).unwrap_or(2) {
-                i64::MIN..=0 => Severity::Info,
-                1 => {
-                    r.push(
-                        sev_path,
-                        "severity \"ok\" (a healthy range) has no Sextant equivalent; imported \
-                         as info",
-                    );
-                    Severity::Info
-                }
-                2 => Severity::Warning,
-                _ => Severity::Critical,
-            };
-            let label = simplified(&b.string("label", r).unwrap_or_default());
-            b.unmapped("blink", &[], "Sextant alarms do not blink", r);
-            b.unmapped("color", &[], "Sextant colours alarms by severity", r);
-            b.finish(r);
-            if lo == hi {
-                r.push(
-                    path,
-                    "empty alarm band (min equals max); Serial Studio ignores it too",
-                );
-                continue;
-            }
-            bands.push(AlarmBand {
-                min: lo.min(hi),
-                max: lo.max(hi),
-                severity,
-                label,
-            });
-        }
+        let bands = alarm_bands(items, &bands_path, r);
         obj.skip(&["alarmEnabled", "alarmLow", "alarmHigh", "alarm"]);
         return bands;
     }
+    threshold_alarms(obj, range, r)
+}
 
+/// The entries of an `alarmBands` array, skipping (and reporting) unusable ones.
+fn alarm_bands(items: &[Value], bands_path: &str, r: &mut ImportReport) -> Vec<AlarmBand> {
+    let mut bands = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let path = index(bands_path, i);
+        let Some(map) = item.as_object() else {
+            r.push(
+                path,
+                format!("expected an alarm band, found {}; skipped", show(item)),
+            );
+            continue;
+        };
+        let mut b = Obj::new(map, path.clone());
+        let lo = b.f64("min", r).unwrap_or(0.0);
+        let hi = b.f64("max", r).unwrap_or(0.0);
+        let sev_path = b.at("severity");
+        let severity = match b.i64("severity", r).unwrap_or(2) {
+            i64::MIN..=0 => Severity::Info,
+            1 => {
+                r.push(
+                    sev_path,
+                    "severity \"ok\" (a healthy range) has no Sextant equivalent; imported \
+                     as info",
+                );
+                Severity::Info
+            }
+            2 => Severity::Warning,
+            _ => Severity::Critical,
+        };
+        let label = simplified(&b.string("label", r).unwrap_or_default());
+        b.unmapped("blink", &[], "Sextant alarms do not blink", r);
+        b.unmapped("color", &[], "Sextant colours alarms by severity", r);
+        b.finish(r);
+        if lo == hi {
+            r.push(
+                path,
+                "empty alarm band (min equals max); Serial Studio ignores it too",
+            );
+            continue;
+        }
+        bands.push(AlarmBand {
+            min: lo.min(hi),
+            max: lo.max(hi),
+            severity,
+            label,
+        });
+    }
+    bands
+}
+
+/// Bands from the older thresholds (`alarmEnabled/alarmLow/alarmHigh`, or the single
+/// `alarm` of files older still), relative to the dataset's range.
+fn threshold_alarms(
+    obj: &mut Obj,
+    range: Option<(f64, f64)>,
+    r: &mut ImportReport,
+) -> Vec<AlarmBand> {
+    let mut bands = Vec::new();
     let enabled_path = obj.at("alarmEnabled");
     let enabled = obj.bool("alarmEnabled", r);
     let low = obj.f64("alarmLow", r);

@@ -170,128 +170,8 @@ fn import_root(root: &Map<String, Value>) -> Imported {
     let mut obj = Obj::new(root, "");
     let mut project = Project::default();
 
-    let version_path = obj.at("schemaVersion");
-    if let Some(v) = obj.i64("schemaVersion", &mut r) {
-        if v > SERIAL_STUDIO_SCHEMA {
-            r.push(
-                version_path,
-                format!(
-                    "schema version {v} is newer than {SERIAL_STUDIO_SCHEMA}, the newest this \
-                     importer knows; settings it does not know are listed below"
-                ),
-            );
-        }
-    }
-    let title = text::simplified(&obj.string("title", &mut r).unwrap_or_default());
-    if !title.is_empty() {
-        project.title = title;
-    }
-    // File bookkeeping, not settings. Unique ids exist only in files new enough to have
-    // `nextUniqueId`; older files refer to datasets by parser index.
-    let legacy_ids = !obj.has("nextUniqueId");
-    obj.skip(&["writerVersion", "writerVersionAtCreation", "nextUniqueId"]);
-
-    // Sources.
-    let sources_path = obj.at("sources");
-    let source_items = obj
-        .array("sources", &mut r)
-        .map(Vec::as_slice)
-        .unwrap_or(&[]);
-    let separator = obj.string("separator", &mut r);
-    let mut imported = Vec::new();
-    if source_items.is_empty() {
-        let extras = RootExtras {
-            separator,
-            ..RootExtras::default()
-        };
-        let id = ids.next("src");
-        imported.push(sources::import_source(
-            &mut obj,
-            Shape::Legacy,
-            id,
-            0,
-            extras,
-            &mut r,
-        ));
-    } else {
-        let legacy_parser = obj
-            .string("frameParser", &mut r)
-            .filter(|c| !c.trim().is_empty());
-        let parser_path = obj.at("frameParser");
-        let mut separator = separator;
-        let mut legacy_parser = legacy_parser.map(|c| (parser_path.as_str(), c));
-        for (i, item) in source_items.iter().enumerate() {
-            let spath = json::index(&sources_path, i);
-            let Some(map) = item.as_object().filter(|m| !m.is_empty()) else {
-                r.push(
-                    spath,
-                    format!("expected a source object, found {}; skipped", show(item)),
-                );
-                continue;
-            };
-            let mut sobj = Obj::new(map, spath);
-            let extras = if imported.is_empty() {
-                RootExtras {
-                    legacy_parser: legacy_parser.take(),
-                    separator: separator.take(),
-                }
-            } else {
-                RootExtras::default()
-            };
-            let id = ids.next("src");
-            let src = sources::import_source(&mut sobj, Shape::Schema3, id, i, extras, &mut r);
-            if imported
-                .iter()
-                .any(|s: &sources::ImportedSource| s.ss_id == src.ss_id)
-            {
-                r.push(
-                    sobj.at("sourceId"),
-                    format!(
-                        "sourceId {} is used by an earlier source; groups that name it read the \
-                         earlier one",
-                        src.ss_id
-                    ),
-                );
-            }
-            sobj.finish(&mut r);
-            imported.push(src);
-        }
-        if imported.is_empty() {
-            // Every entry was unusable: fall back to the top-level settings.
-            let id = ids.next("src");
-            imported.push(sources::import_source(
-                &mut obj,
-                Shape::Legacy,
-                id,
-                0,
-                RootExtras::default(),
-                &mut r,
-            ));
-        } else {
-            // Newer files may repeat the first source's frame settings at the top level for
-            // older readers; only disagreeing copies are worth a line in the report.
-            let first = source_items.first().and_then(Value::as_object);
-            for key in LEGACY_SOURCE_KEYS {
-                let Some(value) = obj.raw(key) else { continue };
-                if key == "frameParser" {
-                    continue;
-                }
-                let same = first
-                    .and_then(|f| f.get(key))
-                    .is_some_and(|v| json::same(v, value));
-                if !same && !is_blank(value) {
-                    r.push(
-                        obj.at(key),
-                        format!(
-                            "top-level {} is ignored: the sources array defines each source's \
-                             frame settings",
-                            show(value)
-                        ),
-                    );
-                }
-            }
-        }
-    }
+    let legacy_ids = import_header(&mut obj, &mut project, &mut r);
+    let imported = import_sources(&mut obj, &mut ids, &mut r);
 
     // Groups and datasets.
     let lookup = groups::SourceLookup {
@@ -334,26 +214,186 @@ fn import_root(root: &Map<String, Value>) -> Imported {
         .collect();
     project.sources = imported.into_iter().map(|s| s.source).collect();
 
-    // Actions, tables, publisher.
-    let actions_path = obj.at("actions");
-    if let Some(items) = obj.array("actions", &mut r) {
-        project.actions =
-            actions::import_actions(items, &actions_path, &source_ids, &mut ids, &mut r);
-    }
-    let tables_path = obj.at("tables");
-    if let Some(items) = obj.array("tables", &mut r) {
-        project.tables = actions::import_tables(items, &tables_path, &mut r);
-    }
-    let publisher_path = obj.at("mqttPublisher");
-    if let Some(map) = obj.object("mqttPublisher", &mut r) {
-        let mut p = Obj::new(map, publisher_path);
-        project.mqtt_publisher = actions::import_publisher(&mut p, &mut r);
-        p.finish(&mut r);
-    }
+    import_actions_tables_publisher(&mut obj, &mut project, &source_ids, &mut ids, &mut r);
 
     report_root_leftovers(&mut obj, &mut r);
     obj.finish(&mut r);
 
+    report_validation(&project, &mut r);
+    let summary = r.summary(root);
+    Imported {
+        project,
+        report: r,
+        summary,
+    }
+}
+
+/// Reads the schema version and title, and skips the file's bookkeeping keys. Returns
+/// whether the file predates unique dataset ids.
+fn import_header(obj: &mut Obj, project: &mut Project, r: &mut ImportReport) -> bool {
+    let version_path = obj.at("schemaVersion");
+    if let Some(v) = obj.i64("schemaVersion", r) {
+        if v > SERIAL_STUDIO_SCHEMA {
+            r.push(
+                version_path,
+                format!(
+                    "schema version {v} is newer than {SERIAL_STUDIO_SCHEMA}, the newest this \
+                     importer knows; settings it does not know are listed below"
+                ),
+            );
+        }
+    }
+    let title = text::simplified(&obj.string("title", r).unwrap_or_default());
+    if !title.is_empty() {
+        project.title = title;
+    }
+    // File bookkeeping, not settings. Unique ids exist only in files new enough to have
+    // `nextUniqueId`; older files refer to datasets by parser index.
+    let legacy_ids = !obj.has("nextUniqueId");
+    obj.skip(&["writerVersion", "writerVersionAtCreation", "nextUniqueId"]);
+    legacy_ids
+}
+
+/// Builds the project's sources: from the `sources` array when it has usable entries,
+/// otherwise from the legacy single-source settings at the top level.
+fn import_sources(
+    obj: &mut Obj,
+    ids: &mut Ids,
+    r: &mut ImportReport,
+) -> Vec<sources::ImportedSource> {
+    let sources_path = obj.at("sources");
+    let source_items = obj.array("sources", r).map(Vec::as_slice).unwrap_or(&[]);
+    let separator = obj.string("separator", r);
+    if source_items.is_empty() {
+        let extras = RootExtras {
+            separator,
+            ..RootExtras::default()
+        };
+        let id = ids.next("src");
+        return vec![sources::import_source(obj, Shape::Legacy, id, 0, extras, r)];
+    }
+    let mut imported = import_source_array(obj, source_items, &sources_path, separator, ids, r);
+    if imported.is_empty() {
+        // Every entry was unusable: fall back to the top-level settings.
+        let id = ids.next("src");
+        imported.push(sources::import_source(
+            obj,
+            Shape::Legacy,
+            id,
+            0,
+            RootExtras::default(),
+            r,
+        ));
+    } else {
+        report_top_level_frame_copies(obj, source_items, r);
+    }
+    imported
+}
+
+/// Converts each usable entry of a schema 3 `sources` array; the first one converted also
+/// receives the legacy top-level parser and separator.
+fn import_source_array(
+    obj: &mut Obj,
+    source_items: &[Value],
+    sources_path: &str,
+    separator: Option<String>,
+    ids: &mut Ids,
+    r: &mut ImportReport,
+) -> Vec<sources::ImportedSource> {
+    let mut imported: Vec<sources::ImportedSource> = Vec::new();
+    let legacy_parser = obj
+        .string("frameParser", r)
+        .filter(|c| !c.trim().is_empty());
+    let parser_path = obj.at("frameParser");
+    let mut separator = separator;
+    let mut legacy_parser = legacy_parser.map(|c| (parser_path.as_str(), c));
+    for (i, item) in source_items.iter().enumerate() {
+        let spath = json::index(sources_path, i);
+        let Some(map) = item.as_object().filter(|m| !m.is_empty()) else {
+            r.push(
+                spath,
+                format!("expected a source object, found {}; skipped", show(item)),
+            );
+            continue;
+        };
+        let mut sobj = Obj::new(map, spath);
+        let extras = if imported.is_empty() {
+            RootExtras {
+                legacy_parser: legacy_parser.take(),
+                separator: separator.take(),
+            }
+        } else {
+            RootExtras::default()
+        };
+        let id = ids.next("src");
+        let src = sources::import_source(&mut sobj, Shape::Schema3, id, i, extras, r);
+        if imported.iter().any(|s| s.ss_id == src.ss_id) {
+            r.push(
+                sobj.at("sourceId"),
+                format!(
+                    "sourceId {} is used by an earlier source; groups that name it read the \
+                     earlier one",
+                    src.ss_id
+                ),
+            );
+        }
+        sobj.finish(r);
+        imported.push(src);
+    }
+    imported
+}
+
+/// Newer files may repeat the first source's frame settings at the top level for older
+/// readers; only disagreeing copies are worth a line in the report.
+fn report_top_level_frame_copies(obj: &mut Obj, source_items: &[Value], r: &mut ImportReport) {
+    let first = source_items.first().and_then(Value::as_object);
+    for key in LEGACY_SOURCE_KEYS {
+        let Some(value) = obj.raw(key) else { continue };
+        if key == "frameParser" {
+            continue;
+        }
+        let same = first
+            .and_then(|f| f.get(key))
+            .is_some_and(|v| json::same(v, value));
+        if !same && !is_blank(value) {
+            r.push(
+                obj.at(key),
+                format!(
+                    "top-level {} is ignored: the sources array defines each source's \
+                     frame settings",
+                    show(value)
+                ),
+            );
+        }
+    }
+}
+
+/// Converts the actions, tables and MQTT publisher sections.
+fn import_actions_tables_publisher(
+    obj: &mut Obj,
+    project: &mut Project,
+    source_ids: &[(i64, String)],
+    ids: &mut Ids,
+    r: &mut ImportReport,
+) {
+    let actions_path = obj.at("actions");
+    if let Some(items) = obj.array("actions", r) {
+        project.actions = actions::import_actions(items, &actions_path, source_ids, ids, r);
+    }
+    let tables_path = obj.at("tables");
+    if let Some(items) = obj.array("tables", r) {
+        project.tables = actions::import_tables(items, &tables_path, r);
+    }
+    let publisher_path = obj.at("mqttPublisher");
+    if let Some(map) = obj.object("mqttPublisher", r) {
+        let mut p = Obj::new(map, publisher_path);
+        project.mqtt_publisher = actions::import_publisher(&mut p, r);
+        p.finish(r);
+    }
+}
+
+/// Reports every way the converted project fails Sextant's own validation.
+fn report_validation(project: &Project, r: &mut ImportReport) {
     for issue in project.validate() {
         r.push(
             "",
@@ -362,12 +402,6 @@ fn import_root(root: &Map<String, Value>) -> Imported {
                 issue.path, issue.message
             ),
         );
-    }
-    let summary = r.summary(root);
-    Imported {
-        project,
-        report: r,
-        summary,
     }
 }
 

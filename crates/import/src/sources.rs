@@ -406,123 +406,158 @@ fn template_parser(obj: &mut Obj, r: &mut ImportReport) -> ParserConfig {
     let params_map = obj.object("frameParserParams", r).unwrap_or(&empty);
     let mut p = Obj::new(params_map, params_path);
 
-    let quick_plot = |r: &mut ImportReport, why: String| {
-        r.push(
-            template_path.clone(),
-            format!("{why}; the source uses Sextant's zero-config quick plot parser"),
-        );
-        ParserConfig::QuickPlot
-    };
-
     let parser = match template.trim() {
-        "delimited" => {
-            let sep = p.string("separator", r).unwrap_or_else(|| ",".into());
-            let sep = escape_delimiter(&resolve_escapes(&sep));
-            p.unmapped(
-                "quoteChar",
-                &[],
-                "Sextant's delimited parser has no quoting",
-                r,
-            );
-            p.unmapped(
-                "trimFields",
-                &[],
-                "Sextant's delimited parser does not trim fields",
-                r,
-            );
-            p.unmapped(
-                "skipEmpty",
-                &[],
-                "Sextant's delimited parser keeps empty fields",
-                r,
-            );
-            if sep.is_empty() {
-                r.push(p.at("separator"), "empty separator; using \",\"");
-                ParserConfig::Delimited {
-                    separator: ",".into(),
-                }
-            } else {
-                ParserConfig::Delimited { separator: sep }
-            }
-        }
-        "fixed_width" => {
-            let entries = key_list(&mut p, "widths", r);
-            let widths: Vec<usize> = entries
-                .iter()
-                .filter_map(|w| w.parse::<usize>().ok())
-                .filter(|w| *w > 0)
-                .collect();
-            p.unmapped(
-                "trimFields",
-                &[json!(true)],
-                "Sextant's fixed-width parser does not trim fields",
-                r,
-            );
-            if widths.is_empty() || widths.len() != entries.len() {
-                r.push(
-                    p.at("widths"),
-                    "no usable column widths (Serial Studio then splits on whitespace); the \
-                     source uses Sextant's delimited parser with a single space",
-                );
-                ParserConfig::Delimited {
-                    separator: " ".into(),
-                }
-            } else {
-                ParserConfig::FixedWidth { widths }
-            }
-        }
-        "key_value" => {
-            let keys = key_list(&mut p, "keys", r);
-            let pair = p.string("pairSeparator", r).unwrap_or_else(|| ",".into());
-            let kv = p.string("kvSeparator", r).unwrap_or_else(|| "=".into());
-            p.unmapped(
-                "numericOnly",
-                &[json!(true)],
-                "Sextant's key=value parser does not skip text values",
-                r,
-            );
-            if keys.is_empty() {
-                quick_plot(r, "key=value template without keys".into())
-            } else {
-                // Sextant reads these separators with escapes, as it does delimiters.
-                let escape = |s: String, default: &str| {
-                    if s.is_empty() {
-                        default.to_string()
-                    } else {
-                        escape_delimiter(&resolve_escapes(&s))
-                    }
-                };
-                ParserConfig::KeyValue {
-                    keys,
-                    pair_separator: escape(pair, ","),
-                    value_separator: escape(kv, "="),
-                }
-            }
-        }
-        "json_data" => {
-            let paths = key_list(&mut p, "fields", r);
-            if paths.is_empty() {
-                quick_plot(r, "JSON template without fields".into())
-            } else {
-                ParserConfig::Json { paths }
-            }
-        }
-        "nmea_0183" | "nmea0183" | "nmea" => {
-            r.push(
-                template_path.clone(),
-                "NMEA-0183 mapped to Sextant's NMEA parser, whose slot order may differ; \
-                 check the dataset indices",
-            );
-            ParserConfig::Nmea
-        }
-        "" => quick_plot(r, "parser language 2 without a template".into()),
-        other => quick_plot(
+        "" => quick_plot(
             r,
-            format!("built-in template {other:?} has no Sextant equivalent"),
+            &template_path,
+            "parser language 2 without a template".into(),
         ),
+        name => match PARSER_TEMPLATES
+            .iter()
+            .find(|(names, _)| names.contains(&name))
+        {
+            Some((_, build)) => build(&mut p, &template_path, r),
+            None => quick_plot(
+                r,
+                &template_path,
+                format!("built-in template {name:?} has no Sextant equivalent"),
+            ),
+        },
     };
     p.finish(r);
     parser
+}
+
+/// Builds the Sextant parser for one Serial Studio template from its parameters object;
+/// the second argument is the template's path in the file.
+type TemplateBuilder = fn(&mut Obj, &str, &mut ImportReport) -> ParserConfig;
+
+/// Serial Studio's template names, and the builder of the Sextant parser each maps to.
+const PARSER_TEMPLATES: [(&[&str], TemplateBuilder); 5] = [
+    (&["delimited"], delimited_template),
+    (&["fixed_width"], fixed_width_template),
+    (&["key_value"], key_value_template),
+    (&["json_data"], json_template),
+    (&["nmea_0183", "nmea0183", "nmea"], nmea_template),
+];
+
+/// The fallback for a template Sextant cannot map: the zero-config quick plot parser.
+fn quick_plot(r: &mut ImportReport, template_path: &str, why: String) -> ParserConfig {
+    r.push(
+        template_path.to_string(),
+        format!("{why}; the source uses Sextant's zero-config quick plot parser"),
+    );
+    ParserConfig::QuickPlot
+}
+
+/// The `delimited` template: Sextant's delimited parser (no quoting, trimming or skipping).
+fn delimited_template(p: &mut Obj, _template_path: &str, r: &mut ImportReport) -> ParserConfig {
+    let sep = p.string("separator", r).unwrap_or_else(|| ",".into());
+    let sep = escape_delimiter(&resolve_escapes(&sep));
+    p.unmapped(
+        "quoteChar",
+        &[],
+        "Sextant's delimited parser has no quoting",
+        r,
+    );
+    p.unmapped(
+        "trimFields",
+        &[],
+        "Sextant's delimited parser does not trim fields",
+        r,
+    );
+    p.unmapped(
+        "skipEmpty",
+        &[],
+        "Sextant's delimited parser keeps empty fields",
+        r,
+    );
+    if sep.is_empty() {
+        r.push(p.at("separator"), "empty separator; using \",\"");
+        ParserConfig::Delimited {
+            separator: ",".into(),
+        }
+    } else {
+        ParserConfig::Delimited { separator: sep }
+    }
+}
+
+/// The `fixed_width` template: Sextant's fixed-width parser, or a split on spaces when
+/// the widths are unusable (as Serial Studio does).
+fn fixed_width_template(p: &mut Obj, _template_path: &str, r: &mut ImportReport) -> ParserConfig {
+    let entries = key_list(p, "widths", r);
+    let widths: Vec<usize> = entries
+        .iter()
+        .filter_map(|w| w.parse::<usize>().ok())
+        .filter(|w| *w > 0)
+        .collect();
+    p.unmapped(
+        "trimFields",
+        &[json!(true)],
+        "Sextant's fixed-width parser does not trim fields",
+        r,
+    );
+    if widths.is_empty() || widths.len() != entries.len() {
+        r.push(
+            p.at("widths"),
+            "no usable column widths (Serial Studio then splits on whitespace); the \
+             source uses Sextant's delimited parser with a single space",
+        );
+        ParserConfig::Delimited {
+            separator: " ".into(),
+        }
+    } else {
+        ParserConfig::FixedWidth { widths }
+    }
+}
+
+/// The `key_value` template: Sextant's key=value parser for the listed keys.
+fn key_value_template(p: &mut Obj, template_path: &str, r: &mut ImportReport) -> ParserConfig {
+    let keys = key_list(p, "keys", r);
+    let pair = p.string("pairSeparator", r).unwrap_or_else(|| ",".into());
+    let kv = p.string("kvSeparator", r).unwrap_or_else(|| "=".into());
+    p.unmapped(
+        "numericOnly",
+        &[json!(true)],
+        "Sextant's key=value parser does not skip text values",
+        r,
+    );
+    if keys.is_empty() {
+        return quick_plot(r, template_path, "key=value template without keys".into());
+    }
+    // Sextant reads these separators with escapes, as it does delimiters.
+    let escape = |s: String, default: &str| {
+        if s.is_empty() {
+            default.to_string()
+        } else {
+            escape_delimiter(&resolve_escapes(&s))
+        }
+    };
+    ParserConfig::KeyValue {
+        keys,
+        pair_separator: escape(pair, ","),
+        value_separator: escape(kv, "="),
+    }
+}
+
+/// The `json_data` template: Sextant's JSON parser for the listed fields.
+fn json_template(p: &mut Obj, template_path: &str, r: &mut ImportReport) -> ParserConfig {
+    let paths = key_list(p, "fields", r);
+    if paths.is_empty() {
+        quick_plot(r, template_path, "JSON template without fields".into())
+    } else {
+        ParserConfig::Json { paths }
+    }
+}
+
+/// The NMEA-0183 template: Sextant's NMEA parser, whose slots may be ordered differently.
+fn nmea_template(_p: &mut Obj, template_path: &str, r: &mut ImportReport) -> ParserConfig {
+    r.push(
+        template_path.to_string(),
+        "NMEA-0183 mapped to Sextant's NMEA parser, whose slot order may differ; \
+         check the dataset indices",
+    );
+    ParserConfig::Nmea
 }
 
 /// A comma-separated list (or a JSON list) of names, as Serial Studio's templates take.

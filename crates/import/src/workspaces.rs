@@ -156,16 +156,7 @@ fn resolve(
         return None;
     };
     let relative = num("relativeIndex").unwrap_or(0);
-    // Files with unique ids refer to groups by them, older ones by position.
-    let position = origins
-        .iter()
-        .position(|o| o.unique_id == Some(group_id))
-        .or_else(|| {
-            origins
-                .iter()
-                .position(|o| o.unique_id.is_none() && o.json_index as i64 == group_id)
-        });
-    let Some(position) = position else {
+    let Some(position) = referenced_group(origins, group_id) else {
         r.push(
             path,
             format!("refers to group {group_id}, which was not imported; skipped"),
@@ -173,21 +164,6 @@ fn resolve(
         return None;
     };
     let (group, origin) = (&groups[position], &origins[position]);
-    let group_tile = || {
-        let size = match group.widget {
-            GroupWidget::MultiPlot | GroupWidget::Plot3d | GroupWidget::Terminal => (8, 4),
-            GroupWidget::Gps | GroupWidget::Accelerometer => (6, 4),
-            GroupWidget::Painter | GroupWidget::Image | GroupWidget::WebView => (6, 4),
-            _ => (4, 4),
-        };
-        Some((
-            Tile {
-                group: Some(group.id.clone()),
-                ..Tile::default()
-            },
-            size,
-        ))
-    };
     let kind = match shown(widget_type) {
         Shown::Terminal => {
             r.push(
@@ -196,9 +172,56 @@ fn resolve(
             );
             return None;
         }
-        Shown::Group => return group_tile(),
+        Shown::Group => return Some(group_tile(group)),
         Shown::Dataset(kind) => kind,
     };
+    let Some(dataset) = counted_dataset(file_groups, origins, origin, kind, relative) else {
+        // A type this group has no dataset for (a newer widget number): show the group.
+        return Some(group_tile(group));
+    };
+    Some(dataset_tile(dataset, kind, path, r))
+}
+
+/// The position among the imported groups of the group a reference names. Files with
+/// unique ids refer to groups by them, older ones by position.
+fn referenced_group(origins: &[GroupOrigin], group_id: i64) -> Option<usize> {
+    origins
+        .iter()
+        .position(|o| o.unique_id == Some(group_id))
+        .or_else(|| {
+            origins
+                .iter()
+                .position(|o| o.unique_id.is_none() && o.json_index as i64 == group_id)
+        })
+}
+
+/// A tile showing a whole group, sized by the group's widget.
+fn group_tile(group: &Group) -> (Tile, Size) {
+    let size = match group.widget {
+        GroupWidget::MultiPlot | GroupWidget::Plot3d | GroupWidget::Terminal => (8, 4),
+        GroupWidget::Gps | GroupWidget::Accelerometer => (6, 4),
+        GroupWidget::Painter | GroupWidget::Image | GroupWidget::WebView => (6, 4),
+        _ => (4, 4),
+    };
+    (
+        Tile {
+            group: Some(group.id.clone()),
+            ..Tile::default()
+        },
+        size,
+    )
+}
+
+/// The dataset of `origin`'s group a dataset widget reference shows: the one `relative`
+/// counts to among all widgets of `kind` on the dashboard, if it is in this group;
+/// otherwise this group's first such dataset.
+fn counted_dataset(
+    file_groups: &[Value],
+    origins: &[GroupOrigin],
+    origin: &GroupOrigin,
+    kind: Kind,
+    relative: i64,
+) -> Option<String> {
     let file_datasets = |g: usize| {
         file_groups
             .get(g)
@@ -215,20 +238,18 @@ fn resolve(
             .map(|(_, id)| id.clone())
             .collect()
     };
-    // The widget `relative` places among all of this type, if it is in this group;
-    // otherwise this group's first such widget.
     let counted = origins
         .iter()
         .flat_map(with_kind)
         .nth(relative.max(0) as usize);
     let own = with_kind(origin);
-    let dataset = counted
+    counted
         .filter(|id| own.contains(id))
-        .or_else(|| own.first().cloned());
-    let Some(dataset) = dataset else {
-        // A type this group has no dataset for (a newer widget number): show the group.
-        return group_tile();
-    };
+        .or_else(|| own.first().cloned())
+}
+
+/// A tile showing one dataset in the view `kind` maps to, at that view's natural size.
+fn dataset_tile(dataset: String, kind: Kind, path: &str, r: &mut ImportReport) -> (Tile, Size) {
     let (view, size) = match kind {
         Kind::Plot => (TileView::Plot, (4, 3)),
         Kind::Fft => (TileView::Fft, (4, 3)),
@@ -242,14 +263,14 @@ fn resolve(
             (TileView::Fft, (4, 3))
         }
     };
-    Some((
+    (
         Tile {
             dataset: Some(dataset),
             view: Some(view),
             ..Tile::default()
         },
         size,
-    ))
+    )
 }
 
 /// Places tiles row by row on the grid. One to four tiles share the width equally (a tab

@@ -19,7 +19,7 @@ use crate::decode::decode;
 use crate::framing::{DelimiterError, Framer, FramerConfig, FramingStats};
 use crate::parse::script::to_script;
 use crate::parse::{build_parser, FrameParser, ParseError};
-use crate::project::{Decoder, ParserConfig, Project, TableValue};
+use crate::project::{Decoder, ParserConfig, Project, Source, TableValue};
 use crate::transform::{CompiledTransform, TransformError};
 use crate::value::{Rows, Value};
 
@@ -175,6 +175,138 @@ impl Host for PipelineHost {
     }
 }
 
+impl PipelineHost {
+    /// A host holding the project's data tables, with no datasets yet.
+    fn for_project(project: &Project) -> Arc<PipelineHost> {
+        let tables = SharedTables::new();
+        for table in &project.tables {
+            for entry in &table.entries {
+                let v = match &entry.value {
+                    TableValue::Number(n) => ScriptValue::Number(*n),
+                    TableValue::Text(t) => ScriptValue::Text(t.clone()),
+                };
+                tables.table_set(&table.name, &entry.name, v);
+            }
+        }
+        Arc::new(PipelineHost {
+            tables,
+            values: Mutex::new(Values {
+                raw: Vec::new(),
+                fin: Vec::new(),
+            }),
+            by_id: Mutex::new(HashMap::new()),
+            clear_requested: Default::default(),
+        })
+    }
+
+    /// Makes `datasets` addressable by scripts (by id, and by title as an alias), each
+    /// with no value yet.
+    fn index_datasets(&self, datasets: &[DatasetInfo]) {
+        let mut by_id = self.by_id.lock().expect("fresh mutex");
+        for (i, d) in datasets.iter().enumerate() {
+            by_id.insert(d.id.clone(), i);
+            // Serial Studio scripts may address datasets by title as an alias.
+            by_id.entry(d.title.clone()).or_insert(i);
+        }
+        let mut values = self.values.lock().expect("fresh mutex");
+        values.raw = vec![Value::Null; datasets.len()];
+        values.fin = vec![Value::Null; datasets.len()];
+    }
+}
+
+/// Every dataset of the project in group order, with its compiled transform, and the
+/// indices of the virtual ones.
+type BuiltDatasets = (Vec<DatasetInfo>, Vec<Option<CompiledTransform>>, Vec<usize>);
+
+/// Resolves each dataset's source and slot and compiles its transform.
+fn build_datasets(
+    project: &Project,
+    options: PipelineOptions,
+    host: &Arc<dyn Host>,
+) -> Result<BuiltDatasets, BuildError> {
+    let source_index: HashMap<&str, usize> = project
+        .sources
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.id.as_str(), i))
+        .collect();
+
+    let mut datasets = Vec::new();
+    let mut transforms = Vec::new();
+    let mut virtuals = Vec::new();
+    for group in &project.groups {
+        for d in &group.datasets {
+            let i = datasets.len();
+            let source = if d.is_virtual {
+                None
+            } else {
+                project
+                    .source_of(d)
+                    .and_then(|id| source_index.get(id).copied())
+            };
+            datasets.push(DatasetInfo {
+                id: d.id.clone(),
+                title: d.title.clone(),
+                group: group.title.clone(),
+                units: d.units.clone(),
+                source,
+                slot: (!d.is_virtual && d.index > 0).then(|| d.index as usize - 1),
+            });
+            let compiled = match &d.transform {
+                Some(t) => Some(
+                    CompiledTransform::compile(t, options.script_limits, host.clone()).map_err(
+                        |error| BuildError::Transform {
+                            dataset: d.id.clone(),
+                            error,
+                        },
+                    )?,
+                ),
+                None => None,
+            };
+            transforms.push(compiled);
+            if d.is_virtual {
+                virtuals.push(i);
+            }
+        }
+    }
+    Ok((datasets, transforms, virtuals))
+}
+
+/// The framer, decoder and parser of source `si`, feeding the datasets that read it.
+fn build_source(
+    si: usize,
+    s: &Source,
+    datasets: &[DatasetInfo],
+    options: PipelineOptions,
+    host: &Arc<dyn Host>,
+) -> Result<SourceStage, BuildError> {
+    let config = FramerConfig::from_project(&s.framing).map_err(|error| BuildError::Framing {
+        source_index: si,
+        error,
+    })?;
+    let parser = build_parser(&s.parser, options.script_limits, host.clone()).map_err(|error| {
+        BuildError::Parser {
+            source_index: si,
+            error,
+        }
+    })?;
+    let feeds: Vec<(usize, usize)> = datasets
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| d.source == Some(si))
+        .filter_map(|(i, d)| d.slot.map(|slot| (slot, i)))
+        .collect();
+    Ok(SourceStage {
+        framer: Framer::new(config),
+        decoder: s.decoder,
+        auto_datasets: feeds.is_empty() && s.parser == ParserConfig::QuickPlot,
+        parser,
+        feeds,
+        stats: SourceStats::default(),
+        last_frame: None,
+    })
+}
+
 /// A project's whole parsing pipeline.
 pub struct Pipeline {
     sources: Vec<SourceStage>,
@@ -212,113 +344,15 @@ impl Pipeline {
         if project.sources.is_empty() {
             return Err(BuildError::NoSources);
         }
-        let tables = SharedTables::new();
-        for table in &project.tables {
-            for entry in &table.entries {
-                let v = match &entry.value {
-                    TableValue::Number(n) => ScriptValue::Number(*n),
-                    TableValue::Text(t) => ScriptValue::Text(t.clone()),
-                };
-                tables.table_set(&table.name, &entry.name, v);
-            }
-        }
-        let host = Arc::new(PipelineHost {
-            tables,
-            values: Mutex::new(Values {
-                raw: Vec::new(),
-                fin: Vec::new(),
-            }),
-            by_id: Mutex::new(HashMap::new()),
-            clear_requested: Default::default(),
-        });
+        let host = PipelineHost::for_project(project);
         let dyn_host: Arc<dyn Host> = host.clone();
 
-        let source_index: HashMap<&str, usize> = project
-            .sources
-            .iter()
-            .enumerate()
-            .map(|(i, s)| (s.id.as_str(), i))
-            .collect();
-
-        let mut datasets = Vec::new();
-        let mut transforms = Vec::new();
-        let mut virtuals = Vec::new();
-        for group in &project.groups {
-            for d in &group.datasets {
-                let i = datasets.len();
-                let source = if d.is_virtual {
-                    None
-                } else {
-                    project
-                        .source_of(d)
-                        .and_then(|id| source_index.get(id).copied())
-                };
-                datasets.push(DatasetInfo {
-                    id: d.id.clone(),
-                    title: d.title.clone(),
-                    group: group.title.clone(),
-                    units: d.units.clone(),
-                    source,
-                    slot: (!d.is_virtual && d.index > 0).then(|| d.index as usize - 1),
-                });
-                let compiled = match &d.transform {
-                    Some(t) => Some(
-                        CompiledTransform::compile(t, options.script_limits, dyn_host.clone())
-                            .map_err(|error| BuildError::Transform {
-                                dataset: d.id.clone(),
-                                error,
-                            })?,
-                    ),
-                    None => None,
-                };
-                transforms.push(compiled);
-                if d.is_virtual {
-                    virtuals.push(i);
-                }
-            }
-        }
-
+        let (datasets, transforms, virtuals) = build_datasets(project, options, &dyn_host)?;
         let mut sources = Vec::new();
         for (si, s) in project.sources.iter().enumerate() {
-            let config =
-                FramerConfig::from_project(&s.framing).map_err(|error| BuildError::Framing {
-                    source_index: si,
-                    error,
-                })?;
-            let parser = build_parser(&s.parser, options.script_limits, dyn_host.clone()).map_err(
-                |error| BuildError::Parser {
-                    source_index: si,
-                    error,
-                },
-            )?;
-            let feeds: Vec<(usize, usize)> = datasets
-                .iter()
-                .enumerate()
-                .filter(|(_, d)| d.source == Some(si))
-                .filter_map(|(i, d)| d.slot.map(|slot| (slot, i)))
-                .collect();
-            sources.push(SourceStage {
-                framer: Framer::new(config),
-                decoder: s.decoder,
-                auto_datasets: feeds.is_empty() && s.parser == ParserConfig::QuickPlot,
-                parser,
-                feeds,
-                stats: SourceStats::default(),
-                last_frame: None,
-            });
+            sources.push(build_source(si, s, &datasets, options, &dyn_host)?);
         }
-
-        {
-            let mut by_id = host.by_id.lock().expect("fresh mutex");
-            for (i, d) in datasets.iter().enumerate() {
-                by_id.insert(d.id.clone(), i);
-                // Serial Studio scripts may address datasets by title as an alias.
-                by_id.entry(d.title.clone()).or_insert(i);
-            }
-            let mut values = host.values.lock().expect("fresh mutex");
-            values.raw = vec![Value::Null; datasets.len()];
-            values.fin = vec![Value::Null; datasets.len()];
-        }
+        host.index_datasets(&datasets);
 
         Ok(Pipeline {
             sources,

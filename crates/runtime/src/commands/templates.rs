@@ -130,188 +130,219 @@ fn with_role(mut d: Dataset, role: Role) -> Dataset {
     d
 }
 
+/// One template's project fragment: its source, its groups (ids still empty) and the
+/// title of its workspace.
+type Fragment = (Source, Vec<Group>, String);
+
 /// The fragment: one source and its groups (ids still empty).
-fn fragment(p: &ApplyParams) -> Result<(Source, Vec<Group>, String), CommandError> {
+fn fragment(p: &ApplyParams) -> Result<Fragment, CommandError> {
     Ok(match p.template {
-        TemplateId::UartCsvScope => (
-            csv_source("UART", serial(p, 115_200)),
-            vec![group(
-                "Scope",
-                GroupWidget::MultiPlot,
-                (1..=4)
-                    .map(|i| ds(&format!("Channel {i}"), "", i))
-                    .collect(),
-            )],
-            "Scope".into(),
-        ),
-        TemplateId::Imu => {
-            let accel = ["X", "Y", "Z"]
-                .iter()
-                .zip([Role::X, Role::Y, Role::Z])
-                .enumerate()
-                .map(|(i, (a, r))| with_role(ds(&format!("Accel {a}"), "m/s²", i as u32 + 1), r))
-                .collect();
-            let gyro = ["X", "Y", "Z"]
-                .iter()
-                .zip([Role::X, Role::Y, Role::Z])
-                .enumerate()
-                .map(|(i, (a, r))| with_role(ds(&format!("Gyro {a}"), "°/s", i as u32 + 4), r))
-                .collect();
-            let mut yaw = with_role(ds("Yaw", "°", 9), Role::Yaw);
-            yaw.widget = DatasetWidget::Compass;
-            let attitude = vec![
-                with_role(ds("Roll", "°", 7), Role::Roll),
-                with_role(ds("Pitch", "°", 8), Role::Pitch),
-                yaw,
-            ];
-            (
-                csv_source("IMU", serial(p, 115_200)),
-                vec![
-                    group("Accelerometer", GroupWidget::Accelerometer, accel),
-                    group("Gyroscope", GroupWidget::Gyroscope, gyro),
-                    group("Attitude", GroupWidget::DataGrid, attitude),
-                ],
-                "IMU".into(),
-            )
-        }
-        TemplateId::GpsNmea => (
-            Source {
-                title: "GPS".into(),
-                connection: serial(p, 9_600),
-                parser: ParserConfig::Nmea,
-                ..Source::default()
-            },
-            vec![
-                group(
-                    "Position",
-                    GroupWidget::Gps,
-                    vec![
-                        with_role(ds("Latitude", "°", 1), Role::Lat),
-                        with_role(ds("Longitude", "°", 2), Role::Lon),
-                        with_role(ds("Altitude", "m", 3), Role::Alt),
-                    ],
-                ),
-                group(
-                    "Fix",
-                    GroupWidget::DataGrid,
-                    vec![
-                        ds("Fix quality", "", 4),
-                        ds("Satellites", "", 5),
-                        ds("HDOP", "", 6),
-                        ds("Speed", "kn", 7),
-                        ds("Course", "°", 8),
-                    ],
-                ),
-            ],
-            "GPS".into(),
-        ),
-        TemplateId::MqttSubscriber => (
-            Source {
-                title: "MQTT".into(),
-                connection: Connection::Mqtt(MqttSettings {
-                    host: p.host.clone().unwrap_or_else(|| "127.0.0.1".into()),
-                    port: p.network_port.unwrap_or(1883),
-                    topic: p.topic.clone().unwrap_or_else(|| "sensors/#".into()),
-                    ..MqttSettings::default()
-                }),
-                parser: ParserConfig::Json {
-                    paths: vec!["temperature".into(), "humidity".into()],
-                },
-                framing: message_framing(),
-                ..Source::default()
-            },
-            vec![
-                group(
-                    "Environment",
-                    GroupWidget::DataGrid,
-                    vec![
-                        {
-                            let mut t = ds("Temperature", "°C", 1);
-                            t.widget = DatasetWidget::Gauge;
-                            t
-                        },
-                        ds("Humidity", "%", 2),
-                    ],
-                ),
-                group(
-                    "Trend",
-                    GroupWidget::MultiPlot,
-                    vec![ds("Temperature", "°C", 1), ds("Humidity", "%", 2)],
-                ),
-            ],
-            "MQTT".into(),
-        ),
-        TemplateId::UdpTelemetry => (
-            Source {
-                framing: message_framing(),
-                ..csv_source(
-                    "UDP",
-                    Connection::Udp {
-                        local_port: p.network_port.unwrap_or(9000),
-                        remote_host: None,
-                        remote_port: None,
-                        multicast_group: None,
-                        multicast_interface: None,
-                    },
-                )
-            },
-            vec![
-                group(
-                    "Telemetry",
-                    GroupWidget::DataGrid,
-                    (1..=4).map(|i| ds(&format!("Value {i}"), "", i)).collect(),
-                ),
-                group(
-                    "Plot",
-                    GroupWidget::MultiPlot,
-                    (1..=4).map(|i| ds(&format!("Value {i}"), "", i)).collect(),
-                ),
-            ],
-            "UDP".into(),
-        ),
-        TemplateId::CanDbc => {
-            let text = p
-                .dbc
-                .as_deref()
-                .filter(|t| !t.trim().is_empty())
-                .ok_or_else(|| {
-                    CommandError::invalid(
-                        "dbc",
-                        "the can-dbc template needs the DBC file's text in `dbc`",
-                    )
-                })?;
-            let dbc = sextant_devices::dbc::parse_dbc(text)
-                .map_err(|e| CommandError::invalid("dbc", format!("the DBC file: {e}")))?;
-            if dbc.signal_count() == 0 {
-                return Err(CommandError::invalid(
-                    "dbc",
-                    "the DBC file defines no signals",
-                ));
-            }
-            // The DBC import sets the source's framing (one CAN frame a chunk), decoder and
-            // parser and adds a data grid per message: done on a scratch project holding
-            // only this source, then moved over with fresh ids.
-            let mut scratch = Project {
-                sources: vec![Source {
-                    id: "src-t".into(),
-                    title: "CAN".into(),
-                    connection: Connection::Can(CanSettings {
-                        interface: p.interface.clone().unwrap_or_else(|| "can0".into()),
-                        ..CanSettings::default()
-                    }),
-                    ..Source::default()
-                }],
-                ..Project::default()
-            };
-            scratch.groups.clear();
-            scratch.workspaces.clear();
-            dbc.apply(&mut scratch, "src-t")
-                .map_err(|e| CommandError::invalid("dbc", format!("the DBC file: {e}")))?;
-            let source = scratch.sources.remove(0);
-            let groups = std::mem::take(&mut scratch.groups);
-            (source, groups, "CAN".into())
-        }
+        TemplateId::UartCsvScope => uart_csv_scope(p),
+        TemplateId::Imu => imu(p),
+        TemplateId::GpsNmea => gps_nmea(p),
+        TemplateId::MqttSubscriber => mqtt_subscriber(p),
+        TemplateId::UdpTelemetry => udp_telemetry(p),
+        TemplateId::CanDbc => can_dbc(p)?,
     })
+}
+
+/// Four CSV channels from a serial port on one multi-plot.
+fn uart_csv_scope(p: &ApplyParams) -> Fragment {
+    (
+        csv_source("UART", serial(p, 115_200)),
+        vec![group(
+            "Scope",
+            GroupWidget::MultiPlot,
+            (1..=4)
+                .map(|i| ds(&format!("Channel {i}"), "", i))
+                .collect(),
+        )],
+        "Scope".into(),
+    )
+}
+
+/// An IMU's CSV lines: accelerometer, gyroscope and an attitude grid with a compass.
+fn imu(p: &ApplyParams) -> Fragment {
+    let accel = ["X", "Y", "Z"]
+        .iter()
+        .zip([Role::X, Role::Y, Role::Z])
+        .enumerate()
+        .map(|(i, (a, r))| with_role(ds(&format!("Accel {a}"), "m/s²", i as u32 + 1), r))
+        .collect();
+    let gyro = ["X", "Y", "Z"]
+        .iter()
+        .zip([Role::X, Role::Y, Role::Z])
+        .enumerate()
+        .map(|(i, (a, r))| with_role(ds(&format!("Gyro {a}"), "°/s", i as u32 + 4), r))
+        .collect();
+    let mut yaw = with_role(ds("Yaw", "°", 9), Role::Yaw);
+    yaw.widget = DatasetWidget::Compass;
+    let attitude = vec![
+        with_role(ds("Roll", "°", 7), Role::Roll),
+        with_role(ds("Pitch", "°", 8), Role::Pitch),
+        yaw,
+    ];
+    (
+        csv_source("IMU", serial(p, 115_200)),
+        vec![
+            group("Accelerometer", GroupWidget::Accelerometer, accel),
+            group("Gyroscope", GroupWidget::Gyroscope, gyro),
+            group("Attitude", GroupWidget::DataGrid, attitude),
+        ],
+        "IMU".into(),
+    )
+}
+
+/// An NMEA receiver on a serial port: the position on a map and the fix in a grid.
+fn gps_nmea(p: &ApplyParams) -> Fragment {
+    (
+        Source {
+            title: "GPS".into(),
+            connection: serial(p, 9_600),
+            parser: ParserConfig::Nmea,
+            ..Source::default()
+        },
+        vec![
+            group(
+                "Position",
+                GroupWidget::Gps,
+                vec![
+                    with_role(ds("Latitude", "°", 1), Role::Lat),
+                    with_role(ds("Longitude", "°", 2), Role::Lon),
+                    with_role(ds("Altitude", "m", 3), Role::Alt),
+                ],
+            ),
+            group(
+                "Fix",
+                GroupWidget::DataGrid,
+                vec![
+                    ds("Fix quality", "", 4),
+                    ds("Satellites", "", 5),
+                    ds("HDOP", "", 6),
+                    ds("Speed", "kn", 7),
+                    ds("Course", "°", 8),
+                ],
+            ),
+        ],
+        "GPS".into(),
+    )
+}
+
+/// JSON temperature and humidity messages from an MQTT topic.
+fn mqtt_subscriber(p: &ApplyParams) -> Fragment {
+    (
+        Source {
+            title: "MQTT".into(),
+            connection: Connection::Mqtt(MqttSettings {
+                host: p.host.clone().unwrap_or_else(|| "127.0.0.1".into()),
+                port: p.network_port.unwrap_or(1883),
+                topic: p.topic.clone().unwrap_or_else(|| "sensors/#".into()),
+                ..MqttSettings::default()
+            }),
+            parser: ParserConfig::Json {
+                paths: vec!["temperature".into(), "humidity".into()],
+            },
+            framing: message_framing(),
+            ..Source::default()
+        },
+        vec![
+            group(
+                "Environment",
+                GroupWidget::DataGrid,
+                vec![
+                    {
+                        let mut t = ds("Temperature", "°C", 1);
+                        t.widget = DatasetWidget::Gauge;
+                        t
+                    },
+                    ds("Humidity", "%", 2),
+                ],
+            ),
+            group(
+                "Trend",
+                GroupWidget::MultiPlot,
+                vec![ds("Temperature", "°C", 1), ds("Humidity", "%", 2)],
+            ),
+        ],
+        "MQTT".into(),
+    )
+}
+
+/// Four CSV values per UDP datagram, in a grid and on a plot.
+fn udp_telemetry(p: &ApplyParams) -> Fragment {
+    (
+        Source {
+            framing: message_framing(),
+            ..csv_source(
+                "UDP",
+                Connection::Udp {
+                    local_port: p.network_port.unwrap_or(9000),
+                    remote_host: None,
+                    remote_port: None,
+                    multicast_group: None,
+                    multicast_interface: None,
+                },
+            )
+        },
+        vec![
+            group(
+                "Telemetry",
+                GroupWidget::DataGrid,
+                (1..=4).map(|i| ds(&format!("Value {i}"), "", i)).collect(),
+            ),
+            group(
+                "Plot",
+                GroupWidget::MultiPlot,
+                (1..=4).map(|i| ds(&format!("Value {i}"), "", i)).collect(),
+            ),
+        ],
+        "UDP".into(),
+    )
+}
+
+/// A CAN interface decoded by the DBC file given in `dbc`: the DBC import's source
+/// settings and a data grid per message.
+fn can_dbc(p: &ApplyParams) -> Result<Fragment, CommandError> {
+    let text = p
+        .dbc
+        .as_deref()
+        .filter(|t| !t.trim().is_empty())
+        .ok_or_else(|| {
+            CommandError::invalid(
+                "dbc",
+                "the can-dbc template needs the DBC file's text in `dbc`",
+            )
+        })?;
+    let dbc = sextant_devices::dbc::parse_dbc(text)
+        .map_err(|e| CommandError::invalid("dbc", format!("the DBC file: {e}")))?;
+    if dbc.signal_count() == 0 {
+        return Err(CommandError::invalid(
+            "dbc",
+            "the DBC file defines no signals",
+        ));
+    }
+    // The DBC import sets the source's framing (one CAN frame a chunk), decoder and
+    // parser and adds a data grid per message: done on a scratch project holding
+    // only this source, then moved over with fresh ids.
+    let mut scratch = Project {
+        sources: vec![Source {
+            id: "src-t".into(),
+            title: "CAN".into(),
+            connection: Connection::Can(CanSettings {
+                interface: p.interface.clone().unwrap_or_else(|| "can0".into()),
+                ..CanSettings::default()
+            }),
+            ..Source::default()
+        }],
+        ..Project::default()
+    };
+    scratch.groups.clear();
+    scratch.workspaces.clear();
+    dbc.apply(&mut scratch, "src-t")
+        .map_err(|e| CommandError::invalid("dbc", format!("the DBC file: {e}")))?;
+    let source = scratch.sources.remove(0);
+    let groups = std::mem::take(&mut scratch.groups);
+    Ok((source, groups, "CAN".into()))
 }
 
 fn project_template_apply(ws: &mut Workspace, p: ApplyParams) -> Result<Applied, CommandError> {

@@ -55,91 +55,23 @@ impl Project {
             r.id(format!("{at}.id"), &source.id);
             validate_framing(&source.framing, &format!("{at}.framing"), &mut r);
             validate_parser(&source.parser, &format!("{at}.parser"), &mut r);
-            if matches!(source.parser, ParserConfig::Can { .. }) {
-                // CAN chunks are binary and self-delimiting: text decoding would mangle
-                // bytes >= 0x80 (every extended id), and delimiters would cut frames apart.
-                if source.decoder != Decoder::Binary {
-                    r.push(
-                        format!("{at}.decoder"),
-                        "the CAN parser reads raw frame bytes: set the decoder to `binary`".into(),
-                    );
-                }
-                if source.framing.mode != FrameMode::None {
-                    r.push(
-                        format!("{at}.framing.mode"),
-                        "a CAN source delivers one frame per chunk: set the frame mode to `none`"
-                            .into(),
-                    );
-                }
-            }
+            validate_can_source(source, &at, &mut r);
         }
 
         let mut dataset_ids: HashSet<&str> = HashSet::new();
         for d in self.datasets() {
             dataset_ids.insert(d.id.as_str());
         }
+        let refs = References {
+            source_ids: &source_ids,
+            dataset_ids: &dataset_ids,
+            has_sources: !self.sources.is_empty(),
+        };
         for (g, group) in self.groups.iter().enumerate() {
             let at = format!("groups[{g}]");
             r.id(format!("{at}.id"), &group.id);
             for (k, d) in group.datasets.iter().enumerate() {
-                let at = format!("{at}.datasets[{k}]");
-                r.id(format!("{at}.id"), &d.id);
-                if !d.is_virtual && d.index == 0 {
-                    r.push(
-                        format!("{at}.index"),
-                        "parser slots start at 1; mark the dataset `virtual` if it is computed"
-                            .into(),
-                    );
-                }
-                if d.is_virtual && d.transform.is_none() {
-                    r.push(
-                        format!("{at}.transform"),
-                        "a virtual dataset needs a transform to compute its value".into(),
-                    );
-                }
-                if let Some(src) = &d.source {
-                    if !source_ids.contains(src.as_str()) {
-                        r.push(format!("{at}.source"), format!("no source has id `{src}`"));
-                    }
-                }
-                if !d.is_virtual && self.sources.is_empty() {
-                    r.push(
-                        format!("{at}.source"),
-                        "the project has no source to feed this dataset".into(),
-                    );
-                }
-                if let (Some(min), Some(max)) = (d.min, d.max) {
-                    if min > max {
-                        r.push(
-                            format!("{at}.min"),
-                            format!("min {min} is greater than max {max}"),
-                        );
-                    }
-                }
-                for (a, band) in d.alarms.iter().enumerate() {
-                    if band.min > band.max {
-                        r.push(
-                            format!("{at}.alarms[{a}]"),
-                            format!("band min {} is greater than its max {}", band.min, band.max),
-                        );
-                    }
-                }
-                if let XAxis::Dataset { id } = &d.x_axis {
-                    if !dataset_ids.contains(id.as_str()) {
-                        r.push(
-                            format!("{at}.xAxis.id"),
-                            format!("no dataset has id `{id}`"),
-                        );
-                    }
-                }
-                if let Some(t) = &d.transform {
-                    if t.code.trim().is_empty() {
-                        r.push(
-                            format!("{at}.transform.code"),
-                            "transform code is empty".into(),
-                        );
-                    }
-                }
+                validate_dataset(d, &format!("{at}.datasets[{k}]"), &refs, &mut r);
             }
         }
         for (a, action) in self.actions.iter().enumerate() {
@@ -159,28 +91,132 @@ impl Project {
         }
         let group_ids: HashSet<&str> = self.groups.iter().map(|g| g.id.as_str()).collect();
         for (w, ws) in self.workspaces.iter().enumerate() {
-            let at = format!("workspaces[{w}]");
-            r.id(format!("{at}.id"), &ws.id);
-            for (t, tile) in ws.tiles.iter().enumerate() {
-                if let Some(g) = &tile.group {
-                    if !group_ids.contains(g.as_str()) {
-                        r.push(
-                            format!("{at}.tiles[{t}].group"),
-                            format!("no group has id `{g}`"),
-                        );
-                    }
-                }
-                if let Some(d) = &tile.dataset {
-                    if !dataset_ids.contains(d.as_str()) {
-                        r.push(
-                            format!("{at}.tiles[{t}].dataset"),
-                            format!("no dataset has id `{d}`"),
-                        );
-                    }
-                }
-            }
+            validate_workspace(
+                ws,
+                &format!("workspaces[{w}]"),
+                &group_ids,
+                &dataset_ids,
+                &mut r,
+            );
         }
         r.issues
+    }
+}
+
+/// What the rest of the project offers for a dataset to refer to.
+struct References<'a> {
+    source_ids: &'a HashSet<&'a str>,
+    dataset_ids: &'a HashSet<&'a str>,
+    has_sources: bool,
+}
+
+/// A CAN source's decoder and framing must leave its binary frames intact.
+fn validate_can_source(source: &Source, at: &str, r: &mut Report) {
+    if !matches!(source.parser, ParserConfig::Can { .. }) {
+        return;
+    }
+    // CAN chunks are binary and self-delimiting: text decoding would mangle
+    // bytes >= 0x80 (every extended id), and delimiters would cut frames apart.
+    if source.decoder != Decoder::Binary {
+        r.push(
+            format!("{at}.decoder"),
+            "the CAN parser reads raw frame bytes: set the decoder to `binary`".into(),
+        );
+    }
+    if source.framing.mode != FrameMode::None {
+        r.push(
+            format!("{at}.framing.mode"),
+            "a CAN source delivers one frame per chunk: set the frame mode to `none`".into(),
+        );
+    }
+}
+
+/// One dataset: its id, slot, transform, range, alarm bands and what it refers to.
+fn validate_dataset<'p>(d: &'p Dataset, at: &str, refs: &References, r: &mut Report<'p>) {
+    r.id(format!("{at}.id"), &d.id);
+    if !d.is_virtual && d.index == 0 {
+        r.push(
+            format!("{at}.index"),
+            "parser slots start at 1; mark the dataset `virtual` if it is computed".into(),
+        );
+    }
+    if d.is_virtual && d.transform.is_none() {
+        r.push(
+            format!("{at}.transform"),
+            "a virtual dataset needs a transform to compute its value".into(),
+        );
+    }
+    if let Some(src) = &d.source {
+        if !refs.source_ids.contains(src.as_str()) {
+            r.push(format!("{at}.source"), format!("no source has id `{src}`"));
+        }
+    }
+    if !d.is_virtual && !refs.has_sources {
+        r.push(
+            format!("{at}.source"),
+            "the project has no source to feed this dataset".into(),
+        );
+    }
+    if let (Some(min), Some(max)) = (d.min, d.max) {
+        if min > max {
+            r.push(
+                format!("{at}.min"),
+                format!("min {min} is greater than max {max}"),
+            );
+        }
+    }
+    for (a, band) in d.alarms.iter().enumerate() {
+        if band.min > band.max {
+            r.push(
+                format!("{at}.alarms[{a}]"),
+                format!("band min {} is greater than its max {}", band.min, band.max),
+            );
+        }
+    }
+    if let XAxis::Dataset { id } = &d.x_axis {
+        if !refs.dataset_ids.contains(id.as_str()) {
+            r.push(
+                format!("{at}.xAxis.id"),
+                format!("no dataset has id `{id}`"),
+            );
+        }
+    }
+    if let Some(t) = &d.transform {
+        if t.code.trim().is_empty() {
+            r.push(
+                format!("{at}.transform.code"),
+                "transform code is empty".into(),
+            );
+        }
+    }
+}
+
+/// One workspace: its id, and the groups and datasets its tiles show.
+fn validate_workspace<'p>(
+    ws: &'p Workspace,
+    at: &str,
+    group_ids: &HashSet<&str>,
+    dataset_ids: &HashSet<&str>,
+    r: &mut Report<'p>,
+) {
+    r.id(format!("{at}.id"), &ws.id);
+    for (t, tile) in ws.tiles.iter().enumerate() {
+        if let Some(g) = &tile.group {
+            if !group_ids.contains(g.as_str()) {
+                r.push(
+                    format!("{at}.tiles[{t}].group"),
+                    format!("no group has id `{g}`"),
+                );
+            }
+        }
+        if let Some(d) = &tile.dataset {
+            if !dataset_ids.contains(d.as_str()) {
+                r.push(
+                    format!("{at}.tiles[{t}].dataset"),
+                    format!("no dataset has id `{d}`"),
+                );
+            }
+        }
     }
 }
 
