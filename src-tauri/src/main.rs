@@ -4,6 +4,10 @@
 //! from `sextant serve`; live data reaches the UI as binary display frames over a
 //! `tauri::ipc::Channel`, one per display tick, read straight from the runtime's display
 //! scope (never through the command queue, so a busy runtime cannot stall the dashboard).
+//! The ticks are `sextant_display::Scope::stream`, the loop `sextant serve` runs too: one
+//! per page, its options through a `watch` channel, its frames through a queue of
+//! `FRAMES_IN_FLIGHT` that a task drains into the page's newest `Channel`, so a busy page
+//! skips ticks instead of piling frames up.
 //! The assistant's chat panel talks to the same [`ChatDoor`] as `sextant serve` does
 //! (`chat`, `subscribe_chat`). No business logic lives here: only startup, window plumbing
 //! and these six commands.
@@ -20,19 +24,18 @@ use std::time::Duration;
 
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
-use sextant_display::{DisplayOptions, Subscriber};
+use sextant_display::{DisplayOptions, FRAMES_IN_FLIGHT};
 use sextant_runtime::{Runtime, RuntimeHandle, Safeguards, TrustStore, Workspace};
-use tauri::async_runtime::JoinHandle;
 use tauri::ipc::{Channel, InvokeResponseBody};
-use tauri::{Manager, State};
+use tauri::webview::PageLoadEvent;
+use tauri::{Manager, State, Webview};
+use tokio::sync::{mpsc, watch};
 
 struct Shell {
     runtime: RuntimeHandle,
     next_display: AtomicU32,
-    displays: Mutex<HashMap<u32, JoinHandle<()>>>,
-    /// One display cursor for the window: re-subscribing with new options never replays
-    /// console bytes the UI already has.
-    subscriber: Arc<Mutex<Subscriber>>,
+    /// The display of each page, by webview label.
+    displays: Mutex<HashMap<String, PageDisplay>>,
     /// An error when the assistant's folder could not be opened (the reason is logged and
     /// returned to every chat request; the rest of the app works without it).
     chat: Result<Arc<ChatDoor>, sextant_commands::CommandError>,
@@ -86,40 +89,96 @@ async fn call(
         .await
 }
 
-/// Starts sending display frames to `channel`; returns an id for `display_stop`.
+/// One page's display: one [`Scope::stream`](sextant_display::Scope::stream) (so one
+/// subscriber: new options never replay the console) for as long as the page lives. The UI
+/// asks for new options with a new `display` call and a new `Channel`, then stops the old
+/// subscription: the call sends the options through the watch channel and points the
+/// drain at the new `Channel`; only a stop of the newest subscription stops the ticks.
+struct PageDisplay {
+    /// The subscription `display` returned last.
+    id: u32,
+    options: watch::Sender<Option<DisplayOptions>>,
+    /// Where the drain sends frames: the page's newest `Channel`.
+    channel: Arc<Mutex<Channel<InvokeResponseBody>>>,
+}
+
+impl PageDisplay {
+    /// A new loop sending into `channel`. Dropping the `PageDisplay` ends it (its options'
+    /// sender goes), and so its drain (the queue's sender goes).
+    fn start(
+        scope: sextant_display::Scope,
+        id: u32,
+        channel: Channel<InvokeResponseBody>,
+        options: DisplayOptions,
+    ) -> PageDisplay {
+        let (options_tx, options_rx) = watch::channel(Some(options));
+        let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(FRAMES_IN_FLIGHT);
+        let channel = Arc::new(Mutex::new(channel));
+        tauri::async_runtime::spawn(scope.stream(options_rx, frames_tx));
+        let target = channel.clone();
+        tauri::async_runtime::spawn(async move {
+            while let Some(frame) = frames_rx.recv().await {
+                let channel = lock(&target).clone();
+                if channel.send(InvokeResponseBody::Raw(frame)).is_err() {
+                    return; // the page went away: the loop ends with the queue
+                }
+            }
+        });
+        PageDisplay {
+            id,
+            options: options_tx,
+            channel,
+        }
+    }
+
+    /// Whether its loop still runs (it ends when the page's `Channel` fails).
+    fn running(&self) -> bool {
+        !self.options.is_closed()
+    }
+}
+
+/// Sends display frames to `channel` with `options`; returns an id for `display_stop`.
+/// From a page that has a display already, this changes its options and channel.
 #[tauri::command]
 fn display(
     shell: State<'_, Shell>,
+    webview: Webview,
     channel: Channel<InvokeResponseBody>,
     options: DisplayOptions,
 ) -> Result<u32, String> {
     options.validate()?;
     let id = shell.next_display.fetch_add(1, Ordering::Relaxed);
-    let scope = shell.runtime.scope().clone();
-    let subscriber = shell.subscriber.clone();
-    lock(&subscriber).resend_meta();
-    let task = tauri::async_runtime::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / options.rate_hz));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        loop {
-            tick.tick().await;
-            let frame = scope.frame(&options, &mut lock(&subscriber));
-            if let Some(frame) = frame {
-                if channel.send(InvokeResponseBody::Raw(frame)).is_err() {
-                    return; // the page went away
-                }
-            }
+    let mut displays = lock(&shell.displays);
+    match displays.get_mut(webview.label()) {
+        Some(page) if page.running() => {
+            *lock(&page.channel) = channel;
+            page.id = id;
+            page.options.send_replace(Some(options));
         }
-    });
-    lock(&shell.displays).insert(id, task);
+        _ => {
+            let scope = shell.runtime.scope().clone();
+            let page = PageDisplay::start(scope, id, channel, options);
+            displays.insert(webview.label().to_string(), page);
+        }
+    }
     Ok(id)
 }
 
+/// Stops the display frames of subscription `id`, keeping the page's place (a later
+/// `display` goes on where it stopped); a stop of an older subscription changes nothing.
 #[tauri::command]
-fn display_stop(shell: State<'_, Shell>, id: u32) {
-    if let Some(task) = lock(&shell.displays).remove(&id) {
-        task.abort();
+fn display_stop(shell: State<'_, Shell>, webview: Webview, id: u32) {
+    if let Some(page) = lock(&shell.displays).get(webview.label()) {
+        if page.id == id {
+            page.options.send_replace(None);
+        }
     }
+}
+
+/// A page (re)loading in `webview` has nothing of the old page's display: end its loop, so
+/// the new page's first `display` starts afresh (dataset list and console included).
+fn page_loading(webview: &Webview, shell: &Shell) {
+    lock(&shell.displays).remove(webview.label());
 }
 
 /// Forwards project and connection events to `channel` as JSON.
@@ -300,6 +359,13 @@ fn main() {
         )
         .plugin(tauri_plugin_dialog::init())
         .plugin(tauri_plugin_window_state::Builder::default().build())
+        .on_page_load(|webview, payload| {
+            if payload.event() == PageLoadEvent::Started {
+                if let Some(shell) = webview.try_state::<Shell>() {
+                    page_loading(webview, &shell);
+                }
+            }
+        })
         .setup(move |app| {
             let demo = args.project.is_none();
             let mut workspace = if demo {
@@ -331,7 +397,6 @@ fn main() {
                 chat,
                 next_display: AtomicU32::new(1),
                 displays: Mutex::new(HashMap::new()),
-                subscriber: Arc::new(Mutex::new(Subscriber::default())),
             });
             let project = args.project.clone();
             let connect = demo || args.connect;

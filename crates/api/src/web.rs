@@ -16,12 +16,15 @@
 //! user listed) and, on loopback, its `Host` (a rebound DNS name reads not even the pages).
 //! Every text message is held to the size and nesting limits before anything parses it,
 //! whatever its kind (command, chat, display).
+//!
+//! Display frames come from `sextant_display::Scope::stream`, the loop the desktop app runs
+//! too, fed the connection's options (checked by `DisplayOptions::validate`, the rate's only
+//! bounds) and draining into a queue of `FRAMES_IN_FLIGHT` beside the JSON messages.
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
 
 use axum::extract::ws::{Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Request, State};
@@ -34,7 +37,7 @@ use futures_util::{SinkExt, StreamExt};
 use serde_json::Value;
 use sextant_assistant::door::ChatDoor;
 use sextant_commands::ErrorCode;
-use sextant_display::DisplayOptions;
+use sextant_display::{DisplayOptions, FRAMES_IN_FLIGHT};
 use sextant_guard::{DoorKind, Guard, GuardError, RateLimiter};
 use sextant_runtime::RuntimeHandle;
 use tokio::sync::{mpsc, watch};
@@ -157,8 +160,8 @@ async fn serve(socket: WebSocket, shared: &Shared) {
     let limits = shared.options.limits;
     let (mut sink, mut source) = socket.split();
     let (out, mut json_rx) = mpsc::channel::<Value>(1024);
-    // Two display frames in flight at most: a slow client skips ticks instead of queueing.
-    let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(2);
+    // A few display frames in flight at most: a slow client skips ticks instead of queueing.
+    let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(FRAMES_IN_FLIGHT);
     let writer = tokio::spawn(async move {
         loop {
             let msg = tokio::select! {
@@ -179,12 +182,10 @@ async fn serve(socket: WebSocket, shared: &Shared) {
         out.clone(),
     );
     let mut bucket = RateLimiter::new(&limits);
+    // The display loop every shell runs: one subscriber for the whole connection, so new
+    // options never replay the console.
     let (display_tx, display_rx) = watch::channel::<Option<DisplayOptions>>(None);
-    let display = tokio::spawn(display_loop(
-        shared.runtime.scope().clone(),
-        display_rx,
-        frames_tx,
-    ));
+    let display = tokio::spawn(shared.runtime.scope().clone().stream(display_rx, frames_tx));
     // Chat events flow only once the client may see them (after `auth` on a LAN bind).
     let authenticated = Arc::new(AtomicBool::new(session.is_authenticated()));
     let chat_events = shared.chat.as_ref().map(|door| {
@@ -433,44 +434,6 @@ fn display_request(text: &str) -> Option<DisplayRequest> {
         .map_err(|e| format!("display options: {e}"))
         .and_then(|o| o.validate().map(|()| Some(o)));
     Some(DisplayRequest { id, options })
-}
-
-/// Sends this client a display frame per tick while it wants them. One subscriber for the
-/// whole connection, so changing options never replays the console.
-async fn display_loop(
-    scope: sextant_display::Scope,
-    mut options: watch::Receiver<Option<DisplayOptions>>,
-    frames: mpsc::Sender<Vec<u8>>,
-) {
-    let mut sub = scope.subscribe();
-    loop {
-        let Some(current) = options.borrow_and_update().clone() else {
-            if options.changed().await.is_err() {
-                return;
-            }
-            continue;
-        };
-        let mut tick = tokio::time::interval(Duration::from_secs_f64(1.0 / current.rate_hz));
-        tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Skip);
-        loop {
-            tokio::select! {
-                _ = tick.tick() => {}
-                changed = options.changed() => {
-                    if changed.is_err() { return; }
-                    break;
-                }
-            }
-            match frames.try_reserve() {
-                Ok(permit) => {
-                    if let Some(frame) = scope.frame(&current, &mut sub) {
-                        permit.send(frame);
-                    }
-                }
-                Err(mpsc::error::TrySendError::Full(())) => {}
-                Err(mpsc::error::TrySendError::Closed(())) => return,
-            }
-        }
-    }
 }
 
 #[cfg(test)]

@@ -13,6 +13,7 @@ use sextant_telemetry::{FrameEvent, Value};
 
 use crate::block::Block;
 use crate::encode::{Encoder, Overview, Window};
+use crate::stream::{MAX_RATE_HZ, MIN_RATE_HZ};
 
 /// Newest samples kept per dataset: the most any window or raw tail can show.
 pub const WINDOW_SAMPLES: usize = 1 << 16;
@@ -25,7 +26,7 @@ const PENDING_FRAMES: usize = WINDOW_SAMPLES;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DisplayOptions {
-    /// Display ticks per second (1 to 240).
+    /// Display ticks per second, [`MIN_RATE_HZ`] to [`MAX_RATE_HZ`].
     pub rate_hz: f64,
     /// Points per dataset window after min/max decimation (2 to 100000).
     pub points: u32,
@@ -47,11 +48,12 @@ impl Default for DisplayOptions {
 }
 
 impl DisplayOptions {
-    /// Checks the ranges, naming the first bad field.
+    /// Checks the ranges, naming the first bad field. The only check of the display rate:
+    /// both shells call it before a stream sees the options.
     pub fn validate(&self) -> Result<(), String> {
-        if !(1.0..=240.0).contains(&self.rate_hz) {
+        if !(MIN_RATE_HZ..=MAX_RATE_HZ).contains(&self.rate_hz) {
             return Err(format!(
-                "rateHz must be between 1 and 240 (got {})",
+                "rateHz must be between {MIN_RATE_HZ} and {MAX_RATE_HZ} (got {})",
                 self.rate_hz
             ));
         }

@@ -1,4 +1,7 @@
-/** User preferences kept in the browser's storage: theme, language, display rate. */
+/** User preferences kept in the browser's storage: theme, language, display rate. The
+ *  display rate's bounds are the backend's own (`limits.gen.ts`, generated from
+ *  `sextant_display::MIN_RATE_HZ`/`MAX_RATE_HZ`, which `DisplayOptions::validate` checks). */
+import { MAX_RATE_HZ, MIN_RATE_HZ } from "./display/limits.gen";
 
 export type Theme = "light" | "dark" | "system";
 export type Language = "en" | "zh";
@@ -6,7 +9,7 @@ export type Language = "en" | "zh";
 export interface Settings {
   theme: Theme;
   language: Language;
-  /** Display ticks per second, 1–240. */
+  /** Display ticks per second (`rateHz` of the display options), MIN_RATE_HZ–MAX_RATE_HZ. */
   displayRateHz: number;
   /** Points per plot after decimation. */
   points: number;
@@ -32,7 +35,7 @@ export function sanitize(s: Settings): Settings {
   return {
     theme: (["light", "dark", "system"] as const).includes(s.theme) ? s.theme : DEFAULTS.theme,
     language: s.language === "zh" ? "zh" : "en",
-    displayRateHz: clamp(s.displayRateHz, 1, 240, DEFAULTS.displayRateHz),
+    displayRateHz: clamp(s.displayRateHz, MIN_RATE_HZ, MAX_RATE_HZ, DEFAULTS.displayRateHz),
     points: clamp(s.points, 2, 100000, DEFAULTS.points),
     timeRangeS: Number.isFinite(s.timeRangeS) && s.timeRangeS > 0 ? Math.min(s.timeRangeS, 86400) : DEFAULTS.timeRangeS,
   };

@@ -25,7 +25,7 @@ export class CommandError extends Error {
 }
 
 export interface DisplayOptions {
-  /** Display ticks per second, 1–240. */
+  /** Display ticks per second, MIN_RATE_HZ–MAX_RATE_HZ (`lib/display/limits.gen.ts`). */
   rateHz: number;
   /** Points per dataset window after decimation. */
   points: number;
