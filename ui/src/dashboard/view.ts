@@ -1,6 +1,7 @@
 /** Following the backend's dashboard view (`dashboard.setView` from any door, e.g. the
  *  assistant): which local display settings change. Pure, so it is tested without a page. */
 import type { Settings } from "../lib/settings.svelte";
+import { MAX_RATE_HZ, MIN_RATE_HZ } from "../lib/display/limits.gen";
 
 export interface BackendView {
   timeRangeS?: number;
@@ -21,7 +22,7 @@ export function settingsForView(current: Settings, view: BackendView): Partial<S
     if (points !== current.points) next.points = points;
   }
   if (typeof view.refreshHz === "number" && Number.isFinite(view.refreshHz)) {
-    const hz = Math.min(240, Math.max(1, Math.round(view.refreshHz)));
+    const hz = Math.min(MAX_RATE_HZ, Math.max(MIN_RATE_HZ, Math.round(view.refreshHz)));
     if (hz !== current.displayRateHz) next.displayRateHz = hz;
   }
   return Object.keys(next).length ? next : null;

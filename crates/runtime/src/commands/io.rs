@@ -743,10 +743,15 @@ fn dashboard_set_view(ws: &mut Workspace, p: ViewParams) -> Result<DashboardView
         }
     }
     if let Some(hz) = p.refresh_hz {
-        if !(1..=240).contains(&hz) {
+        // The display's own bounds, the one clamp of the rate (`sextant_display`).
+        let (min, max) = (
+            sextant_display::MIN_RATE_HZ as u32,
+            sextant_display::MAX_RATE_HZ as u32,
+        );
+        if !(min..=max).contains(&hz) {
             return Err(CommandError::invalid(
                 "refreshHz",
-                "the refresh rate must be 1 to 240 Hz",
+                format!("the refresh rate must be {min} to {max} Hz"),
             ));
         }
     }
