@@ -158,23 +158,11 @@ async fn upgrade(State(shared): State<Arc<Shared>>, ws: WebSocketUpgrade) -> Res
 
 async fn serve(socket: WebSocket, shared: &Shared) {
     let limits = shared.options.limits;
-    let (mut sink, mut source) = socket.split();
-    let (out, mut json_rx) = mpsc::channel::<Value>(1024);
+    let (sink, mut source) = socket.split();
+    let (out, json_rx) = mpsc::channel::<Value>(1024);
     // A few display frames in flight at most: a slow client skips ticks instead of queueing.
-    let (frames_tx, mut frames_rx) = mpsc::channel::<Vec<u8>>(FRAMES_IN_FLIGHT);
-    let writer = tokio::spawn(async move {
-        loop {
-            let msg = tokio::select! {
-                Some(v) = json_rx.recv() => Message::Text(v.to_string().into()),
-                Some(f) = frames_rx.recv() => Message::Binary(f.into()),
-                else => break,
-            };
-            if sink.send(msg).await.is_err() {
-                return;
-            }
-        }
-        let _ = sink.close().await;
-    });
+    let (frames_tx, frames_rx) = mpsc::channel::<Vec<u8>>(FRAMES_IN_FLIGHT);
+    let writer = tokio::spawn(write_messages(sink, json_rx, frames_rx));
     let mut session = Session::new(
         shared.guard.clone(),
         shared.runtime.clone(),
@@ -211,39 +199,9 @@ async fn serve(socket: WebSocket, shared: &Shared) {
                     "rate limit exceeded; slow down",
                 ))
             }
-            // Before any parser sees it, whichever kind of message it turns out to be.
-            Ok(Message::Text(text)) if shared.guard.check_message(text.as_bytes()).is_err() => {
-                let refused = shared.guard.check_message(text.as_bytes()).unwrap_err();
-                Some(error_message(
-                    Value::Null,
-                    ErrorCode::BadRequest,
-                    &refused.message(),
-                ))
+            Ok(Message::Text(text)) => {
+                on_text(text.as_str(), shared, &mut session, &chat_tx, &display_tx).await
             }
-            Ok(Message::Text(text)) => match chat_request(text.as_str()) {
-                Some(request) => queue_chat(
-                    request,
-                    shared.chat.is_some(),
-                    session.is_authenticated(),
-                    &chat_tx,
-                ),
-                None => match display_request(text.as_str()) {
-                    Some(request) if !session.is_authenticated() => Some(error_message(
-                        request.id,
-                        ErrorCode::NotAllowed,
-                        "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
-                    )),
-                    Some(request) => Some(match request.options {
-                        Ok(options) => {
-                            let _ = display_tx.send(options);
-                            serde_json::json!({"type": "response", "id": request.id, "success": true,
-                                           "result": {"display": display_tx.borrow().is_some()}})
-                        }
-                        Err(e) => error_message(request.id, ErrorCode::InvalidParams, &e),
-                    }),
-                    None => handle_line(&mut session, text.as_bytes()).await,
-                },
-            },
             Ok(Message::Binary(_)) => Some(error_message(
                 Value::Null,
                 ErrorCode::BadRequest,
@@ -281,6 +239,68 @@ async fn serve(socket: WebSocket, shared: &Shared) {
     drop(session);
     drop(out);
     let _ = writer.await;
+}
+
+/// Sends the connection's JSON replies and display frames, in the order each is ready,
+/// until both senders are gone; then closes the socket.
+async fn write_messages(
+    mut sink: futures_util::stream::SplitSink<WebSocket, Message>,
+    mut json_rx: mpsc::Receiver<Value>,
+    mut frames_rx: mpsc::Receiver<Vec<u8>>,
+) {
+    loop {
+        let msg = tokio::select! {
+            Some(v) = json_rx.recv() => Message::Text(v.to_string().into()),
+            Some(f) = frames_rx.recv() => Message::Binary(f.into()),
+            else => break,
+        };
+        if sink.send(msg).await.is_err() {
+            return;
+        }
+    }
+    let _ = sink.close().await;
+}
+
+/// One text message from the page: held to the guard's size and nesting caps before any
+/// parser sees it, then a chat request, a display request or an API message.
+async fn on_text(
+    text: &str,
+    shared: &Shared,
+    session: &mut Session,
+    chat_tx: &mpsc::Sender<(Value, Value)>,
+    display_tx: &watch::Sender<Option<DisplayOptions>>,
+) -> Option<Value> {
+    if let Err(refused) = shared.guard.check_message(text.as_bytes()) {
+        return Some(error_message(
+            Value::Null,
+            ErrorCode::BadRequest,
+            &refused.message(),
+        ));
+    }
+    if let Some(request) = chat_request(text) {
+        return queue_chat(
+            request,
+            shared.chat.is_some(),
+            session.is_authenticated(),
+            chat_tx,
+        );
+    }
+    match display_request(text) {
+        Some(request) if !session.is_authenticated() => Some(error_message(
+            request.id,
+            ErrorCode::NotAllowed,
+            "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
+        )),
+        Some(request) => Some(match request.options {
+            Ok(options) => {
+                let _ = display_tx.send(options);
+                serde_json::json!({"type": "response", "id": request.id, "success": true,
+                                   "result": {"display": display_tx.borrow().is_some()}})
+            }
+            Err(e) => error_message(request.id, ErrorCode::InvalidParams, &e),
+        }),
+        None => handle_line(session, text.as_bytes()).await,
+    }
 }
 
 /// A `{"type":"chat",…}` message, parsed; `None` for anything else.
