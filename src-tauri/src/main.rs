@@ -325,6 +325,55 @@ fn before_the_window(argv: &[String]) -> Option<i32> {
     None
 }
 
+/// Starts the workspace (the demo, or the project asked for), the runtime, the assistant's
+/// chat door, and the first connection, once the window exists.
+fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Error>> {
+    let demo = args.project.is_none();
+    let mut workspace = if demo {
+        Workspace::new(sextant_devices::simulator::demo_project())
+    } else {
+        Workspace::new(sextant_telemetry::Project::default())
+    };
+    let safeguards = safeguards(app.path());
+    // Recording works from the start; the Recording screen can pick another file.
+    if let Ok(dir) = app.path().app_data_dir() {
+        if let Err(e) = std::fs::create_dir_all(&dir) {
+            log::warn!("could not create the data folder {}: {e}", dir.display());
+        }
+        workspace.set_sessions_db(Some(dir.join("sessions.sqlite")));
+    }
+    // The runtime's tasks live on Tauri's Tokio runtime.
+    let runtime = tauri::async_runtime::block_on(async {
+        Runtime::with_safeguards(workspace, safeguards).spawn(Some(Duration::from_secs(1)))
+    });
+    let chat = app
+        .path()
+        .app_data_dir()
+        .map_err(|e| sextant_commands::CommandError::failed(format!("no data folder: {e}")))
+        .and_then(|dir| ChatDoor::open(&dir.join("assistant"), runtime.clone()))
+        .map(Arc::new)
+        .inspect_err(|e| log::error!("the assistant is unavailable: {}", e.message));
+    app.manage(Shell {
+        runtime: runtime.clone(),
+        chat,
+        next_display: AtomicU32::new(1),
+        displays: Mutex::new(HashMap::new()),
+    });
+    let project = args.project.clone();
+    let connect = demo || args.connect;
+    tauri::async_runtime::spawn(async move {
+        if let Some(path) = project {
+            open_project(&runtime, &path).await;
+        }
+        if connect {
+            if let Err(e) = runtime.call_from_ui("io.connect", json!({}), false).await {
+                log::error!("could not connect: {}", e.message);
+            }
+        }
+    });
+    Ok(())
+}
+
 fn main() {
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if let Some(code) = before_the_window(&argv) {
@@ -366,52 +415,7 @@ fn main() {
                 }
             }
         })
-        .setup(move |app| {
-            let demo = args.project.is_none();
-            let mut workspace = if demo {
-                Workspace::new(sextant_devices::simulator::demo_project())
-            } else {
-                Workspace::new(sextant_telemetry::Project::default())
-            };
-            let safeguards = safeguards(app.path());
-            // Recording works from the start; the Recording screen can pick another file.
-            if let Ok(dir) = app.path().app_data_dir() {
-                if let Err(e) = std::fs::create_dir_all(&dir) {
-                    log::warn!("could not create the data folder {}: {e}", dir.display());
-                }
-                workspace.set_sessions_db(Some(dir.join("sessions.sqlite")));
-            }
-            // The runtime's tasks live on Tauri's Tokio runtime.
-            let runtime = tauri::async_runtime::block_on(async {
-                Runtime::with_safeguards(workspace, safeguards).spawn(Some(Duration::from_secs(1)))
-            });
-            let chat = app
-                .path()
-                .app_data_dir()
-                .map_err(|e| sextant_commands::CommandError::failed(format!("no data folder: {e}")))
-                .and_then(|dir| ChatDoor::open(&dir.join("assistant"), runtime.clone()))
-                .map(Arc::new)
-                .inspect_err(|e| log::error!("the assistant is unavailable: {}", e.message));
-            app.manage(Shell {
-                runtime: runtime.clone(),
-                chat,
-                next_display: AtomicU32::new(1),
-                displays: Mutex::new(HashMap::new()),
-            });
-            let project = args.project.clone();
-            let connect = demo || args.connect;
-            tauri::async_runtime::spawn(async move {
-                if let Some(path) = project {
-                    open_project(&runtime, &path).await;
-                }
-                if connect {
-                    if let Err(e) = runtime.call_from_ui("io.connect", json!({}), false).await {
-                        log::error!("could not connect: {}", e.message);
-                    }
-                }
-            });
-            Ok(())
-        })
+        .setup(move |app| start(app, &args))
         .invoke_handler(tauri::generate_handler![
             call,
             display,
