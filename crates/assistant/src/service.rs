@@ -1034,162 +1034,25 @@ impl ChatService {
         // The message is new (not in the log yet); false for a retry.
         fresh: bool,
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
-        let runtime = &self.inner.runtime;
-        // The system array from its contributors: what is off is not built (zero bytes).
-        let on = settings.mechanisms;
-        let mut contributors: Vec<Arc<dyn PromptContributor>> = vec![Arc::new(RoleBlock {
-            focus: on
-                .focus_prompt
-                .then(|| focus::focus_section(settings.language)),
-            probe_instruction: on.context_probe.then(|| probe::INSTRUCTION.to_string()),
-        })];
-        if settings.docs_block {
-            contributors.push(Arc::new(DocsBlock(DOCS_TEXT.to_string())));
-        }
-        if settings.live_state {
-            contributors.push(Arc::new(LiveStateBlock {
-                commands: runtime.clone(),
-                chat,
-            }));
-        }
-        // Memory on: its index in every request, its propose command among the tools, and
-        // the app's own proposals from the person's phrasing. Off: none of them is built.
-        let mut seams = Seams::default();
-        let mut commands: Commands = runtime.clone();
-        let mut offered: Vec<&str> = ESSENTIAL.iter().chain(DISCOVERY).copied().collect();
-        if on.memory {
-            if let Some(memory) = lock(&self.inner.memory).clone() {
-                contributors.push(Arc::new(MemoryBlock {
-                    memory,
-                    commands: runtime.clone(),
-                    message: message.to_string(),
-                    chat,
-                }));
-                commands = Arc::new(ProposeDoor::new(runtime.clone()));
-                offered.push(PROPOSE);
-                seams.inbound.push(Arc::new(PhraseProposer::shipped()));
-            }
-        }
         let events = lock(&self.inner.log).events(chat)?;
-        // Staying on topic (spec 40): the intent's tools, compressed big results, and a
-        // note when the person just switched topics.
-        if on.intent_narrowing || on.topic_marker {
-            let intents = Intents::shipped();
-            if on.intent_narrowing {
-                seams.tools.push(Arc::new(intents.narrowing(message)));
-            }
-            if on.topic_marker {
-                if let Some(note) = TopicNote::for_turn(
-                    &intents,
-                    &events,
-                    fresh.then_some(message),
-                    settings.language,
-                ) {
-                    contributors.push(Arc::new(note));
-                }
-            }
-        }
-        if on.topic_compaction {
-            seams.compaction = Some(Arc::new(TopicCompaction));
-        }
-        // The seed of a chat started from another, frozen in its log.
-        if on.handoff_seeding {
-            if let Some(seed) = handoff::seed(&events) {
-                contributors.push(Arc::new(handoff::block(seed)));
-            }
-        }
-        // Skills: `meta.loadSkill` is always among the discovery tools; routing loads one
-        // for the model when the message names its domain.
-        commands = Arc::new(SkillDoor::new(commands));
-        offered.push(skills::LOAD_SKILL);
-        // The archive, seen from the project open now: the model's visibility.
-        if on.archive_tools {
-            let project = self.open_project().await;
-            commands = Arc::new(ArchiveDoor::new(
-                commands,
-                self.inner.log.clone(),
-                chat,
-                project,
-            ));
-            offered.extend([archive_tools::SEARCH, archive_tools::CITE]);
-        }
-        // Sized by what the model can do: a small local model gets a reply cap that fits
-        // its context (not the whole context) and a history budget of half of it.
-        let caps = settings.capabilities();
-        let mut turn_settings = Settings::new(settings.model.clone());
-        turn_settings.max_tokens = caps.max_output_tokens;
-        turn_settings.max_tool_calls = caps.max_tool_calls as usize;
-        turn_settings.history_budget_tokens = turn_settings
-            .history_budget_tokens
-            .min(caps.context_window as usize / 2);
-        turn_settings.constrained_tools = settings.constrained();
-        turn_settings.stall_notice = settings.stall_notice;
-        // Tools sent natively to a server whose template drops them never reach the model:
-        // the chat says so (once) instead of the model pretending it did something.
-        if !turn_settings.constrained_tools && fresh {
-            if let Some(notice) = self.tools_unavailable(settings, &events).await {
-                seams.inbound.push(Arc::new(notice));
-            }
-        }
-        if on.skill_routing {
-            seams.inbound.push(Arc::new(SkillRouter {
-                triggers: Triggers::shipped(),
-                loaded: skills::loaded(&events),
-                // At most a quarter of the history budget (about 4 bytes a token).
-                max_body_bytes: turn_settings
-                    .history_budget_tokens
-                    .min(skills::MAX_SKILL_BYTES),
-            }));
-        }
-        // The probe: its instruction is in the role block above; here its strip on every
-        // streamed reply and its verdict on every final one.
-        if on.context_probe {
-            seams.display.push(Arc::new(probe::ProbeDisplay));
-            seams.verdict.push(Arc::new(probe::ProbeEvaluator {
-                compliance: lock(&self.inner.compliance).clone(),
-                key: probe::model_key(settings.provider.name(), &settings.model),
-            }));
-        }
+        let mut turn = self.assemble(chat, settings, message, fresh, &events).await;
+        let turn_settings = turn_settings(settings);
+        self.sized_seams(&mut turn, settings, &turn_settings, &events, fresh)
+            .await;
+        let TurnParts {
+            contributors,
+            mut seams,
+            commands,
+            offered,
+        } = turn;
         let system = Arc::new(Contributors::new(contributors, Envelope::random()));
         let tools = ToolSet::with_commands(commands.specs(), &offered)?;
         let prompt = Prompt::new(system.system().await, tools.definitions().to_vec());
         // A result's share is of the whole request: the system blocks and tools count too.
-        if on.tool_result_compression {
-            // First documentation read in earlier turns and reads made again (their older
-            // answers become pointers), then what is still big is cut to its key lines.
-            seams.history.push(Arc::new(ReferenceReads));
-            seams.history.push(Arc::new(SupersededReads {
-                reads: commands
-                    .specs()
-                    .iter()
-                    .filter(|spec| spec.tier == Tier::Safe)
-                    .map(|spec| spec.name.clone())
-                    .collect(),
-            }));
-            seams.history.push(Arc::new(CompressToolResults {
-                prompt_bytes: prompt_bytes(&prompt),
-            }));
+        if settings.mechanisms.tool_result_compression {
+            compression_seams(&mut seams, &commands, &prompt);
         }
-        let approver = UiApprover {
-            inner: self.inner.clone(),
-            chat,
-            approve_confirm,
-            timeout: settings.approval_timeout,
-        };
-        let mut pipeline = Pipeline::new(RuntimeExecutor::new(commands.clone()))
-            .approver(approver)
-            .with_safety_tiers(commands.clone());
-        // Inside the checkpoint: the check runs after the edit, before its result is kept.
-        if on.auto_verify {
-            match verify::check_table(commands.specs()) {
-                Ok(()) => {
-                    pipeline = pipeline.wrap(verify::AutoVerify {
-                        commands: commands.clone(),
-                    })
-                }
-                Err(e) => tracing::error!(target: "assistant", "auto-verify is off: {e}"),
-            }
-        }
+        let pipeline = self.pipeline(chat, settings, approve_confirm, &commands);
         let conversation = Conversation::new(
             settings.client()?,
             self.inner.log.clone(),
@@ -1203,6 +1066,171 @@ impl ChatService {
         .with_system_source(system)
         .with_unlogged_text(unlogged);
         Ok((conversation, prompt))
+    }
+
+    /// The system array's contributors, the doors (the model's commands) and the tools
+    /// offered, and the seams that need nothing but the message and the log – what is off
+    /// is not built (zero bytes).
+    async fn assemble(
+        &self,
+        chat: ChatId,
+        settings: &ServiceSettings,
+        message: &str,
+        fresh: bool,
+        events: &[crate::chatlog::LoggedEvent],
+    ) -> TurnParts {
+        let runtime = &self.inner.runtime;
+        let on = settings.mechanisms;
+        let mut turn = TurnParts {
+            contributors: vec![Arc::new(RoleBlock {
+                focus: on
+                    .focus_prompt
+                    .then(|| focus::focus_section(settings.language)),
+                probe_instruction: on.context_probe.then(|| probe::INSTRUCTION.to_string()),
+            })],
+            seams: Seams::default(),
+            commands: runtime.clone(),
+            offered: ESSENTIAL.iter().chain(DISCOVERY).copied().collect(),
+        };
+        if settings.docs_block {
+            turn.contributors
+                .push(Arc::new(DocsBlock(DOCS_TEXT.to_string())));
+        }
+        if settings.live_state {
+            turn.contributors.push(Arc::new(LiveStateBlock {
+                commands: runtime.clone(),
+                chat,
+            }));
+        }
+        // Memory on: its index in every request, its propose command among the tools, and
+        // the app's own proposals from the person's phrasing. Off: none of them is built.
+        if on.memory {
+            if let Some(memory) = lock(&self.inner.memory).clone() {
+                turn.contributors.push(Arc::new(MemoryBlock {
+                    memory,
+                    commands: runtime.clone(),
+                    message: message.to_string(),
+                    chat,
+                }));
+                turn.commands = Arc::new(ProposeDoor::new(runtime.clone()));
+                turn.offered.push(PROPOSE);
+                turn.seams.inbound.push(Arc::new(PhraseProposer::shipped()));
+            }
+        }
+        // Staying on topic (spec 40): the intent's tools, compressed big results, and a
+        // note when the person just switched topics.
+        if on.intent_narrowing || on.topic_marker {
+            let intents = Intents::shipped();
+            if on.intent_narrowing {
+                turn.seams.tools.push(Arc::new(intents.narrowing(message)));
+            }
+            if on.topic_marker {
+                if let Some(note) = TopicNote::for_turn(
+                    &intents,
+                    events,
+                    fresh.then_some(message),
+                    settings.language,
+                ) {
+                    turn.contributors.push(Arc::new(note));
+                }
+            }
+        }
+        if on.topic_compaction {
+            turn.seams.compaction = Some(Arc::new(TopicCompaction));
+        }
+        // The seed of a chat started from another, frozen in its log.
+        if on.handoff_seeding {
+            if let Some(seed) = handoff::seed(events) {
+                turn.contributors.push(Arc::new(handoff::block(seed)));
+            }
+        }
+        // Skills: `meta.loadSkill` is always among the discovery tools; routing loads one
+        // for the model when the message names its domain.
+        turn.commands = Arc::new(SkillDoor::new(turn.commands));
+        turn.offered.push(skills::LOAD_SKILL);
+        // The archive, seen from the project open now: the model's visibility.
+        if on.archive_tools {
+            let project = self.open_project().await;
+            turn.commands = Arc::new(ArchiveDoor::new(
+                turn.commands,
+                self.inner.log.clone(),
+                chat,
+                project,
+            ));
+            turn.offered
+                .extend([archive_tools::SEARCH, archive_tools::CITE]);
+        }
+        turn
+    }
+
+    /// The seams sized by what the model can do (the skill router's share of the history
+    /// budget), the tools notice, and the probe's display and verdict.
+    async fn sized_seams(
+        &self,
+        turn: &mut TurnParts,
+        settings: &ServiceSettings,
+        turn_settings: &Settings,
+        events: &[crate::chatlog::LoggedEvent],
+        fresh: bool,
+    ) {
+        let on = settings.mechanisms;
+        // Tools sent natively to a server whose template drops them never reach the model:
+        // the chat says so (once) instead of the model pretending it did something.
+        if !turn_settings.constrained_tools && fresh {
+            if let Some(notice) = self.tools_unavailable(settings, events).await {
+                turn.seams.inbound.push(Arc::new(notice));
+            }
+        }
+        if on.skill_routing {
+            turn.seams.inbound.push(Arc::new(SkillRouter {
+                triggers: Triggers::shipped(),
+                loaded: skills::loaded(events),
+                // At most a quarter of the history budget (about 4 bytes a token).
+                max_body_bytes: turn_settings
+                    .history_budget_tokens
+                    .min(skills::MAX_SKILL_BYTES),
+            }));
+        }
+        // The probe: its instruction is in the role block; here its strip on every
+        // streamed reply and its verdict on every final one.
+        if on.context_probe {
+            turn.seams.display.push(Arc::new(probe::ProbeDisplay));
+            turn.seams.verdict.push(Arc::new(probe::ProbeEvaluator {
+                compliance: lock(&self.inner.compliance).clone(),
+                key: probe::model_key(settings.provider.name(), &settings.model),
+            }));
+        }
+    }
+
+    /// The tool pipeline: tiers, the person's approvals and, when on, auto-verify inside
+    /// the checkpoint (the check runs after the edit, before its result is kept).
+    fn pipeline(
+        &self,
+        chat: ChatId,
+        settings: &ServiceSettings,
+        approve_confirm: Arc<AtomicBool>,
+        commands: &Commands,
+    ) -> Pipeline {
+        let approver = UiApprover {
+            inner: self.inner.clone(),
+            chat,
+            approve_confirm,
+            timeout: settings.approval_timeout,
+        };
+        let mut pipeline = Pipeline::new(RuntimeExecutor::new(commands.clone()))
+            .approver(approver)
+            .with_safety_tiers(commands.clone());
+        if settings.mechanisms.auto_verify {
+            match verify::check_table(commands.specs()) {
+                Ok(()) => {
+                    pipeline = pipeline.wrap(verify::AutoVerify {
+                        commands: commands.clone(),
+                    })
+                }
+                Err(e) => tracing::error!(target: "assistant", "auto-verify is off: {e}"),
+            }
+        }
+        pipeline
     }
 
     /// The notice for a chat whose local server drops native tools, unless the chat has
@@ -1445,4 +1473,46 @@ fn last_user_text(events: &[crate::chatlog::LoggedEvent]) -> String {
             _ => None,
         })
         .unwrap_or_default()
+}
+/// One turn's parts while they are put together: the system array's contributors, the
+/// seams, the model's commands (the runtime under the mechanisms' overlays) and the tools
+/// offered from them.
+struct TurnParts {
+    contributors: Vec<Arc<dyn PromptContributor>>,
+    seams: Seams,
+    commands: Commands,
+    offered: Vec<&'static str>,
+}
+
+/// The turn's request settings, sized by what the model can do: a small local model gets a
+/// reply cap that fits its context (not the whole context) and a history budget of half.
+fn turn_settings(settings: &ServiceSettings) -> Settings {
+    let caps = settings.capabilities();
+    let mut turn = Settings::new(settings.model.clone());
+    turn.max_tokens = caps.max_output_tokens;
+    turn.max_tool_calls = caps.max_tool_calls as usize;
+    turn.history_budget_tokens = turn
+        .history_budget_tokens
+        .min(caps.context_window as usize / 2);
+    turn.constrained_tools = settings.constrained();
+    turn.stall_notice = settings.stall_notice;
+    turn
+}
+
+/// Big tool results shown compressed: first documentation read in earlier turns and reads
+/// made again (their older answers become pointers), then what is still big is cut to its
+/// key lines.
+fn compression_seams(seams: &mut Seams, commands: &Commands, prompt: &Prompt) {
+    seams.history.push(Arc::new(ReferenceReads));
+    seams.history.push(Arc::new(SupersededReads {
+        reads: commands
+            .specs()
+            .iter()
+            .filter(|spec| spec.tier == Tier::Safe)
+            .map(|spec| spec.name.clone())
+            .collect(),
+    }));
+    seams.history.push(Arc::new(CompressToolResults {
+        prompt_bytes: prompt_bytes(prompt),
+    }));
 }
