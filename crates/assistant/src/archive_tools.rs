@@ -18,12 +18,13 @@ use std::sync::{Arc, Mutex};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sextant_commands::{Caller, CommandDoor, CommandError, CommandSpec, Policy, Tier};
+use sextant_commands::{CommandError, CommandSpec, Tier};
 
 use crate::chatlog::{
     ChatId, ChatLog, ChatLogError, CitedBy, HitRef, SearchFilter, SearchRequest, Surface,
     Visibility, MAX_CITED_CHATS,
 };
+use crate::overlay::{Extra, Handler, Overlay};
 use crate::Commands;
 
 pub const SEARCH: &str = "assistant.sessions.search";
@@ -33,9 +34,11 @@ const MODEL_PAGE: usize = 10;
 const MAX_CITE_HITS: usize = 12;
 
 /// Adds the archive's tools to `inner`.
-pub struct ArchiveDoor {
-    inner: Commands,
-    specs: Vec<CommandSpec>,
+pub type ArchiveDoor = Overlay<ArchiveTools>;
+
+/// What the archive's tools answer from: the log, the chat the turn runs in, and what the
+/// model may see of the other chats.
+pub struct ArchiveTools {
     log: Arc<Mutex<ChatLog>>,
     chat: ChatId,
     visibility: Visibility,
@@ -50,74 +53,39 @@ impl ArchiveDoor {
         chat: ChatId,
         project: Option<String>,
     ) -> ArchiveDoor {
-        let mut specs = inner.specs().to_vec();
-        specs.extend([search_spec(), cite_spec()]);
-        ArchiveDoor {
-            inner,
-            specs,
+        let tools = ArchiveTools {
             log,
             chat,
             visibility: Visibility::Project { project },
-        }
+        };
+        let search: Handler<ArchiveTools> = |tools, params| Box::pin(tools.answer(SEARCH, params));
+        let cite: Handler<ArchiveTools> = |tools, params| Box::pin(tools.answer(CITE, params));
+        Overlay::over(
+            inner,
+            tools,
+            vec![
+                Extra::listed(search_spec(), search),
+                Extra::listed(cite_spec(), cite),
+            ],
+        )
     }
+}
 
-    async fn answer(&self, command: &str, params: Value) -> Result<Value, CommandError> {
+impl ArchiveTools {
+    async fn answer(&self, command: &'static str, params: Value) -> Result<Value, CommandError> {
         let log = self.log.clone();
         let visibility = self.visibility.clone();
         let chat = self.chat;
-        let command = command.to_string();
         // A cold search folds the chats it hits: off the async workers.
         tokio::task::spawn_blocking(move || {
             let mut log = log.lock().unwrap_or_else(|e| e.into_inner());
-            match command.as_str() {
+            match command {
                 SEARCH => search(&mut log, chat, visibility, params),
                 _ => cite(&mut log, chat, &visibility, params),
             }
         })
         .await
         .map_err(|e| CommandError::failed(format!("the archive stopped: {e}")))?
-    }
-}
-
-impl ArchiveDoor {
-    /// Everything else goes to `inner`; discovery describes and lists the two tools too.
-    async fn relay(
-        &self,
-        caller: Caller,
-        command: &str,
-        params: Value,
-        policy: Policy,
-        approved: bool,
-    ) -> Result<Value, CommandError> {
-        let ours = [search_spec(), cite_spec()];
-        if command == "meta.describeCommand" {
-            if let Some(spec) = ours.iter().find(|s| params["name"] == s.name.as_str()) {
-                return Ok(serde_json::to_value(spec).expect("a spec serializes"));
-            }
-        }
-        let prefix = params["prefix"].as_str().map(str::to_string);
-        let mut value = if approved {
-            self.inner
-                .call_approved(caller, command, params, policy)
-                .await?
-        } else {
-            self.inner.call(caller, command, params, policy).await?
-        };
-        if command == "meta.listCommands" {
-            if let Value::Array(list) = &mut value {
-                for spec in ours
-                    .iter()
-                    .filter(|s| prefix.as_deref().is_none_or(|p| s.name.starts_with(p)))
-                {
-                    list.push(json!({
-                        "name": spec.name,
-                        "tier": spec.tier,
-                        "summary": spec.description,
-                    }));
-                }
-            }
-        }
-        Ok(value)
     }
 }
 
@@ -315,48 +283,5 @@ fn cite_spec() -> CommandSpec {
         }),
         dry_run: None,
         examples: Vec::new(),
-    }
-}
-
-impl CommandDoor for ArchiveDoor {
-    fn specs(&self) -> &[CommandSpec] {
-        &self.specs
-    }
-
-    fn assess(&self, command: &str, params: &Value) -> Option<String> {
-        if command == SEARCH || command == CITE {
-            return None;
-        }
-        self.inner.assess(command, params)
-    }
-
-    fn call<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: Value,
-        policy: Policy,
-    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
-        Box::pin(async move {
-            match command {
-                SEARCH | CITE => self.answer(command, params).await,
-                _ => self.relay(caller, command, params, policy, false).await,
-            }
-        })
-    }
-
-    fn call_approved<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: Value,
-        policy: Policy,
-    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
-        Box::pin(async move {
-            match command {
-                SEARCH | CITE => self.answer(command, params).await,
-                _ => self.relay(caller, command, params, policy, true).await,
-            }
-        })
     }
 }

@@ -25,17 +25,18 @@
 //! seal existed has none and is refused once; the API key is never in it (it is in the key
 //! store), so only the choices in it need making again.
 
+/// The chat ops: one request type and handler each, and the table that dispatches them.
+mod ops;
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 use sextant_commands::CommandDoor;
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_secrets::{Backend, SecretStore};
 
-use crate::chatlog::{
-    ChatId, ChatLogError, ChatSummary, HitRef, SearchRequest, UiItem, Visibility,
-};
+use crate::chatlog::{ChatLogError, ChatSummary, HitRef, UiItem, Visibility};
 use crate::memory::Memory;
 use crate::probe::{Compliance, Degraded, COMPLIANCE_FILE};
 use crate::retrieval::Retrieval;
@@ -233,7 +234,8 @@ impl ChatDoor {
         self.secrets.backend()
     }
 
-    /// Answers one request `{"op": …, …}`; any `type`/`id` framing is ignored.
+    /// Answers one request `{"op": …, …}`; any `type`/`id` framing is ignored. Each op is
+    /// a request type and a handler in `door::ops`, dispatched from its one table.
     pub async fn handle(&self, request: Value) -> Result<Value, CommandError> {
         let Value::Object(mut fields) = request else {
             return Err(CommandError::new(
@@ -247,216 +249,7 @@ impl ChatDoor {
             Some(Value::String(op)) => op,
             _ => return Err(CommandError::invalid("op", "missing `op` (a string)")),
         };
-        let service = &self.service;
-        match op.as_str() {
-            "list" => {
-                let chats = service.list_chats().map_err(service_error)?;
-                let list: Vec<ChatListEntry> = chats
-                    .into_iter()
-                    .map(|summary| ChatListEntry {
-                        running: service.is_running(summary.id),
-                        summary,
-                    })
-                    .collect();
-                Ok(to_value(&list))
-            }
-            "create" => {
-                let title = optional_str(&fields, "title")?.unwrap_or("New chat");
-                // In the project open now: the archive's project-scoped searches see it there.
-                let id = service.create_chat_here(title).await.map_err(service_error)?;
-                Ok(json!({ "id": id }))
-            }
-            // The archive (spec 30, A2): `{query, filter?, cursor?, limit?}`, and `chat` for
-            // one chat's events.
-            "searchSessions" | "searchEvents" => {
-                let chat = match op.as_str() {
-                    "searchEvents" => {
-                        let chat = chat_id(&fields)?;
-                        fields.remove("chat");
-                        Some(chat)
-                    }
-                    _ => None,
-                };
-                let request: SearchRequest = parse_fields(fields)?;
-                let reader = service.clone();
-                let page = tokio::task::spawn_blocking(move || match chat {
-                    Some(chat) => reader.search_events(chat, &request),
-                    None => reader.search_sessions(&request),
-                })
-                .await
-                .map_err(|e| CommandError::failed(format!("the search stopped: {e}")))?
-                .map_err(service_error)?;
-                Ok(to_value(&page))
-            }
-            // "Cite in this chat" (spec 30, A3): `{chat, hits: [{chat, seq}], visibility?}`.
-            "cite" => {
-                let chat = chat_id(&fields)?;
-                fields.remove("chat");
-                let request: CiteRequest = parse_fields(fields)?;
-                let cited = service
-                    .cite(chat, &request.hits, &request.visibility)
-                    .map_err(service_error)?;
-                Ok(to_value(&cited))
-            }
-            // "Start fresh chat" and the list's "New chat from handoff".
-            "newChatFromHandoff" => {
-                let from = chat_id(&fields)?;
-                let title = optional_str(&fields, "title")?
-                    .map(str::trim)
-                    .filter(|t| !t.is_empty());
-                let id = service
-                    .new_chat_from_handoff(from, title)
-                    .map_err(service_error)?;
-                Ok(json!({ "id": id }))
-            }
-            "rename" => {
-                let chat = chat_id(&fields)?;
-                let title = required_str(&fields, "title")?;
-                service.rename_chat(chat, title).map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            "delete" => {
-                service
-                    .delete_chat(chat_id(&fields)?)
-                    .map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            "history" => {
-                let chat = chat_id(&fields)?;
-                // A long chat's fold takes milliseconds of CPU under the log's lock: off
-                // the async workers, which also carry telemetry and the other chats.
-                let reader = service.clone();
-                let ((items, live), degraded) = tokio::task::spawn_blocking(move || {
-                    Ok::<_, ServiceError>((reader.history_live(chat)?, reader.degraded(chat)?))
-                })
-                .await
-                .map_err(|e| CommandError::failed(format!("reading the chat stopped: {e}")))?
-                .map_err(service_error)?;
-                Ok(to_value(&HistoryReply {
-                    items,
-                    running: live.is_some(),
-                    approvals: service.pending_approvals(chat),
-                    streaming: live.map(|l| StreamingText {
-                        text: l.text,
-                        end: l.streamed,
-                    }),
-                    degraded,
-                }))
-            }
-            "send" => {
-                let chat = chat_id(&fields)?;
-                let text = required_str(&fields, "text")?;
-                if text.trim().is_empty() {
-                    return Err(CommandError::invalid("text", "the message is empty"));
-                }
-                service.send(chat, text).await.map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            "retry" => {
-                service
-                    .retry(chat_id(&fields)?)
-                    .await
-                    .map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            "approve" => {
-                service
-                    .approve(chat_id(&fields)?, required_str(&fields, "callId")?)
-                    .map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            "deny" => {
-                let reason = optional_str(&fields, "reason")?;
-                service
-                    .deny(chat_id(&fields)?, required_str(&fields, "callId")?, reason)
-                    .map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            "approveAll" => {
-                service
-                    .approve_all(chat_id(&fields)?)
-                    .map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            "cancel" => {
-                service.cancel(chat_id(&fields)?);
-                Ok(Value::Null)
-            }
-            "getSettings" => {
-                let stored = self.settings.lock().await.clone();
-                Ok(self.settings_view(&stored))
-            }
-            "setSettings" => self.set_settings(fields).await,
-            // Read-only and content-free (numbers, booleans, closed enums): the Health view.
-            "health" => {
-                let retrieval = self.retrieval.clone();
-                let health = tokio::task::spawn_blocking(move || retrieval.health())
-                    .await
-                    .map_err(|e| {
-                        CommandError::failed(format!("reading the health stopped: {e}"))
-                    })?;
-                Ok(to_value(&health))
-            }
-            "listModels" => {
-                let models = service.list_models().await.map_err(service_error)?;
-                let models: Vec<ModelEntry> = models
-                    .into_iter()
-                    .map(|m| ModelEntry {
-                        id: m.id,
-                        display_name: m.display_name,
-                    })
-                    .collect();
-                Ok(to_value(&models))
-            }
-            "memoryList" | "memorySearch" | "memoryAdd" | "memoryEdit" | "memoryDelete"
-            | "memoryClear" => {
-                let answered = answered_proposal(&fields)?;
-                let result = self.memory_op(op.as_str(), fields).await?;
-                // A chip's answer is part of its chat's record, so it stays answered.
-                if let (Some((chat, about)), "memoryAdd") = (answered, op.as_str()) {
-                    let payload =
-                        json!({"about": about, "kept": true, "fact": result["fact"]["id"]});
-                    service
-                        .record(chat, MEMORY_ANSWERED, payload)
-                        .map_err(service_error)?;
-                }
-                Ok(result)
-            }
-            "memoryDismiss" => {
-                let (chat, about) = answered_proposal(&fields)?.ok_or_else(|| {
-                    CommandError::invalid("about", "which proposal (`chat` and `about`)")
-                })?;
-                service
-                    .record(
-                        chat,
-                        MEMORY_ANSWERED,
-                        json!({"about": about, "kept": false}),
-                    )
-                    .map_err(service_error)?;
-                Ok(Value::Null)
-            }
-            other => Err(CommandError::invalid(
-                "op",
-                format!(
-                    "unknown chat op `{other}`; expected one of list, create, newChatFromHandoff, rename, delete, \
-                     history, send, retry, approve, deny, approveAll, cancel, getSettings, \
-                     setSettings, listModels, health, memoryList, memorySearch, memoryAdd, \
-                     memoryEdit, memoryDelete, memoryClear, memoryDismiss"
-                ),
-            )),
-        }
-    }
-
-    /// The memory manager's ops. Every write is the person's (this door is the UI's, never
-    /// the model's); `memoryClear` needs `confirmed: true`, which the UI sends only after
-    /// the person confirmed in a dialog.
-    async fn memory_op(&self, op: &str, fields: Map<String, Value>) -> Result<Value, CommandError> {
-        let project = crate::memory::project_path(self.service.runtime()).await;
-        let memory = self.memory.clone();
-        let op = op.to_string();
-        tokio::task::spawn_blocking(move || memory_call(&memory, &op, &fields, project.as_deref()))
-            .await
-            .map_err(|e| CommandError::failed(format!("the memory stopped: {e}")))?
+        ops::dispatch(self, &op, fields).await
     }
 
     fn settings_view(&self, stored: &StoredSettings) -> Value {
@@ -535,99 +328,6 @@ impl ChatDoor {
 /// The log-only event that records a person's answer to a memory proposal:
 /// `{about, kept, fact?}` (`about` names the proposal: `call:<id>`, `seq:<n>`, `msg:<n>`).
 pub const MEMORY_ANSWERED: &str = "memory_answered";
-
-/// The proposal an op answers, when it names one (`chat` and `about`).
-fn answered_proposal(
-    fields: &Map<String, Value>,
-) -> Result<Option<(ChatId, String)>, CommandError> {
-    match fields.get("about") {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(about)) if !about.is_empty() && about.len() <= 200 => {
-            Ok(Some((chat_id(fields)?, about.clone())))
-        }
-        Some(_) => Err(CommandError::invalid(
-            "about",
-            "expected the proposal's key (a short string)",
-        )),
-    }
-}
-
-/// One memory-manager op on the store.
-fn memory_call(
-    memory: &Memory,
-    op: &str,
-    fields: &Map<String, Value>,
-    project: Option<&str>,
-) -> Result<Value, CommandError> {
-    use sextant_memory::Category;
-    let category = |fields: &Map<String, Value>| -> Result<Option<Category>, CommandError> {
-        match fields.get("category") {
-            None | Some(Value::Null) => Ok(None),
-            Some(v) => serde_json::from_value(v.clone()).map(Some).map_err(|_| {
-                CommandError::invalid(
-                    "category",
-                    "expected preference, correction, reference or project",
-                )
-            }),
-        }
-    };
-    let id = |fields: &Map<String, Value>| -> Result<i64, CommandError> {
-        // `fact`, not `id`: `id` is the request's own framing.
-        fields
-            .get("fact")
-            .and_then(Value::as_i64)
-            .ok_or_else(|| CommandError::invalid("fact", "expected a fact id (a number)"))
-    };
-    let failed = |e: sextant_memory::MemoryError| CommandError::invalid("text", e.to_string());
-    match op {
-        "memoryList" => {
-            let c = category(fields)?;
-            let facts = memory.with(|m| m.list(c)).map_err(failed)?;
-            Ok(json!({ "facts": facts }))
-        }
-        "memorySearch" => {
-            let query = required_str(fields, "query")?;
-            let facts = memory
-                .with(|m| m.search(query, project, 20))
-                .map_err(failed)?;
-            Ok(json!({ "facts": facts }))
-        }
-        "memoryAdd" => {
-            let c = category(fields)?
-                .ok_or_else(|| CommandError::invalid("category", "choose a category"))?;
-            let text = required_str(fields, "text")?;
-            let project = if c == Category::Project {
-                Some(project.ok_or_else(|| {
-                    CommandError::invalid("category", "a project fact needs an open, saved project")
-                })?)
-            } else {
-                None
-            };
-            let written = memory.with(|m| m.add(c, text, project)).map_err(failed)?;
-            Ok(to_value(&written))
-        }
-        "memoryEdit" => {
-            let (id, text) = (id(fields)?, required_str(fields, "text")?);
-            Ok(to_value(
-                &memory.with(|m| m.edit(id, text)).map_err(failed)?,
-            ))
-        }
-        "memoryDelete" => {
-            let id = id(fields)?;
-            Ok(json!({ "deleted": memory.with(|m| m.delete(id)).map_err(failed)? }))
-        }
-        "memoryClear" => {
-            if fields.get("confirmed") != Some(&Value::Bool(true)) {
-                return Err(CommandError::new(
-                    ErrorCode::NeedsConfirmation,
-                    "clearing the memory deletes every fact; ask the person, then send confirmed: true",
-                ));
-            }
-            Ok(json!({ "deleted": memory.with(|m| m.clear()).map_err(failed)? }))
-        }
-        _ => unreachable!("memory ops are matched by the caller"),
-    }
-}
 
 fn to_value<T: Serialize>(value: &T) -> Value {
     serde_json::to_value(value).expect("plain data serializes")
@@ -809,29 +509,6 @@ fn save_settings(path: &Path, settings: &StoredSettings, key: &[u8]) -> Result<(
     })
 }
 
-fn chat_id(fields: &Map<String, Value>) -> Result<ChatId, CommandError> {
-    fields
-        .get("chat")
-        .and_then(Value::as_i64)
-        .ok_or_else(|| CommandError::invalid("chat", "missing `chat` (a chat id, an integer)"))
-}
-
-fn required_str<'a>(fields: &'a Map<String, Value>, name: &str) -> Result<&'a str, CommandError> {
-    optional_str(fields, name)?
-        .ok_or_else(|| CommandError::invalid(name, format!("missing `{name}` (a string)")))
-}
-
-fn optional_str<'a>(
-    fields: &'a Map<String, Value>,
-    name: &str,
-) -> Result<Option<&'a str>, CommandError> {
-    match fields.get(name) {
-        None | Some(Value::Null) => Ok(None),
-        Some(Value::String(s)) => Ok(Some(s)),
-        Some(_) => Err(CommandError::invalid(name, "expected a string")),
-    }
-}
-
 /// What `cite` takes besides the citing chat.
 #[derive(Debug, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -840,18 +517,6 @@ pub struct CiteRequest {
     /// Which chats may be cited; every chat by default (the person's own archive).
     #[serde(default)]
     pub visibility: Visibility,
-}
-
-fn parse_fields<T: for<'de> Deserialize<'de>>(
-    fields: Map<String, Value>,
-) -> Result<T, CommandError> {
-    serde_path_to_error::deserialize(Value::Object(fields)).map_err(|e| {
-        let path = e.path().to_string();
-        CommandError::invalid(
-            if path == "." { "request" } else { &path },
-            e.inner().to_string(),
-        )
-    })
 }
 
 fn service_error(e: ServiceError) -> CommandError {
@@ -867,6 +532,8 @@ fn service_error(e: ServiceError) -> CommandError {
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     const KEY: [u8; 32] = [7; 32];

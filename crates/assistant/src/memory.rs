@@ -1,5 +1,7 @@
 //! The consented memory in the assistant: the store (in the assistant's data folder,
-//! opened on first use with the retrieval embedder) and the per-request index block.
+//! opened on first use with the retrieval embedder), the per-request index block, the
+//! model's one way in ([`ProposeDoor`]: a proposal, which keeps nothing) and the app's own
+//! proposals from the person's phrasing ([`PhraseProposer`]).
 //!
 //! The block is a [`PromptContributor`] after the cache breakpoint: memory changes often,
 //! and inside the cached prefix it would invalidate the whole cache. It is built only while
@@ -16,6 +18,7 @@ use sextant_commands::{Caller, Policy};
 use sextant_memory::{MemoryError, MemoryStore};
 
 use crate::context::Envelope;
+use crate::overlay::{Extra, Handler, Overlay};
 use crate::pipeline::BoxFuture;
 use crate::retrieval::Retrieval;
 use crate::seams::{Placement, PromptContributor};
@@ -120,21 +123,22 @@ impl PromptContributor for MemoryBlock {
 pub const PROPOSE: &str = "assistant.memory.propose";
 
 /// The commands as a turn with memory on sees them: the runtime's, plus [`PROPOSE`]. Only
-/// built while the `memory` setting is on, so with it off the tool does not exist.
-pub struct ProposeDoor {
-    inner: Commands,
-    specs: Vec<sextant_commands::CommandSpec>,
-}
+/// built while the `memory` setting is on, so with it off the tool does not exist. Offered to
+/// the model as a tool of its own, so discovery does not name it.
+pub type ProposeDoor = Overlay<Propose>;
+
+/// The memory's state as [`ProposeDoor`] needs it: none (a proposal keeps nothing).
+pub struct Propose;
 
 impl ProposeDoor {
     pub fn new(inner: Commands) -> ProposeDoor {
-        let mut specs = inner.specs().to_vec();
-        specs.push(sextant_commands::CommandSpec {
+        let spec = sextant_commands::CommandSpec {
             name: PROPOSE.to_string(),
-            description: "Proposes a fact for the person to remember (a preference, a correction, a \
+            description:
+                "Proposes a fact for the person to remember (a preference, a correction, a \
                           reference, or a fact of this project). Nothing is kept unless the person \
                           presses Remember on it."
-                .to_string(),
+                    .to_string(),
             tier: sextant_commands::Tier::Safe,
             params_schema: json!({
                 "type": "object",
@@ -153,8 +157,10 @@ impl ProposeDoor {
             }),
             dry_run: None,
             examples: Vec::new(),
-        });
-        ProposeDoor { inner, specs }
+        };
+        let propose: Handler<Propose> =
+            |_, params| Box::pin(async move { check_proposal(&params) });
+        Overlay::over(inner, Propose, vec![Extra::unlisted(spec, propose)])
     }
 }
 
@@ -185,47 +191,6 @@ fn check_proposal(
         ));
     }
     Ok(json!({ "queued": true }))
-}
-
-impl sextant_commands::CommandDoor for ProposeDoor {
-    fn specs(&self) -> &[sextant_commands::CommandSpec] {
-        &self.specs
-    }
-
-    fn assess(&self, command: &str, params: &serde_json::Value) -> Option<String> {
-        if command == PROPOSE {
-            return None;
-        }
-        self.inner.assess(command, params)
-    }
-
-    fn call<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: serde_json::Value,
-        policy: Policy,
-    ) -> sextant_commands::BoxFuture<'a, Result<serde_json::Value, sextant_commands::CommandError>>
-    {
-        if command == PROPOSE {
-            return Box::pin(async move { check_proposal(&params) });
-        }
-        self.inner.call(caller, command, params, policy)
-    }
-
-    fn call_approved<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: serde_json::Value,
-        policy: Policy,
-    ) -> sextant_commands::BoxFuture<'a, Result<serde_json::Value, sextant_commands::CommandError>>
-    {
-        if command == PROPOSE {
-            return Box::pin(async move { check_proposal(&params) });
-        }
-        self.inner.call_approved(caller, command, params, policy)
-    }
 }
 
 /// The structural event the app logs after a message that asks to be remembered

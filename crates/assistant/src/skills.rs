@@ -23,103 +23,19 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Deserialize;
 use serde_json::{json, Value};
-use sextant_commands::{Caller, CommandDoor, CommandError, CommandSpec, Policy, Tier};
+use sextant_commands::{CommandError, CommandSpec, Tier};
 
 use crate::chatlog::{kinds, Event, LoggedEvent};
+use crate::overlay::{Extra, Handler, Overlay};
 use crate::seams::InboundRouter;
 use crate::Commands;
 
 /// The command that loads a skill.
 pub const LOAD_SKILL: &str = "meta.loadSkill";
 
-/// A skill body's cap.
-pub const MAX_SKILL_BYTES: usize = 16 * 1024;
-
-/// The shipped skills: `(id, markdown)`. The body's first line is `# Title`, its first
-/// paragraph after that the one-line summary.
-pub const SKILLS: &[(&str, &str)] = &[
-    (
-        "tools-and-tiers",
-        include_str!("../skills/tools-and-tiers.md"),
-    ),
-    (
-        "project-basics",
-        include_str!("../skills/project-basics.md"),
-    ),
-    ("frame-parsers", include_str!("../skills/frame-parsers.md")),
-    ("transforms", include_str!("../skills/transforms.md")),
-    (
-        "dashboard-layout",
-        include_str!("../skills/dashboard-layout.md"),
-    ),
-    (
-        "connecting-devices",
-        include_str!("../skills/connecting-devices.md"),
-    ),
-    ("mqtt", include_str!("../skills/mqtt.md")),
-    ("can-modbus", include_str!("../skills/can-modbus.md")),
-    (
-        "recording-replay",
-        include_str!("../skills/recording-replay.md"),
-    ),
-    ("debugging", include_str!("../skills/debugging.md")),
-    (
-        "serial-studio-import",
-        include_str!("../skills/serial-studio-import.md"),
-    ),
-    (
-        "actions-and-console",
-        include_str!("../skills/actions-and-console.md"),
-    ),
-];
-
-/// The trigger table as shipped.
-pub const TRIGGERS: &str = include_str!("../skill-triggers.json");
-
-/// A skill's body.
-pub fn body(id: &str) -> Option<&'static str> {
-    SKILLS.iter().find(|(s, _)| *s == id).map(|(_, b)| *b)
-}
-
-/// A skill's title (its `# ` line).
-pub fn title(id: &str) -> Option<&'static str> {
-    body(id).map(|b| {
-        b.lines()
-            .next()
-            .unwrap_or("")
-            .trim_start_matches('#')
-            .trim()
-    })
-}
-
-/// A skill's one-line summary (its first paragraph after the title).
-pub fn summary(id: &str) -> &'static str {
-    body(id)
-        .and_then(|b| {
-            b.lines()
-                .skip(1)
-                .map(str::trim)
-                .find(|l| !l.is_empty() && !l.starts_with('#'))
-        })
-        .unwrap_or("")
-}
-
-/// What [`budgeted`] ends a shortened body with.
-const SHORTENED: &str = "\n\n(Shortened to fit this model's context.)";
-
-/// `body` cut to at most `max` bytes at a line break, saying so.
-pub fn budgeted(body: &str, max: usize) -> String {
-    if body.len() <= max {
-        return body.to_string();
-    }
-    let note = SHORTENED;
-    let mut end = max.saturating_sub(note.len());
-    while !body.is_char_boundary(end) {
-        end -= 1;
-    }
-    let end = body[..end].rfind('\n').unwrap_or(end);
-    format!("{}{note}", body[..end].trim_end())
-}
+pub use crate::skill_texts::{
+    body, budgeted, is_app_text, summary, title, MAX_SKILL_BYTES, SKILLS, TRIGGERS,
+};
 
 /// The spec of `meta.loadSkill`.
 fn load_skill_spec() -> CommandSpec {
@@ -151,29 +67,6 @@ fn load_skill_spec() -> CommandSpec {
     }
 }
 
-/// Whether `content` is a skill load's result exactly as the app makes it: `{name, title,
-/// body}` of a shipped skill, the body whole or shortened by [`budgeted`]. Only such a result
-/// is the app's own text, shown to the model outside the envelope; anything else a
-/// `meta_loadSkill` call got back (an error, which may quote the model's words, a result
-/// rewritten on the way) is data.
-pub fn is_app_text(content: &str) -> bool {
-    let Ok(value) = serde_json::from_str::<Value>(content) else {
-        return false;
-    };
-    let (Some(name), Some(text)) = (value["name"].as_str(), value["body"].as_str()) else {
-        return false;
-    };
-    let Some(full) = body(name) else {
-        return false;
-    };
-    value.as_object().map(|o| o.len()) == Some(3)
-        && value["title"].as_str() == title(name)
-        && (text == full
-            || text
-                .strip_suffix(SHORTENED)
-                .is_some_and(|kept| full.starts_with(kept)))
-}
-
 fn load_skill(params: &Value) -> Result<Value, CommandError> {
     let name = params["name"].as_str().unwrap_or_default();
     // The error never repeats the name asked for: it is the model's text (perhaps copied
@@ -195,91 +88,19 @@ fn load_skill(params: &Value) -> Result<Value, CommandError> {
 }
 
 /// The commands with `meta.loadSkill` added (and listed by `meta.listCommands`).
-pub struct SkillDoor {
-    inner: Commands,
-    specs: Vec<CommandSpec>,
-}
+pub type SkillDoor = Overlay<LoadSkill>;
+
+/// The skills' state as [`SkillDoor`] needs it: none (the bodies are compiled in).
+pub struct LoadSkill;
 
 impl SkillDoor {
     pub fn new(inner: Commands) -> SkillDoor {
-        let mut specs = inner.specs().to_vec();
-        specs.push(load_skill_spec());
-        SkillDoor { inner, specs }
-    }
-
-    fn answer<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: Value,
-        policy: Policy,
-        approved: bool,
-    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
-        Box::pin(async move {
-            match command {
-                LOAD_SKILL => load_skill(&params),
-                "meta.describeCommand" if params["name"] == LOAD_SKILL => {
-                    Ok(serde_json::to_value(load_skill_spec()).expect("a spec serializes"))
-                }
-                _ => {
-                    let prefix = params["prefix"].as_str().map(str::to_string);
-                    let mut value = if approved {
-                        self.inner
-                            .call_approved(caller, command, params, policy)
-                            .await?
-                    } else {
-                        self.inner.call(caller, command, params, policy).await?
-                    };
-                    // The list names the skills too, under the command that loads them.
-                    if command == "meta.listCommands"
-                        && prefix.as_deref().is_none_or(|p| LOAD_SKILL.starts_with(p))
-                    {
-                        if let Value::Array(list) = &mut value {
-                            let spec = load_skill_spec();
-                            list.push(json!({
-                                "name": spec.name,
-                                "tier": spec.tier,
-                                "summary": spec.description,
-                            }));
-                        }
-                    }
-                    Ok(value)
-                }
-            }
-        })
-    }
-}
-
-impl CommandDoor for SkillDoor {
-    fn specs(&self) -> &[CommandSpec] {
-        &self.specs
-    }
-
-    fn assess(&self, command: &str, params: &Value) -> Option<String> {
-        if command == LOAD_SKILL {
-            return None;
-        }
-        self.inner.assess(command, params)
-    }
-
-    fn call<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: Value,
-        policy: Policy,
-    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
-        self.answer(caller, command, params, policy, false)
-    }
-
-    fn call_approved<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: Value,
-        policy: Policy,
-    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
-        self.answer(caller, command, params, policy, true)
+        let load: Handler<LoadSkill> = |_, params| Box::pin(async move { load_skill(&params) });
+        Overlay::over(
+            inner,
+            LoadSkill,
+            vec![Extra::listed(load_skill_spec(), load)],
+        )
     }
 }
 

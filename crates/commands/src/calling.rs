@@ -3,7 +3,8 @@
 //! (the assistant, MCP) talks to.
 //!
 //! A door needs only this: the command specs (to list tools), the question a call needs a
-//! person's yes to (to ask before calling), and a way to call with or without that yes.
+//! person's yes to (to ask before calling), and one way to call, with or without that yes
+//! ([`CommandDoor::call_as`]; `call` and `call_approved` are provided from it).
 //! Depending on the trait rather than on the workspace runtime keeps a door free of
 //! everything behind it – device drivers, the sessions database – and lets its tests drive
 //! it with any implementation.
@@ -38,24 +39,15 @@ impl<T: CommandDoor + ?Sized> CommandDoor for std::sync::Arc<T> {
         (**self).assess(command, params)
     }
 
-    fn call<'a>(
+    fn call_as<'a>(
         &'a self,
         caller: Caller,
         command: &'a str,
         params: Value,
         policy: Policy,
+        approved: bool,
     ) -> BoxFuture<'a, Result<Value, CommandError>> {
-        (**self).call(caller, command, params, policy)
-    }
-
-    fn call_approved<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: Value,
-        policy: Policy,
-    ) -> BoxFuture<'a, Result<Value, CommandError>> {
-        (**self).call_approved(caller, command, params, policy)
+        (**self).call_as(caller, command, params, policy, approved)
     }
 }
 
@@ -69,6 +61,19 @@ pub trait CommandDoor: Send + Sync {
     /// tier alone decides. The owner checks again when the call runs.
     fn assess(&self, command: &str, params: &Value) -> Option<String>;
 
+    /// Calls `command` under `policy`; `approved` says a person said yes to this very call.
+    /// The one call a door implements: [`call`](Self::call) and
+    /// [`call_approved`](Self::call_approved) are this with the answer spelt out, so a door
+    /// that wraps another forwards one method, not two that differ by a flag.
+    fn call_as<'a>(
+        &'a self,
+        caller: Caller,
+        command: &'a str,
+        params: Value,
+        policy: Policy,
+        approved: bool,
+    ) -> BoxFuture<'a, Result<Value, CommandError>>;
+
     /// Calls `command` under `policy`; nobody was asked.
     fn call<'a>(
         &'a self,
@@ -76,7 +81,9 @@ pub trait CommandDoor: Send + Sync {
         command: &'a str,
         params: Value,
         policy: Policy,
-    ) -> BoxFuture<'a, Result<Value, CommandError>>;
+    ) -> BoxFuture<'a, Result<Value, CommandError>> {
+        self.call_as(caller, command, params, policy, false)
+    }
 
     /// Calls `command` after a person said yes to this very call.
     fn call_approved<'a>(
@@ -85,5 +92,7 @@ pub trait CommandDoor: Send + Sync {
         command: &'a str,
         params: Value,
         policy: Policy,
-    ) -> BoxFuture<'a, Result<Value, CommandError>>;
+    ) -> BoxFuture<'a, Result<Value, CommandError>> {
+        self.call_as(caller, command, params, policy, true)
+    }
 }

@@ -371,26 +371,21 @@ impl sextant_commands::CommandDoor for RuntimeHandle {
         RuntimeHandle::assess(self, command, params)
     }
 
-    fn call<'a>(
+    fn call_as<'a>(
         &'a self,
         caller: Caller,
         command: &'a str,
         params: Value,
         policy: Policy,
+        approved: bool,
     ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
-        Box::pin(RuntimeHandle::call(self, caller, command, params, policy))
-    }
-
-    fn call_approved<'a>(
-        &'a self,
-        caller: Caller,
-        command: &'a str,
-        params: Value,
-        policy: Policy,
-    ) -> sextant_commands::BoxFuture<'a, Result<Value, CommandError>> {
-        Box::pin(RuntimeHandle::call_approved(
-            self, caller, command, params, policy,
-        ))
+        if approved {
+            Box::pin(RuntimeHandle::call_approved(
+                self, caller, command, params, policy,
+            ))
+        } else {
+            Box::pin(RuntimeHandle::call(self, caller, command, params, policy))
+        }
     }
 }
 

@@ -53,7 +53,7 @@ pub const COMPACTION_SOURCE: &str = "compaction_summary";
 
 /// Tools whose results may be the app's own text (a skill is instructions the model should
 /// follow, not data), so they are not enveloped – when the result is a skill exactly as the
-/// app makes it ([`crate::skills::is_app_text`]); an error or any other text is.
+/// app makes it ([`crate::skill_texts::is_app_text`]); an error or any other text is.
 const APP_TEXT_TOOLS: &[&str] = &["meta_loadSkill", "meta.loadSkill"];
 
 /// The result the model sees for a call that never got one.
@@ -448,7 +448,7 @@ impl Fold {
     /// anything else such a call got back are enveloped.
     fn enveloped_result(&self, id: &str, content: &str, is_error: bool) -> String {
         let name = self.names.get(id).map_or("", String::as_str);
-        if APP_TEXT_TOOLS.contains(&name) && !is_error && crate::skills::is_app_text(content) {
+        if APP_TEXT_TOOLS.contains(&name) && !is_error && crate::skill_texts::is_app_text(content) {
             return content.to_string();
         }
         let body = if is_error {
