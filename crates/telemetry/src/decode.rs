@@ -3,6 +3,10 @@
 //! This follows Serial Studio so imported scripts run unchanged: "hex" and "base64" hand
 //! the parser the payload's bytes *spelled* as a hex or base64 string, "binary" hands it
 //! the bytes themselves. COBS and SLIP undo their byte stuffing and hand over bytes.
+//!
+//! COBS and SLIP sit here, not in framing: they are byte stuffing over a frame that the
+//! ordinary end-delimiter framer (`00` or `C0`) already finds, so they compose with any
+//! parser (usually a binary layout) instead of being parsers of their own.
 
 use std::borrow::Cow;
 
