@@ -90,6 +90,19 @@ fn wire_schema() -> Value {
             .subschema_for::<sextant_retrieval::diagnostics::Health>()
             .to_value(),
     );
+    // The recorded sessions as `sessions.list` and the recorder report them.
+    properties.insert(
+        "session".into(),
+        generator
+            .subschema_for::<sextant_sessions::SessionSummary>()
+            .to_value(),
+    );
+    properties.insert(
+        "writerReport".into(),
+        generator
+            .subschema_for::<sextant_sessions::writer::WriterReport>()
+            .to_value(),
+    );
     // Every assistant mechanism's setting, by name: the panel's toggles are typed by it,
     // so a mechanism without a toggle does not compile.
     properties.insert(

@@ -653,6 +653,8 @@ export interface Wire {
   memoryFact: Fact;
   memoryWritten: Written;
   retrievalHealth: Health;
+  session: SessionSummary;
+  writerReport: WriterReport;
   mechanisms: Mechanisms;
   importReportLine: ImportReportLine;
 }
@@ -1549,6 +1551,83 @@ export interface ProcessGauges {
   providerDeadline: number;
   providerAborted: number;
   providerLateSettled: number;
+}
+/**
+ * One session in a list.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SessionSummary".
+ */
+export interface SessionSummary {
+  id: number;
+  title: string;
+  /**
+   * Wall-clock start, milliseconds since the Unix epoch.
+   */
+  startedUnixMs: number;
+  /**
+   * Wall-clock end (ms); absent while recording, or when the recording was cut short
+   * (a crash): what was committed until then is still there.
+   */
+  endedUnixMs?: number | null;
+  tags: string[];
+  /**
+   * Raw chunks recorded.
+   */
+  chunks: number;
+  /**
+   * Raw bytes recorded.
+   */
+  bytes: number;
+  /**
+   * Parsed frames recorded.
+   */
+  frames: number;
+  /**
+   * Raw chunks the recorder could not keep up with.
+   */
+  droppedChunks: number;
+  /**
+   * Parsed frames the recorder could not keep up with.
+   */
+  droppedFrames: number;
+  /**
+   * From the first to the last recorded timestamp, in seconds.
+   */
+  durationS: number;
+}
+/**
+ * A writer's counts, live or final.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "WriterReport".
+ */
+export interface WriterReport {
+  id: number;
+  /**
+   * Raw chunks committed.
+   */
+  chunks: number;
+  /**
+   * Raw bytes committed.
+   */
+  bytes: number;
+  /**
+   * Parsed frames committed.
+   */
+  frames: number;
+  /**
+   * Raw chunks lost because the writer could not keep up.
+   */
+  droppedChunks: number;
+  /**
+   * Parsed frames lost because the writer could not keep up.
+   */
+  droppedFrames: number;
+  /**
+   * Batches that failed to commit (their rows count as dropped).
+   */
+  errors: number;
 }
 /**
  * The assistant's mechanisms, each its own persisted setting (spec 20, "Settings"), all on

@@ -1,27 +1,10 @@
-/** Shapes of the sessions.* results (docs/commands.md: SessionSummary, WriterReport). */
-export interface Session {
-  id: number;
-  title: string;
-  startedUnixMs: number;
-  endedUnixMs?: number | null;
-  tags: string[];
-  chunks: number;
-  bytes: number;
-  frames: number;
-  droppedChunks: number;
-  droppedFrames: number;
-  durationS: number;
-}
+/** Shapes of the sessions.* results: a session and the recorder's report are generated
+ *  from the Rust types (`sextant_sessions::SessionSummary`, `WriterReport`); the listing
+ *  is the `sessions.list` result that holds them. */
+import type { SessionSummary, WriterReport } from "../../lib/wire/types.gen";
 
-export interface WriterReport {
-  id: number;
-  chunks: number;
-  bytes: number;
-  frames: number;
-  droppedChunks: number;
-  droppedFrames: number;
-  errors: number;
-}
+export type Session = SessionSummary;
+export type { WriterReport };
 
 export interface Listing {
   database?: string | null;
