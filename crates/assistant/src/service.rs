@@ -16,262 +16,48 @@
 //! turns appending to one log would interleave their calls and results.
 
 use std::collections::HashMap;
-use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 use serde_json::Value;
 use sextant_commands::CommandDoor;
-use sextant_commands::{Policy, Tier};
-use sextant_providers::capabilities::{self, Capabilities, ToolSupport};
-use sextant_providers::{
-    AnthropicClient, AnthropicConfig, Api, ApiKey, Client, ModelInfo, OpenAiClient, OpenAiConfig,
-    ProviderError, StopReason,
-};
+use sextant_commands::Tier;
+use sextant_providers::capabilities::{self, ToolSupport};
+use sextant_providers::{Client, ModelInfo, ProviderError, StopReason};
 
 use crate::Commands;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::archive_tools::{self, ArchiveDoor};
 use crate::chatlog::cite::Cited;
 use crate::chatlog::{
     kinds, ChatId, ChatLog, ChatLogError, ChatSummary, CitedBy, Event, HitRef, SearchPage,
     SearchRequest, UiItem, Visibility,
 };
-use crate::compaction::TopicCompaction;
-use crate::compress::{CompressToolResults, ReferenceReads, SupersededReads};
-use crate::context::{Envelope, DOCS_TEXT};
+use crate::context::Envelope;
 use crate::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
     TurnReport, UnloggedText,
 };
-use crate::focus::{self, Language, TopicNote};
 use crate::handoff;
-use crate::intent::Intents;
-use crate::memory::{Memory, MemoryBlock, PhraseProposer, ProposeDoor, PROPOSE};
+use crate::mechanisms::{self, TurnInputs, TurnParts, TurnServices};
+use crate::memory::Memory;
 use crate::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
     ResultStatus, RuntimeExecutor,
 };
 use crate::probe::{self, Compliance};
-use crate::seams::{Contributors, DocsBlock, LiveStateBlock, PromptContributor, RoleBlock, Seams};
-use crate::skills::{self, SkillDoor, SkillRouter, Triggers};
+use crate::seams::{Contributors, RoleBlock, Seams};
 use crate::tools::{ToolSet, ToolsError, DISCOVERY, ESSENTIAL};
-use crate::verify;
 
 /// How many events a subscriber may fall behind before it misses some (it then gets
 /// `RecvError::Lagged` and should re-read [`ChatService::history`]).
 const EVENT_CAPACITY: usize = 1024;
 
-/// Which wire format the provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "kebab-case")]
-pub enum ProviderKind {
-    Anthropic,
-    /// Chat Completions: OpenAI, Ollama, llama.cpp, vLLM, LM Studio, OpenRouter, …
-    OpenaiCompatible,
-}
-
-/// The assistant's mechanisms, each its own persisted setting (spec 20, "Settings"), all on
-/// by default. Off means absent: a mechanism that is off is not built for the turn and adds
-/// zero bytes to its requests.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(rename_all = "camelCase", default)]
-pub struct Mechanisms {
-    /// Spec 20 §2: the consented memory's index in every request (when there is a store).
-    pub memory: bool,
-    /// Spec 20 §1: the sentinel instruction, its strip and its verdicts.
-    pub context_probe: bool,
-    /// Spec 20 §3: a chat started from another carries that chat's digest.
-    pub handoff_seeding: bool,
-    /// Spec 20 §5: each successful edit is checked by a Safe command, in the same result.
-    pub auto_verify: bool,
-    /// Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
-    pub skill_routing: bool,
-    /// Spec 30 A2–A3: the model can search this project's chats and cite them.
-    pub archive_tools: bool,
-    /// Spec 40 §1: the focus section in the role block (cached, in the UI's language).
-    pub focus_prompt: bool,
-    /// Spec 40 §2: the model is shown only the tools of the message's intent.
-    pub intent_narrowing: bool,
-    /// Spec 40 §4: big tool results are shown to the model compressed (the log keeps them).
-    pub tool_result_compression: bool,
-    /// Spec 40 §3: over budget, the older history is summarized keeping its topics
-    /// (instead of the oldest messages being dropped).
-    pub topic_compaction: bool,
-    /// Spec 40 §5: a soft note when the person switched topics.
-    pub topic_marker: bool,
-}
-
-impl Default for Mechanisms {
-    fn default() -> Self {
-        Mechanisms {
-            memory: true,
-            context_probe: true,
-            handoff_seeding: true,
-            auto_verify: true,
-            skill_routing: true,
-            archive_tools: true,
-            focus_prompt: true,
-            intent_narrowing: true,
-            tool_result_compression: true,
-            topic_compaction: true,
-            topic_marker: true,
-        }
-    }
-}
-
-impl ProviderKind {
-    /// The stored name (`anthropic`, `openai-compatible`).
-    pub fn name(self) -> &'static str {
-        match self {
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::OpenaiCompatible => "openai-compatible",
-        }
-    }
-}
-
-/// Whether tools are offered as a JSON schema the reply must match (spec: weak model
-/// first). `Auto`: on for a local OpenAI-compatible server whose model the capability
-/// table says to constrain (and for unknown local models), off for cloud providers.
-#[derive(
-    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
-)]
-#[serde(rename_all = "camelCase")]
-pub enum ConstrainedCalls {
-    #[default]
-    Auto,
-    On,
-    Off,
-}
-
-/// The user's assistant settings. `Debug` never shows the API key.
-#[derive(Clone, PartialEq, Serialize, Deserialize)]
-#[serde(rename_all = "camelCase")]
-pub struct ServiceSettings {
-    pub provider: ProviderKind,
-    /// Anthropic: without `/v1`; OpenAI-compatible: with the version path.
-    pub base_url: String,
-    pub model: String,
-    /// Held in memory only; never serialized, so a door echoing settings cannot leak it.
-    #[serde(skip_serializing, default)]
-    pub api_key: Option<String>,
-    pub auto_approve_edits: bool,
-    pub allow_device_control: bool,
-    /// Spec 20: the docs block in the system prompt.
-    pub docs_block: bool,
-    /// Spec 20: the live state block (project summary, connection status) in every turn.
-    pub live_state: bool,
-    /// Which of the assistant's mechanisms are on.
-    pub mechanisms: Mechanisms,
-    /// The UI's language: the language of Sextant's own text in a request (focus, notes).
-    pub language: Language,
-    /// Tools as a JSON schema the reply must match (OpenAI-compatible servers only).
-    pub constrained_calls: ConstrainedCalls,
-    /// How long an approval prompt waits for an answer before the call is denied.
-    pub approval_timeout: Duration,
-    /// Silence from the server after which the panel hears `waiting` (and again as often).
-    pub stall_notice: Duration,
-}
-
-impl ServiceSettings {
-    pub fn new(
-        provider: ProviderKind,
-        base_url: impl Into<String>,
-        model: impl Into<String>,
-    ) -> Self {
-        ServiceSettings {
-            provider,
-            base_url: base_url.into(),
-            model: model.into(),
-            api_key: None,
-            auto_approve_edits: false,
-            allow_device_control: false,
-            docs_block: true,
-            live_state: true,
-            mechanisms: Mechanisms::default(),
-            language: Language::En,
-            constrained_calls: ConstrainedCalls::Auto,
-            approval_timeout: Duration::from_secs(300),
-            stall_notice: Duration::from_secs(10),
-        }
-    }
-
-    /// What the configured model can do (the capability table; unknown models get the
-    /// defaults of their kind of endpoint).
-    pub fn capabilities(&self) -> Capabilities {
-        match self.provider {
-            ProviderKind::Anthropic => capabilities::lookup(Api::Anthropic, false, &self.model),
-            ProviderKind::OpenaiCompatible => capabilities::lookup(
-                Api::OpenAi,
-                capabilities::is_local(&self.base_url),
-                &self.model,
-            ),
-        }
-    }
-
-    /// Whether this turn's tools go as a JSON schema (see [`ConstrainedCalls`]).
-    pub fn constrained(&self) -> bool {
-        self.provider == ProviderKind::OpenaiCompatible
-            && match self.constrained_calls {
-                ConstrainedCalls::On => true,
-                ConstrainedCalls::Off => false,
-                ConstrainedCalls::Auto => {
-                    capabilities::is_local(&self.base_url) && self.capabilities().constrain
-                }
-            }
-    }
-
-    fn policy(&self) -> Policy {
-        Policy {
-            auto_approve_edits: self.auto_approve_edits,
-            allow_device_control: self.allow_device_control,
-            non_interactive: false,
-            // The assistant never gets a standing yes: a program or a file outside the
-            // user's folders is always a person's call, each time.
-            allow_process_sources: false,
-            paths_from_person: false,
-        }
-    }
-
-    fn client(&self) -> Result<Client, ProviderError> {
-        let key = self.api_key.clone().map(ApiKey::new);
-        Ok(match self.provider {
-            ProviderKind::Anthropic => {
-                let mut config = AnthropicConfig::new(key.unwrap_or_else(|| ApiKey::new("")));
-                config.base_url = self.base_url.clone();
-                Client::Anthropic(AnthropicClient::new(config)?)
-            }
-            ProviderKind::OpenaiCompatible => {
-                Client::OpenAi(OpenAiClient::new(OpenAiConfig::new(&self.base_url, key))?)
-            }
-        })
-    }
-}
-
-impl fmt::Debug for ServiceSettings {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.debug_struct("ServiceSettings")
-            .field("provider", &self.provider)
-            .field("base_url", &self.base_url)
-            .field("model", &self.model)
-            .field("api_key", &self.api_key.as_ref().map(|_| "<redacted>"))
-            .field("auto_approve_edits", &self.auto_approve_edits)
-            .field("allow_device_control", &self.allow_device_control)
-            .field("docs_block", &self.docs_block)
-            .field("live_state", &self.live_state)
-            .field("mechanisms", &self.mechanisms)
-            .field("language", &self.language)
-            .field("constrained_calls", &self.constrained_calls)
-            .field("approval_timeout", &self.approval_timeout)
-            .field("stall_notice", &self.stall_notice)
-            .finish()
-    }
-}
+pub use crate::settings::{ConstrainedCalls, Mechanisms, ProviderKind, ServiceSettings};
 
 /// One event of one chat, as doors forward it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -1024,6 +810,8 @@ impl ChatService {
         Ok(TurnHandle { chat, task })
     }
 
+    /// Builds a turn by walking the mechanism table stage by stage
+    /// ([`crate::mechanisms`]): what is off is never asked, so it adds zero bytes.
     async fn prepare(
         &self,
         chat: ChatId,
@@ -1035,10 +823,34 @@ impl ChatService {
         fresh: bool,
     ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
         let events = lock(&self.inner.log).events(chat)?;
-        let mut turn = self.assemble(chat, settings, message, fresh, &events).await;
-        let turn_settings = turn_settings(settings);
-        self.sized_seams(&mut turn, settings, &turn_settings, &events, fresh)
-            .await;
+        let cx = TurnInputs {
+            service: self,
+            chat,
+            settings,
+            message,
+            fresh,
+            events: &events,
+        };
+        let mut role = RoleBlock {
+            focus: None,
+            probe_instruction: None,
+        };
+        for m in mechanisms::on(settings) {
+            m.role(&cx, &mut role);
+        }
+        let mut turn = TurnParts {
+            contributors: vec![Arc::new(role)],
+            seams: Seams::default(),
+            commands: self.inner.runtime.clone(),
+            offered: ESSENTIAL.iter().chain(DISCOVERY).copied().collect(),
+        };
+        for m in mechanisms::on(settings) {
+            m.assemble(&cx, &mut turn).await;
+        }
+        let request = turn_settings(settings);
+        for m in mechanisms::on(settings) {
+            m.sized(&cx, &mut turn, &request).await;
+        }
         let TurnParts {
             contributors,
             mut seams,
@@ -1048,169 +860,9 @@ impl ChatService {
         let system = Arc::new(Contributors::new(contributors, Envelope::random()));
         let tools = ToolSet::with_commands(commands.specs(), &offered)?;
         let prompt = Prompt::new(system.system().await, tools.definitions().to_vec());
-        // A result's share is of the whole request: the system blocks and tools count too.
-        if settings.mechanisms.tool_result_compression {
-            compression_seams(&mut seams, &commands, &prompt);
+        for m in mechanisms::on(settings) {
+            m.history(&mut seams, &commands, &prompt);
         }
-        let pipeline = self.pipeline(chat, settings, approve_confirm, &commands);
-        let conversation = Conversation::new(
-            settings.client()?,
-            self.inner.log.clone(),
-            chat,
-            Arc::new(pipeline),
-            CallerInfo::assistant(settings.policy()),
-            turn_settings,
-        )
-        .with_tools(Arc::new(tools))
-        .with_seams(seams)
-        .with_system_source(system)
-        .with_unlogged_text(unlogged);
-        Ok((conversation, prompt))
-    }
-
-    /// The system array's contributors, the doors (the model's commands) and the tools
-    /// offered, and the seams that need nothing but the message and the log – what is off
-    /// is not built (zero bytes).
-    async fn assemble(
-        &self,
-        chat: ChatId,
-        settings: &ServiceSettings,
-        message: &str,
-        fresh: bool,
-        events: &[crate::chatlog::LoggedEvent],
-    ) -> TurnParts {
-        let runtime = &self.inner.runtime;
-        let on = settings.mechanisms;
-        let mut turn = TurnParts {
-            contributors: vec![Arc::new(RoleBlock {
-                focus: on
-                    .focus_prompt
-                    .then(|| focus::focus_section(settings.language)),
-                probe_instruction: on.context_probe.then(|| probe::INSTRUCTION.to_string()),
-            })],
-            seams: Seams::default(),
-            commands: runtime.clone(),
-            offered: ESSENTIAL.iter().chain(DISCOVERY).copied().collect(),
-        };
-        if settings.docs_block {
-            turn.contributors
-                .push(Arc::new(DocsBlock(DOCS_TEXT.to_string())));
-        }
-        if settings.live_state {
-            turn.contributors.push(Arc::new(LiveStateBlock {
-                commands: runtime.clone(),
-                chat,
-            }));
-        }
-        // Memory on: its index in every request, its propose command among the tools, and
-        // the app's own proposals from the person's phrasing. Off: none of them is built.
-        if on.memory {
-            if let Some(memory) = lock(&self.inner.memory).clone() {
-                turn.contributors.push(Arc::new(MemoryBlock {
-                    memory,
-                    commands: runtime.clone(),
-                    message: message.to_string(),
-                    chat,
-                }));
-                turn.commands = Arc::new(ProposeDoor::new(runtime.clone()));
-                turn.offered.push(PROPOSE);
-                turn.seams.inbound.push(Arc::new(PhraseProposer::shipped()));
-            }
-        }
-        // Staying on topic (spec 40): the intent's tools, compressed big results, and a
-        // note when the person just switched topics.
-        if on.intent_narrowing || on.topic_marker {
-            let intents = Intents::shipped();
-            if on.intent_narrowing {
-                turn.seams.tools.push(Arc::new(intents.narrowing(message)));
-            }
-            if on.topic_marker {
-                if let Some(note) = TopicNote::for_turn(
-                    &intents,
-                    events,
-                    fresh.then_some(message),
-                    settings.language,
-                ) {
-                    turn.contributors.push(Arc::new(note));
-                }
-            }
-        }
-        if on.topic_compaction {
-            turn.seams.compaction = Some(Arc::new(TopicCompaction));
-        }
-        // The seed of a chat started from another, frozen in its log.
-        if on.handoff_seeding {
-            if let Some(seed) = handoff::seed(events) {
-                turn.contributors.push(Arc::new(handoff::block(seed)));
-            }
-        }
-        // Skills: `meta.loadSkill` is always among the discovery tools; routing loads one
-        // for the model when the message names its domain.
-        turn.commands = Arc::new(SkillDoor::new(turn.commands));
-        turn.offered.push(skills::LOAD_SKILL);
-        // The archive, seen from the project open now: the model's visibility.
-        if on.archive_tools {
-            let project = self.open_project().await;
-            turn.commands = Arc::new(ArchiveDoor::new(
-                turn.commands,
-                self.inner.log.clone(),
-                chat,
-                project,
-            ));
-            turn.offered
-                .extend([archive_tools::SEARCH, archive_tools::CITE]);
-        }
-        turn
-    }
-
-    /// The seams sized by what the model can do (the skill router's share of the history
-    /// budget), the tools notice, and the probe's display and verdict.
-    async fn sized_seams(
-        &self,
-        turn: &mut TurnParts,
-        settings: &ServiceSettings,
-        turn_settings: &Settings,
-        events: &[crate::chatlog::LoggedEvent],
-        fresh: bool,
-    ) {
-        let on = settings.mechanisms;
-        // Tools sent natively to a server whose template drops them never reach the model:
-        // the chat says so (once) instead of the model pretending it did something.
-        if !turn_settings.constrained_tools && fresh {
-            if let Some(notice) = self.tools_unavailable(settings, events).await {
-                turn.seams.inbound.push(Arc::new(notice));
-            }
-        }
-        if on.skill_routing {
-            turn.seams.inbound.push(Arc::new(SkillRouter {
-                triggers: Triggers::shipped(),
-                loaded: skills::loaded(events),
-                // At most a quarter of the history budget (about 4 bytes a token).
-                max_body_bytes: turn_settings
-                    .history_budget_tokens
-                    .min(skills::MAX_SKILL_BYTES),
-            }));
-        }
-        // The probe: its instruction is in the role block; here its strip on every
-        // streamed reply and its verdict on every final one.
-        if on.context_probe {
-            turn.seams.display.push(Arc::new(probe::ProbeDisplay));
-            turn.seams.verdict.push(Arc::new(probe::ProbeEvaluator {
-                compliance: lock(&self.inner.compliance).clone(),
-                key: probe::model_key(settings.provider.name(), &settings.model),
-            }));
-        }
-    }
-
-    /// The tool pipeline: tiers, the person's approvals and, when on, auto-verify inside
-    /// the checkpoint (the check runs after the edit, before its result is kept).
-    fn pipeline(
-        &self,
-        chat: ChatId,
-        settings: &ServiceSettings,
-        approve_confirm: Arc<AtomicBool>,
-        commands: &Commands,
-    ) -> Pipeline {
         let approver = UiApprover {
             inner: self.inner.clone(),
             chat,
@@ -1220,17 +872,22 @@ impl ChatService {
         let mut pipeline = Pipeline::new(RuntimeExecutor::new(commands.clone()))
             .approver(approver)
             .with_safety_tiers(commands.clone());
-        if settings.mechanisms.auto_verify {
-            match verify::check_table(commands.specs()) {
-                Ok(()) => {
-                    pipeline = pipeline.wrap(verify::AutoVerify {
-                        commands: commands.clone(),
-                    })
-                }
-                Err(e) => tracing::error!(target: "assistant", "auto-verify is off: {e}"),
-            }
+        for m in mechanisms::on(settings) {
+            pipeline = m.pipeline(pipeline, &commands);
         }
-        pipeline
+        let conversation = Conversation::new(
+            settings.client()?,
+            self.inner.log.clone(),
+            chat,
+            Arc::new(pipeline),
+            CallerInfo::assistant(settings.policy()),
+            request,
+        )
+        .with_tools(Arc::new(tools))
+        .with_seams(seams)
+        .with_system_source(system)
+        .with_unlogged_text(unlogged);
+        Ok((conversation, prompt))
     }
 
     /// The notice for a chat whose local server drops native tools, unless the chat has
@@ -1452,18 +1109,42 @@ impl Drop for TurnSlot<'_> {
     }
 }
 
-/// The text of the last user message of a log ("" when there is none).
-/// The bytes of a prompt's system blocks and tool definitions.
-fn prompt_bytes(prompt: &Prompt) -> usize {
-    let system: usize = prompt.system.iter().map(|b| b.text.len()).sum();
-    let tools: usize = prompt
-        .tools
-        .iter()
-        .map(|t| t.name.len() + t.description.len() + t.parameters.to_string().len())
-        .sum();
-    system + tools
+/// What the service lends the mechanism table while it builds a turn.
+impl TurnServices for ChatService {
+    fn runtime(&self) -> &Commands {
+        &self.inner.runtime
+    }
+
+    fn memory_store(&self) -> Option<Arc<Memory>> {
+        lock(&self.inner.memory).clone()
+    }
+
+    fn compliance(&self) -> Arc<Compliance> {
+        lock(&self.inner.compliance).clone()
+    }
+
+    fn log_handle(&self) -> Arc<Mutex<ChatLog>> {
+        self.inner.log.clone()
+    }
+
+    fn open_project(&self) -> BoxFuture<'_, Option<String>> {
+        Box::pin(ChatService::open_project(self))
+    }
+
+    fn tools_notice<'a>(
+        &'a self,
+        settings: &'a ServiceSettings,
+        events: &'a [crate::chatlog::LoggedEvent],
+    ) -> BoxFuture<'a, Option<Arc<dyn crate::seams::InboundRouter>>> {
+        Box::pin(async move {
+            self.tools_unavailable(settings, events)
+                .await
+                .map(|n| Arc::new(n) as Arc<dyn crate::seams::InboundRouter>)
+        })
+    }
 }
 
+/// The text of the last user message of a log ("" when there is none).
 fn last_user_text(events: &[crate::chatlog::LoggedEvent]) -> String {
     events
         .iter()
@@ -1474,16 +1155,6 @@ fn last_user_text(events: &[crate::chatlog::LoggedEvent]) -> String {
         })
         .unwrap_or_default()
 }
-/// One turn's parts while they are put together: the system array's contributors, the
-/// seams, the model's commands (the runtime under the mechanisms' overlays) and the tools
-/// offered from them.
-struct TurnParts {
-    contributors: Vec<Arc<dyn PromptContributor>>,
-    seams: Seams,
-    commands: Commands,
-    offered: Vec<&'static str>,
-}
-
 /// The turn's request settings, sized by what the model can do: a small local model gets a
 /// reply cap that fits its context (not the whole context) and a history budget of half.
 fn turn_settings(settings: &ServiceSettings) -> Settings {
@@ -1497,22 +1168,4 @@ fn turn_settings(settings: &ServiceSettings) -> Settings {
     turn.constrained_tools = settings.constrained();
     turn.stall_notice = settings.stall_notice;
     turn
-}
-
-/// Big tool results shown compressed: first documentation read in earlier turns and reads
-/// made again (their older answers become pointers), then what is still big is cut to its
-/// key lines.
-fn compression_seams(seams: &mut Seams, commands: &Commands, prompt: &Prompt) {
-    seams.history.push(Arc::new(ReferenceReads));
-    seams.history.push(Arc::new(SupersededReads {
-        reads: commands
-            .specs()
-            .iter()
-            .filter(|spec| spec.tier == Tier::Safe)
-            .map(|spec| spec.name.clone())
-            .collect(),
-    }));
-    seams.history.push(Arc::new(CompressToolResults {
-        prompt_bytes: prompt_bytes(prompt),
-    }));
 }
