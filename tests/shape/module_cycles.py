@@ -1,18 +1,26 @@
 # Module-level import cycles inside one crate: an edge a -> b when a module's file names
-# `crate::b` (outside #[cfg(test)]). Top-level modules only (a folder counts as one).
+# `crate::b` (outside #[cfg(test)]). Top-level modules only (a folder counts as one), or
+# with `--depth 2` each folder's modules too (`engine::seams`, `mechanisms::memory`).
 import os, re, sys, itertools
 src = sys.argv[1]
+depth = 2 if "--depth" in sys.argv and sys.argv[sys.argv.index("--depth") + 1] == "2" else 1
+folders = {d for d in os.listdir(src) if os.path.isdir(os.path.join(src, d))}
 mods = {}
 for dp, dn, fn in os.walk(src):
     for f in fn:
         if not f.endswith(".rs"): continue
         p = os.path.join(dp, f)
         rel = os.path.relpath(p, src)
-        top = rel.split(os.sep)[0].removesuffix(".rs")
+        parts = rel.split(os.sep)
+        top = parts[0].removesuffix(".rs")
+        if depth == 2 and top in folders and len(parts) > 1 and parts[1] != "mod.rs":
+            top = top + "::" + parts[1].removesuffix(".rs")
         if top in ("lib", "main"): continue
         code = open(p, encoding="utf8").read().split("#[cfg(test)]")[0]
         code = re.sub(r"//[^\n]*", "", code)
-        deps = set(re.findall(r"crate::(\w+)", code))
+        deps = set()
+        for first, second in re.findall(r"crate::(\w+)(?:::(\w+))?", code):
+            deps.add(first + "::" + second if depth == 2 and first in folders and second else first)
         # `use crate::{a, b::c}` groups
         for grp in re.findall(r"crate::\{([^}]*)\}", code):
             deps |= set(re.findall(r"(?:^|,)\s*(\w+)", grp))

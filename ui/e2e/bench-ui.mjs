@@ -45,7 +45,7 @@ const browser = await chromium.launch({
 });
 const page = await (await browser.newContext({ viewport: { width: 1600, height: 1000 } })).newPage();
 await page.addInitScript((p) => {
-  localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en", displayRateHz: 60, points: p, timeRangeS: 10 }));
+  localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en", refreshHz: 60, points: p, timeRangeS: 10 }));
 }, points);
 await page.goto(url);
 await page.waitForSelector(".shell");

@@ -10,15 +10,17 @@ import { ArchiveSearch, isStale, searchRequest } from "../src/chat/archive.svelt
 import { chatMarkdown, normalizeItems, normalizeSources, type ChatItem } from "../src/chat/protocol";
 import type { SearchHit } from "../src/lib/wire/types.gen";
 
-type Handler = (req: ChatRequest) => unknown;
+/** A request as the fake sees it: any op, any field readable. */
+type Seen = ChatRequest & Record<string, unknown>;
+type Handler = (req: Seen) => unknown;
 
 class FakeService implements ChatBackend {
-  requests: ChatRequest[] = [];
+  requests: Seen[] = [];
   handlers: Record<string, Handler> = {};
   commands: { command: string; params: unknown }[] = [];
   listeners = new Set<(e: ChatEvent) => void>();
   /** Replies released by hand, in the order the test chooses. */
-  held: { req: ChatRequest; release: () => void }[] = [];
+  held: { req: Seen; release: () => void }[] = [];
   hold = false;
 
   async chat<T>(req: ChatRequest): Promise<T> {

@@ -24,14 +24,16 @@ import {
   type ChatItem,
 } from "../src/chat/protocol";
 
-type Handler = (req: ChatRequest) => unknown;
+/** A request as the fake sees it: any op, any field readable. */
+type Seen = ChatRequest & Record<string, unknown>;
+type Handler = (req: Seen) => unknown;
 
 class FakeService implements ChatBackend {
-  requests: ChatRequest[] = [];
+  requests: Seen[] = [];
   handlers: Record<string, Handler> = {};
   listeners = new Set<(e: ChatEvent) => void>();
   /** Requests whose reply the test releases by hand. */
-  held: { req: ChatRequest; release: () => void }[] = [];
+  held: { req: Seen; release: () => void }[] = [];
   hold = new Set<string>();
 
   async chat<T>(req: ChatRequest): Promise<T> {

@@ -47,7 +47,7 @@ describe("live display", () => {
     const release = live.acquire();
     await wait();
     expect(subs).toHaveLength(1);
-    expect(subs[0].options).toMatchObject({ rateHz: 60, points: 1000, timeRangeS: 10, raw: {} });
+    expect(subs[0].options).toMatchObject({ refreshHz: 60, points: 1000, timeRangeS: 10, raw: {} });
 
     const draws: number[] = [];
     const off = live.register((s) => draws.push(s.lastSeq));

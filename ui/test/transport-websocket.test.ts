@@ -136,7 +136,7 @@ describe("WebSocket transport", () => {
     const events: unknown[] = [];
     t.onEvent((e) => events.push(e));
     const frames: ArrayBuffer[] = [];
-    const opts = { rateHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } };
+    const opts = { refreshHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } };
     const started = t.display(opts, (f) => frames.push(f));
     sockets[0].open();
     await started;
@@ -145,13 +145,13 @@ describe("WebSocket transport", () => {
     sockets[0].onmessage?.({ data: buf });
     expect(events).toEqual([{ event: "projectChanged" }]);
     expect(frames[0]).toBe(buf);
-    expect(sockets[0].sent.filter((m) => m.type === "display").at(-1)).toMatchObject({ rateHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } });
+    expect(sockets[0].sent.filter((m) => m.type === "display").at(-1)).toMatchObject({ refreshHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } });
   });
 
   it("re-sends the display request after a reconnect", async () => {
     vi.useFakeTimers();
     const { t, sockets } = setup();
-    const opts = { rateHz: 60, points: 1000, timeRangeS: 10, raw: {} };
+    const opts = { refreshHz: 60, points: 1000, timeRangeS: 10, raw: {} };
     const started = t.display(opts, () => {});
     sockets[0].open();
     await started;
@@ -161,17 +161,17 @@ describe("WebSocket transport", () => {
     sockets[1].open();
     const display = sockets[1].sent.filter((m) => m.type === "display");
     expect(display).toHaveLength(1);
-    expect(display[0]).toMatchObject({ rateHz: 60, points: 1000, timeRangeS: 10 });
+    expect(display[0]).toMatchObject({ refreshHz: 60, points: 1000, timeRangeS: 10 });
     // Events are re-subscribed too.
     expect(sockets[1].sent.some((m) => m.command === "api.subscribe")).toBe(true);
   });
 
   it("stopping the display sends stop once, and only for the current handler", async () => {
     const { t, sockets } = setup();
-    const first = t.display({ rateHz: 60, points: 10, timeRangeS: 1, raw: {} }, () => {});
+    const first = t.display({ refreshHz: 60, points: 10, timeRangeS: 1, raw: {} }, () => {});
     sockets[0].open();
     const stopFirst = await first;
-    const stopSecond = await t.display({ rateHz: 30, points: 10, timeRangeS: 1, raw: {} }, () => {});
+    const stopSecond = await t.display({ refreshHz: 30, points: 10, timeRangeS: 1, raw: {} }, () => {});
     stopFirst();
     expect(sockets[0].sent.some((m) => m.stop)).toBe(false);
     stopSecond();

@@ -463,14 +463,18 @@ mod tests {
     #[test]
     fn display_messages_are_recognised_and_checked() {
         assert!(display_request(r#"{"type":"command","command":"io.status"}"#).is_none());
-        let r = display_request(r#"{"type":"display","id":4,"rateHz":30,"raw":{"2":64}}"#).unwrap();
+        let r =
+            display_request(r#"{"type":"display","id":4,"refreshHz":30,"raw":{"2":64}}"#).unwrap();
         assert_eq!(r.id, 4);
         let o = r.options.unwrap().unwrap();
-        assert_eq!((o.rate_hz, o.raw.get(&2)), (30.0, Some(&64)));
+        assert_eq!((o.refresh_hz, o.raw.get(&2)), (30.0, Some(&64)));
+        // An older UI's spelling of the display rate still works.
+        let r = display_request(r#"{"type":"display","id":5,"rateHz":30,"raw":{"2":64}}"#).unwrap();
+        assert_eq!(r.options.unwrap().unwrap(), o);
         let r = display_request(r#"{"type":"display","stop":true}"#).unwrap();
         assert_eq!(r.options, Ok(None));
-        let r = display_request(r#"{"type":"display","rateHz":1000}"#).unwrap();
-        assert!(r.options.unwrap_err().contains("rateHz"));
+        let r = display_request(r#"{"type":"display","refreshHz":1000}"#).unwrap();
+        assert!(r.options.unwrap_err().contains("refreshHz"));
         let r = display_request(r#"{"type":"display","points":"many"}"#).unwrap();
         assert!(r.options.unwrap_err().contains("points"));
     }

@@ -145,7 +145,7 @@ async fn display_frames_flow_after_connecting_from_the_ui_door() {
     // A person's click needs no extra approval for connecting a device.
     let r = command(&mut ws, 1, "io.connect", json!({}), false).await;
     assert_eq!(r["success"], true, "{r}");
-    let display = json!({"type": "display", "id": 2, "rateHz": 50, "points": 100, "timeRangeS": 5, "raw": {"0": 16}});
+    let display = json!({"type": "display", "id": 2, "refreshHz": 50, "points": 100, "timeRangeS": 5, "raw": {"0": 16}});
     ws.send(Message::text(display.to_string())).await.unwrap();
     assert_eq!(reply(&mut ws, 2).await["success"], true);
 
@@ -177,13 +177,16 @@ async fn display_frames_flow_after_connecting_from_the_ui_door() {
 
     // Bad options are refused by name and the stream goes on.
     ws.send(Message::text(
-        json!({"type": "display", "id": 3, "rateHz": 500}).to_string(),
+        json!({"type": "display", "id": 3, "refreshHz": 500}).to_string(),
     ))
     .await
     .unwrap();
     let r = reply(&mut ws, 3).await;
     assert_eq!(r["error"]["code"], "invalidParams");
-    assert!(r["error"]["message"].as_str().unwrap().contains("rateHz"));
+    assert!(r["error"]["message"]
+        .as_str()
+        .unwrap()
+        .contains("refreshHz"));
 
     // Stop: no more binary frames once the stop is acknowledged.
     ws.send(Message::text(
@@ -292,7 +295,7 @@ async fn a_lan_server_serves_display_frames_only_after_the_token() {
     let url = format!("ws://127.0.0.1:{}/ws", server.local_addr().port());
     let (mut ws, _) = tokio_tungstenite::connect_async(url).await.unwrap();
     ws.send(Message::text(
-        json!({"type": "display", "id": 1, "rateHz": 10}).to_string(),
+        json!({"type": "display", "id": 1, "refreshHz": 10}).to_string(),
     ))
     .await
     .unwrap();
@@ -315,6 +318,7 @@ async fn a_lan_server_serves_display_frames_only_after_the_token() {
         command(&mut ws, 5, "io.connect", json!({}), false).await["success"],
         true
     );
+    // An older UI's spelling of the display rate (`rateHz`, now `refreshHz`) still works.
     ws.send(Message::text(
         json!({"type": "display", "id": 6, "rateHz": 10}).to_string(),
     ))

@@ -28,7 +28,9 @@ fn wire_schema() -> Value {
         "commandError".into(),
         generator.subschema_for::<CommandError>().to_value(),
     );
-    // The chat door (`{"type":"chat",…}`): its replies and the events it pushes.
+    // The chat door (`{"type":"chat",…}`): its requests (one per op, from the door's own
+    // table), its replies and the events it pushes.
+    properties.insert("chatRequest".into(), door::request_schema());
     properties.insert(
         "chatListEntry".into(),
         generator.subschema_for::<door::ChatListEntry>().to_value(),
@@ -101,6 +103,28 @@ fn wire_schema() -> Value {
         "writerReport".into(),
         generator
             .subschema_for::<sextant_sessions::writer::WriterReport>()
+            .to_value(),
+    );
+    // The live run as `io.status` reports it.
+    properties.insert(
+        "ioStatus".into(),
+        generator
+            .subschema_for::<sextant_runtime::commands::IoStatus>()
+            .to_value(),
+    );
+    // The dashboard's view as `dashboard.getView`/`dashboard.setView` return it and the
+    // `viewChanged` event carries it.
+    properties.insert(
+        "dashboardView".into(),
+        generator
+            .subschema_for::<sextant_runtime::DashboardView>()
+            .to_value(),
+    );
+    // What a page asks the display for (`{"type":"display",…}`, the desktop's `display`).
+    properties.insert(
+        "displayOptions".into(),
+        generator
+            .subschema_for::<sextant_display::DisplayOptions>()
             .to_value(),
     );
     // Every assistant mechanism's setting, by name: the panel's toggles are typed by it,

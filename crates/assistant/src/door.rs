@@ -28,6 +28,8 @@
 /// The chat ops: one request type and handler each, and the table that dispatches them.
 mod ops;
 
+pub use ops::request_schema;
+
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -36,10 +38,10 @@ use sextant_commands::CommandDoor;
 use sextant_commands::{CommandError, ErrorCode};
 use sextant_secrets::{Backend, SecretStore};
 
-use crate::chatlog::{ChatLogError, ChatSummary, HitRef, UiItem, Visibility};
-use crate::memory::Memory;
-use crate::probe::{Compliance, Degraded, COMPLIANCE_FILE};
-use crate::retrieval::Retrieval;
+use crate::engine::chatlog::{ChatLogError, ChatSummary, HitRef, UiItem, Visibility};
+use crate::mechanisms::memory::Memory;
+use crate::mechanisms::probe::{Compliance, Degraded, COMPLIANCE_FILE};
+use crate::mechanisms::retrieval::Retrieval;
 use crate::service::{
     ChatService, ConstrainedCalls, Mechanisms, ProviderKind, ServiceError, ServiceEventKind,
     ServiceSettings,
@@ -75,7 +77,7 @@ struct StoredSettings {
     #[serde(flatten)]
     mechanisms: Mechanisms,
     /// The UI's language (`en`, `zh`): Sextant's own text in a request follows it.
-    language: crate::focus::Language,
+    language: crate::mechanisms::focus::Language,
     /// Tools as a JSON schema the reply must match: `auto` (local servers), `on`, `off`.
     constrained_calls: ConstrainedCalls,
 }
@@ -89,7 +91,7 @@ impl Default for StoredSettings {
             auto_approve_edits: false,
             allow_device_control: false,
             mechanisms: Mechanisms::default(),
-            language: crate::focus::Language::En,
+            language: crate::mechanisms::focus::Language::En,
             constrained_calls: ConstrainedCalls::Auto,
         }
     }

@@ -32,26 +32,26 @@ use crate::Commands;
 use tokio::sync::{broadcast, mpsc, oneshot};
 use tokio::task::JoinHandle;
 
-use crate::chatlog::cite::Cited;
-use crate::chatlog::{
+use crate::engine::chatlog::cite::Cited;
+use crate::engine::chatlog::{
     kinds, ChatId, ChatLog, ChatLogError, ChatSummary, CitedBy, Event, HitRef, SearchPage,
     SearchRequest, UiItem, Visibility,
 };
-use crate::context::Envelope;
-use crate::conversation::{
+use crate::engine::context::Envelope;
+use crate::engine::conversation::{
     utf16_len, Conversation, ConversationError, Prompt, Settings, SystemSource, TurnEnd, TurnEvent,
     TurnReport, UnloggedText,
 };
-use crate::handoff;
-use crate::mechanisms::{self, TurnInputs, TurnParts, TurnServices};
-use crate::memory::Memory;
-use crate::pipeline::{
+use crate::engine::pipeline::{
     Approval, Approver, AskRequest, BoxFuture, CallContext, CallerInfo, CancelToken, Pipeline,
     ResultStatus, RuntimeExecutor,
 };
-use crate::probe::{self, Compliance};
-use crate::seams::{Contributors, RoleBlock, Seams};
-use crate::tools::{ToolSet, ToolsError, DISCOVERY, ESSENTIAL};
+use crate::engine::seams::{Contributors, RoleBlock, Seams};
+use crate::engine::tools::{ToolSet, ToolsError, DISCOVERY, ESSENTIAL};
+use crate::mechanisms::handoff;
+use crate::mechanisms::memory::Memory;
+use crate::mechanisms::probe::{self, Compliance};
+use crate::mechanisms::{self, TurnInputs, TurnParts, TurnServices};
 
 /// How many events a subscriber may fall behind before it misses some (it then gets
 /// `RecvError::Lagged` and should re-read [`ChatService::history`]).
@@ -304,7 +304,7 @@ pub const TOOLS_UNAVAILABLE: &str = "tools_unavailable";
 /// Logs [`TOOLS_UNAVAILABLE`] after the person's message.
 struct ToolsUnavailableNotice(Value);
 
-impl crate::seams::InboundRouter for ToolsUnavailableNotice {
+impl crate::engine::seams::InboundRouter for ToolsUnavailableNotice {
     fn route(&self, _text: &str) -> Vec<Event> {
         vec![Event::structural(TOOLS_UNAVAILABLE, self.0.clone())]
     }
@@ -896,7 +896,7 @@ impl ChatService {
     async fn tools_unavailable(
         &self,
         settings: &ServiceSettings,
-        events: &[crate::chatlog::LoggedEvent],
+        events: &[crate::engine::chatlog::LoggedEvent],
     ) -> Option<ToolsUnavailableNotice> {
         if settings.provider != ProviderKind::OpenaiCompatible
             || !capabilities::is_local(&settings.base_url)
@@ -994,7 +994,7 @@ impl ChatService {
 /// turn failed, was stopped or hit the call cap, or a message or tool result is unanswered.
 /// An answer (assistant text) after all of those means the turn finished.
 fn reply_owed<'a>(events: impl DoubleEndedIterator<Item = &'a Event>) -> bool {
-    use crate::conversation::kinds as turn;
+    use crate::engine::conversation::kinds as turn;
     for event in events.rev() {
         match event {
             Event::Assistant { .. } => return false,
@@ -1134,18 +1134,18 @@ impl TurnServices for ChatService {
     fn tools_notice<'a>(
         &'a self,
         settings: &'a ServiceSettings,
-        events: &'a [crate::chatlog::LoggedEvent],
-    ) -> BoxFuture<'a, Option<Arc<dyn crate::seams::InboundRouter>>> {
+        events: &'a [crate::engine::chatlog::LoggedEvent],
+    ) -> BoxFuture<'a, Option<Arc<dyn crate::engine::seams::InboundRouter>>> {
         Box::pin(async move {
             self.tools_unavailable(settings, events)
                 .await
-                .map(|n| Arc::new(n) as Arc<dyn crate::seams::InboundRouter>)
+                .map(|n| Arc::new(n) as Arc<dyn crate::engine::seams::InboundRouter>)
         })
     }
 }
 
 /// The text of the last user message of a log ("" when there is none).
-fn last_user_text(events: &[crate::chatlog::LoggedEvent]) -> String {
+fn last_user_text(events: &[crate::engine::chatlog::LoggedEvent]) -> String {
     events
         .iter()
         .rev()

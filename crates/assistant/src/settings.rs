@@ -13,7 +13,7 @@ use sextant_providers::{
     ProviderError,
 };
 
-use crate::language::Language;
+use crate::engine::language::Language;
 
 /// Which wire format the provider speaks.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -30,28 +30,32 @@ pub enum ProviderKind {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Mechanisms {
-    /// Spec 20 §2: the consented memory's index in every request (when there is a store).
+    /// Spec 20 §2: the remembered facts go with every request (when there is a store),
+    /// after the cache breakpoint, in an envelope.
     pub memory: bool,
-    /// Spec 20 §1: the sentinel instruction, its strip and its verdicts.
+    /// Spec 20 §1: the sentinel instruction in the role block, its strip and its verdicts.
     pub context_probe: bool,
     /// Spec 20 §3: a chat started from another carries that chat's digest.
     pub handoff_seeding: bool,
-    /// Spec 20 §5: each successful edit is checked by a Safe command, in the same result.
+    /// Spec 20 §5: each successful edit is checked by a Safe command, and the outcome is in
+    /// its result.
     pub auto_verify: bool,
-    /// Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
+    /// Spec 20 §4: a message that names a domain gets its skill loaded by the app.
     pub skill_routing: bool,
-    /// Spec 30 A2–A3: the model can search this project's chats and cite them.
+    /// Spec 30 A2–A3: the model may search and cite this project's chats.
     pub archive_tools: bool,
-    /// Spec 40 §1: the focus section in the role block (cached, in the UI's language).
+    /// Spec 40 §1: the focus rules in the role block (cached), in the UI's language.
     pub focus_prompt: bool,
-    /// Spec 40 §2: the model is shown only the tools of the message's intent.
+    /// Spec 40 §2: a message clearly about one job shows the model that job's tools.
     pub intent_narrowing: bool,
-    /// Spec 40 §4: big tool results are shown to the model compressed (the log keeps them).
+    /// Spec 40 §4: big tool results are shown to the model as their key lines, the older
+    /// answers of a read made again as a pointer to the newest, and command documentation
+    /// read in an earlier turn as a pointer to read it again (the log keeps them whole).
     pub tool_result_compression: bool,
     /// Spec 40 §3: over budget, the older history is summarized keeping its topics
     /// (instead of the oldest messages being dropped).
     pub topic_compaction: bool,
-    /// Spec 40 §5: a soft note when the person switched topics.
+    /// Spec 40 §5: a note when the person switched topics.
     pub topic_marker: bool,
 }
 

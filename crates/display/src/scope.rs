@@ -26,8 +26,11 @@ const PENDING_FRAMES: usize = WINDOW_SAMPLES;
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default, deny_unknown_fields)]
 pub struct DisplayOptions {
-    /// Display ticks per second, [`MIN_RATE_HZ`] to [`MAX_RATE_HZ`].
-    pub rate_hz: f64,
+    /// Display ticks per second, [`MIN_RATE_HZ`] to [`MAX_RATE_HZ`]: the display rate,
+    /// `refreshHz` end to end (the UI setting, `dashboard.setView`, the project). `rateHz`,
+    /// its earlier name, is still read, so an older UI keeps working.
+    #[serde(alias = "rateHz")]
+    pub refresh_hz: f64,
     /// Points per dataset window after min/max decimation (2 to 100000).
     pub points: u32,
     /// Visible window in seconds.
@@ -39,7 +42,7 @@ pub struct DisplayOptions {
 impl Default for DisplayOptions {
     fn default() -> Self {
         DisplayOptions {
-            rate_hz: 60.0,
+            refresh_hz: 60.0,
             points: 1000,
             time_range_s: 10.0,
             raw: BTreeMap::new(),
@@ -51,10 +54,10 @@ impl DisplayOptions {
     /// Checks the ranges, naming the first bad field. The only check of the display rate:
     /// both shells call it before a stream sees the options.
     pub fn validate(&self) -> Result<(), String> {
-        if !(MIN_RATE_HZ..=MAX_RATE_HZ).contains(&self.rate_hz) {
+        if !(MIN_RATE_HZ..=MAX_RATE_HZ).contains(&self.refresh_hz) {
             return Err(format!(
-                "rateHz must be between {MIN_RATE_HZ} and {MAX_RATE_HZ} (got {})",
-                self.rate_hz
+                "refreshHz must be between {MIN_RATE_HZ} and {MAX_RATE_HZ} (got {})",
+                self.refresh_hz
             ));
         }
         if !(2..=100_000).contains(&self.points) {
@@ -221,7 +224,6 @@ impl State {
 pub struct Scope {
     state: Arc<Mutex<State>>,
 }
-
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|p| p.into_inner())
 }

@@ -32,10 +32,10 @@ impl DisplayOptions {
     /// The time between two ticks. Validated options are within the rate's bounds already;
     /// any others are held to them, so the loop never divides by a bad rate.
     pub fn tick_period(&self) -> Duration {
-        let hz = if self.rate_hz.is_nan() {
+        let hz = if self.refresh_hz.is_nan() {
             MIN_RATE_HZ
         } else {
-            self.rate_hz.clamp(MIN_RATE_HZ, MAX_RATE_HZ)
+            self.refresh_hz.clamp(MIN_RATE_HZ, MAX_RATE_HZ)
         };
         Duration::from_secs_f64(1.0 / hz)
     }
@@ -160,9 +160,9 @@ mod tests {
         sink.frame(&event, &datasets());
     }
 
-    fn at(rate_hz: f64) -> Option<DisplayOptions> {
+    fn at(refresh_hz: f64) -> Option<DisplayOptions> {
         Some(DisplayOptions {
-            rate_hz,
+            refresh_hz,
             ..DisplayOptions::default()
         })
     }
@@ -277,7 +277,7 @@ mod tests {
 
         // Other options, a pause and back: same subscriber, so no console bytes again.
         options.send_replace(Some(DisplayOptions {
-            rate_hz: 30.0,
+            refresh_hz: 30.0,
             points: 10,
             ..DisplayOptions::default()
         }));
@@ -325,7 +325,7 @@ mod tests {
             (50.0, 0.02),
         ] {
             let o = DisplayOptions {
-                rate_hz: hz,
+                refresh_hz: hz,
                 ..DisplayOptions::default()
             };
             assert!(

@@ -395,8 +395,8 @@ fn frames_arriving_during_a_tick_are_kept_not_waited_for() {
 #[test]
 fn options_out_of_range_are_refused_by_name() {
     let bad = [
-        r#"{"rateHz": 0}"#,
-        r#"{"rateHz": 241}"#,
+        r#"{"refreshHz": 0}"#,
+        r#"{"refreshHz": 241}"#,
         r#"{"points": 1}"#,
         r#"{"timeRangeS": -1}"#,
     ];
@@ -409,6 +409,19 @@ fn options_out_of_range_are_refused_by_name() {
     let o: DisplayOptions = serde_json::from_str(r#"{"raw": {"3": 1024}}"#).unwrap();
     assert_eq!(o.raw.get(&3), Some(&1024));
     assert!(serde_json::from_str::<DisplayOptions>(r#"{"bogus": 1}"#).is_err());
+}
+
+#[test]
+fn the_display_rate_is_refresh_hz_and_its_earlier_name_still_reads() {
+    let o: DisplayOptions = serde_json::from_str(r#"{"refreshHz": 30}"#).unwrap();
+    assert_eq!(o.refresh_hz, 30.0);
+    // An older UI sends `rateHz`: the same field.
+    let old: DisplayOptions = serde_json::from_str(r#"{"rateHz": 30}"#).unwrap();
+    assert_eq!(old, o);
+    // Written back, it has one name.
+    let out = serde_json::to_value(&o).unwrap();
+    assert_eq!(out["refreshHz"], 30.0);
+    assert!(out.get("rateHz").is_none());
 }
 
 #[test]

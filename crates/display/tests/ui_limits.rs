@@ -10,9 +10,9 @@ fn limits_ts() -> String {
          * crates/display/tests/ui_limits.rs; do not edit. Regenerate with\n \
          * `SEXTANT_BLESS=1 cargo test -p sextant-display --test ui_limits`. */\n\
          \n\
-         /** The slowest display rate the backend accepts (`rateHz`), ticks per second. */\n\
+         /** The slowest display rate the backend accepts (`refreshHz`), ticks per second. */\n\
          export const MIN_RATE_HZ = {MIN_RATE_HZ};\n\
-         /** The fastest display rate the backend accepts (`rateHz`), ticks per second. */\n\
+         /** The fastest display rate the backend accepts (`refreshHz`), ticks per second. */\n\
          export const MAX_RATE_HZ = {MAX_RATE_HZ};\n"
     )
 }

@@ -25,4 +25,4 @@ mod workspace;
 
 pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, MAX_JOBS, UI_POLICY};
 pub use safeguards::{Safeguards, TrustStore};
-pub use workspace::{Checkpoint, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};
+pub use workspace::{Checkpoint, DashboardView, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};

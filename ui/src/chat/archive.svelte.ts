@@ -5,7 +5,7 @@
  *  A page is asked for with the cursor the previous one gave; when the archive changed in
  *  between, the backend refuses it ("search again") and this says so rather than mixing
  *  old and new results. Answers that come back after a newer search started are dropped. */
-import type { SearchHit, SearchPage, Surface, Visibility } from "../lib/wire/types.gen";
+import type { ChatRequest, SearchHit, SearchPage, Surface, Visibility } from "../lib/wire/types.gen";
 import { errorText } from "../screens/util";
 import type { ChatBackend } from "./store.svelte";
 
@@ -16,11 +16,13 @@ export const MAX_CITED_CHATS = 3;
 
 export type Scope = "all" | "project";
 
+type SearchSessions = Extract<ChatRequest, { op: "searchSessions" }>;
+
 /** The `searchSessions` request for a query, its filter and a cursor. */
-export function searchRequest(query: string, surfaces: Surface[], visibility: Visibility, cursor: string | null, limit: number) {
-  const filter: Record<string, unknown> = { visibility };
+export function searchRequest(query: string, surfaces: Surface[], visibility: Visibility, cursor: string | null, limit: number): SearchSessions {
   // All three is no narrowing: left out, so the backend's default holds.
-  if (surfaces.length && surfaces.length < SURFACES.length) filter.surfaces = SURFACES.filter((s) => surfaces.includes(s));
+  const narrowed = surfaces.length && surfaces.length < SURFACES.length;
+  const filter = { visibility, ...(narrowed ? { surfaces: SURFACES.filter((s) => surfaces.includes(s)) } : {}) };
   return { op: "searchSessions", query: query.trim(), filter, limit, ...(cursor ? { cursor } : {}) };
 }
 

@@ -7,6 +7,7 @@ import type {
   Mechanisms,
   ModelEntry,
   ProviderKind,
+  ServiceEvent,
   SettingsView,
   ToolStatus,
   TurnEndKind,
@@ -50,14 +51,11 @@ export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "mode
 
 export type ModelInfo = ModelEntry;
 
-export interface Usage {
-  inputTokens: number;
-  outputTokens: number;
-  cacheReadTokens: number;
-  cacheCreationTokens: number;
-  /** The output count is an estimate: the turn was stopped before the provider counted. */
-  estimated?: boolean;
-}
+/** Token counts: the chat door's `usage` event (generated from the assistant's
+ *  `ServiceEvent`), without its envelope. `estimated` (the output count is an estimate: the
+ *  turn was stopped before the provider counted) is kept only when true, so it is optional. */
+type UsageEvent = Extract<ServiceEvent, { type: "usage" }>;
+export type Usage = Omit<UsageEvent, "chat" | "type" | "estimated"> & Partial<Pick<UsageEvent, "estimated">>;
 
 /** How much care a command needs (`sextant_commands::Tier`, generated), as the card shows
  *  it; `unknown` for a spelling no version of the backend sends. */

@@ -387,13 +387,13 @@ export class ChatStore {
 
   // Prompts are per chat (two chats may share a call id): answers name the open chat.
   async approve(callId: string): Promise<void> {
+    if (this.current === null) return;
     await this.answer(callId, { op: "approve", chat: this.current, callId });
   }
 
   async deny(callId: string, reason?: string): Promise<void> {
-    const req: ChatRequest = { op: "deny", chat: this.current, callId };
-    if (reason?.trim()) req.reason = reason.trim();
-    await this.answer(callId, req);
+    if (this.current === null) return;
+    await this.answer(callId, { op: "deny", chat: this.current, callId, ...(reason?.trim() ? { reason: reason.trim() } : {}) });
   }
 
   /** Approves this turn's project edits (Confirm tier), now and for the rest of the turn. */

@@ -9,8 +9,9 @@ export type Language = "en" | "zh";
 export interface Settings {
   theme: Theme;
   language: Language;
-  /** Display ticks per second (`rateHz` of the display options), MIN_RATE_HZ–MAX_RATE_HZ. */
-  displayRateHz: number;
+  /** The display rate, ticks per second, MIN_RATE_HZ–MAX_RATE_HZ: `refreshHz` end to end
+   *  (the display options, `dashboard.setView`, the project). */
+  refreshHz: number;
   /** Points per plot after decimation. */
   points: number;
   /** Visible window of time plots, seconds. */
@@ -18,12 +19,21 @@ export interface Settings {
 }
 
 const KEY = "sextant.settings";
-export const DEFAULTS: Settings = { theme: "system", language: "en", displayRateHz: 60, points: 1000, timeRangeS: 10 };
+export const DEFAULTS: Settings = { theme: "system", language: "en", refreshHz: 60, points: 1000, timeRangeS: 10 };
+
+/** The settings from what was saved under `KEY`, of this version or an earlier one: the
+ *  display rate was saved as `displayRateHz` before it was `refreshHz`, and a person's
+ *  saved rate is not lost (the next save writes it under its new name only). */
+export function fromSaved(saved: unknown): Settings {
+  if (typeof saved !== "object" || saved === null || Array.isArray(saved)) return { ...DEFAULTS };
+  const { displayRateHz, ...rest } = saved as Partial<Settings> & { displayRateHz?: unknown };
+  const migrated = rest.refreshHz === undefined && typeof displayRateHz === "number" ? { refreshHz: displayRateHz } : {};
+  return sanitize({ ...DEFAULTS, ...rest, ...migrated });
+}
 
 function load(): Settings {
   try {
-    const saved = JSON.parse(globalThis.localStorage?.getItem(KEY) ?? "{}");
-    return sanitize({ ...DEFAULTS, ...saved });
+    return fromSaved(JSON.parse(globalThis.localStorage?.getItem(KEY) ?? "{}"));
   } catch {
     return { ...DEFAULTS };
   }
@@ -35,7 +45,7 @@ export function sanitize(s: Settings): Settings {
   return {
     theme: (["light", "dark", "system"] as const).includes(s.theme) ? s.theme : DEFAULTS.theme,
     language: s.language === "zh" ? "zh" : "en",
-    displayRateHz: clamp(s.displayRateHz, MIN_RATE_HZ, MAX_RATE_HZ, DEFAULTS.displayRateHz),
+    refreshHz: clamp(s.refreshHz, MIN_RATE_HZ, MAX_RATE_HZ, DEFAULTS.refreshHz),
     points: clamp(s.points, 2, 100000, DEFAULTS.points),
     timeRangeS: Number.isFinite(s.timeRangeS) && s.timeRangeS > 0 ? Math.min(s.timeRangeS, 86400) : DEFAULTS.timeRangeS,
   };

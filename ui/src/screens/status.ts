@@ -1,23 +1,9 @@
 /** Pure helpers for live connection status (io.status): rates from counter deltas and
- *  the meaning of a source's status string. */
+ *  the meaning of a source's status string. What `io.status` returns is generated from
+ *  the Rust types (`sextant_runtime::commands::IoStatus`, `SourceStatus`). */
+import type { IoStatus, SourceStatus } from "../lib/wire/types.gen";
 
-export interface SourceStatus {
-  id: string;
-  status: string;
-  bytes: number;
-  chunks: number;
-  droppedChunks: number;
-  frames: number;
-  checksumFailed: number;
-  oversizeDropped: number;
-  parseErrors: number;
-  lastError?: string;
-}
-
-export interface IoStatus {
-  connected: boolean;
-  sources: SourceStatus[];
-}
+export type { IoStatus, SourceStatus };
 
 export interface Sample {
   /** performance.now() when the status arrived, ms. */

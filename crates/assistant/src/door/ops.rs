@@ -14,8 +14,10 @@
 //! report whichever bad field it met first, where the wire's errors are fixed. The archive's
 //! requests (`searchSessions`, `searchEvents`, `cite`) are serde types, as they always were.
 
+use std::borrow::Cow;
 use std::sync::LazyLock;
 
+use schemars::{generate::SchemaSettings, JsonSchema, Schema, SchemaGenerator};
 use serde::Deserialize;
 use serde_json::{json, Map, Value};
 use sextant_commands::{BoxFuture, CommandError, ErrorCode};
@@ -25,8 +27,8 @@ use super::{
     service_error, to_value, ChatDoor, ChatListEntry, CiteRequest, HistoryReply, ModelEntry,
     StreamingText, MEMORY_ANSWERED,
 };
-use crate::chatlog::{ChatId, SearchRequest};
-use crate::memory::Memory;
+use crate::engine::chatlog::{ChatId, SearchRequest};
+use crate::mechanisms::memory::Memory;
 use crate::service::ServiceError;
 
 /// A request's fields, without `op`, `type` and `id`.
@@ -35,9 +37,13 @@ type Fields = Map<String, Value>;
 /// What a handler answers.
 type Reply<'a> = BoxFuture<'a, Result<Value, CommandError>>;
 
-/// One op's request: its name on the wire and how it is read.
+/// One op's request: its name on the wire, its fields as the wire carries them, and how it
+/// is read.
 trait Request: Sized + Send + 'static {
     const OP: &'static str;
+    /// The fields as the wire carries them, for [`request_schema`]; often the request type
+    /// itself. A test checks that `read` demands exactly the fields this marks required.
+    type Wire: JsonSchema;
     fn read(fields: Fields) -> Result<Self, CommandError>;
 }
 
@@ -48,6 +54,11 @@ type Run = Box<dyn for<'a> Fn(&'a ChatDoor, Fields) -> Reply<'a> + Send + Sync>;
 pub(super) struct Op {
     pub(super) name: &'static str,
     run: Run,
+    /// The schema of the request's fields ([`Request::Wire`]).
+    wire: fn(&mut SchemaGenerator) -> Schema,
+    /// Reads a request without answering it (the schema's test).
+    #[cfg_attr(not(test), allow(dead_code))]
+    check: fn(Fields) -> Result<(), CommandError>,
 }
 
 /// The row of request `R`, answered by `handler`.
@@ -58,6 +69,8 @@ fn on<R: Request>(handler: for<'a> fn(&'a ChatDoor, R) -> Reply<'a>) -> Op {
             Ok(request) => handler(door, request),
             Err(e) => Box::pin(std::future::ready(Err(e))),
         }),
+        wire: |generator| generator.subschema_for::<R::Wire>(),
+        check: |fields| R::read(fields).map(drop),
     }
 }
 
@@ -111,12 +124,54 @@ pub(super) fn dispatch<'a>(door: &'a ChatDoor, op: &str, fields: Fields) -> Repl
     }
 }
 
+/// Every op's request as one JSON Schema (draft 7, as the wire schema is): `oneOf` objects,
+/// each with its `op` and its fields as a request is read (optional fields not required),
+/// with every subschema inline so it sits beside the reply types without a name clash.
+pub fn request_schema() -> serde_json::Value {
+    let mut generator = SchemaSettings::draft07()
+        .for_deserialize()
+        .with(|s| s.inline_subschemas = true)
+        .into_generator();
+    let variants: Vec<serde_json::Value> = OPS
+        .iter()
+        .map(|op| {
+            let mut variant = (op.wire)(&mut generator).to_value();
+            let object = variant.as_object_mut().expect("a request is an object");
+            object.remove("title");
+            object.insert("type".into(), json!("object"));
+            let properties = object
+                .entry("properties")
+                .or_insert_with(|| json!({}))
+                .as_object_mut()
+                .expect("properties");
+            let mut with_op = Map::new();
+            with_op.insert("op".into(), json!({ "type": "string", "enum": [op.name] }));
+            with_op.append(properties);
+            *properties = with_op;
+            let required = object.entry("required").or_insert_with(|| json!([]));
+            let required = required.as_array_mut().expect("required");
+            required.insert(0, json!("op"));
+            variant
+        })
+        .collect();
+    json!({
+        "title": "ChatRequest",
+        "description": "A request to the assistant's chat door, by `op` (docs/ui-protocol.md).",
+        "oneOf": variants,
+    })
+}
+
+/// The fields of a request that carries nothing but its op.
+#[derive(JsonSchema)]
+struct NoFields {}
+
 /// A request that carries nothing but its op.
 macro_rules! bare {
     ($($name:ident = $op:literal),* $(,)?) => {$(
         struct $name;
         impl Request for $name {
             const OP: &'static str = $op;
+            type Wire = NoFields;
             fn read(_: Fields) -> Result<Self, CommandError> {
                 Ok($name)
             }
@@ -127,11 +182,13 @@ macro_rules! bare {
 /// A request that names one chat (`chat`).
 macro_rules! of_chat {
     ($($name:ident = $op:literal),* $(,)?) => {$(
+        #[derive(JsonSchema)]
         struct $name {
             chat: ChatId,
         }
         impl Request for $name {
             const OP: &'static str = $op;
+            type Wire = Self;
             fn read(fields: Fields) -> Result<Self, CommandError> {
                 Ok($name { chat: chat_id(&fields)? })
             }
@@ -171,11 +228,13 @@ fn list(door: &ChatDoor, _: List) -> Reply<'_> {
 }
 
 /// `create {title?}`.
+#[derive(JsonSchema)]
 struct Create {
     title: Option<String>,
 }
 
 impl Request for Create {
+    type Wire = Self;
     const OP: &'static str = "create";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let title = optional_str(&fields, "title")?.map(str::to_string);
@@ -203,6 +262,7 @@ struct NewChatFromHandoff {
 }
 
 impl Request for NewChatFromHandoff {
+    type Wire = NewChatFromHandoffWire;
     const OP: &'static str = "newChatFromHandoff";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let from = chat_id(&fields)?;
@@ -212,6 +272,16 @@ impl Request for NewChatFromHandoff {
             .map(str::to_string);
         Ok(NewChatFromHandoff { from, title })
     }
+}
+
+/// `newChatFromHandoff` on the wire: the chat to start from is `chat`.
+#[derive(JsonSchema)]
+struct NewChatFromHandoffWire {
+    /// The chat whose handoff seeds the new one.
+    #[allow(dead_code)]
+    chat: ChatId,
+    #[allow(dead_code)]
+    title: Option<String>,
 }
 
 fn new_chat_from_handoff(door: &ChatDoor, request: NewChatFromHandoff) -> Reply<'_> {
@@ -225,12 +295,14 @@ fn new_chat_from_handoff(door: &ChatDoor, request: NewChatFromHandoff) -> Reply<
 }
 
 /// `rename {chat, title}`.
+#[derive(JsonSchema)]
 struct Rename {
     chat: ChatId,
     title: String,
 }
 
 impl Request for Rename {
+    type Wire = Self;
     const OP: &'static str = "rename";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let chat = chat_id(&fields)?;
@@ -288,6 +360,7 @@ fn history(door: &ChatDoor, request: History) -> Reply<'_> {
 struct SearchSessions(SearchRequest);
 
 impl Request for SearchSessions {
+    type Wire = SearchRequest;
     const OP: &'static str = "searchSessions";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         parse_fields(fields).map(SearchSessions)
@@ -295,12 +368,15 @@ impl Request for SearchSessions {
 }
 
 /// `searchEvents`: `chat` and the fields of `searchSessions`, within that chat.
+#[derive(JsonSchema)]
 struct SearchEvents {
     chat: ChatId,
+    #[serde(flatten)]
     request: SearchRequest,
 }
 
 impl Request for SearchEvents {
+    type Wire = Self;
     const OP: &'static str = "searchEvents";
     fn read(mut fields: Fields) -> Result<Self, CommandError> {
         let chat = chat_id(&fields)?;
@@ -335,12 +411,15 @@ async fn search(
 }
 
 /// "Cite in this chat": `{chat, hits: [{chat, seq}], visibility?}`.
+#[derive(JsonSchema)]
 struct Cite {
     chat: ChatId,
+    #[serde(flatten)]
     request: CiteRequest,
 }
 
 impl Request for Cite {
+    type Wire = Self;
     const OP: &'static str = "cite";
     fn read(mut fields: Fields) -> Result<Self, CommandError> {
         let chat = chat_id(&fields)?;
@@ -364,12 +443,14 @@ fn cite(door: &ChatDoor, request: Cite) -> Reply<'_> {
 // ---- a turn --------------------------------------------------------------------------------
 
 /// `send {chat, text}`; the text may not be blank.
+#[derive(JsonSchema)]
 struct SendMessage {
     chat: ChatId,
     text: String,
 }
 
 impl Request for SendMessage {
+    type Wire = Self;
     const OP: &'static str = "send";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let chat = chat_id(&fields)?;
@@ -405,12 +486,15 @@ fn retry(door: &ChatDoor, request: Retry) -> Reply<'_> {
 }
 
 /// `approve {chat, callId}`.
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
 struct Approve {
     chat: ChatId,
     call_id: String,
 }
 
 impl Request for Approve {
+    type Wire = Self;
     const OP: &'static str = "approve";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let chat = chat_id(&fields)?;
@@ -429,6 +513,8 @@ fn approve(door: &ChatDoor, request: Approve) -> Reply<'_> {
 }
 
 /// `deny {chat, callId, reason?}` (the model reads the reason).
+#[derive(JsonSchema)]
+#[serde(rename_all = "camelCase")]
 struct Deny {
     chat: ChatId,
     call_id: String,
@@ -436,6 +522,7 @@ struct Deny {
 }
 
 impl Request for Deny {
+    type Wire = Self;
     const OP: &'static str = "deny";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let reason = optional_str(&fields, "reason")?.map(str::to_string);
@@ -487,9 +574,35 @@ fn get_settings(door: &ChatDoor, _: GetSettings) -> Reply<'_> {
 struct SetSettings(Fields);
 
 impl Request for SetSettings {
+    type Wire = SettingsUpdate;
     const OP: &'static str = "setSettings";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         Ok(SetSettings(fields))
+    }
+}
+
+/// `setSettings` on the wire: any of the settings, and `apiKey` (absent: keep; null or
+/// blank: forget; a string: store in the key store).
+struct SettingsUpdate;
+
+impl JsonSchema for SettingsUpdate {
+    fn schema_name() -> Cow<'static, str> {
+        "SettingsUpdate".into()
+    }
+
+    fn json_schema(generator: &mut SchemaGenerator) -> Schema {
+        let mut schema = generator.subschema_for::<super::StoredSettings>();
+        schema.remove("required");
+        if let Some(properties) = schema.get_mut("properties").and_then(Value::as_object_mut) {
+            properties.insert(
+                "apiKey".into(),
+                json!({
+                    "description": "The provider's API key: null or blank forgets it.",
+                    "type": ["string", "null"],
+                }),
+            );
+        }
+        schema
     }
 }
 
@@ -560,7 +673,7 @@ async fn on_store(
     door: &ChatDoor,
     f: impl FnOnce(&Memory, Option<&str>) -> Result<Value, CommandError> + Send + 'static,
 ) -> Result<Value, CommandError> {
-    let project = crate::memory::project_path(door.service.runtime()).await;
+    let project = crate::mechanisms::memory::project_path(door.service.runtime()).await;
     let memory = door.memory.clone();
     tokio::task::spawn_blocking(move || f(&memory, project.as_deref()))
         .await
@@ -568,11 +681,13 @@ async fn on_store(
 }
 
 /// `memoryList {category?}`.
+#[derive(JsonSchema)]
 struct MemoryList {
     category: Option<Category>,
 }
 
 impl Request for MemoryList {
+    type Wire = Self;
     const OP: &'static str = "memoryList";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         answered_proposal(&fields)?;
@@ -592,11 +707,13 @@ fn memory_list(door: &ChatDoor, request: MemoryList) -> Reply<'_> {
 }
 
 /// `memorySearch {query}`.
+#[derive(JsonSchema)]
 struct MemorySearch {
     query: String,
 }
 
 impl Request for MemorySearch {
+    type Wire = Self;
     const OP: &'static str = "memorySearch";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         answered_proposal(&fields)?;
@@ -622,6 +739,7 @@ struct MemoryAdd {
 }
 
 impl Request for MemoryAdd {
+    type Wire = MemoryAddWire;
     const OP: &'static str = "memoryAdd";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let answered = answered_proposal(&fields)?;
@@ -634,6 +752,18 @@ impl Request for MemoryAdd {
             text,
         })
     }
+}
+
+/// `memoryAdd` on the wire: a chip's answer also names its proposal (`chat`, `about`).
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct MemoryAddWire {
+    category: Category,
+    text: String,
+    /// The chat of the proposal this answers.
+    chat: Option<ChatId>,
+    /// The proposal this answers (`call:<id>`, `seq:<n>`, `msg:<n>`).
+    about: Option<String>,
 }
 
 fn memory_add(door: &ChatDoor, request: MemoryAdd) -> Reply<'_> {
@@ -669,12 +799,14 @@ fn memory_add(door: &ChatDoor, request: MemoryAdd) -> Reply<'_> {
 }
 
 /// `memoryEdit {fact, text}`.
+#[derive(JsonSchema)]
 struct MemoryEdit {
     fact: i64,
     text: String,
 }
 
 impl Request for MemoryEdit {
+    type Wire = Self;
     const OP: &'static str = "memoryEdit";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         answered_proposal(&fields)?;
@@ -694,11 +826,13 @@ fn memory_edit(door: &ChatDoor, request: MemoryEdit) -> Reply<'_> {
 }
 
 /// `memoryDelete {fact}`.
+#[derive(JsonSchema)]
 struct MemoryDelete {
     fact: i64,
 }
 
 impl Request for MemoryDelete {
+    type Wire = Self;
     const OP: &'static str = "memoryDelete";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         answered_proposal(&fields)?;
@@ -718,12 +852,14 @@ fn memory_delete(door: &ChatDoor, request: MemoryDelete) -> Reply<'_> {
 }
 
 /// `memoryDismiss {chat, about}`: the person dismissed that proposal.
+#[derive(JsonSchema)]
 struct MemoryDismiss {
     chat: ChatId,
     about: String,
 }
 
 impl Request for MemoryDismiss {
+    type Wire = Self;
     const OP: &'static str = "memoryDismiss";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         let (chat, about) = answered_proposal(&fields)?
@@ -747,6 +883,7 @@ fn memory_dismiss(door: &ChatDoor, request: MemoryDismiss) -> Reply<'_> {
 struct MemoryClear;
 
 impl Request for MemoryClear {
+    type Wire = MemoryClearWire;
     const OP: &'static str = "memoryClear";
     fn read(fields: Fields) -> Result<Self, CommandError> {
         answered_proposal(&fields)?;
@@ -758,6 +895,13 @@ impl Request for MemoryClear {
         }
         Ok(MemoryClear)
     }
+}
+
+/// `memoryClear` on the wire: `confirmed` is true only after the person confirmed.
+#[derive(JsonSchema)]
+#[allow(dead_code)]
+struct MemoryClearWire {
+    confirmed: bool,
 }
 
 fn memory_clear(door: &ChatDoor, _: MemoryClear) -> Reply<'_> {
@@ -824,7 +968,9 @@ fn parse_fields<T: for<'de> Deserialize<'de>>(
 mod tests {
     use std::collections::BTreeSet;
 
-    use super::OPS;
+    use serde_json::{json, Map, Value};
+
+    use super::{request_schema, OPS};
 
     /// The ops `docs/ui-protocol.md` lists in its table of the assistant's chats.
     fn documented() -> BTreeSet<String> {
@@ -838,6 +984,10 @@ mod tests {
             .nth(1)
             .expect("the chats section")
             .split("\n## ")
+            .next()
+            .unwrap_or_default()
+            // The ops' table ends where the settings (and their table) begin.
+            .split("\nSettings:")
             .next()
             .unwrap_or_default();
         section
@@ -859,5 +1009,56 @@ mod tests {
         let documented = documented();
         assert!(documented.len() > 20, "{documented:?}");
         assert_eq!(handled, documented);
+    }
+
+    /// A valid value for each field a request may carry, by name.
+    fn sample(field: &str) -> Value {
+        match field {
+            "chat" | "fact" | "limit" => json!(1),
+            "title" | "text" | "query" | "reason" | "model" => json!("a"),
+            "callId" => json!("call-1"),
+            "about" => json!("call:1"),
+            "category" => json!("preference"),
+            "confirmed" => json!(true),
+            "hits" => json!([{"chat": 1, "seq": 1}]),
+            "filter" => json!({}),
+            "cursor" | "apiKey" => Value::Null,
+            other => panic!("no sample for the field `{other}`: add one"),
+        }
+    }
+
+    /// The schema's promise is what reading a request does: a request with just the fields
+    /// it marks required is read, and one without any of them is refused naming that field.
+    #[test]
+    fn the_request_schema_marks_required_exactly_the_fields_a_request_must_carry() {
+        let schema = request_schema();
+        let variants = schema["oneOf"].as_array().expect("oneOf");
+        assert_eq!(variants.len(), OPS.len());
+        for (op, variant) in OPS.iter().zip(variants) {
+            assert_eq!(variant["properties"]["op"]["enum"], json!([op.name]));
+            let required: Vec<&str> = variant["required"]
+                .as_array()
+                .expect("required")
+                .iter()
+                .filter_map(Value::as_str)
+                .filter(|f| *f != "op")
+                .collect();
+            let fields: Map<String, Value> = required
+                .iter()
+                .map(|f| (f.to_string(), sample(f)))
+                .collect();
+            if let Err(e) = (op.check)(fields.clone()) {
+                panic!("`{}` with its required fields {required:?}: {e}", op.name);
+            }
+            for missing in &required {
+                let mut without = fields.clone();
+                without.remove(*missing);
+                assert!(
+                    (op.check)(without).is_err(),
+                    "`{}` read without `{missing}`, which its schema requires",
+                    op.name
+                );
+            }
+        }
     }
 }

@@ -6,12 +6,12 @@
 use std::sync::Arc;
 
 use super::{Mechanism, TurnInputs, TurnParts};
-use crate::context::DOCS_TEXT;
-use crate::conversation::Settings;
-use crate::pipeline::BoxFuture;
-use crate::seams::{DocsBlock, LiveStateBlock};
+use crate::engine::context::DOCS_TEXT;
+use crate::engine::conversation::Settings;
+use crate::engine::pipeline::BoxFuture;
+use crate::engine::seams::{DocsBlock, LiveStateBlock};
+use crate::mechanisms::skills::{self, SkillDoor};
 use crate::settings::ServiceSettings;
-use crate::skills::{self, SkillDoor};
 
 /// Spec 20: the docs block in the system prompt.
 pub(crate) struct DocsBlockPart;

@@ -1,7 +1,10 @@
-//! The assistant's mechanisms as one table, in the manner of ripgrep's `FLAGS`: each row is
-//! a unit struct in a module of its own that says which setting turns it on and what it
-//! adds to a turn at each stage; `ChatService` builds a turn by walking
-//! [`TABLE`] stage by stage and knows no mechanism by name.
+//! The assistant's mechanisms, each one module here holding its behaviour and its row in
+//! one table, in the manner of ripgrep's `FLAGS`: a row is a unit struct that says which
+//! setting turns the mechanism on and what it adds to a turn at each stage; `ChatService`
+//! builds a turn by walking [`TABLE`] stage by stage and knows no mechanism by name. The
+//! engine ([`crate::engine`]) knows none either: a mechanism reaches a turn only through
+//! the seams its row fills. [`retrieval`] is not a mechanism but the embedder the memory
+//! and the skills share; the core rows are in `core`.
 //!
 //! Stages, each walked in table order (the order is the request's byte order, so rows are
 //! listed where their blocks, doors and seams go):
@@ -17,31 +20,31 @@
 //! skill loader, the tools notice); they sit in the table only for their place in the order.
 //! Adding a mechanism = a field in [`crate::settings::Mechanisms`], a module here, one line
 //! in [`TABLE`], and its two strings in the panel; the tests below fail if a setting has no
-//! row or a row no setting.
+//! row or a row no setting, and write the docs' list of mechanisms from the table.
 
-mod archive_tools;
-mod auto_verify;
-mod context_probe;
+pub mod archive_tools;
+pub mod compaction;
+pub mod compress;
 mod core;
-mod focus_prompt;
-mod handoff_seeding;
-mod intent_narrowing;
-mod memory;
-mod skill_routing;
-mod tool_result_compression;
-mod topic_compaction;
-mod topic_marker;
+pub mod focus;
+pub mod handoff;
+pub mod intent;
+pub mod memory;
+pub mod probe;
+pub mod retrieval;
+pub mod skills;
+pub mod verify;
 
 use std::sync::Arc;
 
 use std::sync::Mutex;
 
-use crate::chatlog::{ChatId, ChatLog, LoggedEvent};
-use crate::conversation::{Prompt, Settings};
-use crate::memory::Memory;
-use crate::pipeline::{BoxFuture, Pipeline};
-use crate::probe::Compliance;
-use crate::seams::{InboundRouter, PromptContributor, RoleBlock, Seams};
+use crate::engine::chatlog::{ChatId, ChatLog, LoggedEvent};
+use crate::engine::conversation::{Prompt, Settings};
+use crate::engine::pipeline::{BoxFuture, Pipeline};
+use crate::engine::seams::{InboundRouter, PromptContributor, RoleBlock, Seams};
+use crate::mechanisms::memory::Memory;
+use crate::mechanisms::probe::Compliance;
 use crate::settings::ServiceSettings;
 use crate::Commands;
 
@@ -126,21 +129,21 @@ pub(crate) trait Mechanism: Sync {
 
 /// Every row, in the request's order (see the module docs).
 pub(crate) const TABLE: &[&dyn Mechanism] = &[
-    &focus_prompt::FocusPrompt,
+    &focus::FocusPrompt,
     &core::DocsBlockPart,
     &core::LiveStatePart,
     &memory::MemoryMechanism,
-    &intent_narrowing::IntentNarrowing,
-    &topic_marker::TopicMarker,
-    &topic_compaction::TopicCompaction,
-    &handoff_seeding::HandoffSeeding,
+    &intent::IntentNarrowing,
+    &focus::TopicMarker,
+    &compaction::TopicCompactionRow,
+    &handoff::HandoffSeeding,
     &core::SkillLoader,
-    &archive_tools::ArchiveTools,
+    &archive_tools::ArchiveToolsRow,
     &core::ToolsNotice,
-    &skill_routing::SkillRouting,
-    &context_probe::ContextProbe,
-    &tool_result_compression::ToolResultCompression,
-    &auto_verify::AutoVerify,
+    &skills::SkillRouting,
+    &probe::ContextProbe,
+    &compress::ToolResultCompression,
+    &verify::AutoVerifyRow,
 ];
 
 /// The rows this turn builds.
@@ -192,5 +195,42 @@ mod tests {
                 assert_eq!(row.on(&off), expected, "{key} off, row {:?}", row.setting());
             }
         }
+    }
+
+    /// The docs' list of mechanisms, from the table (its order) and the settings type (each
+    /// setting's default and doc comment).
+    fn docs_list() -> String {
+        let schema = schemars::schema_for!(Mechanisms).to_value();
+        let defaults = serde_json::to_value(Mechanisms::default()).unwrap();
+        let mut text =
+            String::from("| setting | on by default | what it adds to a turn |\n|---|---|---|\n");
+        for key in TABLE.iter().filter_map(|m| m.setting()) {
+            let doc = schema["properties"][key]["description"]
+                .as_str()
+                .unwrap_or_else(|| panic!("`{key}` has no doc comment in the settings type"));
+            let doc = doc.split_whitespace().collect::<Vec<_>>().join(" ");
+            let on = if defaults[key] == true { "yes" } else { "no" };
+            text.push_str(&format!("| `{key}` | {on} | {doc} |\n"));
+        }
+        text
+    }
+
+    #[test]
+    fn the_docs_list_of_mechanisms_is_written_from_the_table() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/ui-protocol.md");
+        let doc = std::fs::read_to_string(path).expect("docs/ui-protocol.md");
+        let (begin, end) = ("<!-- mechanisms:begin -->\n", "<!-- mechanisms:end -->");
+        let start = doc.find(begin).expect("the begin marker") + begin.len();
+        let stop = doc.find(end).expect("the end marker");
+        let written = format!("{}{}{}", &doc[..start], docs_list(), &doc[stop..]);
+        if std::env::var_os("SEXTANT_BLESS").is_some() {
+            std::fs::write(path, &written).unwrap();
+            return;
+        }
+        assert!(
+            doc == written,
+            "docs/ui-protocol.md's list of mechanisms is stale; rewrite it with \
+             `SEXTANT_BLESS=1 cargo test -p sextant-assistant --lib mechanisms`"
+        );
     }
 }

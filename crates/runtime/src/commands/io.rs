@@ -25,20 +25,42 @@ use crate::user_file::{read_user_text, CSV_FILE};
 use crate::workspace::{DashboardView, Event, Live, PutAside};
 use crate::Workspace;
 
-#[derive(Serialize, JsonSchema)]
+/// What `io.status` returns: whether a run is live, and each of its sources.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-struct SourceStatus {
-    id: String,
-    status: String,
-    bytes: u64,
-    chunks: u64,
-    dropped_chunks: u64,
-    frames: u64,
-    checksum_failed: u64,
-    oversize_dropped: u64,
-    parse_errors: u64,
+pub struct IoStatus {
+    /// A run is live (`io.connect`); its sources may still be connecting or failing.
+    pub connected: bool,
+    /// The project's sources in order; empty when not connected.
+    pub sources: Vec<SourceStatus>,
+}
+
+/// One source of a live run: its status and counters since it started.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SourceStatus {
+    /// The source's id in the project.
+    pub id: String,
+    /// `connecting`, `connected`, `reconnecting (attempt N, next try in S s): reason`,
+    /// `error: reason`, `finished` or `closed`.
+    pub status: String,
+    /// Bytes read from the device.
+    pub bytes: u64,
+    /// Reads from the device.
+    pub chunks: u64,
+    /// Reads thrown away because the pipeline's queue was full.
+    pub dropped_chunks: u64,
+    /// Frames cut from the bytes whose checksum (if any) passed.
+    pub frames: u64,
+    /// Frames whose checksum did not match.
+    pub checksum_failed: u64,
+    /// Frames dropped for being longer than the framing allows.
+    pub oversize_dropped: u64,
+    /// Frames the decoder (bad COBS/SLIP) or the parser rejected.
+    pub parse_errors: u64,
+    /// The most recent decode or parse error; absent when there was none.
     #[serde(skip_serializing_if = "Option::is_none")]
-    last_error: Option<String>,
+    pub last_error: Option<String>,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -581,9 +603,12 @@ fn io_disconnect(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> 
     }
 }
 
-fn io_status(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
+fn io_status(ws: &mut Workspace, _: NoParams) -> Result<IoStatus, CommandError> {
     let Some(live) = &ws.live else {
-        return Ok(json!({ "connected": false, "sources": [] }));
+        return Ok(IoStatus {
+            connected: false,
+            sources: Vec::new(),
+        });
     };
     let snap = live
         .wiring
@@ -613,7 +638,10 @@ fn io_status(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
             }
         })
         .collect();
-    Ok(json!({ "connected": true, "sources": sources }))
+    Ok(IoStatus {
+        connected: true,
+        sources,
+    })
 }
 
 fn io_list_serial_ports(_: &mut Workspace, _: NoParams) -> Result<Vec<SerialPort>, CommandError> {

@@ -20,6 +20,8 @@ use sextant_commands::{CommandError, CommandSpec, Registry};
 
 use crate::Workspace;
 
+pub use io::{IoStatus, SourceStatus};
+
 /// The registry with every command.
 pub fn registry() -> Registry<Workspace> {
     let mut r = Registry::new();

@@ -41,7 +41,7 @@ let fpsCount = 0;
 
 function options(): DisplayOptions {
   return {
-    rateHz: settings.displayRateHz,
+    refreshHz: settings.refreshHz,
     points: settings.points,
     timeRangeS: settings.timeRangeS,
     raw: raw.resolve(store.byId),
@@ -110,7 +110,7 @@ function loop(ts: number) {
   rafId = requestAnimationFrame(loop);
   // Settings are compared here rather than in an $effect: three reads per frame, and it
   // works wherever the loop runs (effects need a component or root to live in).
-  const view = `${settings.displayRateHz}/${settings.points}/${settings.timeRangeS}`;
+  const view = `${settings.refreshHz}/${settings.points}/${settings.timeRangeS}`;
   if (view !== watched) {
     if (watched) scheduleResubscribe();
     watched = view;

@@ -3,7 +3,11 @@
  *  Two implementations with the same meaning: Tauri (desktop) and WebSocket (`sextant serve`).
  *  See docs/ui-protocol.md. */
 
-import type { ServiceEvent } from "../wire/types.gen";
+import type { ChatRequest, DisplayOptions, ServiceEvent } from "../wire/types.gen";
+
+/** What a page asks the display for (`refreshHz`, `points`, `timeRangeS`, `raw`), generated
+ *  from `sextant_display::DisplayOptions`; its rate bounds are `lib/display/limits.gen.ts`. */
+export type { DisplayOptions };
 
 export interface CommandErrorInfo {
   code: string;
@@ -24,17 +28,6 @@ export class CommandError extends Error {
   }
 }
 
-export interface DisplayOptions {
-  /** Display ticks per second, MIN_RATE_HZ–MAX_RATE_HZ (`lib/display/limits.gen.ts`). */
-  rateHz: number;
-  /** Points per dataset window after decimation. */
-  points: number;
-  /** Visible window, seconds. */
-  timeRangeS: number;
-  /** Dataset index → newest samples wanted undecimated (FFT, XY, GPS, sample plots). */
-  raw: Record<number, number>;
-}
-
 export interface BackendEvent {
   event: string;
   [key: string]: unknown;
@@ -42,11 +35,9 @@ export interface BackendEvent {
 
 export type Unsubscribe = () => void;
 
-/** A request to the assistant's chat service (docs/ui-protocol.md, "The assistant's chats"). */
-export interface ChatRequest {
-  op: string;
-  [key: string]: unknown;
-}
+/** A request to the assistant's chat service (docs/ui-protocol.md, "The assistant's chats"):
+ *  generated from the chat door's table of ops, one shape per op. */
+export type { ChatRequest };
 
 /** A live event of one chat: `{chat, type, …}` (textDelta, toolCallDone, turnEnded, …).
  *  The WebSocket transport adds `{chat: -1, type: "resync"}` after a reconnect: events may

@@ -308,6 +308,291 @@ export type ErrorCode =
   | "badRequest"
   | "needsConfirmation";
 /**
+ * A request to the assistant's chat door, by `op` (docs/ui-protocol.md).
+ */
+export type ChatRequest =
+  | {
+      op: "list";
+    }
+  | {
+      op: "create";
+      title?: string | null;
+    }
+  | {
+      op: "newChatFromHandoff";
+      /**
+       * The chat whose handoff seeds the new one.
+       */
+      chat: number;
+      title?: string | null;
+    }
+  | {
+      op: "searchSessions";
+      query?: string;
+      /**
+       * What narrows a search. Every field is optional; empty means no narrowing.
+       */
+      filter?: {
+        /**
+         * Surfaces to include; all three when absent.
+         */
+        surfaces?: ("current" | "shadowed" | "log_only")[] | null;
+        /**
+         * Event kinds to include (`user_message`, `tool_result`, `checkpoint_created`, …).
+         */
+        kinds?: string[] | null;
+        /**
+         * Which chats; every chat when absent.
+         */
+        visibility?:
+          | {
+              scope: "all";
+            }
+          | {
+              scope: "project";
+              project?: string | null;
+            };
+        /**
+         * Events at or after this time (Unix ms).
+         */
+        sinceUnixMs?: number | null;
+        /**
+         * Events at or before this time (Unix ms).
+         */
+        untilUnixMs?: number | null;
+      };
+      cursor?: string | null;
+      /**
+       * Hits per page (default 20, at most 100).
+       */
+      limit?: number | null;
+    }
+  | {
+      op: "searchEvents";
+      chat: number;
+      query?: string;
+      /**
+       * What narrows a search. Every field is optional; empty means no narrowing.
+       */
+      filter?: {
+        /**
+         * Surfaces to include; all three when absent.
+         */
+        surfaces?: ("current" | "shadowed" | "log_only")[] | null;
+        /**
+         * Event kinds to include (`user_message`, `tool_result`, `checkpoint_created`, …).
+         */
+        kinds?: string[] | null;
+        /**
+         * Which chats; every chat when absent.
+         */
+        visibility?:
+          | {
+              scope: "all";
+            }
+          | {
+              scope: "project";
+              project?: string | null;
+            };
+        /**
+         * Events at or after this time (Unix ms).
+         */
+        sinceUnixMs?: number | null;
+        /**
+         * Events at or before this time (Unix ms).
+         */
+        untilUnixMs?: number | null;
+      };
+      cursor?: string | null;
+      /**
+       * Hits per page (default 20, at most 100).
+       */
+      limit?: number | null;
+    }
+  | {
+      op: "cite";
+      chat: number;
+      hits: {
+        chat: number;
+        seq: number;
+      }[];
+      /**
+       * Which chats may be cited; every chat by default (the person's own archive).
+       */
+      visibility?:
+        | {
+            scope: "all";
+          }
+        | {
+            scope: "project";
+            project?: string | null;
+          };
+    }
+  | {
+      op: "rename";
+      chat: number;
+      title: string;
+    }
+  | {
+      op: "delete";
+      chat: number;
+    }
+  | {
+      op: "history";
+      chat: number;
+    }
+  | {
+      op: "send";
+      chat: number;
+      text: string;
+    }
+  | {
+      op: "retry";
+      chat: number;
+    }
+  | {
+      op: "approve";
+      chat: number;
+      callId: string;
+    }
+  | {
+      op: "deny";
+      chat: number;
+      callId: string;
+      reason?: string | null;
+    }
+  | {
+      op: "approveAll";
+      chat: number;
+    }
+  | {
+      op: "cancel";
+      chat: number;
+    }
+  | {
+      op: "getSettings";
+    }
+  | {
+      op: "setSettings";
+      /**
+       * Which wire format the provider speaks.
+       */
+      provider?: "anthropic" | "openai-compatible";
+      baseUrl?: string;
+      model?: string;
+      autoApproveEdits?: boolean;
+      allowDeviceControl?: boolean;
+      /**
+       * Spec 20 §2: the remembered facts go with every request (when there is a store),
+       * after the cache breakpoint, in an envelope.
+       */
+      memory?: boolean;
+      /**
+       * Spec 20 §1: the sentinel instruction in the role block, its strip and its verdicts.
+       */
+      contextProbe?: boolean;
+      /**
+       * Spec 20 §3: a chat started from another carries that chat's digest.
+       */
+      handoffSeeding?: boolean;
+      /**
+       * Spec 20 §5: each successful edit is checked by a Safe command, and the outcome is in
+       * its result.
+       */
+      autoVerify?: boolean;
+      /**
+       * Spec 20 §4: a message that names a domain gets its skill loaded by the app.
+       */
+      skillRouting?: boolean;
+      /**
+       * Spec 30 A2–A3: the model may search and cite this project's chats.
+       */
+      archiveTools?: boolean;
+      /**
+       * Spec 40 §1: the focus rules in the role block (cached), in the UI's language.
+       */
+      focusPrompt?: boolean;
+      /**
+       * Spec 40 §2: a message clearly about one job shows the model that job's tools.
+       */
+      intentNarrowing?: boolean;
+      /**
+       * Spec 40 §4: big tool results are shown to the model as their key lines, the older
+       * answers of a read made again as a pointer to the newest, and command documentation
+       * read in an earlier turn as a pointer to read it again (the log keeps them whole).
+       */
+      toolResultCompression?: boolean;
+      /**
+       * Spec 40 §3: over budget, the older history is summarized keeping its topics
+       * (instead of the oldest messages being dropped).
+       */
+      topicCompaction?: boolean;
+      /**
+       * Spec 40 §5: a note when the person switched topics.
+       */
+      topicMarker?: boolean;
+      /**
+       * The UI's language (`en`, `zh`): Sextant's own text in a request follows it.
+       */
+      language?: "en" | "zh";
+      /**
+       * Tools as a JSON schema the reply must match: `auto` (local servers), `on`, `off`.
+       */
+      constrainedCalls?: "auto" | "on" | "off";
+      /**
+       * The provider's API key: null or blank forgets it.
+       */
+      apiKey?: string | null;
+    }
+  | {
+      op: "listModels";
+    }
+  | {
+      op: "memoryList";
+      category?: ("preference" | "correction" | "reference" | "project") | null;
+    }
+  | {
+      op: "memorySearch";
+      query: string;
+    }
+  | {
+      op: "memoryAdd";
+      /**
+       * What kind of fact.
+       */
+      category: "preference" | "correction" | "reference" | "project";
+      text: string;
+      /**
+       * The chat of the proposal this answers.
+       */
+      chat?: number | null;
+      /**
+       * The proposal this answers (`call:<id>`, `seq:<n>`, `msg:<n>`).
+       */
+      about?: string | null;
+    }
+  | {
+      op: "memoryEdit";
+      fact: number;
+      text: string;
+    }
+  | {
+      op: "memoryDelete";
+      fact: number;
+    }
+  | {
+      op: "memoryDismiss";
+      chat: number;
+      about: string;
+    }
+  | {
+      op: "memoryClear";
+      confirmed: boolean;
+    }
+  | {
+      op: "health";
+    };
+/**
  * Which wire format the provider speaks.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -641,6 +926,7 @@ export interface Wire {
   tier: Tier;
   errorCode: ErrorCode;
   commandError: CommandError;
+  chatRequest: ChatRequest;
   chatListEntry: ChatListEntry;
   chatSettings: SettingsView;
   modelEntry: ModelEntry;
@@ -655,6 +941,9 @@ export interface Wire {
   retrievalHealth: Health;
   session: SessionSummary;
   writerReport: WriterReport;
+  ioStatus: IoStatus;
+  dashboardView: DashboardView;
+  displayOptions: DisplayOptions;
   mechanisms: Mechanisms;
   importReportLine: ImportReportLine;
 }
@@ -1126,11 +1415,12 @@ export interface SettingsView {
   autoApproveEdits: boolean;
   allowDeviceControl: boolean;
   /**
-   * Spec 20 §2: the consented memory's index in every request (when there is a store).
+   * Spec 20 §2: the remembered facts go with every request (when there is a store),
+   * after the cache breakpoint, in an envelope.
    */
   memory: boolean;
   /**
-   * Spec 20 §1: the sentinel instruction, its strip and its verdicts.
+   * Spec 20 §1: the sentinel instruction in the role block, its strip and its verdicts.
    */
   contextProbe: boolean;
   /**
@@ -1138,27 +1428,30 @@ export interface SettingsView {
    */
   handoffSeeding: boolean;
   /**
-   * Spec 20 §5: each successful edit is checked by a Safe command, in the same result.
+   * Spec 20 §5: each successful edit is checked by a Safe command, and the outcome is in
+   * its result.
    */
   autoVerify: boolean;
   /**
-   * Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
+   * Spec 20 §4: a message that names a domain gets its skill loaded by the app.
    */
   skillRouting: boolean;
   /**
-   * Spec 30 A2–A3: the model can search this project's chats and cite them.
+   * Spec 30 A2–A3: the model may search and cite this project's chats.
    */
   archiveTools: boolean;
   /**
-   * Spec 40 §1: the focus section in the role block (cached, in the UI's language).
+   * Spec 40 §1: the focus rules in the role block (cached), in the UI's language.
    */
   focusPrompt: boolean;
   /**
-   * Spec 40 §2: the model is shown only the tools of the message's intent.
+   * Spec 40 §2: a message clearly about one job shows the model that job's tools.
    */
   intentNarrowing: boolean;
   /**
-   * Spec 40 §4: big tool results are shown to the model compressed (the log keeps them).
+   * Spec 40 §4: big tool results are shown to the model as their key lines, the older
+   * answers of a read made again as a pointer to the newest, and command documentation
+   * read in an earlier turn as a pointer to read it again (the log keeps them whole).
    */
   toolResultCompression: boolean;
   /**
@@ -1167,7 +1460,7 @@ export interface SettingsView {
    */
   topicCompaction: boolean;
   /**
-   * Spec 40 §5: a soft note when the person switched topics.
+   * Spec 40 §5: a note when the person switched topics.
    */
   topicMarker: boolean;
   language: Language & string;
@@ -1630,6 +1923,127 @@ export interface WriterReport {
   errors: number;
 }
 /**
+ * What `io.status` returns: whether a run is live, and each of its sources.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "IoStatus".
+ */
+export interface IoStatus {
+  /**
+   * A run is live (`io.connect`); its sources may still be connecting or failing.
+   */
+  connected: boolean;
+  /**
+   * The project's sources in order; empty when not connected.
+   */
+  sources: SourceStatus[];
+}
+/**
+ * One source of a live run: its status and counters since it started.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SourceStatus".
+ */
+export interface SourceStatus {
+  /**
+   * The source's id in the project.
+   */
+  id: string;
+  /**
+   * `connecting`, `connected`, `reconnecting (attempt N, next try in S s): reason`,
+   * `error: reason`, `finished` or `closed`.
+   */
+  status: string;
+  /**
+   * Bytes read from the device.
+   */
+  bytes: number;
+  /**
+   * Reads from the device.
+   */
+  chunks: number;
+  /**
+   * Reads thrown away because the pipeline's queue was full.
+   */
+  droppedChunks: number;
+  /**
+   * Frames cut from the bytes whose checksum (if any) passed.
+   */
+  frames: number;
+  /**
+   * Frames whose checksum did not match.
+   */
+  checksumFailed: number;
+  /**
+   * Frames dropped for being longer than the framing allows.
+   */
+  oversizeDropped: number;
+  /**
+   * Frames the decoder (bad COBS/SLIP) or the parser rejected.
+   */
+  parseErrors: number;
+  /**
+   * The most recent decode or parse error; absent when there was none.
+   */
+  lastError?: string | null;
+}
+/**
+ * How the dashboard shows data: view state, not project data (it is not saved).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "DashboardView".
+ */
+export interface DashboardView {
+  /**
+   * Seconds of history on time plots.
+   */
+  timeRangeS: number;
+  /**
+   * Points per plot after decimation.
+   */
+  points: number;
+  /**
+   * Frozen: `dashboard.*` reads return the frame at which the view was paused.
+   */
+  paused: boolean;
+  /**
+   * Display refresh rate (1 to 240 Hz).
+   */
+  refreshHz: number;
+}
+/**
+ * What a subscriber wants drawn; see `docs/ui-protocol.md`.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "DisplayOptions".
+ */
+export interface DisplayOptions {
+  /**
+   * Display ticks per second, [`MIN_RATE_HZ`] to [`MAX_RATE_HZ`]: the display rate,
+   * `refreshHz` end to end (the UI setting, `dashboard.setView`, the project). `rateHz`,
+   * its earlier name, is still read, so an older UI keeps working.
+   */
+  refreshHz: number;
+  /**
+   * Points per dataset window after min/max decimation (2 to 100000).
+   */
+  points: number;
+  /**
+   * Visible window in seconds.
+   */
+  timeRangeS: number;
+  /**
+   * Dataset index → how many newest samples to send undecimated too.
+   */
+  raw: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^\d+$".
+     */
+    [k: string]: number;
+  };
+}
+/**
  * The assistant's mechanisms, each its own persisted setting (spec 20, "Settings"), all on
  * by default. Off means absent: a mechanism that is off is not built for the turn and adds
  * zero bytes to its requests.
@@ -1639,11 +2053,12 @@ export interface WriterReport {
  */
 export interface Mechanisms {
   /**
-   * Spec 20 §2: the consented memory's index in every request (when there is a store).
+   * Spec 20 §2: the remembered facts go with every request (when there is a store),
+   * after the cache breakpoint, in an envelope.
    */
   memory: boolean;
   /**
-   * Spec 20 §1: the sentinel instruction, its strip and its verdicts.
+   * Spec 20 §1: the sentinel instruction in the role block, its strip and its verdicts.
    */
   contextProbe: boolean;
   /**
@@ -1651,27 +2066,30 @@ export interface Mechanisms {
    */
   handoffSeeding: boolean;
   /**
-   * Spec 20 §5: each successful edit is checked by a Safe command, in the same result.
+   * Spec 20 §5: each successful edit is checked by a Safe command, and the outcome is in
+   * its result.
    */
   autoVerify: boolean;
   /**
-   * Spec 20 §4: a message that names a domain gets its skill, loaded by the app.
+   * Spec 20 §4: a message that names a domain gets its skill loaded by the app.
    */
   skillRouting: boolean;
   /**
-   * Spec 30 A2–A3: the model can search this project's chats and cite them.
+   * Spec 30 A2–A3: the model may search and cite this project's chats.
    */
   archiveTools: boolean;
   /**
-   * Spec 40 §1: the focus section in the role block (cached, in the UI's language).
+   * Spec 40 §1: the focus rules in the role block (cached), in the UI's language.
    */
   focusPrompt: boolean;
   /**
-   * Spec 40 §2: the model is shown only the tools of the message's intent.
+   * Spec 40 §2: a message clearly about one job shows the model that job's tools.
    */
   intentNarrowing: boolean;
   /**
-   * Spec 40 §4: big tool results are shown to the model compressed (the log keeps them).
+   * Spec 40 §4: big tool results are shown to the model as their key lines, the older
+   * answers of a read made again as a pointer to the newest, and command documentation
+   * read in an earlier turn as a pointer to read it again (the log keeps them whole).
    */
   toolResultCompression: boolean;
   /**
@@ -1680,7 +2098,7 @@ export interface Mechanisms {
    */
   topicCompaction: boolean;
   /**
-   * Spec 40 §5: a soft note when the person switched topics.
+   * Spec 40 §5: a note when the person switched topics.
    */
   topicMarker: boolean;
 }
