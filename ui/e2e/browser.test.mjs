@@ -469,6 +469,15 @@ test("a port that does not exist is never shown as connected", async () => {
   assert.equal(await sidebar.getAttribute("data-connected"), "false");
   assert.doesNotMatch(await sidebar.innerText(), /^Connected/);
   await waitFor("the same state on the Connect screen", async () => (await banner.getAttribute("data-state")) === (await sidebar.getAttribute("data-state")), 5000);
+  // The message under the buttons says so too: never a green "Connected" with a way to Quick plot.
+  const info = page.locator('[data-testid="connect-info"]');
+  await waitFor("the connect message", async () => (await info.getAttribute("data-state")) === "connect.notConnectedInfo", 5000);
+  assert.match(await info.innerText(), /^Not connected: .+/);
+  assert.equal(await page.locator('[data-testid="open-quickplot"]').count(), 0);
+  // The dashboard does not tell a person to connect a device that is being connected.
+  await nav(page, "dashboard");
+  assert.equal(await page.locator('[data-testid="no-data"]').getAttribute("data-state"), "dash.connecting");
+  await nav(page, "connect");
   await page.click('[data-testid="disconnect"]');
   await waitFor("disconnected", async () => (await sidebar.getAttribute("data-state")) === "disconnected");
   await page.close();

@@ -96,6 +96,8 @@ export function listen(path) {
   return {
     until: (pattern, timeoutMs = 15000) =>
       waitFor(`"${pattern}" on ${path} (got ${JSON.stringify(got.slice(-200))})`, () => got.includes(pattern) && got, timeoutMs),
+    /** How many times `text` was read so far. */
+    count: (text) => got.split(text).length - 1,
     stop() {
       cat.kill();
       children.delete(cat);

@@ -5,12 +5,12 @@
 // first (screenshots in light/dark × English/简体中文); what Quick plot found is kept on
 // the Dashboard in one click.
 import assert from "node:assert/strict";
-import { copyFileSync } from "node:fs";
+import { closeSync, copyFileSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import {
-  artifacts, feed, ptyPair, repo, requireFile, requireProgram, servedUrl, sextantBin, start, tempDir, waitFor,
+  artifacts, feed, listen, ptyPair, repo, requireFile, requireProgram, servedUrl, sextantBin, start, tempDir, waitFor,
 } from "./harness.mjs";
 
 const CHROMIUM_ARGS = [
@@ -240,4 +240,67 @@ test("what Quick plot found is kept on the Dashboard in one click", async () => 
   await p.screenshot({ path: join(artifacts, "journey-quickplot-kept.png") });
   await disconnect(p);
   await p.close();
+});
+
+/** A device that sends nothing until polled: it answers every `R` it reads on `path` with
+ *  `reply`; `count(byte)` is how many of that byte it was sent. */
+function polledDevice(path, reply) {
+  const heard = listen(path);
+  const fd = openSync(path, "w");
+  let answered = 0;
+  const timer = setInterval(() => {
+    const polls = heard.count("R");
+    for (; answered < polls; answered++) writeSync(fd, reply);
+  }, 5);
+  return {
+    count: (ch) => heard.count(ch),
+    stop() {
+      clearInterval(timer);
+      closeSync(fd);
+      heard.stop();
+    },
+  };
+}
+
+test("a device that answers only when polled shows data, and the dashboard's action buttons send", async () => {
+  const p = await fresh();
+  await importShape(p, "polled-adc.ssproj");
+  const device = polledDevice(pty.b, Buffer.from([0x03, 0xff, 0x0a]));
+  try {
+    await nav(p, "connect");
+    await p.selectOption('[data-testid="source-type"]', "serial");
+    await p.fill('[data-testid="serial-port"]', pty.a);
+    await p.click('[data-testid="connect"]');
+    await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
+    await nav(p, "dashboard");
+    // The imported timer polls from the connection on: the board's answer is on the dashboard.
+    const value = await numbersFor(p, ["Voltage"]);
+    assert.equal(await value("Voltage"), 5);
+    await waitFor("ten polls", () => device.count("R") >= 10);
+    // Sent once on connect; a click on its button sends it again (the click is the yes).
+    assert.equal(device.count("W"), 1);
+    const wake = p.locator('[data-testid="action-button"]', { hasText: "Wake" });
+    await wake.waitFor();
+    assert.match((await wake.getAttribute("title")) ?? "", /once/);
+    await wake.click();
+    await waitFor("the clicked send", () => device.count("W") === 2);
+    // Every send is in the console, marked as sent.
+    await p.click('[data-testid="open-console"]');
+    await waitFor("the sends in the console", async () => /→ W␊/.test(await p.locator('[data-testid="console-output"]').innerText()));
+    await p.screenshot({ path: join(artifacts, "journey-polled-adc.png") });
+    for (const [theme, language] of [["dark", "zh"], ["light", "en"]]) {
+      const q = await fresh({ theme, language });
+      await nav(q, "dashboard");
+      await q.locator('[data-testid="action-bar"]').screenshot({ path: join(artifacts, `action-bar-${theme}-${language}.png`) });
+      await q.close();
+    }
+    await disconnect(p);
+    // Nothing is sent after the disconnect.
+    const polls = device.count("R");
+    await p.waitForTimeout(400);
+    assert.equal(device.count("R"), polls, "a poll after the disconnect");
+  } finally {
+    device.stop();
+    await p.close();
+  }
 });

@@ -1,10 +1,11 @@
 // The connection state a person reads comes from the sources' own status: a run whose only
 // source is reconnecting, or whose port does not exist, is not "Connected".
 import { describe, expect, it } from "vitest";
-import { isLive, overall, type IoStatus } from "../src/screens/status";
+import { connectOutcome, isLive, noDataHint, overall, quietSince, type IoStatus } from "../src/screens/status";
 
 const run = (...statuses: string[]): IoStatus => ({
   connected: true,
+  runningActions: [],
   sources: statuses.map((status, i) => ({
     id: `s${i}`, status, bytes: 0, chunks: 0, droppedChunks: 0, frames: 0, checksumFailed: 0, oversizeDropped: 0, parseErrors: 0,
   })),
@@ -12,7 +13,7 @@ const run = (...statuses: string[]): IoStatus => ({
 
 describe("the overall connection state", () => {
   const cases: [string, IoStatus | null, string, boolean][] = [
-    ["no run", { connected: false, sources: [] }, "disconnected", false],
+    ["no run", { connected: false, sources: [], runningActions: [] }, "disconnected", false],
     ["no answer yet", null, "disconnected", false],
     ["every source up", run("connected", "connected"), "connected", true],
     ["one of two up", run("connected", "reconnecting (attempt 2, next try in 1.0 s): port gone"), "partly", true],
@@ -27,4 +28,38 @@ describe("the overall connection state", () => {
       expect(isLive(overall(status))).toBe(live);
     });
   }
+});
+
+describe("what a person reads while connecting and while quiet", () => {
+  const live = (status: string, bytes = 0): IoStatus => ({
+    connected: true,
+    runningActions: [],
+    sources: [{ id: "s", status, bytes, chunks: 0, droppedChunks: 0, frames: 0, checksumFailed: 0, oversizeDropped: 0, parseErrors: 0 }],
+  });
+
+  it.each([
+    ["just started", null, true, "connect.connectingInfo", ""],
+    ["connected", live("connected"), false, "connect.connectedInfo", "ok"],
+    ["a port that does not exist", live("reconnecting (attempt 2, next try in 0.4 s): No such file or directory"), false, "connect.notConnectedInfo", "warn"],
+    ["a configuration error", live("error: baud rate 0 is not valid"), false, "connect.notConnectedInfo", "error"],
+    ["still opening", live("connecting"), false, "connect.connectingInfo", ""],
+    ["a replay at its end", live("finished"), false, "connect.finishedInfo", ""],
+  ])("%s: %s", (_name, s, starting, key, tone) => {
+    const o = connectOutcome(s, starting);
+    expect(o.key).toBe(key);
+    expect(o.tone).toBe(tone);
+    if (key === "connect.notConnectedInfo") expect(o.reason).toBeTruthy();
+  });
+
+  it("counts quiet seconds from the last byte, and says connected-but-quiet rather than connect a device", () => {
+    let q = quietSince({ bytes: 0, sinceMs: 0 }, live("connected", 10), 1000);
+    q = quietSince(q, live("connected", 10), 5000);
+    expect(q).toEqual({ bytes: 10, sinceMs: 1000 });
+    expect(noDataHint(live("connected", 10), q, 8000)).toEqual({ key: "dash.quiet", seconds: 7 });
+    q = quietSince(q, live("connected", 12), 9000);
+    expect(q.sinceMs).toBe(9000);
+    expect(noDataHint(live("reconnecting: gone"), q, 9000).key).toBe("dash.connecting");
+    expect(noDataHint({ connected: false, sources: [], runningActions: [] }, q, 9000).key).toBe("dash.noData");
+    expect(noDataHint(null, q, 9000).key).toBe("dash.noData");
+  });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { ConsoleFormatter, formatConsole, hexByte, lineEndingBytes, parseHex, sendPreview, stamp, wireLineEnding } from "../src/widgets/math/console";
+import { ConsoleFormatter, SENT, formatConsole, isSent, hexByte, lineEndingBytes, parseHex, sendPreview, stamp, wireLineEnding } from "../src/widgets/math/console";
 
 const b = (s: string) => new TextEncoder().encode(s);
 
@@ -60,5 +60,26 @@ describe("send box", () => {
     expect(sendPreview("01 02", true, "cr")).toBe("01 02 0D");
     expect(sendPreview("0g", true, "none")).toBeNull();
     expect(sendPreview("é", false, "none")).toBe("C3 A9");
+  });
+});
+
+describe("what Sextant sent, among what arrived", () => {
+  const sent = new TextEncoder().encode("R\r\n");
+  it("puts a send on a line of its own, marked and with its line ending visible", () => {
+    const f = new ConsoleFormatter({ hex: false, timestamps: false });
+    const out = f.push(new TextEncoder().encode("5.0"), 1) + f.sent(sent, 1.5) + f.push(new TextEncoder().encode("\n4.9\n"), 2);
+    expect(out).toBe("5.0\n→ R␍␊\n\n4.9\n");
+  });
+  it("shows a send as hex bytes in hex mode, with its timestamp", () => {
+    const f = new ConsoleFormatter({ hex: true, timestamps: true });
+    expect(f.sent(new Uint8Array([0x52, 0x0a]), 2.25)).toBe("[2.250] → 52 0A\n");
+  });
+  it.each([
+    [0, false],
+    [3, false],
+    [SENT | 0, true],
+    [SENT | 2, true],
+  ])("source %i is a send: %s", (source, expected) => {
+    expect(isSent(source)).toBe(expected);
   });
 });

@@ -163,25 +163,33 @@ async fn constrained_calls_offer_a_schema_of_the_offered_tools_and_run_through_t
     assert_eq!(usage[1]["inputTokens"], 60);
 }
 
+/// A constraint that can be violated is not a constraint: a call the server cut at the
+/// reply cap is a cut reply (said as such), never a malformed call shown as raw JSON; words
+/// that ignore the schema are the model's answer, not lost.
 #[tokio::test]
-async fn invalid_json_from_the_server_is_a_malformed_call_then_kept_text() {
+async fn a_call_cut_by_the_reply_cap_is_a_cut_reply_then_plain_words_are_kept() {
     let dir = tempfile::tempdir().unwrap();
     let server = serve("openai_constrained_invalid").await;
     let door = local_door(dir.path(), &server, json!({})).await;
     let chat = ok(&door, json!({"op": "create"})).await["id"].clone();
-    let shown = turn(&door, &chat, "What is in the project?").await;
-    assert_eq!(shown.end, TurnEndKind::Finished, "{:?}", shown.detail);
-    // Words that ignore the schema are the model's answer, not lost.
-    assert_eq!(shown.text, "I cannot do that in JSON, sorry.");
+    let cut = turn(&door, &chat, "What is in the project?").await;
+    assert_eq!(cut.end, TurnEndKind::Finished, "{:?}", cut.detail);
     let history = items(&door, &chat).await;
-    let card = history.iter().find(|i| i["type"] == "toolCard").unwrap();
-    assert_eq!(card["name"], "project_get");
-    assert_eq!(card["status"], "error");
-    let result = card["result"].as_str().unwrap();
     assert!(
-        result.contains("invalid arguments") && result.contains(r#""arguments": {"x"#),
-        "the model reads its raw text back: {result}"
+        history.iter().all(|i| i["type"] != "toolCard"),
+        "a cut call is not a call: {history:?}"
     );
+    let notices = notices(&history, "reply_cut");
+    assert_eq!(notices.len(), 1, "{history:?}");
+    assert_eq!(notices[0]["reason"], "max_tokens");
+    assert!(
+        !serde_json::to_string(&history).unwrap().contains(r#"{\"x"#),
+        "the raw cut JSON is shown nowhere: {history:?}"
+    );
+
+    let words = turn(&door, &chat, "Try again").await;
+    assert_eq!(words.end, TurnEndKind::Finished, "{:?}", words.detail);
+    assert_eq!(words.text, "I cannot do that in JSON, sorry.");
 }
 
 #[tokio::test]

@@ -37,6 +37,30 @@ pub fn decode_header(buf: &[u8]) -> Option<FrameHeader> {
     })
 }
 
+/// A frame's console records as `(source, bytes)`, oldest first (for tests and tools); the
+/// source has [`crate::SENT`] set for bytes sent to the device. None for a frame that is
+/// not one.
+pub fn decode_console(buf: &[u8]) -> Option<Vec<(u32, Vec<u8>)>> {
+    let h = decode_header(buf)?;
+    let pad = |n: usize| (n + 7) & !7;
+    let u32_at =
+        |i: usize| -> Option<u32> { Some(u32::from_le_bytes(buf.get(i..i + 4)?.try_into().ok()?)) };
+    let mut at = HEADER_BYTES + pad(h.meta_bytes as usize) + pad(h.text_bytes as usize);
+    for _ in 0..h.datasets {
+        // index, samples, raw samples, padding, last value; then four columns of f64.
+        let (n, m) = (u32_at(at + 4)? as usize, u32_at(at + 8)? as usize);
+        at += 24 + 16 * n + 16 * m;
+    }
+    let mut records = Vec::new();
+    for _ in 0..h.console {
+        let (source, len) = (u32_at(at + 8)?, u32_at(at + 12)? as usize);
+        at += 16;
+        records.push((source, buf.get(at..at + len)?.to_vec()));
+        at += pad(len);
+    }
+    Some(records)
+}
+
 /// The part of a dataset's samples at or after a start time, as the ring's two slices.
 pub(crate) struct Window<'a> {
     t: (&'a [f64], &'a [f64]),

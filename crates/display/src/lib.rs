@@ -23,6 +23,8 @@ mod encode;
 mod scope;
 mod stream;
 
-pub use encode::{decode_header, FrameHeader, HEADER_BYTES, MAGIC};
-pub use scope::{DisplayOptions, Scope, ScopeSink, Subscriber, CONSOLE_BYTES, WINDOW_SAMPLES};
+pub use encode::{decode_console, decode_header, FrameHeader, HEADER_BYTES, MAGIC};
+pub use scope::{
+    DisplayOptions, Scope, ScopeSink, Subscriber, CONSOLE_BYTES, SENT, WINDOW_SAMPLES,
+};
 pub use stream::{FRAMES_IN_FLIGHT, MAX_RATE_HZ, MIN_RATE_HZ};

@@ -224,6 +224,11 @@ impl State {
 pub struct Scope {
     state: Arc<Mutex<State>>,
 }
+
+/// Set in a console record's source when Sextant sent the bytes to the device (a console
+/// send, an action, an action's timer) rather than received them.
+pub const SENT: u32 = 1 << 31;
+
 fn lock(state: &Mutex<State>) -> MutexGuard<'_, State> {
     state.lock().unwrap_or_else(|p| p.into_inner())
 }
@@ -254,6 +259,13 @@ impl Scope {
             next_console_id,
             ..State::default()
         };
+    }
+
+    /// Bytes sent to source `source` at `t` seconds into the run: the console shows them
+    /// among the received ones, marked as sent ([`SENT`]). Called by the sender, never by
+    /// the pipeline, so the lock is the runtime's brief wait, not the hot path's.
+    pub fn sent(&self, t: f64, source: u32, bytes: &[u8]) {
+        lock(&self.state).push_console(t, source | SENT, bytes);
     }
 
     /// Frames parsed since the last reset.

@@ -6,7 +6,8 @@
 
 use serde_json::{json, Value};
 use sextant_telemetry::project::{
-    Action, ConstTable, LineEnding, MqttPublisher, PublishFormat, TableEntry, TableValue,
+    Action, ActionTimer, ConstTable, LineEnding, MqttPublisher, PublishFormat, TableEntry,
+    TableValue,
 };
 
 use crate::json::{index, show, Obj};
@@ -155,7 +156,8 @@ const TIMER_MODES: [(&str, i64); 5] = [
     ("repeatntimes", 4),
 ];
 
-/// The action's timer: only "start on connect" has a Sextant equivalent.
+/// The action's timer: Serial Studio's mode as the matching [`ActionTimer`], with its
+/// interval (and, for "send N times", its count).
 fn action_timer(obj: &mut Obj, a: &mut Action, r: &mut ImportReport) {
     let mode_path = obj.at("timerMode");
     let mode = match obj.raw("timerMode") {
@@ -171,33 +173,58 @@ fn action_timer(obj: &mut Obj, a: &mut Action, r: &mut ImportReport) {
     };
     let interval_path = obj.at("timerIntervalMs");
     let interval = obj.i64("timerIntervalMs", r).unwrap_or(100);
-    let repeat = obj.raw("repeatCount").cloned();
-    match mode {
-        0 => {}
-        1 => match u64::try_from(interval) {
-            Ok(ms) if ms > 0 => a.timer_ms = Some(ms),
-            _ => r.push(
+    let repeat_path = obj.at("repeatCount");
+    let repeat = obj.i64("repeatCount", r);
+    let timer = match mode {
+        0 => return,
+        1 => ActionTimer::WhileConnected,
+        2 => ActionTimer::StartOnClick,
+        3 => ActionTimer::ToggleOnClick,
+        4 => ActionTimer::Repeat,
+        _ => {
+            r.push(mode_path, "unknown timer mode; no timer");
+            return;
+        }
+    };
+    match u64::try_from(interval) {
+        Ok(ms) if ms > 0 => {
+            if ms < Action::MIN_TIMER_MS {
+                r.push(
+                    interval_path,
+                    format!(
+                        "timer interval {ms} ms is below Sextant's shortest, {} ms; it sends \
+                         every {} ms",
+                        Action::MIN_TIMER_MS,
+                        Action::MIN_TIMER_MS
+                    ),
+                );
+            }
+            a.timer_ms = Some(ms.max(Action::MIN_TIMER_MS));
+            a.timer = timer;
+        }
+        _ => {
+            r.push(
                 interval_path,
                 format!("timer interval {interval} ms is not valid; no timer"),
-            ),
-        },
-        2 | 3 => r.lost(
-            mode_path,
-            format!(
-                "a timer started {} by clicking the button (every {interval} ms) is not \
-                 supported by Sextant; the action sends once per click",
-                if mode == 2 { "" } else { "and stopped" }
-            ),
-        ),
-        4 => r.lost(
-            mode_path,
-            format!(
-                "sending {} time(s) every {interval} ms is not supported by Sextant; the \
-                 action sends once per click",
-                repeat.as_ref().map_or("3".to_string(), show)
-            ),
-        ),
-        _ => r.push(mode_path, "unknown timer mode; no timer"),
+            );
+            return;
+        }
+    }
+    if timer == ActionTimer::Repeat {
+        match repeat.map(u32::try_from) {
+            None => a.repeat_count = Some(Action::DEFAULT_REPEAT),
+            Some(Ok(n)) if n > 0 => a.repeat_count = Some(n),
+            Some(_) => {
+                r.push(
+                    repeat_path,
+                    format!(
+                        "a repeat count must be at least 1; it sends {} times",
+                        Action::DEFAULT_REPEAT
+                    ),
+                );
+                a.repeat_count = Some(Action::DEFAULT_REPEAT);
+            }
+        }
     }
 }
 

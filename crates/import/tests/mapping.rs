@@ -700,15 +700,53 @@ fn cases() -> Vec<Case> {
         ],
         reported: vec![],
     });
+    // Serial Studio's timer modes, each as the timer that does the same.
+    for (mode, timer) in [
+        (json!(2), "startOnClick"),
+        (json!("toggleOnTrigger"), "toggleOnClick"),
+        (json!(4), "repeat"),
+    ] {
+        cases.push(Case {
+            name: "action timers started by a click",
+            doc: with(
+                project(json!({}), json!([])),
+                "actions",
+                json!([{"title": "Burst", "txData": "X", "timerMode": mode, "timerIntervalMs": 40, "repeatCount": 5}]),
+            ),
+            expect: vec![
+                ("/actions/0/timerMs", json!(40)),
+                ("/actions/0/timer", json!(timer)),
+                (
+                    "/actions/0/repeatCount",
+                    if timer == "repeat" { json!(5) } else { Value::Null },
+                ),
+            ],
+            reported: vec![],
+        });
+    }
     cases.push(Case {
-        name: "action timers Sextant does not have",
+        name: "a repeat timer without a count sends three times, as Serial Studio",
         doc: with(
             project(json!({}), json!([])),
             "actions",
-            json!([{"title": "Burst", "txData": "X", "timerMode": 4, "repeatCount": 5}]),
+            json!([{"title": "Burst", "txData": "X", "timerMode": "repeatNTimes"}]),
         ),
-        expect: vec![("/actions/0/timerMs", Value::Null)],
-        reported: vec!["actions[0].timerMode"],
+        expect: vec![
+            ("/actions/0/timerMs", json!(100)),
+            ("/actions/0/timer", json!("repeat")),
+            ("/actions/0/repeatCount", json!(3)),
+        ],
+        reported: vec![],
+    });
+    cases.push(Case {
+        name: "a timer faster than Sextant's shortest interval",
+        doc: with(
+            project(json!({}), json!([])),
+            "actions",
+            json!([{"title": "Fast", "txData": "X", "timerMode": 1, "timerIntervalMs": 2}]),
+        ),
+        expect: vec![("/actions/0/timerMs", json!(10))],
+        reported: vec!["actions[0].timerIntervalMs"],
     });
 
     // Tables.

@@ -12,16 +12,20 @@
 //! The reply is turned back into the same [`Event`]s a native call produces, so nothing
 //! after the client can tell the two apart: a reply's text streams as it is generated
 //! (decoded from inside the JSON string), a call arrives as start, arguments and end.
-//! Anything else the server sends – JSON that is cut off, not JSON at all (a server that
-//! ignored the schema) – keeps every word the model said: as text, or as a malformed call
-//! the loop answers with an error.
+//! A call the reply ends inside of is a cut reply, as a native one: at the reply cap it
+//! stops as [`StopReason::MaxTokens`] (nothing of the call emitted, no raw JSON shown),
+//! otherwise it is a [`ProviderError::StreamCut`] that carries the call so far. What a
+//! server that ignored the schema lets through is caught here too: a call of a tool that
+//! was not offered is [`ProviderError::UnknownTool`], complete but broken JSON of an
+//! offered tool a malformed call the loop answers with an error, and words that are not
+//! JSON at all the model's text.
 
 use std::collections::VecDeque;
 
 use serde_json::{json, Map, Value};
 
 use crate::error::{Api, ProviderError};
-use crate::model::{Event, StopReason, ToolCall, ToolDefinition};
+use crate::model::{Event, PartialToolCall, StopReason, ToolCall, ToolDefinition};
 
 /// The schema's name in `response_format`.
 pub const SCHEMA_NAME: &str = "reply_or_tool_call";
@@ -34,7 +38,7 @@ const CALL_ID: &str = "call_json";
 /// A grammar cannot bound how many keys an object of any shape gets (llama.cpp's schema
 /// converter has no `maxProperties`), and a tiny model given one writes keys until the
 /// reply cap cuts the call off – malformed. So a free-form object is asked for as JSON text
-/// of bounded length instead ([`maxLength`] is enforced), and read back into the object.
+/// of bounded length instead (`maxLength` is enforced), and read back into the object.
 pub const FREE_OBJECT_TEXT_MAX: u64 = 400;
 
 /// A whole argument object of a recursive type, asked for as text: the same reason, more
@@ -42,10 +46,21 @@ pub const FREE_OBJECT_TEXT_MAX: u64 = 400;
 pub const FREE_ARGUMENTS_TEXT_MAX: u64 = 1_000;
 
 /// The `response_format` value for `tools`: a reply, or one call of one offered tool with
-/// that tool's parameters. A top-level parameter that is an object of any shape, and the
-/// arguments of a tool whose schema keeps references of its own (a recursive type), are
-/// asked for as JSON text of bounded length ([`FREE_OBJECT_TEXT_MAX`]); the decoder reads
-/// them back into objects, and the pipeline validates them anyway.
+/// that tool's parameters – nothing else. Every object in it is closed
+/// (`additionalProperties: false`; the reply and each call require all their keys, a
+/// tool's parameters keep their own `required`), and each call's name is pinned
+/// three ways (`const`, a one-name `enum`, `type: string`), so a schema converter that
+/// knows only some of those keywords still cannot let another name through.
+///
+/// A value of any shape cannot be closed: a grammar cannot bound how many keys or items
+/// it gets, and a tiny model writes them until the reply cap cuts the call off. The
+/// parameter that holds one (the value itself, e.g. `params` of `meta_executeCommand`, or
+/// the array or alternatives it sits in; at any depth of parameter names) is asked for as
+/// JSON text of bounded length ([`FREE_OBJECT_TEXT_MAX`]) and read back by the decoder. A
+/// tool whose arguments themselves are free, or whose schema keeps references of its own
+/// (a recursive type), falls back alone: its whole arguments are bounded text
+/// ([`FREE_ARGUMENTS_TEXT_MAX`]) – its name stays pinned. The pipeline validates the
+/// arguments against the tool's own schema anyway.
 pub fn response_format(tools: &[ToolDefinition]) -> Value {
     let mut choices = vec![json!({
         "type": "object",
@@ -54,16 +69,18 @@ pub fn response_format(tools: &[ToolDefinition]) -> Value {
         "additionalProperties": false,
     })];
     for tool in tools {
-        let arguments = if has_references(&tool.parameters) {
-            as_text(FREE_ARGUMENTS_TEXT_MAX)
-        } else {
-            bounded(&tool.parameters)
+        let arguments = match closed_arguments(&tool.parameters) {
+            Some((schema, _)) => schema,
+            None => as_text(FREE_ARGUMENTS_TEXT_MAX),
         };
         choices.push(json!({
             "type": "object",
             // "tool" first: a grammar generates properties in this order, so the name is
             // settled before the arguments it decides.
-            "properties": {"tool": {"const": tool.name}, "arguments": arguments},
+            "properties": {
+                "tool": {"type": "string", "const": tool.name, "enum": [tool.name]},
+                "arguments": arguments,
+            },
             "required": ["tool", "arguments"],
             "additionalProperties": false,
         }));
@@ -78,73 +95,158 @@ fn as_text(max: u64) -> Value {
     json!({"type": "string", "maxLength": max, "description": "a JSON object, as text"})
 }
 
-/// An object schema with no properties of its own: any keys, any values.
-fn is_free_object(schema: &Value) -> bool {
-    schema.get("type").and_then(Value::as_str) == Some("object")
-        && schema.get("properties").is_none()
-        && !matches!(schema.get("additionalProperties"), Some(Value::Bool(false)))
+/// A tool's parameter schema with every object closed, and the paths of the values asked
+/// for as text; `None` when the schema cannot be closed that way (the tool falls back to
+/// its whole arguments as text).
+fn closed_arguments(parameters: &Value) -> Option<(Value, Vec<Vec<String>>)> {
+    if has_references(parameters) || free_value(parameters) {
+        return None;
+    }
+    let mut texts = Vec::new();
+    let schema = close(parameters, &mut Vec::new(), true, &mut texts)?;
+    Some((schema, texts))
 }
 
-/// The parameters with each free-form top-level property asked for as bounded text.
-fn bounded(parameters: &Value) -> Value {
-    let mut parameters = parameters.clone();
-    if let Some(Value::Object(properties)) = parameters.get_mut("properties") {
-        for schema in properties.values_mut() {
-            if is_free_object(schema) {
-                *schema = as_text(FREE_OBJECT_TEXT_MAX);
-            }
-        }
+/// Whether `schema` allows a value of unbounded shape: any value at all, an object with
+/// no properties of its own, an object that takes keys beyond its properties, or an array
+/// of any values.
+fn free_value(schema: &Value) -> bool {
+    let Value::Object(map) = schema else {
+        return schema == &Value::Bool(true);
+    };
+    const SHAPES: &[&str] = &[
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "$ref",
+        "items",
+        "prefixItems",
+    ];
+    if !SHAPES.iter().any(|k| map.contains_key(*k)) {
+        return true; // no constraint on the value's form (`{}`, a description only)
     }
-    parameters
+    let may_be_object = match map.get("type") {
+        Some(Value::String(t)) => t == "object",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "object"),
+        _ => map.contains_key("properties") || map.contains_key("additionalProperties"),
+    };
+    let open = match map.get("additionalProperties") {
+        None => !map.contains_key("properties"),
+        Some(Value::Bool(false)) => false,
+        Some(_) => true,
+    };
+    let any_items = match map.get("type") {
+        Some(Value::String(t)) => t == "array",
+        Some(Value::Array(types)) => types.iter().any(|t| t == "array"),
+        _ => false,
+    } && !map.contains_key("items")
+        && !map.contains_key("prefixItems");
+    (may_be_object && open) || any_items
+}
+
+/// `schema` with every object closed, or `None` when it holds a free value (see
+/// [`free_value`]). A property reached through parameter names only (`direct`, its path
+/// in `path`) that has no closed form becomes bounded text, its path noted in `texts`:
+/// the free value itself, or the array or alternatives that hold one.
+fn close(
+    schema: &Value,
+    path: &mut Vec<String>,
+    direct: bool,
+    texts: &mut Vec<Vec<String>>,
+) -> Option<Value> {
+    if free_value(schema) {
+        return None;
+    }
+    let Value::Object(map) = schema else {
+        return Some(schema.clone()); // `false`
+    };
+    let mut out = Map::new();
+    for (key, value) in map {
+        let value = match (key.as_str(), value) {
+            ("properties", Value::Object(properties)) => {
+                let mut closed = Map::new();
+                for (name, sub) in properties {
+                    path.push(name.clone());
+                    let mark = texts.len();
+                    let sub = match close(sub, path, direct, texts) {
+                        Some(sub) => Some(sub),
+                        None if direct => {
+                            texts.truncate(mark);
+                            texts.push(path.clone());
+                            Some(as_text(FREE_OBJECT_TEXT_MAX))
+                        }
+                        None => None,
+                    };
+                    path.pop();
+                    closed.insert(name.clone(), sub?);
+                }
+                Value::Object(closed)
+            }
+            ("items" | "additionalItems", sub) => close(sub, path, false, texts)?,
+            ("anyOf" | "oneOf" | "allOf" | "prefixItems", Value::Array(subs)) => Value::Array(
+                subs.iter()
+                    .map(|sub| close(sub, path, false, texts))
+                    .collect::<Option<Vec<_>>>()?,
+            ),
+            _ => value.clone(),
+        };
+        out.insert(key.clone(), value);
+    }
+    if out.contains_key("properties") {
+        out.insert("additionalProperties".into(), Value::Bool(false));
+    }
+    Some(Value::Object(out))
 }
 
 /// Which arguments of which tool the schema asks for as text: `None` for the whole
-/// argument object, else the top-level parameter names.
+/// argument object, else the paths (parameter names from the top) of the text values.
 #[derive(Debug, Default, Clone)]
-pub(crate) struct TextArguments(std::collections::HashMap<String, Option<Vec<String>>>);
+pub(crate) struct TextArguments(std::collections::HashMap<String, Option<Vec<Vec<String>>>>);
 
 impl TextArguments {
     pub fn of(tools: &[ToolDefinition]) -> Self {
         let mut map = std::collections::HashMap::new();
         for tool in tools {
-            if has_references(&tool.parameters) {
-                map.insert(tool.name.clone(), None);
-                continue;
-            }
-            let names: Vec<String> = tool
-                .parameters
-                .get("properties")
-                .and_then(Value::as_object)
-                .into_iter()
-                .flatten()
-                .filter(|(_, schema)| is_free_object(schema))
-                .map(|(name, _)| name.clone())
-                .collect();
-            if !names.is_empty() {
-                map.insert(tool.name.clone(), Some(names));
+            match closed_arguments(&tool.parameters) {
+                None => {
+                    map.insert(tool.name.clone(), None);
+                }
+                Some((_, paths)) if !paths.is_empty() => {
+                    map.insert(tool.name.clone(), Some(paths));
+                }
+                Some(_) => {}
             }
         }
         TextArguments(map)
     }
 
-    /// The call's arguments with the text ones read back into objects. Text that is not a
-    /// JSON object stays text: the pipeline's validation then names the parameter.
+    /// The call's arguments with the text ones read back into values. Text that is not
+    /// JSON of the kind asked for stays text: the pipeline's validation then names the
+    /// parameter.
     fn read_back(&self, tool: &str, arguments: Value) -> Value {
         let parse = |v: &Value| match v {
             Value::String(text) => match serde_json::from_str::<Value>(text) {
-                Ok(object @ Value::Object(_)) => Some(object),
+                Ok(value @ (Value::Object(_) | Value::Array(_))) => Some(value),
                 _ => None,
             },
             _ => None,
         };
         match self.0.get(tool) {
             Some(None) => parse(&arguments).unwrap_or(arguments),
-            Some(Some(names)) => {
+            Some(Some(paths)) => {
                 let mut arguments = arguments;
-                if let Value::Object(map) = &mut arguments {
-                    for name in names {
-                        if let Some(object) = map.get(name).and_then(parse) {
-                            map.insert(name.clone(), object);
+                for path in paths {
+                    let mut at = Some(&mut arguments);
+                    for name in path {
+                        at = at.and_then(|v| v.get_mut(name));
+                    }
+                    if let Some(value) = at {
+                        if let Some(object) = parse(value) {
+                            *value = object;
                         }
                     }
                 }
@@ -198,6 +300,8 @@ fn first_sentence(text: &str) -> &str {
 /// comes; everything else waits for the end of the reply.
 #[derive(Debug, Default)]
 pub(crate) struct ReplyDecoder {
+    /// The offered tools' names: the only ones a call may have.
+    names: Vec<String>,
     /// The arguments the schema asked for as text, to read back.
     text_arguments: TextArguments,
     /// Every byte of content so far.
@@ -224,6 +328,7 @@ impl ReplyDecoder {
     /// A decoder for a reply constrained to `tools`.
     pub fn new(tools: &[ToolDefinition]) -> Self {
         ReplyDecoder {
+            names: tools.iter().map(|t| t.name.clone()).collect(),
             text_arguments: TextArguments::of(tools),
             ..ReplyDecoder::default()
         }
@@ -253,27 +358,36 @@ impl ReplyDecoder {
         }
     }
 
-    /// The reply ended with `stop` (the server's reason). Emits what the content means and
-    /// returns the stop reason to report: a call is tool use.
+    /// The reply ended: `stop` is the server's reason (`None`: it never gave one – the body
+    /// or `[DONE]` came first). Emits what the content means and returns the stop reason to
+    /// report: a call is tool use.
+    ///
+    /// A call the reply ended inside of (JSON that is only cut short, not wrong) is a cut
+    /// reply, never a malformed call: at the reply cap (`length`) the reply stops there as
+    /// [`StopReason::MaxTokens`], with nothing of the call emitted; ended any other way it
+    /// is [`ProviderError::StreamCut`] with the call so far. A complete call of a tool that
+    /// was not offered is [`ProviderError::UnknownTool`].
     pub fn finish(
         &mut self,
-        stop: StopReason,
+        stop: Option<StopReason>,
         out: &mut VecDeque<Event>,
     ) -> Result<StopReason, ProviderError> {
+        let partial = self.partial();
         let content = std::mem::take(&mut self.content);
         if matches!(self.scan, Scan::Reply { .. } | Scan::ReplyDone) {
             // The text went out as it came; an unclosed string is a reply cut short.
-            return Ok(stop);
+            return Ok(stop.unwrap_or(StopReason::EndTurn));
         }
-        let parsed: Option<Map<String, Value>> = serde_json::from_str(&content).ok();
-        if let Some(object) = parsed {
+        let parsed = serde_json::from_str::<Value>(&content);
+        if let Ok(Value::Object(object)) = &parsed {
             if let Some(Value::String(reply)) = object.get("reply") {
                 if !reply.is_empty() {
                     out.push_back(Event::TextDelta(reply.clone()));
                 }
-                return Ok(stop);
+                return Ok(stop.unwrap_or(StopReason::EndTurn));
             }
             if let Some(Value::String(name)) = object.get("tool") {
+                self.check_offered(name)?;
                 let arguments = match object.get("arguments") {
                     Some(Value::Object(args)) => self
                         .text_arguments
@@ -299,8 +413,28 @@ impl ReplyDecoder {
                 return Ok(StopReason::ToolUse);
             }
         }
-        // A call cut off or broken: the loop answers it with the raw text, as a native call.
+        let cut_short = matches!(&parsed, Err(e) if e.is_eof());
+        if cut_short && opens_call(&content) {
+            return match stop {
+                Some(StopReason::MaxTokens) => Ok(StopReason::MaxTokens),
+                other => Err(ProviderError::StreamCut {
+                    api: Api::OpenAi,
+                    detail: match other {
+                        Some(reason) => format!(
+                            "the server ended the reply inside a tool call (finish_reason \
+                             `{}`)",
+                            finish_reason(&reason)
+                        ),
+                        None => "the reply ended inside a tool call".into(),
+                    },
+                    partial_tool_calls: partial.into_iter().collect(),
+                }),
+            };
+        }
+        // A call that is complete but broken: the loop answers it with the raw text, as a
+        // native call.
         if let Some(name) = tool_name_prefix(&content) {
+            self.check_offered(&name)?;
             return Err(malformed(
                 &name,
                 &content,
@@ -311,7 +445,56 @@ impl ReplyDecoder {
         if !content.trim().is_empty() {
             out.push_back(Event::TextDelta(content));
         }
-        Ok(stop)
+        Ok(stop.unwrap_or(StopReason::EndTurn))
+    }
+
+    /// A call's name must be one of the offered tools (a server that ignores the schema
+    /// lets the model write any).
+    fn check_offered(&self, name: &str) -> Result<(), ProviderError> {
+        if self.names.iter().any(|n| n == name) {
+            return Ok(());
+        }
+        Err(ProviderError::UnknownTool {
+            api: Api::OpenAi,
+            name: crate::http::truncate(name, 80),
+            offered: self.names.clone(),
+        })
+    }
+
+    /// The call the content has begun, for a cut-stream error: its name once that is
+    /// complete, and its argument text so far.
+    pub fn partial(&self) -> Option<PartialToolCall> {
+        if matches!(self.scan, Scan::Reply { .. } | Scan::ReplyDone) {
+            return None;
+        }
+        let (name, rest) = tool_name_and_rest(&self.content)?;
+        let arguments = rest
+            .trim_start()
+            .strip_prefix(',')
+            .map(str::trim_start)
+            .and_then(|r| r.strip_prefix("\"arguments\""))
+            .map(str::trim_start)
+            .and_then(|r| r.strip_prefix(':'))
+            .map(str::trim_start)
+            .unwrap_or("");
+        Some(PartialToolCall {
+            index: 0,
+            id: CALL_ID.into(),
+            name,
+            raw_arguments: arguments.to_owned(),
+        })
+    }
+}
+
+/// The wire's word for `reason`.
+fn finish_reason(reason: &StopReason) -> &str {
+    match reason {
+        StopReason::EndTurn => "stop",
+        StopReason::MaxTokens => "length",
+        StopReason::ToolUse => "tool_calls",
+        StopReason::StopSequence => "stop",
+        StopReason::Refusal => "content_filter",
+        StopReason::Other(other) => other,
     }
 }
 
@@ -380,12 +563,27 @@ fn reply_prefix(content: &str) -> Prefix {
 
 /// The tool name of content that opens `{"tool": "name"`, if it does.
 fn tool_name_prefix(content: &str) -> Option<String> {
+    tool_name_and_rest(content).map(|(name, _)| name)
+}
+
+/// The tool name of content that opens `{"tool": "name"`, and the content after it.
+fn tool_name_and_rest(content: &str) -> Option<(String, &str)> {
     let rest = content.trim_start().strip_prefix('{')?.trim_start();
     let rest = rest.strip_prefix("\"tool\"")?.trim_start();
     let rest = rest.strip_prefix(':')?.trim_start();
     let rest = rest.strip_prefix('"')?;
-    let (name, _, closed) = decode_string(rest);
-    closed.then_some(name)
+    let (name, read, closed) = decode_string(rest);
+    closed.then(|| (name, &rest[read..]))
+}
+
+/// Whether `content` is, or may still become, `{"tool": …` – the start of a call.
+fn opens_call(content: &str) -> bool {
+    let Some(rest) = content.trim_start().strip_prefix('{') else {
+        return false;
+    };
+    let rest = rest.trim_start();
+    let key = "\"tool\"";
+    rest.starts_with(key) || key.starts_with(rest)
 }
 
 /// Decodes a JSON string body from its start: the text decoded, how many bytes were read,
@@ -472,14 +670,31 @@ fn hex4(bytes: &[u8], at: usize) -> Option<u32> {
 mod tests {
     use super::*;
 
-    fn run(fragments: &[&str], stop: StopReason) -> (Vec<Event>, Result<StopReason, String>) {
-        let mut decoder = ReplyDecoder::default();
+    /// The tools the decoder tests offer.
+    fn offered() -> Vec<ToolDefinition> {
+        vec![ToolDefinition {
+            name: "project_dataset_add".into(),
+            description: "Adds a dataset.".into(),
+            parameters: json!({"type": "object", "properties": {"title": {"type": "string"}}}),
+        }]
+    }
+
+    fn run_raw(
+        fragments: &[&str],
+        stop: Option<StopReason>,
+    ) -> (Vec<Event>, Result<StopReason, ProviderError>) {
+        let mut decoder = ReplyDecoder::new(&offered());
         let mut out = VecDeque::new();
         for f in fragments {
             decoder.push(f, &mut out);
         }
-        let result = decoder.finish(stop, &mut out).map_err(|e| e.to_string());
+        let result = decoder.finish(stop, &mut out);
         (out.into(), result)
+    }
+
+    fn run(fragments: &[&str], stop: StopReason) -> (Vec<Event>, Result<StopReason, String>) {
+        let (events, result) = run_raw(fragments, Some(stop));
+        (events, result.map_err(|e| e.to_string()))
     }
 
     fn text(events: &[Event]) -> String {
@@ -511,7 +726,7 @@ mod tests {
 
     #[test]
     fn the_reply_text_goes_out_before_the_reply_ends() {
-        let mut decoder = ReplyDecoder::default();
+        let mut decoder = ReplyDecoder::new(&offered());
         let mut out = VecDeque::new();
         decoder.push("{\"reply\": \"Hel", &mut out);
         assert_eq!(out.pop_front(), Some(Event::TextDelta("Hel".into())));
@@ -543,15 +758,142 @@ mod tests {
         );
     }
 
+    /// How a reply that is not a clean call or reply ends.
+    #[derive(Debug, PartialEq)]
+    enum Outcome {
+        /// Stopped at the reply cap, nothing of the call emitted.
+        CutAtCap,
+        /// A cut stream, with the call so far (name, argument text).
+        StreamCut(Vec<(String, String)>),
+        /// A malformed call of this tool, its raw text kept.
+        Malformed(String),
+        UnknownTool(String),
+    }
+
+    fn outcome(fragments: &[&str], stop: Option<StopReason>) -> Outcome {
+        let (events, result) = run_raw(fragments, stop);
+        let calls = events
+            .iter()
+            .filter(|e| !matches!(e, Event::TextDelta(_)))
+            .count();
+        assert_eq!(calls, 0, "no call events: {events:?}");
+        match result {
+            Ok(StopReason::MaxTokens) => {
+                assert!(events.is_empty(), "no raw JSON as text: {events:?}");
+                Outcome::CutAtCap
+            }
+            Err(ProviderError::StreamCut {
+                partial_tool_calls, ..
+            }) => Outcome::StreamCut(
+                partial_tool_calls
+                    .into_iter()
+                    .map(|c| (c.name, c.raw_arguments))
+                    .collect(),
+            ),
+            Err(ProviderError::MalformedToolArguments { name, raw, .. }) => {
+                assert!(raw.contains(&name), "{raw}");
+                Outcome::Malformed(name)
+            }
+            Err(ProviderError::UnknownTool { name, offered, .. }) => {
+                assert_eq!(offered, ["project_dataset_add"]);
+                Outcome::UnknownTool(name)
+            }
+            other => panic!("unexpected: {other:?} {events:?}"),
+        }
+    }
+
     #[test]
-    fn a_cut_call_is_malformed_and_keeps_its_raw_text() {
-        let (_, result) = run(
-            &[r#"{"tool": "project_dataset_add", "arguments": {"tit"#],
-            StopReason::MaxTokens,
+    fn a_call_cut_short_is_a_cut_reply_and_an_unknown_tool_a_typed_error() {
+        use Outcome::*;
+        let cap = Some(StopReason::MaxTokens);
+        let stop = Some(StopReason::EndTurn);
+        let add = "project_dataset_add";
+        let cases: Vec<(&str, Vec<&str>, Option<StopReason>, Outcome)> = vec![
+            // Cut by the reply cap anywhere inside the call: a cut reply, not a malformed call.
+            (
+                "cap inside the arguments",
+                vec![r#"{"tool": "project_dataset_add", "arguments": {"tit"#],
+                cap.clone(),
+                CutAtCap,
+            ),
+            (
+                "cap inside a string value",
+                vec![
+                    r#"{"tool": "project_dataset_add", "#,
+                    r#""arguments": {"title": "Bat"#,
+                ],
+                cap.clone(),
+                CutAtCap,
+            ),
+            (
+                "cap inside the name",
+                vec![r#"{"tool": "project_da"#],
+                cap.clone(),
+                CutAtCap,
+            ),
+            (
+                "cap before the name",
+                vec![r#"{"to"#],
+                cap.clone(),
+                CutAtCap,
+            ),
+            (
+                "cap after the arguments",
+                vec![r#"{"tool": "project_dataset_add", "arguments": {}"#],
+                cap.clone(),
+                CutAtCap,
+            ),
+            // The reply ended inside the call without the cap: a cut stream, call kept.
+            (
+                "no finish reason",
+                vec![r#"{"tool": "project_dataset_add", "arguments": {"title": "Ba"#],
+                None,
+                StreamCut(vec![(add.into(), r#"{"title": "Ba"#.into())]),
+            ),
+            (
+                "finish_reason stop inside the call",
+                vec![r#"{"tool": "project_dataset_add", "arguments": "#],
+                stop.clone(),
+                StreamCut(vec![(add.into(), String::new())]),
+            ),
+            // Complete, but not the offered tools: one typed error.
+            (
+                "unknown name",
+                vec![r#"{"tool": "project_delete", "arguments": {}}"#],
+                stop.clone(),
+                UnknownTool("project_delete".into()),
+            ),
+            (
+                "unknown name, broken arguments",
+                vec![r#"{"tool": "rm_rf", "arguments": {'x': 1}}"#],
+                stop.clone(),
+                UnknownTool("rm_rf".into()),
+            ),
+            // Complete but wrong JSON of an offered tool: still a malformed call.
+            (
+                "broken arguments",
+                vec![r#"{"tool": "project_dataset_add", "arguments": {'title': 1}}"#],
+                stop.clone(),
+                Malformed(add.into()),
+            ),
+        ];
+        for (case, fragments, stop, expected) in cases {
+            assert_eq!(outcome(&fragments, stop), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn an_unknown_tool_says_so_in_plain_words() {
+        let (_, result) = run_raw(
+            &[r#"{"tool": "project_delete", "arguments": {"id": "p1"}}"#],
+            Some(StopReason::EndTurn),
         );
-        let error = result.unwrap_err();
-        assert!(error.contains("project_dataset_add"), "{error}");
-        assert!(error.contains(r#"{"tit"#), "{error}");
+        let message = result.unwrap_err().to_string();
+        assert!(message.contains("does not exist"), "{message}");
+        assert!(
+            !message.contains('{') && !message.contains("project_delete"),
+            "no raw JSON, no internal name: {message}"
+        );
     }
 
     #[test]
@@ -591,7 +933,11 @@ mod tests {
             .map(|c| c["properties"]["tool"]["const"].as_str().unwrap())
             .collect();
         assert_eq!(names, ["a_b", "tree"]);
-        assert_eq!(choices[1]["properties"]["arguments"], tools[0].parameters);
+        assert_eq!(
+            choices[1]["properties"]["arguments"],
+            json!({"type": "object", "properties": {"x": {"type": "integer"}},
+                   "additionalProperties": false})
+        );
         assert_eq!(
             choices[2]["properties"]["arguments"],
             json!({"type": "string", "maxLength": FREE_ARGUMENTS_TEXT_MAX,
@@ -602,6 +948,58 @@ mod tests {
             menu.ends_with("- a_b: Adds a b.\n- tree: Recursive."),
             "{menu}"
         );
+    }
+
+    #[test]
+    fn a_free_value_at_any_depth_is_text_at_its_nearest_parameter_and_read_back_there() {
+        let tools = vec![ToolDefinition {
+            name: "deep".into(),
+            description: "Deep.".into(),
+            parameters: json!({"type": "object", "properties": {
+                "opts": {"type": "object", "properties": {
+                    "extra": {"type": "object"},
+                    "n": {"type": "integer"}
+                }},
+                "rows": {"type": "array", "items": {"type": "object"}},
+                "pick": {"anyOf": [{"type": "string"}, {"description": "anything"}]}
+            }}),
+        }];
+        let format = response_format(&tools);
+        let args = &format["json_schema"]["schema"]["anyOf"][1]["properties"]["arguments"];
+        let text = as_text(FREE_OBJECT_TEXT_MAX);
+        assert_eq!(args["additionalProperties"], false);
+        assert_eq!(args["properties"]["opts"]["additionalProperties"], false);
+        assert_eq!(args["properties"]["opts"]["properties"]["extra"], text);
+        assert_eq!(
+            args["properties"]["opts"]["properties"]["n"],
+            json!({"type": "integer"})
+        );
+        assert_eq!(
+            args["properties"]["rows"], text,
+            "the array holding free items"
+        );
+        assert_eq!(
+            args["properties"]["pick"], text,
+            "the alternatives holding one"
+        );
+        let (events, result) = {
+            let mut decoder = ReplyDecoder::new(&tools);
+            let mut out = VecDeque::new();
+            decoder.push(
+                r#"{"tool": "deep", "arguments": {"opts": {"extra": "{\"a\": 1}", "n": 2}, "rows": "[{\"b\": 2}]", "pick": "x"}}"#,
+                &mut out,
+            );
+            let result = decoder.finish(Some(StopReason::EndTurn), &mut out);
+            (out, result)
+        };
+        assert_eq!(result.unwrap(), StopReason::ToolUse);
+        match events.back() {
+            Some(Event::ToolCallEnd { call, .. }) => assert_eq!(
+                call.arguments,
+                json!({"opts": {"extra": {"a": 1}, "n": 2}, "rows": [{"b": 2}], "pick": "x"})
+            ),
+            other => panic!("not a call: {other:?}"),
+        }
     }
 
     #[test]
@@ -634,7 +1032,7 @@ mod tests {
             let mut decoder = ReplyDecoder::new(&tools);
             let mut out = VecDeque::new();
             decoder.push(content, &mut out);
-            let stop = decoder.finish(StopReason::EndTurn, &mut out);
+            let stop = decoder.finish(Some(StopReason::EndTurn), &mut out);
             (out, stop)
         };
         let arguments = |out: &VecDeque<Event>| match out.back() {

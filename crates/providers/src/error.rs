@@ -117,6 +117,23 @@ pub enum ProviderError {
         error: String,
     },
 
+    /// A reply called a tool that was not offered: a server that did not hold the model to
+    /// the schema of the offered tools (constrained calls). Says so in plain words; the
+    /// raw reply and the made-up name are not part of it (a person reads it; the name is
+    /// in the error for the log).
+    #[error(
+        "the model tried to use a tool that does not exist: the {api} server did not keep it \
+         to the {} offered tool(s) – ask again",
+        offered.len()
+    )]
+    UnknownTool {
+        api: Api,
+        /// The name the model wrote (at most 80 bytes of it).
+        name: String,
+        /// The names that were offered.
+        offered: Vec<String>,
+    },
+
     #[error("{api} reply exceeded the size cap of {limit} bytes and was stopped")]
     ReplyTooLarge { api: Api, limit: usize },
 

@@ -439,9 +439,9 @@ impl OpenAiDecoder {
     }
 
     #[cfg(test)]
-    fn new(constrained: bool) -> Self {
+    fn constrained_to(tools: &[crate::ToolDefinition]) -> Self {
         OpenAiDecoder {
-            constrained: constrained.then(ReplyDecoder::default),
+            constrained: Some(ReplyDecoder::new(tools)),
             ..OpenAiDecoder::default()
         }
     }
@@ -450,8 +450,7 @@ impl OpenAiDecoder {
     /// not streamed yet), and the stop reason becomes tool use for a call.
     fn finish_constrained(&mut self, out: &mut VecDeque<Event>) -> Result<(), ProviderError> {
         if let Some(mut reply) = self.constrained.take() {
-            let stop = self.finish.take().unwrap_or(StopReason::EndTurn);
-            let stop = reply.finish(stop, out)?;
+            let stop = reply.finish(self.finish.take(), out)?;
             if stop == StopReason::ToolUse {
                 self.made_tool_calls = true;
             }
@@ -666,6 +665,8 @@ impl Decoder for OpenAiDecoder {
                 name: call.name.clone(),
                 raw_arguments: call.arguments.clone(),
             })
+            // A constrained call is in the content, not in `tool_calls`.
+            .chain(self.constrained.as_ref().and_then(ReplyDecoder::partial))
             .collect()
     }
 }
@@ -817,7 +818,11 @@ mod tests {
 
     #[test]
     fn a_constrained_reply_reads_back_as_a_call_and_llama_timings_as_usage() {
-        let mut decoder = OpenAiDecoder::new(true);
+        let mut decoder = OpenAiDecoder::constrained_to(&[crate::ToolDefinition {
+            name: "f".into(),
+            description: String::new(),
+            parameters: json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+        }]);
         let (events, result) = decode_with(
             &mut decoder,
             &[

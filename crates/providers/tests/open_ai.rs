@@ -398,3 +398,292 @@ async fn silence_mid_tool_call_times_out_with_the_partial_call() {
         other => panic!("expected StreamCut, got {other:?}"),
     }
 }
+
+// ---- constrained calls -------------------------------------------------------------------
+
+fn constrained(mut request: Request) -> Request {
+    request.constrained_tools = true;
+    request
+}
+
+/// The tool names a constrained body's schema allows, each checked to be pinned (`const`,
+/// a one-name `enum`, `type: string`) in a closed object that requires name and arguments.
+fn schema_names(body: &serde_json::Value) -> Vec<String> {
+    let schema = &body["response_format"]["json_schema"]["schema"];
+    assert_eq!(body["response_format"]["type"], "json_schema");
+    let choices = schema["anyOf"].as_array().expect("anyOf of the choices");
+    assert_eq!(
+        choices[0],
+        json!({"type": "object", "properties": {"reply": {"type": "string"}},
+               "required": ["reply"], "additionalProperties": false})
+    );
+    choices[1..]
+        .iter()
+        .map(|choice| {
+            assert_eq!(choice["type"], "object", "{choice}");
+            assert_eq!(choice["required"], json!(["tool", "arguments"]), "{choice}");
+            assert_eq!(choice["additionalProperties"], false, "{choice}");
+            let keys: Vec<_> = choice["properties"].as_object().unwrap().keys().collect();
+            assert_eq!(keys, ["tool", "arguments"], "the name comes first");
+            let tool = &choice["properties"]["tool"];
+            let name = tool["const"].as_str().expect("a const name").to_owned();
+            assert_eq!(
+                *tool,
+                json!({"type": "string", "const": name, "enum": [name]})
+            );
+            name
+        })
+        .collect()
+}
+
+/// Every schema under `schema` closed: no value of any shape (`{}`, `true`, an object
+/// without properties, an open map, an array of anything), every object with
+/// `additionalProperties: false`, no reference. `at` names the place for the message.
+fn assert_closed(schema: &serde_json::Value, at: &str) {
+    use serde_json::Value;
+    let map = match schema {
+        Value::Object(map) => map,
+        Value::Bool(false) => return,
+        other => panic!("{at}: not a closed schema: {other}"),
+    };
+    assert!(!map.contains_key("$ref"), "{at}: a reference");
+    let shaped = [
+        "type",
+        "enum",
+        "const",
+        "properties",
+        "anyOf",
+        "oneOf",
+        "allOf",
+        "items",
+    ]
+    .iter()
+    .any(|k| map.contains_key(*k));
+    assert!(shaped, "{at}: any value at all: {schema}");
+    let types: Vec<&str> = match &map.get("type") {
+        Some(Value::String(t)) => vec![t.as_str()],
+        Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
+        _ => vec![],
+    };
+    if types.contains(&"object") || map.contains_key("properties") {
+        assert_eq!(
+            map.get("additionalProperties"),
+            Some(&Value::Bool(false)),
+            "{at}: an open object: {schema}"
+        );
+        let none = serde_json::Map::new();
+        let properties = map
+            .get("properties")
+            .map_or(&none, |p| p.as_object().unwrap());
+        if let Some(Value::Array(required)) = map.get("required") {
+            for name in required {
+                let name = name.as_str().unwrap();
+                assert!(properties.contains_key(name), "{at}: requires {name}");
+            }
+        }
+        for (name, sub) in properties {
+            assert_closed(sub, &format!("{at}.{name}"));
+        }
+    }
+    if types.contains(&"array") {
+        let items = map.get("items").expect("an array of anything");
+        assert_closed(items, &format!("{at}[]"));
+    }
+    if types.contains(&"string") && map.get("description") == Some(&json!("a JSON object, as text"))
+    {
+        assert!(map["maxLength"].as_u64().is_some(), "{at}: unbounded text");
+    }
+    for key in ["anyOf", "oneOf", "allOf"] {
+        if let Some(Value::Array(subs)) = map.get(key) {
+            for (i, sub) in subs.iter().enumerate() {
+                assert_closed(sub, &format!("{at}.{key}[{i}]"));
+            }
+        }
+    }
+}
+
+fn tool(name: &str, parameters: serde_json::Value) -> sextant_providers::ToolDefinition {
+    sextant_providers::ToolDefinition {
+        name: name.into(),
+        description: format!("Does {name}."),
+        parameters,
+    }
+}
+
+#[test]
+fn the_constrained_schema_enumerates_exactly_the_offered_tools_and_closes_every_object() {
+    // Parameter schemas of every shape a tool may have; each set must come out closed.
+    let plain = tool(
+        "plain",
+        json!({"type": "object", "properties": {"x": {"type": "integer"}}, "required": ["x"]}),
+    );
+    let nested = tool(
+        "nested",
+        json!({"type": "object", "properties": {"range": {"type": "object",
+            "properties": {"min": {"type": "number"}, "max": {"type": "number"}}}}}),
+    );
+    let free_param = tool(
+        "meta_executeCommand",
+        json!({"type": "object", "properties": {"name": {"type": "string"},
+            "params": {"type": "object", "additionalProperties": true}},
+            "required": ["name"], "additionalProperties": false}),
+    );
+    let deep_free = tool(
+        "deep_free",
+        json!({"type": "object", "properties": {"opts": {"type": "object",
+            "properties": {"extra": {"type": "object"}, "any": {"description": "anything"}}}}}),
+    );
+    let free_items = tool(
+        "free_items",
+        json!({"type": "object", "properties": {"rows": {"type": "array",
+            "items": {"type": "object"}}, "tags": {"type": "array"}}}),
+    );
+    let map = tool(
+        "labels_set",
+        json!({"type": "object", "properties": {"labels": {"type": "object",
+            "additionalProperties": {"type": "string"}}}}),
+    );
+    let any_root = tool("any_root", json!({"type": "object"}));
+    // What schemars makes of an empty struct with `deny_unknown_fields`.
+    let no_params = tool(
+        "no_params",
+        json!({"type": "object", "additionalProperties": false}),
+    );
+    let recursive = tool(
+        "tree",
+        json!({"type": "object", "$defs": {"N": {"type": "object",
+            "properties": {"n": {"$ref": "#/$defs/N"}}}},
+            "properties": {"root": {"$ref": "#/$defs/N"}}}),
+    );
+    let alternatives = tool(
+        "target_pick",
+        json!({"type": "object", "properties": {"target": {"anyOf": [
+            {"type": "object", "properties": {"id": {"type": "string"}}},
+            {"type": "null"}]}}}),
+    );
+    let all = vec![
+        plain.clone(),
+        nested.clone(),
+        free_param,
+        deep_free,
+        free_items,
+        map,
+        any_root,
+        no_params,
+        recursive,
+        alternatives,
+    ];
+    let sets: Vec<(&str, Vec<sextant_providers::ToolDefinition>)> = vec![
+        ("one tool", vec![plain.clone()]),
+        ("the client tests' tools", common::tool_request().tools),
+        ("two", vec![nested, plain]),
+        ("every shape", all),
+    ];
+    for (case, tools) in sets {
+        let mut request = constrained(common::tool_request());
+        request.tools = tools.clone();
+        let body: serde_json::Value =
+            serde_json::from_slice(&sextant_providers::open_ai::request_body(&request, true))
+                .unwrap();
+        let offered: Vec<String> = tools.iter().map(|t| t.name.clone()).collect();
+        assert_eq!(
+            schema_names(&body),
+            offered,
+            "{case}: exactly the offered names"
+        );
+        let choices = body["response_format"]["json_schema"]["schema"]["anyOf"]
+            .as_array()
+            .unwrap();
+        for choice in choices {
+            assert_closed(choice, case);
+        }
+        assert!(body.get("tools").is_none(), "{case}: no native tools");
+    }
+}
+
+#[test]
+fn a_free_value_deep_in_the_parameters_is_bounded_text_read_back_in_place() {
+    let tools = vec![tool(
+        "deep_free",
+        json!({"type": "object", "properties": {"opts": {"type": "object",
+            "properties": {"extra": {"type": "object"}, "n": {"type": "integer"}}}}}),
+    )];
+    let mut request = constrained(common::tool_request());
+    request.tools = tools;
+    let body: serde_json::Value =
+        serde_json::from_slice(&sextant_providers::open_ai::request_body(&request, false)).unwrap();
+    let arguments =
+        &body["response_format"]["json_schema"]["schema"]["anyOf"][1]["properties"]["arguments"];
+    assert_eq!(
+        arguments["properties"]["opts"]["properties"]["extra"],
+        json!({"type": "string", "maxLength": 400, "description": "a JSON object, as text"})
+    );
+    assert_eq!(
+        arguments["properties"]["opts"]["additionalProperties"],
+        false
+    );
+}
+
+#[tokio::test]
+async fn a_constrained_call_cut_by_the_reply_cap_is_a_cut_reply_not_a_malformed_call() {
+    let (server, client) = serve("openai_constrained_cut_at_cap").await;
+    let request = constrained(tool_request());
+    let reply = collect(client.stream(&request).await.unwrap()).await.ok();
+    assert_eq!(reply.stop(), Some(StopReason::MaxTokens));
+    assert!(reply.tool_calls().is_empty(), "{:?}", reply.events);
+    assert!(
+        !reply
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::ToolCallStart { .. })),
+        "no call begun"
+    );
+    assert_eq!(reply.text(), "", "the cut JSON is not shown as text");
+    // What was sent constrained the reply to exactly the offered tools.
+    let body = server.requests()[0].json();
+    assert_eq!(schema_names(&body), ["project_dataset_get", "io_status"]);
+}
+
+#[tokio::test]
+async fn a_constrained_reply_ending_inside_its_call_is_a_cut_stream_with_the_call_so_far() {
+    let (_server, client) = serve("openai_constrained_ends_mid_call").await;
+    let reply = collect(client.stream(&constrained(tool_request())).await.unwrap()).await;
+    assert!(reply.tool_calls().is_empty());
+    match &reply.error {
+        Some(ProviderError::StreamCut {
+            partial_tool_calls, ..
+        }) => {
+            assert_eq!(partial_tool_calls.len(), 1, "{partial_tool_calls:?}");
+            let call = &partial_tool_calls[0];
+            assert_eq!(call.name, "project_dataset_get");
+            assert_eq!(call.raw_arguments, r#"{"id": "ds"#);
+        }
+        other => panic!("expected StreamCut, got {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_constrained_call_of_a_tool_not_offered_is_one_typed_error() {
+    let (_server, client) = serve("openai_constrained_unknown_tool").await;
+    let reply = collect(client.stream(&constrained(tool_request())).await.unwrap()).await;
+    assert!(
+        reply.tool_calls().is_empty(),
+        "never a call: {:?}",
+        reply.events
+    );
+    assert_eq!(reply.text(), "");
+    let error = reply.error.expect("an error");
+    let message = error.to_string();
+    match error {
+        ProviderError::UnknownTool { name, offered, .. } => {
+            assert_eq!(name, "project_delete");
+            assert_eq!(offered, ["project_dataset_get", "io_status"]);
+        }
+        other => panic!("expected UnknownTool, got {other:?}"),
+    }
+    assert!(message.contains("does not exist"), "{message}");
+    assert!(
+        !message.contains('{') && !message.contains("project_delete"),
+        "plain words, no raw JSON, no internal name: {message}"
+    );
+}

@@ -14,6 +14,7 @@
 //! ([`user_file`]) or runs a user's script over sample data does that work on a job off
 //! the owner, and only applies its result there (see [`Runtime`]).
 
+mod actions;
 pub mod commands;
 mod convert;
 mod runtime;

@@ -52,6 +52,10 @@ pub struct Live {
     pub tail: crate::tail::Tail,
     /// Controls of every replaying source (captures, CSV files, sessions).
     pub replay: Vec<std::sync::Arc<sextant_devices::replay::ReplayControl>>,
+    /// Each source as the destination of a send, in source order.
+    pub(crate) senders: Vec<crate::actions::Sender>,
+    /// The actions' sends on connect and timers; dropped with the run, which stops them.
+    pub(crate) actions: crate::actions::ActionTimers,
 }
 
 /// What a replay put aside when it took the sources' place, brought back when it stops.

@@ -115,3 +115,48 @@ export function formatRate(perS: number | null): string {
   if (perS === null || !Number.isFinite(perS)) return "–";
   return perS >= 100 ? String(Math.round(perS)) : perS.toFixed(1);
 }
+
+/** Since when a live run received no byte: the byte count last seen and when it changed. */
+export interface Quiet {
+  bytes: number;
+  sinceMs: number;
+}
+
+/** The quiet record after a status read at `nowMs`: reset when bytes arrived (or the run
+ *  is not live), kept while the count stands still. */
+export function quietSince(prev: Quiet, s: IoStatus | null | undefined, nowMs: number): Quiet {
+  const bytes = (s?.sources ?? []).reduce((n, src) => n + src.bytes, 0);
+  if (!s?.connected || bytes !== prev.bytes || prev.sinceMs === 0) return { bytes, sinceMs: nowMs };
+  return prev;
+}
+
+/** What the dashboard says while no data arrives: connect a device, or – when one is
+ *  connected but silent – that it is connected and how long nothing came. */
+export function noDataHint(s: IoStatus | null | undefined, quiet: Quiet, nowMs: number): { key: "dash.noData" | "dash.quiet" | "dash.connecting"; seconds: number } {
+  const o = overall(s);
+  if (isLive(o)) return { key: "dash.quiet", seconds: Math.max(0, Math.round((nowMs - quiet.sinceMs) / 1000)) };
+  if (o === "connecting" || o === "reconnecting") return { key: "dash.connecting", seconds: 0 };
+  return { key: "dash.noData", seconds: 0 };
+}
+
+/** What the Connect screen says after a connect, from the sources' own state: "Connected"
+ *  only when they are; otherwise that they are still connecting, or why they are not. */
+export function connectOutcome(s: IoStatus | null | undefined, starting = false): { tone: "ok" | "warn" | "error" | ""; key: "connect.connectedInfo" | "connect.partlyInfo" | "connect.connectingInfo" | "connect.notConnectedInfo" | "connect.finishedInfo"; reason?: string } {
+  const o = starting ? "connecting" : overall(s);
+  const reason = (s?.sources ?? []).map((src) => parseStatus(src.status)).find((p) => p.reason)?.reason;
+  switch (o) {
+    case "connected":
+      return { tone: "ok", key: "connect.connectedInfo" };
+    case "partly":
+      return { tone: "warn", key: "connect.partlyInfo", reason };
+    case "connecting":
+      return { tone: "", key: "connect.connectingInfo" };
+    case "reconnecting":
+    case "error":
+      return { tone: o === "error" ? "error" : "warn", key: "connect.notConnectedInfo", reason };
+    case "finished":
+      return { tone: "", key: "connect.finishedInfo" };
+    default:
+      return { tone: "", key: "connect.connectingInfo" };
+  }
+}

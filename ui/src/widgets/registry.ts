@@ -203,7 +203,7 @@ export const WIDGETS = [
     kind: "gyroscope",
     project: { group: ["gyroscope"] },
     label: "widget.group.gyroscope",
-    description: "A group's roll, pitch and yaw as an attitude indicator.",
+    description: "A group's roll, pitch and yaw: rates (°/s) as bars around zero, angles (°) as an attitude indicator.",
     size: [4, 4],
     draw: (t) => (t.group ? drawing(components.Gyroscope, { group: t.group }) : null),
   },

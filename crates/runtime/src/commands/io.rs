@@ -16,10 +16,11 @@ use sextant_devices::{Clock, RunOptions};
 use sextant_sessions::Recorder;
 use sextant_telemetry::checksum::ChecksumKind;
 use sextant_telemetry::framing::parse_hex_bytes;
-use sextant_telemetry::project::{LineEnding, MqttPublisher};
+use sextant_telemetry::project::{Action, LineEnding, MqttPublisher};
 use sextant_telemetry::{Pipeline, Project};
 
 use super::project::{Done, NoParams};
+use crate::actions::{ActionTimers, Armed, Click, Sender};
 use crate::convert::value_to_json;
 use crate::user_file::{read_user_text, CSV_FILE};
 use crate::workspace::{DashboardView, Event, Live, PutAside};
@@ -33,6 +34,8 @@ pub struct IoStatus {
     pub connected: bool,
     /// The project's sources in order; empty when not connected.
     pub sources: Vec<SourceStatus>,
+    /// The actions whose timer a click started and that still run (their buttons show it).
+    pub running_actions: Vec<String>,
 }
 
 /// One source of a live run: its status and counters since it started.
@@ -150,6 +153,7 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
     let mut inputs = Vec::new();
     let mut handles = Vec::new();
     let mut replay = Vec::new();
+    let mut replayed = Vec::new();
     for (i, config) in project.sources.iter().enumerate() {
         let options = RunOptions {
             clock,
@@ -157,6 +161,7 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
         };
         let (source, extras) = start(config, i, options, &NoSecrets)
             .map_err(|e| CommandError::failed(format!("source `{}`: {e}", config.id)))?;
+        replayed.push(extras.replay.is_some());
         replay.extend(extras.replay);
         let (chunks, handle) = source.into_parts();
         inputs.push((i, chunks));
@@ -182,12 +187,26 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
         control.hold_at_end();
     }
     let wiring = Wiring::start(pipeline, inputs, sinks, WiringOptions::default());
+    let senders: Vec<Sender> = handles
+        .iter()
+        .enumerate()
+        .map(|(i, h)| Sender::new(h.clone(), i, ws.scope.clone(), clock))
+        .collect();
+    // A replayed source is not a device: its actions stay unarmed.
+    let armed = project
+        .actions
+        .iter()
+        .filter_map(|a| arm(&project, &senders, a).ok())
+        .filter(|a| !replayed[a.sender.index()])
+        .collect();
     ws.live = Some(Live {
         handles,
         wiring: Some(wiring),
         recorder,
         tail,
         replay,
+        senders,
+        actions: ActionTimers::start(armed),
     });
     ws.push_event(Event::Connected);
     Ok(())
@@ -314,23 +333,49 @@ fn payload(
 
 /// Queues `bytes` for source `index` of the live run.
 fn send_to(ws: &Workspace, index: usize, bytes: Vec<u8>) -> Result<Json, CommandError> {
+    let sender = sender(ws, index)?;
+    let n = bytes.len();
+    // The write completes on the source's task; its outcome shows in io.status.
+    tokio::spawn(async move {
+        if let Err(e) = sender.send(bytes.into()).await {
+            tracing::warn!(source = sender.name(), "write failed: {e}");
+        }
+    });
+    Ok(json!({ "queuedBytes": n }))
+}
+
+/// The live run's destination for source `index`.
+fn sender(ws: &Workspace, index: usize) -> Result<Sender, CommandError> {
     let live = ws
         .live
         .as_ref()
         .ok_or_else(|| CommandError::failed("not connected; run io.connect first"))?;
-    let handle = live
-        .handles
+    live.senders
+        .get(index)
+        .cloned()
+        .ok_or_else(|| CommandError::failed("the project has no source to send to"))
+}
+
+/// `action` of `project` ready to send through `senders`: its bytes and its source.
+fn arm(project: &Project, senders: &[Sender], action: &Action) -> Result<Armed, CommandError> {
+    let bytes = payload(&action.payload, action.hex, action.line_ending, None)?;
+    let index = match action.source.as_deref() {
+        None => 0,
+        Some(id) => project
+            .sources
+            .iter()
+            .position(|s| s.id == id)
+            .ok_or_else(|| CommandError::not_found(format!("no source has id `{id}`")))?,
+    };
+    let sender = senders
         .get(index)
         .cloned()
         .ok_or_else(|| CommandError::failed("the project has no source to send to"))?;
-    let n = bytes.len();
-    // The write completes on the source's task; its outcome shows in io.status.
-    tokio::spawn(async move {
-        if let Err(e) = handle.write(bytes).await {
-            tracing::warn!(source = handle.name(), "write failed: {e}");
-        }
-    });
-    Ok(json!({ "queuedBytes": n }))
+    Ok(Armed {
+        action: action.clone(),
+        bytes: bytes.into(),
+        sender,
+    })
 }
 
 fn source_position(ws: &Workspace, id: Option<&str>) -> Result<usize, CommandError> {
@@ -531,9 +576,21 @@ fn project_action_run(ws: &mut Workspace, p: ActionRun) -> Result<Json, CommandE
         .find(|a| a.id == p.id)
         .cloned()
         .ok_or_else(|| CommandError::not_found(format!("no action has id `{}`", p.id)))?;
-    let bytes = payload(&action.payload, action.hex, action.line_ending, None)?;
-    let index = source_position(ws, action.source.as_deref())?;
-    send_to(ws, index, bytes)
+    let live = ws
+        .live
+        .as_ref()
+        .ok_or_else(|| CommandError::failed("not connected; run io.connect first"))?;
+    let armed = arm(ws.project(), &live.senders, &action)?;
+    let queued = armed.bytes.len();
+    let click = match ws.live.as_mut() {
+        Some(live) => live.actions.click(armed),
+        None => unreachable!("checked above"),
+    };
+    let mut reply = json!({ "queuedBytes": queued, "timer": click.name() });
+    if let Click::Repeating(times) = click {
+        reply["repeats"] = json!(times);
+    }
+    Ok(reply)
 }
 
 const CSV_EXPORT_ENABLE: &str =
@@ -608,6 +665,7 @@ fn io_status(ws: &mut Workspace, _: NoParams) -> Result<IoStatus, CommandError> 
         return Ok(IoStatus {
             connected: false,
             sources: Vec::new(),
+            running_actions: Vec::new(),
         });
     };
     let snap = live
@@ -638,9 +696,17 @@ fn io_status(ws: &mut Workspace, _: NoParams) -> Result<IoStatus, CommandError> 
             }
         })
         .collect();
+    let running_actions = ws
+        .project()
+        .actions
+        .iter()
+        .filter(|a| live.actions.running(&a.id))
+        .map(|a| a.id.clone())
+        .collect();
     Ok(IoStatus {
         connected: true,
         sources,
+        running_actions,
     })
 }
 

@@ -467,12 +467,20 @@ fn sessions_replay(ws: &mut Workspace, p: ReplayParams) -> Result<Replaying, Com
         ],
         WiringOptions::default(),
     );
+    // A session plays back what was received: nothing is sent, so no action is armed.
+    let senders = handles
+        .iter()
+        .enumerate()
+        .map(|(i, h)| crate::actions::Sender::new(h.clone(), i, ws.scope.clone(), clock))
+        .collect();
     ws.live = Some(Live {
         handles,
         wiring: Some(wiring),
         recorder,
         tail,
         replay,
+        senders,
+        actions: Default::default(),
     });
     ws.after_replay = Some(crate::workspace::PutAside {
         live_project,

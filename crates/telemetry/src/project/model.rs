@@ -829,7 +829,7 @@ pub enum LineEnding {
     CrLf,
 }
 
-/// A button that sends fixed bytes to a source.
+/// A button that sends fixed bytes to a source, on the dashboard and in the project.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase", default)]
 pub struct Action {
@@ -840,11 +840,49 @@ pub struct Action {
     /// `payload` is hex bytes rather than text.
     pub hex: bool,
     pub line_ending: LineEnding,
-    /// Repeat every N ms while connected.
+    /// The timer's interval: the action sends every N ms once its timer runs (when
+    /// [`Action::timer`] says). Absent: no timer, a click sends once.
     pub timer_ms: Option<u64>,
+    /// When the timer runs (only with `timerMs`); absent: from each connection on.
+    #[serde(skip_serializing_if = "ActionTimer::is_default")]
+    pub timer: ActionTimer,
+    /// How many times a `repeat` timer sends per click; absent: 3, as Serial Studio.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub repeat_count: Option<u32>,
+    /// Send once each time the source connects (a device that must be woken or told to
+    /// stream), before any timer's first send.
     pub on_connect: bool,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// When an action's timer runs (Serial Studio's timer modes, by what they do).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ActionTimer {
+    /// From each connection of its source until it disconnects (a device that answers only
+    /// when polled).
+    #[default]
+    WhileConnected,
+    /// From the first click until the source disconnects.
+    StartOnClick,
+    /// A click starts it, the next click stops it.
+    ToggleOnClick,
+    /// A click sends `repeatCount` times, `timerMs` apart.
+    Repeat,
+}
+
+impl ActionTimer {
+    fn is_default(&self) -> bool {
+        *self == ActionTimer::default()
+    }
+}
+
+impl Action {
+    /// Sends per click of a `repeat` timer.
+    pub const DEFAULT_REPEAT: u32 = 3;
+    /// The shortest timer interval: faster polling floods a serial line and the console.
+    pub const MIN_TIMER_MS: u64 = 10;
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -269,6 +269,13 @@ export type XAxis =
  */
 export type LineEnding = "none" | "lf" | "cr" | "crLf";
 /**
+ * When an action's timer runs (Serial Studio's timer modes, by what they do).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ActionTimer".
+ */
+export type ActionTimer = "whileConnected" | "startOnClick" | "toggleOnClick" | "repeat";
+/**
  * One of the ways a dataset can be drawn (it may have several: a gauge, a plot, an FFT…).
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -1282,7 +1289,7 @@ export interface Transform {
   code: string;
 }
 /**
- * A button that sends fixed bytes to a source.
+ * A button that sends fixed bytes to a source, on the dashboard and in the project.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "Action".
@@ -1298,9 +1305,21 @@ export interface Action {
   hex: boolean;
   lineEnding: LineEnding & string;
   /**
-   * Repeat every N ms while connected.
+   * The timer's interval: the action sends every N ms once its timer runs (when
+   * [`Action::timer`] says). Absent: no timer, a click sends once.
    */
   timerMs: number | null;
+  timer?: ActionTimer & {
+    [k: string]: unknown;
+  };
+  /**
+   * How many times a `repeat` timer sends per click; absent: 3, as Serial Studio.
+   */
+  repeatCount?: number | null;
+  /**
+   * Send once each time the source connects (a device that must be woken or told to
+   * stream), before any timer's first send.
+   */
   onConnect: boolean;
   [k: string]: unknown;
 }
@@ -1937,6 +1956,10 @@ export interface IoStatus {
    * The project's sources in order; empty when not connected.
    */
   sources: SourceStatus[];
+  /**
+   * The actions whose timer a click started and that still run (their buttons show it).
+   */
+  runningActions: string[];
 }
 /**
  * One source of a live run: its status and counters since it started.

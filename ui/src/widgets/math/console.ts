@@ -43,6 +43,13 @@ function picture(code: number): string {
   return code === 0x7f ? "\u2421" : String.fromCharCode(0x2400 + code);
 }
 
+/** The bit of a console record's source that marks bytes sent to the device (a console
+ *  send, an action, an action's timer) rather than received: `sextant_display::SENT`. */
+export const SENT = 0x8000_0000;
+
+/** Whether a console chunk's source marks it as sent to the device. */
+export const isSent = (source: number) => (source & SENT) !== 0;
+
 /** Incremental formatter: feed chunks in order, get text to append. Keeps the line state
  *  (column, whether a timestamp is due, a CR waiting for its LF) across chunks. */
 export class ConsoleFormatter {
@@ -55,6 +62,27 @@ export class ConsoleFormatter {
 
   push(bytes: Uint8Array, t: number): string {
     return this.opts.hex ? this.hex(bytes, t) : this.ascii(bytes, t);
+  }
+
+  /** Bytes sent to the device: a line of their own marked "→ ", every byte visible (hex,
+   *  or text with its control characters as pictures), so a send never runs into a
+   *  received line and its line ending is seen, not obeyed. */
+  sent(bytes: Uint8Array, t: number): string {
+    let out = this.atLineStart ? "" : "\n";
+    if (this.opts.timestamps) out += stamp(t);
+    out += "→ ";
+    if (this.opts.hex) out += [...bytes].map(hexByte).join(" ");
+    else {
+      const text = new TextDecoder("utf-8", { fatal: false }).decode(bytes);
+      for (const ch of text) {
+        const code = ch.codePointAt(0) ?? 0;
+        out += (code < 0x20 && ch !== "\t") || code === 0x7f ? picture(code) : ch;
+      }
+    }
+    this.atLineStart = true;
+    this.pendingCr = false;
+    this.col = 0;
+    return out + "\n";
   }
 
   private hex(bytes: Uint8Array, t: number): string {

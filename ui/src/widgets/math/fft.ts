@@ -110,3 +110,12 @@ export function peakBin(a: ArrayLike<number>, count: number, from = 1): number {
   for (let i = from; i < count; i++) if (a[i] > a[best]) best = i;
   return best;
 }
+
+/** The units of a spectrum's axes, as `FftPlan.run` computes them: frequency in Hz when the
+ *  sample rate is known (else in cycles per sample, f/fs, the rate taken as 1), amplitude in
+ *  dB relative to 1 of the dataset's unit (20·log10 of the amplitude, not a linear scale and
+ *  not full scale). */
+export function fftUnits(datasetUnits: string | null | undefined, rateKnown: boolean): { x: string; y: string } {
+  const u = (datasetUnits ?? "").trim();
+  return { x: rateKnown ? "Hz" : "f/fs", y: u ? `dB re 1 ${u}` : "dB" };
+}

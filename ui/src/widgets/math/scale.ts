@@ -46,11 +46,65 @@ export function rangeOf(min: number | null | undefined, max: number | null | und
   return Number.isFinite(lo) && Number.isFinite(hi) && lo !== hi ? [lo, hi] : fallback;
 }
 
-/** Short number for labels: up to 4 significant decimals, exponent for huge/tiny values. */
+/** The minus sign of axis tick labels (U+2212, `math/ticks.ts`): a hyphen is a few pixels at
+ *  9–10 px and easily lost on an axis. Readouts ([`formatValue`]) keep the ASCII
+ *  hyphen-minus, so a value a person copies (a legend, a data grid) parses as a number. */
+export const MINUS = "\u2212";
+
+/** Short number for readouts: up to `digits` decimals, exponent for huge/tiny values;
+ *  negative values keep their sign, a value that rounds to zero reads "0", never "-0". */
 export function formatValue(v: number, digits = 3): string {
   if (!Number.isFinite(v)) return Number.isNaN(v) ? "—" : v > 0 ? "∞" : "-∞";
   const a = Math.abs(v);
   if (a !== 0 && (a >= 1e7 || a < 1e-3)) return v.toExponential(2);
-  const s = v.toFixed(a >= 1000 ? 1 : digits);
-  return s.includes(".") ? s.replace(/\.?0+$/, "") : s;
+  let s = a.toFixed(a >= 1000 ? 1 : digits);
+  if (s.includes(".")) s = s.replace(/\.?0+$/, "");
+  return v < 0 && s !== "0" ? "-" + s : s;
+}
+
+/** A dial's geometry and where its min/max labels go. */
+export interface DialLayout {
+  cx: number;
+  cy: number;
+  r: number;
+  /** The track's stroke width (round caps: the stroke reaches lineWidth/2 past each end). */
+  lineWidth: number;
+  /** Centres of the min and max labels (drawn centred, middle baseline). */
+  min: { x: number; y: number };
+  max: { x: number; y: number };
+}
+
+/** Lays a gauge (270° arc) or meter (180°) out in w×h: the min and max labels sit under the
+ *  ends of the arc, clear of its stroke and round caps (and of the stroke's outer edge for a
+ *  meter, whose ends are level with its centre), the radius shrunk so they stay inside.
+ *  `labelPx` is the labels' font size, `labelW` their widest text (px). */
+export function dialLayout(w: number, h: number, kind: "gauge" | "meter", labelPx = 10, labelW = 0): DialLayout {
+  const meter = kind === "meter";
+  const arc = meter ? METER : GAUGE;
+  const gap = 3;
+  // The labels' height under an end: half the stroke, the gap, the text.
+  const below = (r: number) => Math.max(4, r * 0.12) / 2 + gap + labelPx;
+  let r: number, cx = w / 2, cy: number;
+  if (meter) {
+    // Room under the pivot for the value readout (44 px) as before.
+    r = Math.max(10, Math.min(w / 2 - 14 - Math.max(0, labelW / 2 - 14), h - 56));
+    cy = (h - 44 - r) / 2 + r + 6;
+  } else {
+    const s = Math.sin((arc.startDeg * Math.PI) / 180); // the ends sit r·s below the centre
+    r = Math.max(10, Math.min(w, h) / 2 - 12);
+    // Centre + r·s + the labels must fit in h; the top of the arc must too.
+    for (let i = 0; i < 20 && r > 10 && r + r * s + below(r) + 4 > h; i++) r = Math.max(10, (h - below(r) - 4) / (1 + s));
+    cy = Math.max(r + 2, Math.min(h / 2 + 6, h - r * s - below(r) - 2));
+  }
+  const lineWidth = Math.max(4, r * 0.12);
+  const a0 = (arc.startDeg * Math.PI) / 180, a1 = ((arc.startDeg + arc.sweepDeg) * Math.PI) / 180;
+  const dy = lineWidth / 2 + gap + labelPx / 2;
+  return {
+    cx,
+    cy,
+    r,
+    lineWidth,
+    min: { x: cx + Math.cos(a0) * r, y: cy + Math.sin(a0) * r + dy },
+    max: { x: cx + Math.cos(a1) * r, y: cy + Math.sin(a1) * r + dy },
+  };
 }
