@@ -118,14 +118,17 @@ test("the Health view: which embedder answers, every stage, a dash where nothing
   const page = await fresh(server.url);
   await page.click('[data-testid="chat-toggle"]');
   await page.click('[data-testid="chat-settings"]');
+  // Developer figures are under Diagnostics, closed until asked for.
+  assert.equal(await page.locator('[data-testid="chat-health"]').count(), 0);
+  await page.click('[data-testid="chat-diagnostics-toggle"]');
   const health = page.locator('[data-testid="chat-health"]');
   await health.locator('[data-testid="chat-health-latency"]').waitFor();
   const embedder = (await health.locator('[data-testid="chat-health-embedder"]').innerText()).trim();
   const modelDir = process.env.SEXTANT_EMBEDDING_MODEL_DIR;
   if (modelDir && existsSync(join(modelDir, "model.safetensors"))) {
-    assert.equal(embedder, "all-MiniLM-L6-v2 (on this computer)");
+    assert.equal(embedder, "By meaning, with a model on this computer");
   } else {
-    assert.equal(embedder, "Built-in lexicon (deterministic-lexicon-v1)");
+    assert.equal(embedder, "By matching words (built in)");
     assert.match(await health.locator('[data-testid="chat-health-fallback"]').innerText(), /not found/);
   }
   const rows = health.locator('[data-testid="chat-health-latency"] tbody tr');
@@ -136,7 +139,7 @@ test("the Health view: which embedder answers, every stage, a dash where nothing
   }
   const outcomes = await health.locator('[data-testid="chat-health-outcomes"] tbody tr').allInnerTexts();
   assert.equal(outcomes.length, 5);
-  assert.match(await health.innerText(), /process-wide/i);
+  assert.match(await health.innerText(), /since Sextant started/i);
   await health.scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, "browser-assistant-health-light-en.png") });
   await page.close();
@@ -160,7 +163,10 @@ test("the model adds a gauge the person approves; a denied call reaches the mode
 
   // Each project edit waits for the person.
   await waitStatus(page, "toolu_e1", "awaiting");
-  assert.match(await card(page, "toolu_e1").textContent(), /project\.group\.add|project_group_add/);
+  // In plain words, never the command's name (which is only in a test hook).
+  assert.match(await card(page, "toolu_e1").textContent(), /Add a group: “Engine”/);
+  assert.doesNotMatch(await card(page, "toolu_e1").textContent(), /project\.group\.add|project_group_add/);
+  assert.equal(await card(page, "toolu_e1").locator('[data-testid="tool-title"]').getAttribute("data-command"), "project.group.add");
   assert.match(await card(page, "toolu_e1").textContent(), /Engine/, "the card shows the arguments");
   await card(page, "toolu_e1").locator('[data-testid="tool-approve"]').click();
   await waitStatus(page, "toolu_e1", "ok");
@@ -316,7 +322,10 @@ test("the panel: a count said right, the provider's own model, an image as a lin
     // arguments: what the person approves.
     await waitStatus(page, "toolu_p1", "awaiting");
     const tool = card(page, "toolu_p1");
-    assert.equal((await tool.locator("code.name").innerText()).trim(), "project.setTitle");
+    const title = tool.locator('[data-testid="tool-title"]');
+    assert.equal(await title.getAttribute("data-command"), "project.setTitle");
+    // In plain words, with what it acts on: never the command's name.
+    assert.equal((await title.innerText()).trim(), "Rename the project: “Wired bench”");
     assert.deepEqual(JSON.parse(await tool.locator('[data-testid="tool-args"]').textContent()), { title: "Wired bench" });
     await tool.locator('[data-testid="tool-approve"]').click();
     await waitStatus(page, "toolu_p1", "ok");
@@ -393,6 +402,7 @@ test("a proposal becomes a fact only when the person presses Remember, and then 
     assert.equal(await page.locator('[data-testid="memory-chip"]').count(), 0);
     // The retrievals that built those requests are in the Health view now.
     await page.click('[data-testid="chat-settings"]');
+    await page.click('[data-testid="chat-diagnostics-toggle"]');
     const total = page.locator('[data-testid="chat-health-latency"] tr[data-stage="total"] td').first();
     await total.waitFor();
     assert.match(await total.innerText(), /ms$/);
@@ -509,11 +519,11 @@ test("auto-verify: broken parser code gets ✗ in the same turn, and Restore che
     const changed = await command(page, "project.frameParser.get", {});
     assert.notDeepEqual(changed.parser, before.parser, "the broken code was stored");
     await page.screenshot({ path: join(artifacts, "browser-assistant-verify-failed-light-en.png") });
-    // Restore checkpoint…: the normal confirmation, naming the checkpoint; yes restores it.
+    // Restore checkpoint…: the normal confirmation, naming the step in plain words; yes restores it.
     await card(page, "toolu_v1").locator('[data-testid="tool-restore"]').click();
     const dialog = page.locator('[data-testid="confirm-dialog"]');
     await dialog.waitFor();
-    assert.match(await dialog.innerText(), /checkpoint \d+, taken just before `project\.frameParser\.setCode`/);
+    assert.match(await dialog.innerText(), /just before “Change the frame parser's code”/);
     await page.click('[data-testid="confirm-yes"]');
     await waitFor("the previous parser back", async () =>
       JSON.stringify((await command(page, "project.frameParser.get", {})).parser) === JSON.stringify(before.parser), 10000);

@@ -44,9 +44,25 @@ async function fresh(url = base, settings = {}) {
 
 /** Clicks `button` and picks `file` in the file chooser it opens, as a person would. */
 async function pick(p, button, file) {
-  const [chooser] = await Promise.all([p.waitForEvent("filechooser", { timeout: 5000 }), p.click(`[data-testid="${button}"]`)]);
-  await chooser.setFiles(file);
+  const chooser = p.waitForEvent("filechooser", { timeout: 8000 });
+  await p.click(`[data-testid="${button}"]`);
+  await discardIfAsked(p);
+  await (await chooser).setFiles(file);
 }
+
+/** Opening, importing or starting a project replaces the open one: when it has unsaved
+ *  edits (a test before left some), the app asks first – the tests discard them. */
+async function discardIfAsked(p) {
+  const dialog = p.locator('[data-testid="replace-dialog"]');
+  try {
+    await dialog.waitFor({ timeout: 700 });
+  } catch {
+    return false;
+  }
+  await p.click('[data-testid="replace-discard"]');
+  return true;
+}
+
 
 async function nav(p, screen) {
   await p.click(`[data-nav="${screen}"]`);
@@ -217,6 +233,7 @@ test("quick plot: a slower device beside a faster one reads its latest value, no
   await nav(page, "project");
   await page.fill('[data-testid="project-path"]', file);
   await page.click('[data-testid="project-open-path"]');
+  await discardIfAsked(page);
   await page.locator('[data-testid="tree-dataset"]', { hasText: "Slow" }).first().waitFor();
   let i = 0;
   stopFeed = feed(pty.b, () => `${(12 + (i++ % 5) / 10).toFixed(1)}\n`, 250);
@@ -247,6 +264,7 @@ test("a project built in the editor is saved and reopened", async () => {
   page = await fresh();
   await nav(page, "project");
   await page.click('[data-testid="project-new"]');
+  await discardIfAsked(page);
   // A dataset reads a parser slot of a source: add the device first.
   await page.click('[data-testid="add-source"]');
   await nav(page, "connect");
@@ -269,15 +287,20 @@ test("a project built in the editor is saved and reopened", async () => {
   await page.locator('[data-testid="tree-dataset"]', { hasText: "Supply volts" }).first().waitFor();
   await page.locator('[data-testid="tree-source"]', { hasText: /ttyUSB7|Serial/ }).first().waitFor();
   const path = join(dir, "bench-rig.json");
-  await page.fill('[data-testid="project-path"]', path);
+  // A project without a file: Save asks where, in a dialog of its own (not the Open box).
   await page.click('[data-testid="project-save"]');
+  await page.fill('[data-testid="save-as-path"]', path);
+  await page.click('[data-testid="save-as-save"]');
   await waitFor("the saved file", () => existsSync(path), 10000);
   await page.screenshot({ path: join(artifacts, "browser-editor-light-en.png") });
 
   await page.click('[data-testid="project-new"]');
+
+  await discardIfAsked(page);
   await waitFor("an empty tree", async () => (await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).count()) === 0);
   await page.fill('[data-testid="project-path"]', path);
   await page.click('[data-testid="project-open-path"]');
+  await discardIfAsked(page);
   await page.locator('[data-testid="tree-group"]', { hasText: "Bench rig" }).first().waitFor();
   await page.locator('[data-testid="tree-dataset"]', { hasText: "Supply volts" }).first().waitFor();
   await page.locator('[data-testid="tree-source"]', { hasText: /ttyUSB7|Serial/ }).first().waitFor();
@@ -325,9 +348,12 @@ test("an imported Serial Studio project is saved beside the original, never over
   // A path on the machine running Sextant, typed: project.open imports a Serial Studio file.
   await page.fill('[data-testid="project-path"]', original);
   await page.click('[data-testid="project-open-path"]');
+  await discardIfAsked(page);
   await page.locator('[data-testid="tree-group"]').first().waitFor();
-  await waitFor("the save suggestion", async () => (await page.inputValue('[data-testid="project-path"]')) === suggested);
+  // Save asks where, suggesting a file beside the original, never over it.
   await page.keyboard.press("Control+s");
+  await waitFor("the save suggestion", async () => (await page.inputValue('[data-testid="save-as-path"]')) === suggested);
+  await page.click('[data-testid="save-as-save"]');
   await waitFor("the project saved beside the original", () => existsSync(suggested), 10000);
   assert.deepEqual(readFileSync(original), before, "the Serial Studio file was overwritten");
   assert.equal(JSON.parse(readFileSync(suggested, "utf8")).format, "sextant-project");
@@ -340,6 +366,7 @@ test("Open… picks a project file on this computer and opens it", async () => {
   page = await fresh();
   await nav(page, "project");
   await page.click('[data-testid="project-new"]');
+  await discardIfAsked(page);
   await waitFor("an empty tree", async () => (await page.locator('[data-testid="tree-group"]').count()) === 0);
   await pick(page, "project-open", file);
   await waitFor("the picked project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Picked bench", 10000);
@@ -409,6 +436,7 @@ test("a project file dropped on the window opens", async () => {
     data.items.add(new File([text], "dropped.json", { type: "application/json" }));
     window.dispatchEvent(new DragEvent("drop", { dataTransfer: data, bubbles: true, cancelable: true }));
   }, JSON.stringify(project));
+  await discardIfAsked(page);
   await waitFor("the dropped project's title", async () => (await page.inputValue('[data-testid="project-title"]')) === "Dropped bench", 10000);
   await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
   await page.close();
@@ -427,6 +455,7 @@ test("a shared project that runs a program asks before it runs, and remembers th
   await nav(page, "project");
   await page.fill('[data-testid="project-path"]', file);
   await page.click('[data-testid="project-open-path"]');
+  await discardIfAsked(page);
   await page.locator('[data-testid="tree-source"]', { hasText: "Logger" }).first().waitFor();
   await nav(page, "connect");
   await page.click('[data-testid="connect"]');
@@ -459,6 +488,7 @@ test("a port that does not exist is never shown as connected", async () => {
   page = await fresh();
   await nav(page, "project");
   await page.click('[data-testid="project-new"]');
+  await discardIfAsked(page);
   await nav(page, "connect");
   await page.selectOption('[data-testid="source-type"]', "serial");
   await page.fill('[data-testid="serial-port"]', join(dir, "no-such-port"));
@@ -491,6 +521,7 @@ test("a recording is replayed", async () => {
   // Record the simulator for a moment.
   await nav(page, "project");
   await page.click('[data-testid="project-new"]');
+  await discardIfAsked(page);
   await nav(page, "connect");
   await page.selectOption('[data-testid="source-type"]', "simulator");
   await page.click('[data-testid="connect"]');
@@ -501,6 +532,12 @@ test("a recording is replayed", async () => {
   await page.click('[data-testid="stop-recording"]');
   const row = page.locator('[data-testid="session-row"]').first();
   await row.waitFor();
+  // Export CSV in a browser is a download, named after the session, counting from its first frame.
+  const [download] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }), row.locator('[data-testid="session-export"]').click()]);
+  assert.match(download.suggestedFilename(), /\.csv$/);
+  const csvText = readFileSync(await download.path(), "utf8");
+  assert.match(csvText, /^elapsed_s,/);
+  assert.match(csvText.split("\n")[1], /^0\.000000,/);
   // The live simulator stays connected: the replay takes its place, and gives it back.
   const sidebar = page.locator('[data-testid="connection-status"]');
   // The replay drives the dashboard: display frames with new data arrive while it plays.
@@ -550,6 +587,7 @@ test("an alarm hovering at its threshold toasts once, in a corner that covers no
   await nav(page, "project");
   await page.fill('[data-testid="project-path"]', file);
   await page.click('[data-testid="project-open-path"]');
+  await discardIfAsked(page);
   await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
   await nav(page, "dashboard");
   await page.evaluate(() => {

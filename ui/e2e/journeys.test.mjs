@@ -5,7 +5,7 @@
 // first (screenshots in light/dark × English/简体中文); what Quick plot found is kept on
 // the Dashboard in one click.
 import assert from "node:assert/strict";
-import { closeSync, copyFileSync, openSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, openSync, readFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
@@ -56,13 +56,28 @@ async function nav(p, screen) {
   if (screen === "connect") await p.locator('[data-screen="connect"][data-ready="true"]').waitFor();
 }
 
+/** Opening, importing or starting a project replaces the open one: when it has unsaved
+ *  edits (a test before left some), the app asks first – the tests discard them. */
+async function discardIfAsked(p) {
+  const dialog = p.locator('[data-testid="replace-dialog"]');
+  try {
+    await dialog.waitFor({ timeout: 700 });
+  } catch {
+    return false;
+  }
+  await p.click('[data-testid="replace-discard"]');
+  return true;
+}
+
 /** Imports `name` from the shapes folder through the Import button's file chooser. */
 async function importShape(p, name) {
   const file = join(dir, name);
   copyFileSync(join(SHAPES, name), file);
   await nav(p, "project");
-  const [chooser] = await Promise.all([p.waitForEvent("filechooser", { timeout: 5000 }), p.click('[data-testid="project-import"]')]);
-  await chooser.setFiles(file);
+  const chooser = p.waitForEvent("filechooser", { timeout: 8000 });
+  await p.click('[data-testid="project-import"]');
+  await discardIfAsked(p);
+  await (await chooser).setFiles(file);
   await p.locator('[data-testid="import-report"]').waitFor({ timeout: 10000 });
 }
 
@@ -97,6 +112,32 @@ async function connectFed(p, lineAt, everyMs = 20) {
   await p.click('[data-testid="connect"]');
   await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
   stopFeed = feed(pty.b, lineAt, everyMs);
+}
+
+/** What a person must never read on a page: a registry command's or a tool's name, an
+ *  error code's name, a generated id. Checked on every page a journey ends on (and on each
+ *  screen it passed through, by visiting them all). */
+/** Every registry command (from the generated reference) and the assistant's own tools. */
+const COMMANDS = [
+  ...[...readFileSync(join(repo, "docs/commands.md"), "utf8").matchAll(/^## `([a-zA-Z.]+)`$/gm)].map((m) => m[1]),
+  "meta.executeCommand", "meta.loadSkill", "assistant.memory.propose", "assistant.sessions.search", "assistant.sessions.cite",
+];
+const INTERNALS = [
+  new RegExp(`\\b(?:${COMMANDS.sort((a, b) => b.length - a.length).map((n) => n.replace(/\./g, "[._]")).join("|")})\\b`),
+  /\b(?:NotFound|notFound|needsConfirmation|NeedsConfirmation|notAllowed|NotAllowed|badRequest|BadRequest|unknownCommand|invalidParams|invalid_params)\b/,
+  /\b(?:src|ds|act|ws|grp)-\d+\b/,
+];
+
+async function assertNoInternals(p) {
+  for (const screen of ["dashboard", "connect", "project", "recording", "settings"]) {
+    await nav(p, screen);
+    await p.waitForTimeout(150);
+    const text = await p.locator("main, .shell").first().innerText();
+    for (const re of INTERNALS) {
+      const hit = re.exec(text);
+      assert.equal(hit, null, `the ${screen} screen shows "${hit?.[0]}": …${text.slice(Math.max(0, (hit?.index ?? 0) - 60), (hit?.index ?? 0) + 60)}…`);
+    }
+  }
 }
 
 async function disconnect(p) {
@@ -150,6 +191,7 @@ test("a project in the Vibration Test Rig shape imports with its tabs and says w
   await p.waitForTimeout(500);
   await p.screenshot({ path: join(artifacts, "journey-rig-motor.png") });
   await disconnect(p);
+  await assertNoInternals(p);
   await p.close();
 });
 
@@ -176,6 +218,7 @@ test("a project in the TinyGPS and MPU6050 shape shows numbers on its map, accel
   await p.waitForTimeout(500);
   await p.screenshot({ path: join(artifacts, "journey-gps-imu.png") });
   await disconnect(p);
+  await assertNoInternals(p);
   await p.close();
 });
 
@@ -199,6 +242,7 @@ test("a project in the EM Wave shape plots the samples of each batch and says it
   await p.waitForTimeout(500);
   await p.screenshot({ path: join(artifacts, "journey-em-wave.png") });
   await disconnect(p);
+  await assertNoInternals(p);
   await p.close();
 });
 
@@ -221,6 +265,7 @@ test("what Quick plot found is kept on the Dashboard in one click", async () => 
   const p = await fresh();
   await nav(p, "project");
   await p.click('[data-testid="project-new"]');
+  await discardIfAsked(p);
   await nav(p, "connect");
   await p.selectOption('[data-testid="source-type"]', "serial");
   await p.fill('[data-testid="serial-port"]', pty.a);
@@ -239,6 +284,7 @@ test("what Quick plot found is kept on the Dashboard in one click", async () => 
   await p.locator('[data-testid="widget"][data-title="Quick plot"], [data-testid="widget"][data-title="temp"]').first().waitFor({ timeout: 5000 });
   await p.screenshot({ path: join(artifacts, "journey-quickplot-kept.png") });
   await disconnect(p);
+  await assertNoInternals(p);
   await p.close();
 });
 
@@ -299,6 +345,7 @@ test("a device that answers only when polled shows data, and the dashboard's act
     const polls = device.count("R");
     await p.waitForTimeout(400);
     assert.equal(device.count("R"), polls, "a poll after the disconnect");
+    await assertNoInternals(p);
   } finally {
     device.stop();
     await p.close();

@@ -201,7 +201,8 @@ describe("chat store: chats", () => {
     store.start();
     await flush();
     expect(await store.send("Plot the temperature of every sensor in one workspace please\nthanks")).toBe(true);
-    expect(svc.ops("create")).toEqual([{ op: "create", title: "Plot the temperature of every sensor in one wor…" }]);
+    // Cut at a word boundary (titleFrom), never mid-word.
+    expect(svc.ops("create")).toEqual([{ op: "create", title: "Plot the temperature of every sensor in one…" }]);
     expect(svc.ops("send")).toEqual([{ op: "send", chat: 9, text: "Plot the temperature of every sensor in one workspace please\nthanks" }]);
     expect(store.current).toBe(9);
   });

@@ -86,10 +86,20 @@ describe("compile error lines", () => {
 });
 
 describe("error text", () => {
-  it("keeps the backend's message verbatim with code and path", () => {
+  it("keeps the backend's meaning and details, without code marks or the field's path", () => {
     const e = new CommandError({ code: "invalid_params", message: "invalid source field `changes.connection.baud`: expected u32", path: "changes.connection.baud" });
-    expect(errorText(e)).toBe("invalid source field `changes.connection.baud`: expected u32 [changes.connection.baud]");
+    expect(errorText(e)).toBe("invalid source field “changes.connection.baud”: expected u32");
     expect(errorText(new Error("connection to Sextant lost"))).toBe("connection to Sextant lost");
+  });
+  // What a new user read, and what they read now: no command names, no error-code words.
+  it.each([
+    ["not connected; run io.connect first", "not connected; run “Connect the devices” first"],
+    ["Error: NotFound: no group has id `Bench`", "no group has id “Bench”"],
+    ["notAllowed: a headless caller may not run project_source_add", "a headless caller may not run “Add a device”"],
+    ["no sessions database is set; choose a file with sessions.setDatabase", "no sessions database is set; choose a file with “Choose where recordings are kept”"],
+    ["could not open /dev/ttyUSB0: No such file or directory", "could not open /dev/ttyUSB0: No such file or directory"],
+  ])("%s", (backend, person) => {
+    expect(errorText(new CommandError({ code: "failed", message: backend }))).toBe(person);
   });
   it("recognises an unknown command", () => {
     expect(isUnknownCommand(new CommandError({ code: "unknown_command", message: "no command io.listSerialPorts" }))).toBe(true);

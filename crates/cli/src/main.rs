@@ -287,7 +287,9 @@ struct ServeArgs {
     /// Desktop; repeatable. Sextant's own data folder is never one.
     #[arg(long)]
     pub allow_folder: Vec<PathBuf>,
-    /// Project to open; edits are auto-saved to it.
+    /// Project to open: a Sextant project (edits are auto-saved to it), or a Serial Studio
+    /// project (.ssproj), imported with its report printed and never overwritten (the
+    /// first save asks where).
     #[arg(long)]
     pub project: Option<PathBuf>,
     /// Where the assistant keeps its chats and settings, and the programs you allowed
@@ -654,16 +656,44 @@ fn open_workspace(path: Option<&Path>) -> Result<sextant_runtime::Workspace> {
     match Project::from_json_str(&text) {
         Ok(project) => Ok(Workspace::opened(project, path.to_path_buf())),
         Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
-            let project = load_project(path)?;
-            eprintln!(
-                "note: {} is a Serial Studio project; edits stay in memory (save them to a new file \
-                 with project.save {{\"path\": …}})",
-                path.display()
-            );
-            Ok(Workspace::new(project))
+            let imported = import_text(path, &text)?;
+            eprintln!("{}", opened_import_text(path, &imported.summary));
+            // No file: the first save asks where, so the Serial Studio file is never
+            // overwritten.
+            Ok(Workspace::new(imported.project))
         }
         Err(e) => Err(e).with_context(|| format!("could not load {}", path.display())),
     }
+}
+
+/// Imports the text of the Serial Studio file at `path`.
+fn import_text(path: &Path, text: &str) -> Result<sextant_import::Imported> {
+    sextant_import::import_serial_studio(text).with_context(|| {
+        format!(
+            "{} is neither a Sextant nor a Serial Studio project",
+            path.display()
+        )
+    })
+}
+
+/// What opening a Serial Studio file as the project did, in plain words: that it was
+/// imported, its import report, and that it has no file until saved somewhere else.
+fn opened_import_text(path: &Path, summary: &[sextant_import::SummaryItem]) -> String {
+    let name = path
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_else(|| path.display().to_string());
+    let report = if summary.is_empty() {
+        "Import report: everything was carried over.".to_string()
+    } else {
+        format!("Import report:\n{}", summary_text(summary))
+    };
+    format!(
+        "{} is a Serial Studio project: it was imported into a new project.\n{report}\n\
+         The imported project has no file yet: saving asks where to save it (Save as), and \
+         {name} is never overwritten.",
+        path.display()
+    )
 }
 
 /// Loads a Sextant project, or imports a Serial Studio one (report on stderr).
@@ -673,12 +703,7 @@ fn load_project(path: &Path) -> Result<Project> {
     match Project::from_json_str(&text) {
         Ok(p) => Ok(p),
         Err(sextant_telemetry::project::LoadError::NotASextantProject) => {
-            let imported = sextant_import::import_serial_studio(&text).with_context(|| {
-                format!(
-                    "{} is neither a Sextant nor a Serial Studio project",
-                    path.display()
-                )
-            })?;
+            let imported = import_text(path, &text)?;
             if !imported.report.is_empty() {
                 eprintln!(
                     "imported {} from Serial Studio format; not mapped:\n{}",

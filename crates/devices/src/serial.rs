@@ -155,6 +155,12 @@ fn open_port(s: &SerialSettings) -> Result<SerialLink, DeviceError> {
         .timeout(Duration::from_millis(50));
     let mut port = builder.open().map_err(|e| open_error(&s.port, &e))?;
     check_baud(&s.port, s.baud, port.baud_rate())?;
+    // What the OS buffered before this open (a device streaming while nobody listened)
+    // arrived at no time Sextant saw: read in one go, it would all be stamped with the
+    // connect time and draw a vertical spike. The run starts with what arrives from now.
+    if let Err(e) = port.clear(serialport::ClearBuffer::Input) {
+        tracing::debug!(port = %s.port, "could not discard bytes buffered before the open: {e}");
+    }
     // DTR/RTS are meaningless (and refused) under hardware flow control.
     if s.flow_control != FlowControl::RtsCts {
         let dtr = port.write_data_terminal_ready(s.dtr);

@@ -244,3 +244,40 @@ async fn pipeline_on_serial_drops_and_counts_an_over_long_line() {
     assert_eq!(stats.framing.oversize_dropped, 1, "{stats:?}");
     assert_eq!(stats.rows, 2);
 }
+
+/// Bytes a device sent while nobody listened arrived at no time Sextant saw: they are not
+/// read at the connect (all stamped with its time, they drew a vertical spike); what the
+/// device sends from then on is.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bytes_buffered_before_the_open_are_not_read_at_the_connect() {
+    if !require("socat", "socat") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pty = PtyPair::start(dir.path());
+    let mut peer = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open(&pty.b)
+        .unwrap();
+    // Open and close the device end once so the line is set up, then let the device talk
+    // to nobody.
+    drop(std::fs::File::open(&pty.a).unwrap());
+    peer.write_all(b"stale,1\nstale,2\nstale,3\n").unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+    let mut source = Source::spawn(
+        SerialDriver::new(settings(&pty.a, 115_200)).unwrap(),
+        RunOptions::default(),
+    );
+    let h = source.handle();
+    tokio::time::timeout(
+        Duration::from_secs(5),
+        h.wait_for(|s| *s == Status::Connected),
+    )
+    .await
+    .expect("connected");
+    peer.write_all(b"fresh,4\n").unwrap();
+    let got = collect(&mut source, 8, Duration::from_secs(5)).await;
+    assert_eq!(String::from_utf8_lossy(&got), "fresh,4\n");
+    h.close().await;
+}

@@ -112,6 +112,15 @@ impl<'a> Obj<'a> {
         self.map.keys().cloned().collect()
     }
 
+    /// The keys nobody has read yet.
+    pub fn unread_keys(&self) -> Vec<&'a str> {
+        self.map
+            .keys()
+            .map(String::as_str)
+            .filter(|k| !self.used.contains(k))
+            .collect()
+    }
+
     pub fn has(&self, key: &str) -> bool {
         self.map.get(key).is_some_and(|v| !v.is_null())
     }

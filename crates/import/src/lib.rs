@@ -217,6 +217,7 @@ fn import_root(root: &Map<String, Value>) -> Imported {
     import_actions_tables_publisher(&mut obj, &mut project, &source_ids, &mut ids, &mut r);
 
     report_root_leftovers(&mut obj, &mut r);
+    sources::stray_mqtt_settings(&mut obj, false, &mut r);
     obj.finish(&mut r);
 
     report_validation(&project, &mut r);

@@ -88,6 +88,7 @@ pub(crate) fn import_source(
             "Sextant does not split a source into stream lanes",
             r,
         );
+        stray_mqtt_settings(obj, false, r);
     }
 
     ImportedSource {
@@ -667,8 +668,88 @@ fn connection(obj: &mut Obj, r: &mut ImportReport) -> Connection {
             Connection::Serial(SerialSettings::default())
         }
     };
+    // On an MQTT source these are spellings the mapping above does not know.
+    stray_mqtt_settings(&mut c, bus == MQTT_BUS, r);
     c.finish(r);
     connection
+}
+
+/// Serial Studio's bus type number of the MQTT subscriber.
+const MQTT_BUS: i64 = 9;
+
+/// The MQTT subscriber's settings with Serial Studio's defaults for them (the values its
+/// MQTT driver starts with). Serial Studio can write these next to another bus's settings;
+/// there they say nothing about the source.
+fn mqtt_defaults() -> [(&'static str, Value); 21] {
+    [
+        ("hostname", json!("127.0.0.1")),
+        ("port", json!(1883)),
+        ("topicFilter", json!("")),
+        ("clientId", json!("")),
+        ("username", json!("")),
+        ("password", json!("")),
+        // List positions: "MQTT 5.0" is the third version, "Secure Protocols Only" the
+        // third TLS protocol, "Auto Verify Peer" the first verify mode.
+        ("mqttVersion", json!(2)),
+        ("cleanSession", json!(true)),
+        ("keepAlive", json!(60)),
+        ("autoKeepAlive", json!(true)),
+        ("sslEnabled", json!(false)),
+        ("sslProtocol", json!(2)),
+        ("peerVerifyMode", json!(0)),
+        ("peerVerifyDepth", json!(10)),
+        ("alpnEnabled", json!(false)),
+        ("alpnProtocol", json!("x-amzn-mqtt-ca")),
+        ("caCertificates", json!(0)),
+        ("clientCertificate", json!("")),
+        ("privateKey", json!("")),
+        ("keyPassphrase", json!("")),
+        ("mqttTopic", json!("")),
+    ]
+}
+
+/// Whether `key` names an MQTT or TLS setting (`mqttTls…`, `ssl…`, certificates).
+fn is_mqtt_key(key: &str) -> bool {
+    let lower = key.to_ascii_lowercase();
+    mqtt_defaults().iter().any(|(k, _)| *k == key)
+        || lower.starts_with("mqtt")
+        || lower.starts_with("ssl")
+        || lower.starts_with("tls")
+        || lower.contains("certificate")
+}
+
+/// MQTT and TLS settings nothing above read: in an object that does not describe an MQTT
+/// source (another bus's connection, a source, the project root), or spellings an MQTT
+/// connection does not map (`own`). At Serial Studio's defaults (or blank) they are not the
+/// person's choice and are dropped silently; any other value is a Note. Secrets are named,
+/// never shown.
+pub(crate) fn stray_mqtt_settings(c: &mut Obj, own: bool, r: &mut ImportReport) {
+    let defaults = mqtt_defaults();
+    for key in c.unread_keys() {
+        if !is_mqtt_key(key) {
+            continue;
+        }
+        let Some(value) = c.raw(key) else { continue };
+        let default = defaults.iter().find(|(k, _)| *k == key).map(|(_, v)| v);
+        if crate::json::is_blank(value) || default.is_some_and(|d| crate::json::same(d, value)) {
+            continue;
+        }
+        let lower = key.to_ascii_lowercase();
+        let secret = ["password", "passphrase", "privatekey", "secret"]
+            .iter()
+            .any(|w| lower.contains(w));
+        let what = if secret {
+            String::new()
+        } else {
+            format!(" ({})", show(value))
+        };
+        let why = if own {
+            "Sextant has no such MQTT setting"
+        } else {
+            "an MQTT setting, but this is not an MQTT source's connection"
+        };
+        r.note(c.at(key), format!("`{key}`{what} not imported: {why}"));
+    }
 }
 
 /// A serial port name as Sextant opens it: Qt records `ttyUSB0`, Sextant wants a path.
@@ -1196,7 +1277,13 @@ fn mqtt(c: &mut Obj, r: &mut ImportReport) -> Connection {
         "alpnProtocol",
     ] {
         if m.tls {
-            c.unmapped(key, &[], "Sextant uses its own TLS settings", r);
+            // Serial Studio's defaults are not a choice the person made.
+            let defaults: Vec<Value> = mqtt_defaults()
+                .into_iter()
+                .filter(|(k, _)| *k == key)
+                .map(|(_, v)| v)
+                .collect();
+            c.unmapped(key, &defaults, "Sextant uses its own TLS settings", r);
         } else {
             c.skip(&[key]);
         }

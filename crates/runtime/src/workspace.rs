@@ -108,6 +108,10 @@ pub struct Workspace {
     next_checkpoint: u64,
     events: Vec<Event>,
     pub(crate) live: Option<Live>,
+    /// The Serial Studio file the open project was imported from, and what its import
+    /// report said: the editor shows the report even when the project was opened at
+    /// start-up (`--project X.ssproj`). Cleared by any other replacement of the project.
+    pub(crate) last_import: Option<(String, Vec<sextant_import::SummaryItem>)>,
     /// Set while a replay has the sources' place.
     pub(crate) after_replay: Option<PutAside>,
     /// The sessions database (a setting, not project data); recording is off without one.
@@ -151,6 +155,7 @@ impl Workspace {
             next_checkpoint: 1,
             events: Vec::new(),
             live: None,
+            last_import: None,
             after_replay: None,
             sessions_db: None,
             csv_export: None,
@@ -262,6 +267,7 @@ impl Workspace {
         self.undo.push((label.to_string(), before));
         self.redo.clear();
         self.path = path;
+        self.last_import = None;
         self.changed(label);
         Ok(())
     }

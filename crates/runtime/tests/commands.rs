@@ -1,6 +1,8 @@
 //! The command surface end to end: a dashboard built purely through commands, dry runs
 //! proven read-only, checkpoints, undo/redo, tier policy, auto-save.
 
+use std::path::Path;
+
 use serde_json::{json, Value};
 use sextant_commands::{ErrorCode, Policy};
 use sextant_runtime::{Caller, Runtime, Workspace};
@@ -173,6 +175,7 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("sessions.list", json!({})),
         ("sessions.list", json!({"tag": "bench"})),
         ("sessions.get", json!({"id": session})),
+        ("sessions.csv", json!({"id": session})),
         ("meta.listCommands", json!({"prefix": "project.dataset"})),
         (
             "meta.describeCommand",
@@ -651,7 +654,17 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
         json!({"id": id, "path": csv}),
     );
     assert_eq!(exported["rows"], frames);
+    // The person reads where it went: the full path.
+    assert!(
+        Path::new(exported["path"].as_str().unwrap()).is_absolute(),
+        "{exported}"
+    );
     let text = std::fs::read_to_string(&csv).unwrap();
+    // A page downloads the same CSV, named after the session.
+    let download = call(&mut rt, "sessions.csv", json!({"id": id}));
+    assert_eq!(download["csv"].as_str().unwrap(), text);
+    assert_eq!(download["rows"], frames);
+    assert_eq!(download["name"], "Bench run.csv");
     assert!(text.starts_with("elapsed_s,G/A\n"), "{}", &text[..40]);
     assert_eq!(text.lines().count() as u64, frames + 1);
 
@@ -676,7 +689,7 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
         "connected",
         "a replay held at its end is still there to seek in"
     );
-    // The export counts from its first row; the replay keeps the recorded times.
+    // The export counts from its first row, and so does the replay.
     assert!(
         text.lines().nth(1).unwrap().starts_with("0.000000,"),
         "{}",
@@ -698,7 +711,9 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
         frames,
         "the tail holds the whole short session"
     );
+    // One time base: the replay counts from the session's first frame, as its CSV does.
     let origin = tail[0]["elapsedS"].as_f64().unwrap();
+    assert_eq!(origin, 0.0, "the replay's first frame: {}", tail[0]);
     let frame = call(&mut rt, "dashboard.latestFrame", json!({}));
     assert_eq!(
         format!("{:.6}", frame["elapsedS"].as_f64().unwrap() - origin),

@@ -4,9 +4,13 @@
 //! This module only says where the records come from; the pacing, pause, step, seek and
 //! speed are the device layer's replay link (the workspace runtime puts the two together,
 //! so this crate needs no device driver). Opening indexes the source's chunks (rowid and
-//! elapsed time, 16 bytes each); a chunk's bytes are read when it is due. Chunks keep
-//! their recorded timestamps, so a replay through a fresh pipeline reproduces the recorded
-//! frames exactly.
+//! elapsed time, 16 bytes each); a chunk's bytes are read when it is due.
+//!
+//! One time base for a session: its times count from its first recorded frame, in a replay
+//! as in its CSV export (which counts from its first row), so the replay's axis and the
+//! exported file read the same seconds. A chunk's time is its recorded time minus that
+//! origin (the same for every source of the session, so their order and spacing are kept);
+//! a replay through a fresh pipeline reproduces the recorded frames' values exactly.
 
 use bytes::Bytes;
 use rusqlite::Connection;
@@ -18,7 +22,10 @@ use crate::{schema, SessionError, SessionId};
 pub struct SessionRecords {
     conn: Connection,
     rowids: Vec<i64>,
+    /// Each chunk's time from the session's origin (see the module docs).
     times: Vec<u64>,
+    /// The recorded time the session's times count from, ns.
+    origin: u64,
 }
 
 impl SessionRecords {
@@ -36,6 +43,15 @@ impl SessionRecords {
         if !found {
             return Err(SessionError::NotFound(session));
         }
+        // The session's first frame, else (no frame was parsed) its first chunk.
+        let origin: i64 = conn.query_row(
+            "SELECT COALESCE(s.first_elapsed_ns, \
+                    (SELECT MIN(elapsed_ns) FROM chunks WHERE session = s.id), 0) \
+             FROM sessions s WHERE s.id = ?1",
+            [session],
+            |r| r.get(0),
+        )?;
+        let origin = origin.max(0) as u64;
         let (rowids, times) = {
             let mut stmt = conn.prepare(
                 "SELECT rowid, elapsed_ns FROM chunks WHERE session = ?1 AND source = ?2 ORDER BY rowid",
@@ -44,7 +60,7 @@ impl SessionRecords {
             let (mut rowids, mut times) = (Vec::new(), Vec::new());
             while let Some(row) = rows.next()? {
                 rowids.push(row.get::<_, i64>(0)?);
-                times.push(row.get::<_, i64>(1)?.max(0) as u64);
+                times.push((row.get::<_, i64>(1)?.max(0) as u64).saturating_sub(origin));
             }
             (rowids, times)
         };
@@ -52,12 +68,13 @@ impl SessionRecords {
             conn,
             rowids,
             times,
+            origin,
         })
     }
 }
 
 impl SessionRecords {
-    /// Capture time (ns since the session started) of every chunk, in play order.
+    /// Capture time of every chunk, ns from the session's first frame, in play order.
     pub fn times(&self) -> &[u64] {
         &self.times
     }
@@ -74,7 +91,7 @@ impl SessionRecords {
             Ok((bytes, elapsed_ns, unix_ns)) => Ok((
                 Bytes::from(bytes),
                 Timestamp {
-                    elapsed_ns: elapsed_ns.max(0) as u64,
+                    elapsed_ns: (elapsed_ns.max(0) as u64).saturating_sub(self.origin),
                     unix_ns,
                 },
             )),

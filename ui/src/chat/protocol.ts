@@ -378,6 +378,75 @@ export function summarizeResult(result: string | null, maxLines = 6, maxChars = 
   return { text: text.replace(/\s+$/, ""), truncated: text.length < full.trimEnd().length, error: full.startsWith("Error:") };
 }
 
+/** Why a call did not give the person a result of its own, as the card says it. */
+export type ResultKind =
+  | "limit"
+  | "cutOff"
+  | "cancelled"
+  | "interrupted"
+  | "badCall"
+  | "declined"
+  | "noAnswer"
+  | "noApprover"
+  | "deviceControlOff"
+  | "neverAllowed"
+  | "needsApproval"
+  | "needsPerson"
+  | "denied"
+  | "blocked"
+  | "timeout"
+  | "crashed"
+  | "noCheckpoint"
+  | "unknownTool"
+  | "notFound"
+  | "invalid"
+  | "failed";
+
+/** The person's words for a card whose call did not succeed: an i18n key chosen by the
+ *  card's status and the kind of refusal or failure, never the backend's text. Every
+ *  result that is not a success is written for the model (`Error: not run – … tell the
+ *  user …`, a guard's or tier's reason naming the command, `InvalidParams: …`): the model
+ *  still reads it, the card shows this instead. Null for a success (its data is shown). */
+export function personResult(status: CardStatus, result: string | null): { kind: ResultKind; key: Key; vars: Record<string, string | number> } | null {
+  const text = (result ?? "").trim();
+  const isError = text.startsWith("Error:");
+  if (!isError && !["error", "denied", "blocked", "interrupted"].includes(status)) return null;
+  const say = (kind: ResultKind, vars: Record<string, string | number> = {}) => ({ kind, key: `chat.result.${kind}` as Key, vars });
+  const why = text.replace(/^Error:\s*/, "");
+  if (status === "interrupted" || /^no result \(interrupted\)/.test(why)) return say("interrupted");
+  const limit = /^not run – this turn reached its limit of (\d+) tool calls/.exec(why);
+  if (limit) return say("limit", { n: Number(limit[1]) });
+  if (/^not run – the reply was cut off/.test(why)) return say("cutOff");
+  if (/^cancelled – /.test(why) || /^`[^`]*` was cancelled$/.test(why)) return say("cancelled");
+  if (/^invalid arguments/.test(why) || /^meta_executeCommand:/.test(why)) return say("badCall");
+  if (status === "blocked" || /^blocked by /.test(why)) return say("blocked");
+  if (status === "denied" || /^denied: /.test(why)) {
+    const reasons = why.replace(/^denied: /, "");
+    if (/the user declined: cancelled/.test(reasons)) return say("cancelled");
+    if (/the user declined: no answer/.test(reasons)) return say("noAnswer");
+    if (/the user declined/.test(reasons)) return say("declined");
+    if (/nobody can be asked here/.test(reasons)) return say("noApprover");
+    if (/controls a device/.test(reasons)) return say("deviceControlOff");
+    if (/blocked for automated callers/.test(reasons)) return say("neverAllowed");
+    if (/edits the project and needs approval/.test(reasons)) return say("needsApproval");
+    if (/always needs a person|needs a person to approve this very call|needs a fresh approval every time/.test(reasons)) return say("needsPerson");
+    return say("denied");
+  }
+  if (/ timed out after /.test(why)) return say("timeout");
+  if (/ crashed: /.test(why)) return say("crashed");
+  if (/^could not take a checkpoint/.test(why)) return say("noCheckpoint");
+  if (/^unknown tool /.test(why)) return say("unknownTool");
+  // A command's own failure, as the assistant's door spells it: `{code:?}: {message}`.
+  const code = /^([A-Z][A-Za-z]+): /.exec(why)?.[1];
+  if (code === "NotFound") return say("notFound");
+  if (code === "InvalidParams" || code === "BadRequest") return say("invalid");
+  if (code === "UnknownCommand") return say("unknownTool");
+  if (code === "NotAllowed") return say("denied");
+  if (code === "Denied") return say("declined");
+  if (code === "NeedsConfirmation") return say("needsPerson");
+  return say("failed");
+}
+
 /** Arguments as indented JSON; "" while they are still streaming. */
 export function prettyArgs(args: unknown): string {
   if (args === undefined) return "";
@@ -388,10 +457,96 @@ export function prettyArgs(args: unknown): string {
   }
 }
 
-/** A title for a new chat from its first message: the first line, at most `max` characters. */
+/** Words a first message often starts with that say nothing about what it is about
+ *  (greetings, politeness, "can you", "I'd like to", the "add a" of most requests), in
+ *  English and Chinese; stripped from the start again and again. Other verbs ("remove",
+ *  "why") stay: they are what the chat is about. */
+const TITLE_FILLER: RegExp[] = [
+  /^(?:hi|hey|hello|ok|okay|so|now|just|also|and|then|well|right)\b[\s,.!:;-]*/i,
+  /^(?:please|pls|plz|kindly)\b[\s,.!:;-]*/i,
+  /^(?:can|could|would|will)\s+(?:you|u)\b(?:\s+please\b)?[\s,]*/i,
+  /^(?:i(?:'d| would)\s+like\s+(?:to\s+)?|i\s+(?:want|need|wanna)(?:\s+to)?\b|let'?s\b|let\s+us\b|help\s+me\b(?:\s+to\b)?)[\s,]*/i,
+  /^(?:add|create|insert|set\s+up|setup)\b\s*/i,
+  /^(?:a|an|the|some|new|another|me)\b\s+/i,
+  /^(?:你好|您好|嗨|好的|那么|现在|然后)[，,、\s]*/,
+  /^(?:请你|请(?!问)|麻烦你?|劳驾)[，,、\s]*/,
+  /^(?:你能不能|你能否|你可以|你能|能不能|能否|可不可以|可以)[，,、\s]*/,
+  /^(?:帮我|帮忙|给我|替我|我想要|我想|我要|我需要)[，,、\s]*/,
+  /^(?:添加|新建|创建|增加|新增|加上|加)[，,、\s]*/,
+  /^(?:一个|一张|一条|一块|一些|个)[，,、\s]*/,
+];
+
+/** Words a cut title should not end on (it would read as unfinished twice). */
+const TITLE_DANGLING = /\s+(?:a|an|the|of|for|to|in|on|at|with|and|or|by|from|that|which|as|is)$/i;
+
+/** A title for a new chat from its first message: its first line without the filler most
+ *  requests start with ("Please add a gauge for the engine RPM" → "Gauge for the engine
+ *  RPM"), so chats started alike still read apart in the narrow list; at most `max`
+ *  characters, cut at a word boundary with an ellipsis (Chinese, written without spaces,
+ *  at a character). A message that is all filler keeps its own words. */
 export function titleFrom(text: string, max = 48): string {
-  const line = text.trim().split("\n")[0].trim().replace(/\s+/g, " ");
-  return line.length > max ? `${line.slice(0, max - 1).trimEnd()}…` : line;
+  const line = (text.trim().split("\n").find((l) => l.trim()) ?? "").trim().replace(/\s+/g, " ").replace(/^[#>*\-\s]+/, "");
+  let rest = line;
+  for (let changed = true; changed; ) {
+    changed = false;
+    for (const re of TITLE_FILLER) {
+      const next = rest.replace(re, "");
+      if (next !== rest && next.trim()) {
+        rest = next.trim();
+        changed = true;
+      }
+    }
+  }
+  rest = rest.replace(/[.。!！]+$/, "").trim();
+  // Nothing but filler ("add a"): the message's own words.
+  let title = !rest || /^(?:a|an|the|some|me|it|this|that|one|个|一个)$/i.test(rest) ? line : rest;
+  // The filler went; the title starts like a sentence.
+  if (title !== line) title = title.charAt(0).toUpperCase() + title.slice(1);
+  if (title.length <= max) return title;
+  let cut = title.slice(0, max - 1);
+  const space = cut.lastIndexOf(" ");
+  if (space >= max / 2) cut = cut.slice(0, space);
+  for (let prev = ""; prev !== cut; ) {
+    prev = cut;
+    cut = cut.replace(/[\s,;:，、；：-]+$/, "").replace(TITLE_DANGLING, "");
+  }
+  return `${cut}…`;
+}
+
+/** Whether a base URL is a server on this computer or the local network (loopback, a
+ *  private or link-local address, `localhost`, `.local`, or a bare host name), which needs
+ *  no API key – the same rule the backend's capability table uses, plus LAN names. */
+export function isLocalUrl(url: string): boolean {
+  let host: string;
+  try {
+    host = new URL(url.trim()).hostname.toLowerCase();
+  } catch {
+    return false;
+  }
+  host = host.replace(/^\[|\]$/g, "");
+  const v4 = /^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.(\d{1,3})$/.exec(host);
+  if (v4) {
+    const [a, b] = [Number(v4[1]), Number(v4[2])];
+    return a === 127 || a === 10 || (a === 172 && b >= 16 && b <= 31) || (a === 192 && b === 168) || (a === 169 && b === 254);
+  }
+  if (host.includes(":")) return host === "::1" || /^f[cd][0-9a-f]{0,2}:/.test(host);
+  if (host === "localhost" || host.endsWith(".localhost") || host.endsWith(".local") || host.endsWith(".lan") || host.endsWith(".internal") || host.endsWith(".home.arpa")) return true;
+  // A bare name (`gpu-box`) is a machine on the local network.
+  return host !== "" && !host.includes(".");
+}
+
+/** What is missing before a message can go to the model: no base URL, no model, or no API
+ *  key for a hosted provider (a server on this computer or the local network needs none).
+ *  Null when nothing is – or while the settings are not known yet (the backend then says
+ *  what is wrong itself). */
+export type ProviderGap = "noUrl" | "noModel" | "noKey";
+export function providerGap(s: Pick<SettingsView, "provider" | "baseUrl" | "model" | "hasApiKey"> | null | undefined): ProviderGap | null {
+  if (!s) return null;
+  const url = (s.baseUrl ?? "").trim();
+  if (!url) return "noUrl";
+  if (!s.hasApiKey && !isLocalUrl(url)) return "noKey";
+  if (!(s.model ?? "").trim()) return "noModel";
+  return null;
 }
 
 /** The base URL after switching provider: the new provider's default when the field held

@@ -17,6 +17,7 @@ import {
   normalizeItems,
   normalizeTier,
   normalizeUsage,
+  providerGap,
   settingsRequest,
   titleFrom,
   type ChatItem,
@@ -128,7 +129,7 @@ export class ChatStore {
    *  message is unanswered): the person may run it again without retyping. The service
    *  decides for good; this only offers the button. */
   get canRetry(): boolean {
-    if (this.running || this.current === null) return false;
+    if (this.running || this.current === null || providerGap(this.settings)) return false;
     for (let k = this.items.length - 1; k >= 0; k--) {
       const item = this.items[k];
       switch (item.type) {
@@ -153,7 +154,7 @@ export class ChatStore {
   /** Runs the last message again (see `canRetry`). */
   async retry(): Promise<boolean> {
     const chat = this.current;
-    if (chat === null || this.running) return false;
+    if (chat === null || this.running || providerGap(this.settings)) return false;
     this.setRunning(chat, true);
     this.turn = { usage: null, end: null };
     this.turnUsage = null;
@@ -358,7 +359,9 @@ export class ChatStore {
   /** Sends a message to the open chat (creating one when none is open). */
   async send(text: string): Promise<boolean> {
     const body = text.trim();
-    if (!body || this.running) return false;
+    // A provider not set up (no key for a hosted one, no URL, no model) can only fail:
+    // the panel says what is missing instead (`providerGap`).
+    if (!body || this.running || providerGap(this.settings)) return false;
     if (this.creating) await this.creating;
     const chat = this.current ?? (await this.create(titleFrom(body)));
     if (chat === null) return false;

@@ -7,15 +7,20 @@ import { isTauri } from "../lib/transport";
 import { t, tn } from "../lib/i18n/index.svelte";
 import { edit, project, remember, setMessage, showImportReport } from "./store.svelte";
 import { navigate } from "./nav";
+import { confirmReplace, replaced } from "./project/files.svelte";
 import { baseName, dropProblem, errorText } from "./util";
 
 let installed = false;
 
 async function openDropped(path: string) {
   navigate("project");
+  // A drop replaces the open project like Open does: unsaved edits are asked about first.
+  if (!(await confirmReplace())) return;
   const r = await edit("project.open", { path }, t("project.msg.opened", { path }));
   if (r === undefined) return;
-  if (!showImportReport(baseName(path), r)) remember(path);
+  const imported = showImportReport(baseName(path), r);
+  if (!imported) remember(path);
+  replaced(imported ? path : "");
 }
 
 /** A file from this computer (dropped, or picked in a browser's file input): its text goes
@@ -39,7 +44,9 @@ export async function openLocalFile(file: File | undefined, others = 0): Promise
   if (r === undefined) return;
   // It came from no file: saving must ask for a path rather than overwrite the last one.
   project.path = "";
-  if (showImportReport(file.name, r)) setMessage("ok", t("project.msg.importedFile", { name: file.name }) + ignored);
+  const imported = showImportReport(file.name, r);
+  replaced(imported ? file.name : "");
+  if (imported) setMessage("ok", t("project.msg.importedFile", { name: file.name }) + ignored);
 }
 
 export function installProjectDrop(): void {
@@ -66,6 +73,11 @@ export function installProjectDrop(): void {
     // Without preventDefault the browser would navigate away to the dropped file.
     e.preventDefault();
     const files = e.dataTransfer?.files;
-    void openLocalFile(files?.[0], Math.max(0, (files?.length ?? 0) - 1));
+    void (async () => {
+      // A drop replaces the open project: unsaved edits are asked about first (the file
+      // picker asks before it opens, so openLocalFile does not ask again).
+      if (!(await confirmReplace())) return;
+      await openLocalFile(files?.[0], Math.max(0, (files?.length ?? 0) - 1));
+    })();
   });
 }

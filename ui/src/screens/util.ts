@@ -1,7 +1,9 @@
 /** Small pure helpers shared by the screens: recent-file lists, error text, compile-error
  *  lines, durations and dates. Kept free of Svelte and the backend so tests can pin them. */
-import type { Key } from "../lib/i18n/index.svelte";
+import { t, type Key } from "../lib/i18n/index.svelte";
 import { CommandError } from "../lib/transport/types";
+import type { ErrorCode } from "../lib/wire/types.gen";
+import { TITLED, titleKey } from "../chat/commandTitles";
 
 export const RECENT_MAX = 10;
 
@@ -32,12 +34,28 @@ export function parseRecent(raw: string | null, max = RECENT_MAX): string[] {
 /** The text to show for a failed call: the backend's message verbatim, with the offending
  *  parameter path when known (the machine code stays out of what a person reads). */
 export function errorText(e: unknown): string {
-  if (e instanceof CommandError) {
-    const where = e.path ? ` [${e.path}]` : "";
-    return `${e.message}${where}`;
-  }
-  if (e instanceof Error) return e.message;
-  return String(e);
+  if (e instanceof CommandError) return plainMessage(e.message);
+  if (e instanceof Error) return plainMessage(e.message);
+  return plainMessage(String(e));
+}
+
+/** Every error code, so none is ever shown as a word ("NotFound: …"). */
+const CODES: Record<ErrorCode, true> = {
+  unknownCommand: true, invalidParams: true, notAllowed: true, denied: true, failed: true, notFound: true, badRequest: true, needsConfirmation: true,
+};
+const CODE_PREFIX = new RegExp(`^(?:Error:\\s*)?(?:${Object.keys(CODES).map((c) => `${c}|${c[0].toUpperCase()}${c.slice(1)}`).join("|")}):\\s*`);
+/** A command's name as the registry or the model's tools spell it (dotted or with `_`). */
+const COMMAND = new RegExp(`\\b(?:${[...TITLED].sort((a, b) => b.length - a.length).map((n) => n.replace(/\./g, "[._]")).join("|")})\\b`, "g");
+
+/** A backend message as a person reads it: the backend writes for every caller (a script,
+ *  the model), naming commands and codes; a person gets the command's plain title instead of
+ *  its name, no error-code word, and names quoted rather than in code marks. The meaning and
+ *  the details (a path, a line, the device's own error) are kept. */
+export function plainMessage(message: string): string {
+  return message
+    .replace(CODE_PREFIX, "")
+    .replace(COMMAND, (name) => `“${t(titleKey(name.replace(/_/g, ".")))}”`)
+    .replace(/`([^`]+)`/g, "“$1”");
 }
 
 export function isUnknownCommand(e: unknown): boolean {

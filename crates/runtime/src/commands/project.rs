@@ -119,9 +119,16 @@ struct Imported {
 
 /// The open project's file.
 #[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
 struct ProjectFile {
     /// `null` for a project never saved.
     path: Option<PathBuf>,
+    /// The Serial Studio file the open project was imported from, if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    imported_from: Option<String>,
+    /// That import's report (what could not be carried over), if it was.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    report: Option<Vec<sextant_import::SummaryItem>>,
 }
 
 #[derive(Serialize, JsonSchema)]
@@ -228,6 +235,7 @@ fn open_loaded(
         Loaded::Imported(imported) => {
             // An imported file is not ours to overwrite: it gets no path until saved.
             ws.replace(&format!("import {name}"), imported.project, None)?;
+            ws.last_import = Some((name.to_string(), imported.summary.clone()));
             Ok(Opened {
                 ok: true,
                 file: None,
@@ -300,6 +308,7 @@ fn project_import(
         },
         move |ws: &mut Workspace, imported: sextant_import::Imported| {
             ws.replace(&format!("import {name}"), imported.project, None)?;
+            ws.last_import = Some((name.clone(), imported.summary.clone()));
             Ok(Imported {
                 report: imported.summary,
             })
@@ -339,8 +348,14 @@ fn project_redo(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
 }
 
 fn project_file(ws: &mut Workspace, _: NoParams) -> Result<ProjectFile, CommandError> {
+    let (imported_from, report) = match &ws.last_import {
+        Some((from, report)) => (Some(from.clone()), Some(report.clone())),
+        None => (None, None),
+    };
     Ok(ProjectFile {
         path: ws.path().map(|p| p.to_path_buf()),
+        imported_from,
+        report,
     })
 }
 

@@ -117,9 +117,30 @@ struct ExportParams {
 
 #[derive(Serialize, JsonSchema)]
 struct Exported {
+    /// The file written, as a full path (so a person reads where it went).
     path: PathBuf,
     rows: u64,
 }
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct CsvParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+}
+
+/// A session's CSV as text, for a page to download.
+#[derive(Serialize, JsonSchema)]
+struct SessionCsv {
+    /// A file name for it: `<title>.csv`, made safe.
+    name: String,
+    rows: u64,
+    /// The CSV, exactly as `sessions.exportCsv` writes it.
+    csv: String,
+}
+
+/// The largest CSV `sessions.csv` hands over; a bigger one is exported to a file.
+const MAX_CSV_BYTES: usize = 64 << 20;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -209,6 +230,7 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register_deferred("sessions.rename", Tier::Confirm, "Changes a session's title.", sessions_rename);
     r.register_deferred("sessions.delete", Tier::AlwaysConfirm, "Deletes a session with all its raw data and frames. Cannot be undone.", sessions_delete);
     r.register_deferred("sessions.exportCsv", Tier::Confirm, SESSIONS_EXPORT_CSV, sessions_export_csv);
+    r.register_deferred("sessions.csv", Tier::Safe, SESSIONS_CSV, sessions_csv);
     r.register("sessions.startRecording", Tier::Confirm, SESSIONS_START_RECORDING, sessions_start_recording);
     r.register("sessions.stopRecording", Tier::Confirm, "Stops recording and closes the session; the live run goes on.", sessions_stop_recording);
     r.register("sessions.replay", Tier::Confirm, SESSIONS_REPLAY, sessions_replay)
@@ -359,8 +381,88 @@ fn sessions_export_csv(
         let rows = open_store(&db)?
             .export_csv_file(p.id, &p.path)
             .map_err(|e| to_command_error(e, "path"))?;
-        Ok(Exported { path: p.path, rows })
+        let path = std::path::absolute(&p.path).unwrap_or(p.path);
+        Ok(Exported { path, rows })
     }))
+}
+
+const SESSIONS_CSV: &str =
+    "A session's frames as CSV text (the same CSV sessions.exportCsv writes), for a page \
+    to download; at most 64 MiB – export a bigger session to a file.";
+
+fn sessions_csv(
+    ws: &mut Workspace,
+    p: CsvParams,
+) -> Result<Deferred<Workspace, SessionCsv>, CommandError> {
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        let store = open_store(&db)?;
+        let title = store
+            .summary(p.id)
+            .map_err(|e| to_command_error(e, "id"))?
+            .title;
+        let mut out = Capped {
+            bytes: Vec::new(),
+            over: false,
+        };
+        let exported = store.export_csv(p.id, &mut out);
+        if out.over {
+            return Err(CommandError::failed(format!(
+                "the session's CSV is over {} MiB, too large to download; export it to a file \
+                 instead",
+                MAX_CSV_BYTES >> 20
+            )));
+        }
+        let rows = exported.map_err(|e| to_command_error(e, "id"))?;
+        let csv = String::from_utf8(out.bytes)
+            .map_err(|_| CommandError::failed("the session's CSV is not valid text"))?;
+        Ok(SessionCsv {
+            name: csv_file_name(&title, p.id),
+            rows,
+            csv,
+        })
+    }))
+}
+
+/// A buffer that refuses to grow past [`MAX_CSV_BYTES`] and remembers that it did.
+struct Capped {
+    bytes: Vec<u8>,
+    over: bool,
+}
+
+impl std::io::Write for Capped {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        if self.bytes.len() + buf.len() > MAX_CSV_BYTES {
+            self.over = true;
+            return Err(std::io::ErrorKind::FileTooLarge.into());
+        }
+        self.bytes.extend_from_slice(buf);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+/// `Bench run 3` → `Bench run 3.csv`: a session's title as a file name any system takes.
+fn csv_file_name(title: &str, id: i64) -> String {
+    let safe: String = title
+        .chars()
+        .map(|c| {
+            if c.is_control() || "/\\:*?\"<>|".contains(c) {
+                '_'
+            } else {
+                c
+            }
+        })
+        .collect();
+    let safe = safe.trim().trim_matches('.');
+    if safe.is_empty() {
+        format!("session-{id}.csv")
+    } else {
+        format!("{safe}.csv")
+    }
 }
 
 const SESSIONS_START_RECORDING: &str =
