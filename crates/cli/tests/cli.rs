@@ -519,29 +519,31 @@ fn serve_stopped_by_sigterm_keeps_the_last_edit() {
     let dir = tempfile::tempdir().unwrap();
     let project = dir.path().join("bench.json");
     std::fs::write(&project, sextant(&["demo", "--print-project"]).stdout).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port().to_string();
-    drop(listener);
     let data = dir.path().join("data");
+    // Port 0 and the address the server prints: a port picked here and freed could be
+    // taken by another process before the server binds it.
     let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
-        .args(["serve", "--api", "--port", &port, "--project"])
+        .args(["serve", "--api", "--port", "0", "--project"])
         .arg(&project)
         .arg("--data-dir")
         .arg(&data)
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stream = None;
-    for _ in 0..100 {
-        match std::net::TcpStream::connect(("127.0.0.1", port.parse::<u16>().unwrap())) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let addr = loop {
+        let mut line = String::new();
+        assert!(
+            err.read_line(&mut line).unwrap() > 0,
+            "sextant serve ended before it listened"
+        );
+        if let Some(rest) = line.strip_prefix("API server listening on ") {
+            break rest.split_whitespace().next().unwrap().to_string();
         }
-    }
-    let mut stream = stream.expect("sextant serve --api listens");
+    };
+    // The rest of its log must keep flowing, or a full pipe would stall the server.
+    std::thread::spawn(move || std::io::copy(&mut err, &mut std::io::sink()));
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connects to the server");
     let request = r#"{"type":"command","id":1,"command":"project.group.add","params":{"title":"Added just before the stop"}}"#;
     stream.write_all(format!("{request}\n").as_bytes()).unwrap();
     let mut reply = String::new();

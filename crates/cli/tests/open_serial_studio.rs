@@ -106,11 +106,10 @@ fn serve_with_a_serial_studio_project_imports_it_and_never_overwrites_it() {
     let dir = tempfile::tempdir().unwrap();
     let copy = copy_of("js-csv.ssproj", dir.path());
     let before = std::fs::read(&copy).unwrap();
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    let port = listener.local_addr().unwrap().port();
-    drop(listener);
+    // Port 0 and the address the server prints: a port picked here and freed could be
+    // taken by another process before the server binds it.
     let mut child = Command::new(env!("CARGO_BIN_EXE_sextant"))
-        .args(["serve", "--api", "--port", &port.to_string(), "--project"])
+        .args(["serve", "--api", "--port", "0", "--project"])
         .arg(&copy)
         .arg("--data-dir")
         .arg(dir.path().join("data"))
@@ -120,17 +119,19 @@ fn serve_with_a_serial_studio_project_imports_it_and_never_overwrites_it() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .unwrap();
-    let mut stream = None;
-    for _ in 0..200 {
-        match std::net::TcpStream::connect(("127.0.0.1", port)) {
-            Ok(s) => {
-                stream = Some(s);
-                break;
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(50)),
+    let mut err = BufReader::new(child.stderr.take().unwrap());
+    let mut startup = String::new();
+    let addr = loop {
+        let mut line = String::new();
+        if err.read_line(&mut line).unwrap() == 0 {
+            panic!("sextant serve ended before it listened: {startup}");
         }
-    }
-    let mut stream = stream.expect("sextant serve --api listens");
+        startup.push_str(&line);
+        if let Some(rest) = line.strip_prefix("API server listening on ") {
+            break rest.split_whitespace().next().unwrap().to_string();
+        }
+    };
+    let mut stream = std::net::TcpStream::connect(&addr).expect("connects to the server");
     let mut reader = BufReader::new(stream.try_clone().unwrap());
     let mut call = |id: u64, command: &str, params: Json| -> Json {
         let request =
@@ -160,13 +161,8 @@ fn serve_with_a_serial_studio_project_imports_it_and_never_overwrites_it() {
         .unwrap();
     assert!(status.success());
     let exit = child.wait().unwrap();
-    let mut stderr = String::new();
-    child
-        .stderr
-        .take()
-        .unwrap()
-        .read_to_string(&mut stderr)
-        .unwrap();
+    let mut stderr = startup;
+    err.read_to_string(&mut stderr).unwrap();
     assert!(exit.success(), "{exit:?}: {stderr}");
     assert_plain_import_notice(&stderr, &copy);
     assert_eq!(
