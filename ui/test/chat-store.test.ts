@@ -418,7 +418,7 @@ describe("chat store: a turn", () => {
     svc.hold.add("history");
     svc.emit(1, "turnEnded", { end: "failed", detail: "provider: 401 invalid x-api-key" });
     expect(store.items.at(-1)).toMatchObject({ type: "turnEnd", end: "failed", detail: "provider: 401 invalid x-api-key" });
-    expect(noticeText(store.items.at(-1) as any)).toMatchObject({ key: "chat.notice.failed", level: "error", detail: "provider: 401 invalid x-api-key" });
+    expect(noticeText(store.items.at(-1) as any)).toMatchObject({ key: "chat.fail.auth", level: "error", detail: "", technical: "provider: 401 invalid x-api-key" });
     svc.handlers.history = () => ({
       items: [
         { type: "user", seq: 1, text: "hi" },
@@ -431,7 +431,7 @@ describe("chat store: a turn", () => {
     svc.held.forEach((h) => h.release());
     await flush();
     expect(types(store.items)).toEqual(["user", "notice"]);
-    expect(noticeText(store.items[1] as any)).toMatchObject({ key: "chat.notice.failed", detail: "provider: 401 invalid x-api-key" });
+    expect(noticeText(store.items[1] as any)).toMatchObject({ key: "chat.fail.auth", technical: "provider: 401 invalid x-api-key" });
   });
 
   it("a turn stopped at the call limit keeps its notice when the history has none", async () => {

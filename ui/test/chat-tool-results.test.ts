@@ -4,7 +4,7 @@
 import { describe, expect, it } from "vitest";
 import { render } from "svelte/server";
 import ToolCard from "../src/chat/ToolCard.svelte";
-import { personResult, type CardStatus, type ToolCardItem } from "../src/chat/protocol";
+import { failureKind, noticeText, personResult, type CardStatus, type ToolCardItem } from "../src/chat/protocol";
 import { strings } from "../src/chat/strings";
 
 const BACKEND_RESULTS: { source: string; status: CardStatus; result: string; kind: string }[] = [
@@ -117,5 +117,25 @@ describe("a tool card's result as the person reads it", () => {
       expect(body, row.source).not.toContain(row.result.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/"/g, "&quot;"));
       for (const bad of ["tell the user", "Error:", "meta_", "NotFound", "InvalidParams"]) expect(shown, row.source).not.toContain(bad);
     }
+  });
+});
+
+describe("a failed turn in plain words", () => {
+  it.each([
+    ["anthropic request failed: error sending request for url (https://api.anthropic.com/v1/messages): dns error: failed to lookup address information", "network"],
+    ["openai-compatible: connection refused (os error 111)", "network"],
+    ["provider: 401 invalid x-api-key", "auth"],
+    ["anthropic: HTTP 429 rate_limit_error: Number of request tokens has exceeded your per-minute rate limit", "rateLimit"],
+    ["anthropic: overloaded_error", "rateLimit"],
+    ["openai-compatible: HTTP 404: model 'gpt-9' not found", "model"],
+    ["the provider did not answer within 120 s (timed out)", "timeout"],
+    ["openai-compatible: HTTP 502 Bad Gateway", "server"],
+    ["something nobody foresaw", "other"],
+  ])("%s → %s", (detail, kind) => {
+    expect(failureKind(detail)).toBe(kind);
+    const n = noticeText({ type: "turnEnd", key: "k", end: "failed", detail } as never);
+    expect(n.key).toBe(`chat.fail.${kind}`);
+    expect(n.detail).toBe("");
+    expect(n.technical).toBe(detail);
   });
 });

@@ -6,6 +6,7 @@ import { connectOutcome, isLive, noDataHint, overall, quietSince, type IoStatus 
 const run = (...statuses: string[]): IoStatus => ({
   connected: true,
   runningActions: [],
+  replayEnded: false,
   sources: statuses.map((status, i) => ({
     id: `s${i}`, status, bytes: 0, chunks: 0, droppedChunks: 0, frames: 0, checksumFailed: 0, oversizeDropped: 0, parseErrors: 0,
   })),
@@ -13,7 +14,7 @@ const run = (...statuses: string[]): IoStatus => ({
 
 describe("the overall connection state", () => {
   const cases: [string, IoStatus | null, string, boolean][] = [
-    ["no run", { connected: false, sources: [], runningActions: [] }, "disconnected", false],
+    ["no run", { connected: false, sources: [], runningActions: [], replayEnded: false }, "disconnected", false],
     ["no answer yet", null, "disconnected", false],
     ["every source up", run("connected", "connected"), "connected", true],
     ["one of two up", run("connected", "reconnecting (attempt 2, next try in 1.0 s): port gone"), "partly", true],
@@ -34,6 +35,7 @@ describe("what a person reads while connecting and while quiet", () => {
   const live = (status: string, bytes = 0): IoStatus => ({
     connected: true,
     runningActions: [],
+    replayEnded: false,
     sources: [{ id: "s", status, bytes, chunks: 0, droppedChunks: 0, frames: 0, checksumFailed: 0, oversizeDropped: 0, parseErrors: 0 }],
   });
 
@@ -59,7 +61,15 @@ describe("what a person reads while connecting and while quiet", () => {
     q = quietSince(q, live("connected", 12), 9000);
     expect(q.sinceMs).toBe(9000);
     expect(noDataHint(live("reconnecting: gone"), q, 9000).key).toBe("dash.connecting");
-    expect(noDataHint({ connected: false, sources: [], runningActions: [] }, q, 9000).key).toBe("dash.noData");
+    expect(noDataHint({ connected: false, sources: [], runningActions: [], replayEnded: false }, q, 9000).key).toBe("dash.noData");
     expect(noDataHint(null, q, 9000).key).toBe("dash.noData");
+  });
+
+  it("a replay held at its end reads as ended, not as a connected device", () => {
+    const ended = { ...live("connected"), replayEnded: true };
+    expect(overall(ended)).toBe("finished");
+    expect(isLive(overall(ended))).toBe(false);
+    expect(noDataHint(ended, { bytes: 0, sinceMs: 1 }, 5000).key).toBe("dash.replayEnded");
+    expect(connectOutcome(ended).key).toBe("connect.finishedInfo");
   });
 });

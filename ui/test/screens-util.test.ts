@@ -42,7 +42,7 @@ describe("frames per second from counters", () => {
     expect(rates({ atMs: 0, frames: 500, bytes: 10 }, { atMs: 500, frames: 3, bytes: 20 })).toBeNull();
   });
   it("sums every source", () => {
-    const s = totalSample({ connected: true, runningActions: [], sources: [{ frames: 3, bytes: 10 } as any, { frames: 4, bytes: 5 } as any] }, 7);
+    const s = totalSample({ connected: true, runningActions: [], replayEnded: false, sources: [{ frames: 3, bytes: 10 } as any, { frames: 4, bytes: 5 } as any] }, 7);
     expect(s).toEqual({ atMs: 7, frames: 7, bytes: 15 });
   });
   it("smooths towards the new value", () => {

@@ -689,6 +689,11 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
         "connected",
         "a replay held at its end is still there to seek in"
     );
+    assert_eq!(
+        call(&mut rt, "io.status", json!({}))["replayEnded"],
+        true,
+        "and a person reads that it ended, not that a device is connected"
+    );
     // The export counts from its first row, and so does the replay.
     assert!(
         text.lines().nth(1).unwrap().starts_with("0.000000,"),

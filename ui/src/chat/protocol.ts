@@ -333,14 +333,31 @@ export interface NoticeText {
   key: Key;
   vars: Record<string, string | number>;
   level: "error" | "warn" | "info";
-  /** Extra text shown as is (an error message, a payload). */
+  /** Extra text shown as is (a payload, a digest). */
   detail: string;
+  /** Text written for logs (a provider's error), shown only folded away, on request. */
+  technical?: string;
+}
+
+/** Why a turn failed, as a person can act on it, read from the provider's error (written
+ *  for logs: a URL, a DNS or TLS error, an HTTP status). */
+export type FailureKind = "network" | "auth" | "rateLimit" | "server" | "timeout" | "model" | "other";
+
+export function failureKind(detail: string): FailureKind {
+  const d = detail.toLowerCase();
+  if (/\b(401|403)\b|unauthori[sz]ed|invalid[_ ]api[_ ]key|authentication|permission denied|forbidden/.test(d)) return "auth";
+  if (/\b429\b|rate[_ ]limit|too many requests|overloaded|quota/.test(d)) return "rateLimit";
+  if (/timed? ?out|timeout|deadline/.test(d)) return "timeout";
+  if (/\b404\b.*model|model.*(not found|does not exist|unknown)|no such model/.test(d)) return "model";
+  if (/dns|resolve|connection refused|connect(ion)? (error|failed|reset)|network|unreachable|error sending request|tls|certificate/.test(d)) return "network";
+  if (/\b5\d\d\b|server error|bad gateway|service unavailable/.test(d)) return "server";
+  return "other";
 }
 
 /** What to say for a history notice or a turn's end. */
 export function noticeText(item: Extract<ChatItem, { type: "notice" | "turnEnd" }>): NoticeText {
   if (item.type === "turnEnd") {
-    if (item.end === "failed") return { key: "chat.notice.failed", vars: {}, level: "error", detail: item.detail ?? "" };
+    if (item.end === "failed") return failedTurn(item.detail ?? "");
     if (item.end === "toolCallLimit") return { key: "chat.notice.limit", vars: { n: item.detail ?? "?" }, level: "warn", detail: "" };
     if (item.end === "cancelled") return { key: "chat.notice.cancelled", vars: {}, level: "info", detail: "" };
     return { key: "chat.notice.finished", vars: {}, level: "info", detail: item.detail ?? "" };
@@ -348,7 +365,7 @@ export function noticeText(item: Extract<ChatItem, { type: "notice" | "turnEnd" 
   const p = (item.payload && typeof item.payload === "object" ? item.payload : {}) as Record<string, unknown>;
   switch (item.kind) {
     case "turn_failed":
-      return { key: "chat.notice.failed", vars: {}, level: "error", detail: str(p.error) };
+      return failedTurn(str(p.error));
     case "tool_call_limit":
       return { key: "chat.notice.limit", vars: { n: str(p.limit) || "?" }, level: "warn", detail: "" };
     case "turn_cancelled":
@@ -368,6 +385,12 @@ export function noticeText(item: Extract<ChatItem, { type: "notice" | "turnEnd" 
     default:
       return { key: "chat.notice.other", vars: { kind: item.kind }, level: "info", detail: "" };
   }
+}
+
+/** A failed turn: what went wrong in plain words, the provider's own text only as the
+ *  technical detail a person may open. */
+function failedTurn(detail: string): NoticeText {
+  return { key: `chat.fail.${failureKind(detail)}` as Key, vars: {}, level: "error", detail: "", technical: detail };
 }
 
 /** The first lines of a tool result, for the card; `error` when it is an `Error:` result. */

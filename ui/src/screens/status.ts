@@ -74,6 +74,8 @@ export type Overall = "disconnected" | "connected" | "partly" | "connecting" | "
 
 export function overall(s: IoStatus | null | undefined): Overall {
   if (!s?.connected) return "disconnected";
+  // A replay held at its end still answers (to be sought in), but nothing is live.
+  if (s.replayEnded) return "finished";
   const kinds = (s.sources ?? []).map((src) => parseStatus(src.status).kind);
   if (kinds.length === 0 || kinds.every((k) => k === "connected")) return "connected";
   if (kinds.some((k) => k === "connected")) return "partly";
@@ -132,8 +134,9 @@ export function quietSince(prev: Quiet, s: IoStatus | null | undefined, nowMs: n
 
 /** What the dashboard says while no data arrives: connect a device, or – when one is
  *  connected but silent – that it is connected and how long nothing came. */
-export function noDataHint(s: IoStatus | null | undefined, quiet: Quiet, nowMs: number): { key: "dash.noData" | "dash.quiet" | "dash.connecting"; seconds: number } {
+export function noDataHint(s: IoStatus | null | undefined, quiet: Quiet, nowMs: number): { key: "dash.noData" | "dash.quiet" | "dash.connecting" | "dash.replayEnded"; seconds: number } {
   const o = overall(s);
+  if (o === "finished") return { key: "dash.replayEnded", seconds: 0 };
   if (isLive(o)) return { key: "dash.quiet", seconds: Math.max(0, Math.round((nowMs - quiet.sinceMs) / 1000)) };
   if (o === "connecting" || o === "reconnecting") return { key: "dash.connecting", seconds: 0 };
   return { key: "dash.noData", seconds: 0 };

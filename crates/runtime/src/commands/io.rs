@@ -36,6 +36,9 @@ pub struct IoStatus {
     pub sources: Vec<SourceStatus>,
     /// The actions whose timer a click started and that still run (their buttons show it).
     pub running_actions: Vec<String>,
+    /// The run is a replay that played to its end and holds there (its sources still
+    /// answer, to be sought in): a person reads "replay ended", not "connected".
+    pub replay_ended: bool,
 }
 
 /// One source of a live run: its status and counters since it started.
@@ -666,6 +669,7 @@ fn io_status(ws: &mut Workspace, _: NoParams) -> Result<IoStatus, CommandError> 
             connected: false,
             sources: Vec::new(),
             running_actions: Vec::new(),
+            replay_ended: false,
         });
     };
     let snap = live
@@ -703,10 +707,12 @@ fn io_status(ws: &mut Workspace, _: NoParams) -> Result<IoStatus, CommandError> 
         .filter(|a| live.actions.running(&a.id))
         .map(|a| a.id.clone())
         .collect();
+    let replay_ended = !live.replay.is_empty() && live.replay.iter().all(|c| c.progress().at_end);
     Ok(IoStatus {
         connected: true,
         sources,
         running_actions,
+        replay_ended,
     })
 }
 

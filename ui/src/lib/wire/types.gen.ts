@@ -1960,6 +1960,11 @@ export interface IoStatus {
    * The actions whose timer a click started and that still run (their buttons show it).
    */
   runningActions: string[];
+  /**
+   * The run is a replay that played to its end and holds there (its sources still
+   * answer, to be sought in): a person reads "replay ended", not "connected".
+   */
+  replayEnded: boolean;
 }
 /**
  * One source of a live run: its status and counters since it started.
