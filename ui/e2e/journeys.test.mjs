@@ -351,3 +351,44 @@ test("a device that answers only when polled shows data, and the dashboard's act
     await p.close();
   }
 });
+
+test("what a new user reads now, in light and dark, English and 简体中文", async () => {
+  for (const [theme, language] of [["light", "en"], ["dark", "en"], ["light", "zh"], ["dark", "zh"]]) {
+    const p = await fresh({ theme, language });
+    const shot = (name) => join(artifacts, `words-${name}-${theme}-${language}.png`);
+    // A port that does not exist: never "Connected", and why not.
+    await nav(p, "project");
+    await p.click('[data-testid="project-new"]');
+    await discardIfAsked(p);
+    await nav(p, "connect");
+    await p.selectOption('[data-testid="source-type"]', "serial");
+    await p.fill('[data-testid="serial-port"]', join(dir, "no-such-port"));
+    await p.click('[data-testid="connect"]');
+    const info = p.locator('[data-testid="connect-info"]');
+    await waitFor("the connect message", async () => (await info.getAttribute("data-state")) === "connect.notConnectedInfo", 10000);
+    await info.screenshot({ path: shot("not-connected") });
+    await p.click('[data-testid="disconnect"]');
+    await p.locator('[data-testid="connection-status"][data-state="disconnected"]').waitFor({ timeout: 10000 });
+    // Save as: a dialog of its own.
+    await nav(p, "project");
+    await p.click('[data-testid="project-save-as"]');
+    const dialog = p.locator('[data-testid="save-as-dialog"]');
+    await dialog.waitFor();
+    await dialog.screenshot({ path: shot("save-as") });
+    await p.click('[data-testid="save-as-cancel"]');
+    // The assistant with no provider set up: what to do, not a send that fails.
+    await p.click('[data-testid="chat-toggle"]');
+    const setup = p.locator('[data-testid="chat-needs-setup"]');
+    await setup.waitFor({ timeout: 10000 });
+    await setup.screenshot({ path: shot("chat-setup") });
+    assert.equal(await p.locator('[data-testid="chat-send"]').isDisabled(), true);
+    // Developer figures only under Diagnostics.
+    await p.click('[data-testid="chat-settings"]');
+    await p.click('[data-testid="chat-diagnostics-toggle"]');
+    await p.locator('[data-testid="chat-health"]').waitFor({ timeout: 10000 });
+    await p.locator('[data-testid="chat-health"]').screenshot({ path: shot("diagnostics") });
+    await assertNoInternals(p);
+    await p.close();
+  }
+});
+
