@@ -320,3 +320,21 @@ export async function servedUrl(proc) {
   await waitFor("sextant serve", () => fetch(url).then((r) => r.ok), 15000);
   return url;
 }
+
+/** A page of the served UI at `url` in `theme` and `language`, its project connected, on the
+ *  Dashboard: where the widget tests start. */
+export async function connectedDashboard(browser, url, { theme = "light", language = "en" } = {}) {
+  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
+  await context.addInitScript((s) => localStorage.setItem("sextant.settings", JSON.stringify(s)), { theme, language });
+  const p = await context.newPage();
+  p.on("pageerror", (e) => console.error("page error:", e.message));
+  await p.goto(url);
+  await p.waitForSelector(".shell");
+  await p.click('[data-nav="connect"]');
+  await p.locator('[data-screen="connect"][data-ready="true"]').waitFor();
+  if (!(await p.locator('[data-testid="disconnect"]').isVisible())) await p.click('[data-testid="connect"]');
+  await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
+  await p.click('[data-nav="dashboard"]');
+  return { context, p };
+}
+

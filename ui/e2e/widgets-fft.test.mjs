@@ -9,7 +9,7 @@ import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
-import { artifacts, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
 
 const MINUS = "\u2212";
 const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
@@ -45,17 +45,7 @@ after(async () => {
 
 for (const theme of ["light", "dark"]) {
   test(`the FFT's y axis draws negative dB with their minus sign, whole (${theme})`, async () => {
-    const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-    await context.addInitScript((s) => localStorage.setItem("sextant.settings", JSON.stringify(s)), { theme, language: "en" });
-    const p = await context.newPage();
-    p.on("pageerror", (e) => console.error("page error:", e.message));
-    await p.goto(url);
-    await p.waitForSelector(".shell");
-    await p.click('[data-nav="connect"]');
-    await p.locator('[data-screen="connect"][data-ready="true"]').waitFor();
-    if (!(await p.locator('[data-testid="disconnect"]').isVisible())) await p.click('[data-testid="connect"]');
-    await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
-    await p.click('[data-nav="dashboard"]');
+    const { context, p } = await connectedDashboard(browser, url, { theme });
     const tile = p.locator('[data-testid="widget"][data-widget-kind="fft"]').first();
     await tile.waitFor({ timeout: 10000 });
     const plot = tile.locator('[data-testid="fft-plot"]');
