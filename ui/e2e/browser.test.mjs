@@ -396,6 +396,11 @@ test("a Serial Studio project whose parser returns strings shows numbers in its 
     return `$${230 + (i % 10)},40,3.9,${(45.5 + i / 1e5).toFixed(5)},-73.5673,35.2,0.12,-0.05,9.81\n`;
   });
   await page.click('[data-testid="connect"]');
+  // Its keep-alive sends on connect and every second: asked once, by what it sends.
+  const dialog = page.locator('[data-testid="confirm-dialog"]');
+  await dialog.waitFor();
+  assert.match(await dialog.innerText(), /“Keep-alive” sends “PING”/);
+  await page.click('[data-testid="confirm-yes"]');
   await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
   await nav(page, "dashboard");
   const ids = await page.evaluate(async () => {

@@ -317,6 +317,17 @@ test("a device that answers only when polled shows data, and the dashboard's act
     await p.selectOption('[data-testid="source-type"]', "serial");
     await p.fill('[data-testid="serial-port"]', pty.a);
     await p.click('[data-testid="connect"]');
+    // Connecting starts sends nobody clicked (the wake-up and the poll): the person is asked
+    // first, in words that say what will be sent, and nothing is sent before the yes.
+    const dialog = p.locator('[data-testid="confirm-dialog"]');
+    await dialog.waitFor();
+    const question = await dialog.innerText();
+    assert.match(question, /without a click/);
+    assert.match(question, /“Wake”/);
+    assert.match(question, /every \d+ ms while connected/);
+    await p.screenshot({ path: join(artifacts, "journey-polled-adc-consent.png") });
+    assert.equal(device.count("R") + device.count("W"), 0, "sent before the person said yes");
+    await p.click('[data-testid="confirm-yes"]');
     await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
     await nav(p, "dashboard");
     // The imported timer polls from the connection on: the board's answer is on the dashboard.
@@ -345,6 +356,12 @@ test("a device that answers only when polled shows data, and the dashboard's act
     const polls = device.count("R");
     await p.waitForTimeout(400);
     assert.equal(device.count("R"), polls, "a poll after the disconnect");
+    // The yes holds for these very sends: the next Connect asks nothing.
+    await nav(p, "connect");
+    await p.click('[data-testid="connect"]');
+    await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
+    assert.equal(await p.locator('[data-testid="confirm-dialog"]').count(), 0, "asked again for the same sends");
+    await disconnect(p);
     await assertNoInternals(p);
   } finally {
     device.stop();

@@ -530,6 +530,69 @@ async fn forged_yes(install: &Install, kind: DoorKind, caller: Caller, opened: &
     assert!(!install.program_ran().await, "{door}: the program ran");
 }
 
+/// A project whose action sends by itself once connected (a shared project's "wake" that
+/// could as well be "erase"): connecting it is touching the device, so no stranger's
+/// connect – with or without its own `"approved"` – reaches it, and the person is asked.
+async fn self_sending_project(
+    install: &Install,
+    kind: DoorKind,
+    caller: Caller,
+    opened: &mut Opened,
+) {
+    let door = kind.name();
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let received = std::sync::Arc::new(std::sync::Mutex::new(Vec::<u8>::new()));
+    let log = received.clone();
+    tokio::spawn(async move {
+        while let Ok((mut stream, _)) = listener.accept().await {
+            let mut buf = [0u8; 64];
+            while let Ok(n) = stream.read(&mut buf).await {
+                if n == 0 {
+                    break;
+                }
+                log.lock().unwrap().extend_from_slice(&buf[..n]);
+            }
+        }
+    });
+    let shared = json!({"format": sextant_telemetry::project::FORMAT_MARKER, "schema": 1,
+        "title": "shared", "sources": [{"id": "dev",
+            "connection": {"type": "tcp", "host": "127.0.0.1", "port": port}}],
+        "actions": [{"id": "a", "title": "Wake", "payload": "ERASE", "onConnect": true}]});
+    install
+        .handle
+        .call_from_ui(
+            "project.openContent",
+            json!({"name": "shared.sextant.json", "content": shared.to_string()}),
+            false,
+        )
+        .await
+        .unwrap();
+    let asked = opened.client.call(60, "io.connect", json!({}), false).await;
+    let forged = opened.client.call(61, "io.connect", json!({}), true).await;
+    if caller == Caller::Person {
+        assert_eq!(asked.code, "needsConfirmation", "{door}: {asked:?}");
+        assert!(asked.message.contains("ERASE"), "{door}: {asked:?}");
+        // The person's yes (the web UI's, after the dialog) is what connects it.
+        assert!(forged.ok, "{door}: {forged:?}");
+        for _ in 0..100 {
+            if received.lock().unwrap().starts_with(b"ERASE") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{door}: the person's yes did not send");
+    } else {
+        refused(&forged, door);
+        refused(&asked, door);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            received.lock().unwrap().is_empty(),
+            "{door}: bytes reached the device"
+        );
+    }
+}
+
 /// Sextant's own files – the program permissions, the chats – are never a target, for
 /// anyone, with any yes: a forged permission file cannot be written, nor a chat database
 /// overwritten by an export.
@@ -545,7 +608,7 @@ async fn own_files(install: &Install, kind: DoorKind, _: Caller, opened: &mut Op
         .call(
             20,
             "project.openContent",
-            json!({"content": forged.to_string()}),
+            json!({"name": "forged.sextant.json", "content": forged.to_string()}),
             true,
         )
         .await;
@@ -669,6 +732,7 @@ const ROWS: &[(&str, Row)] = rows![
     browser_post,
     foreign_page,
     forged_yes,
+    self_sending_project,
     own_files,
     foreign_file,
     dangling_link,

@@ -29,13 +29,24 @@ pub enum Caller {
     Assistant,
 }
 
+/// What one call needs beyond its command's tier.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Assessment {
+    /// The question to put to the person, in words that say what will happen.
+    pub question: String,
+    /// The tier to treat this call as: at least AlwaysConfirm (asked every time, never
+    /// covered by "approve all"); DeviceGated when it touches a device, so it also needs
+    /// "allow device control".
+    pub tier: crate::Tier,
+}
+
 /// A shared door is a door.
 impl<T: CommandDoor + ?Sized> CommandDoor for std::sync::Arc<T> {
     fn specs(&self) -> &[CommandSpec] {
         (**self).specs()
     }
 
-    fn assess(&self, command: &str, params: &Value) -> Option<String> {
+    fn assess(&self, command: &str, params: &Value) -> Option<Assessment> {
         (**self).assess(command, params)
     }
 
@@ -57,9 +68,9 @@ pub trait CommandDoor: Send + Sync {
     fn specs(&self) -> &[CommandSpec];
 
     /// What a person must say yes to before this call may run (it runs a program, writes
-    /// outside the user's folders…), as the question to ask them; `None` when the call's
-    /// tier alone decides. The owner checks again when the call runs.
-    fn assess(&self, command: &str, params: &Value) -> Option<String>;
+    /// outside the user's folders, starts sends to a device…); `None` when the call's tier
+    /// alone decides. The owner checks again when the call runs.
+    fn assess(&self, command: &str, params: &Value) -> Option<Assessment>;
 
     /// Calls `command` under `policy`; `approved` says a person said yes to this very call.
     /// The one call a door implements: [`call`](Self::call) and

@@ -16,7 +16,7 @@ mod policy;
 mod reference;
 mod registry;
 
-pub use calling::{BoxFuture, Caller, CommandDoor};
+pub use calling::{Assessment, BoxFuture, Caller, CommandDoor};
 pub use policy::{Decision, Policy};
 pub use reference::markdown_reference;
 pub use registry::{

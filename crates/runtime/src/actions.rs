@@ -149,8 +149,8 @@ impl ActionTimers {
     pub(crate) fn start(armed: Vec<Armed>) -> ActionTimers {
         let mut timers = ActionTimers::default();
         for a in armed {
-            let polls = a.action.timer == ActionTimer::WhileConnected && a.interval().is_some();
-            if a.action.on_connect || polls {
+            let polls = a.action.polls_while_connected();
+            if a.action.sends_by_itself() {
                 timers
                     .background
                     .push(tokio::spawn(on_each_connection(a, polls)).abort_handle());

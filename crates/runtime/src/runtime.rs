@@ -21,14 +21,15 @@ use std::time::Duration;
 
 use serde_json::Value;
 use sextant_commands::{
-    CommandError, CommandSpec, Decision, ErrorCode, Job, Outcome, Policy, Registry, Then, Tier,
+    Assessment, CommandError, CommandSpec, Decision, ErrorCode, Job, Outcome, Policy, Registry,
+    Then, Tier,
 };
 use tokio::sync::{broadcast, mpsc, oneshot, Semaphore};
 
 use crate::commands::registry;
 use crate::safeguards::{Gate, Safeguards, View};
 use crate::workspace::{Event, Workspace};
-use sextant_telemetry::project::Source;
+use sextant_telemetry::project::{Action, Source};
 
 pub use sextant_commands::Caller;
 
@@ -165,6 +166,11 @@ impl Runtime {
         policy: Policy,
         consent: Consent,
     ) -> Result<Option<Gate>, CommandError> {
+        let gate = self.assess(name, params);
+        // A call that touches a device is DeviceGated whatever its command's tier (a connect
+        // that starts an action's sends).
+        let raised = gate.as_ref().and_then(Gate::raised_tier);
+        let tier = raised.map_or(tier, |r| tier.max(r));
         let tier_approved = match consent {
             Consent::Person => true,
             Consent::Door => tier != Tier::AlwaysConfirm,
@@ -180,15 +186,19 @@ impl Runtime {
                 ))
             }
             Decision::Deny => {
-                return Err(CommandError::new(
-                    ErrorCode::NotAllowed,
-                    policy.denial_reason(tier),
-                ))
+                let why = match (&gate, raised) {
+                    // Say what it would have touched, not only which rule refused it.
+                    (Some(gate), Some(_)) if policy.non_interactive => gate.refusal(),
+                    (Some(gate), Some(_)) => {
+                        format!("{} ({})", policy.denial_reason(tier), gate.prompt())
+                    }
+                    _ => policy.denial_reason(tier).to_string(),
+                };
+                return Err(CommandError::new(ErrorCode::NotAllowed, why));
             }
         }
-        let gate = self.assess(name, params);
         if let Some(gate) = &gate {
-            if gate.never() || (!gate.consented_by(&policy) && consent != Consent::Person) {
+            if !gate.allows(&policy, consent) {
                 tracing::info!(
                     ?caller,
                     command = name,
@@ -240,17 +250,19 @@ impl Runtime {
         ticket: &Ticket,
         result: Result<Value, CommandError>,
     ) -> Result<Value, CommandError> {
-        // The person's yes to running these programs holds for this project file from now
-        // on (a flag's consent is the flag's, not remembered).
-        if let (Ok(_), Some(Gate::RunsPrograms { command_lines, .. }), Consent::Person) =
-            (&result, &ticket.gate, ticket.consent)
-        {
+        // The person's yes to running these programs, or to these sends, holds for this
+        // project file from now on (a flag's consent is the flag's, not remembered).
+        if let (Ok(_), Some(gate), Consent::Person) = (&result, &ticket.gate, ticket.consent) {
+            let remembered = gate.remembered_by_yes();
+            if remembered.is_empty() {
+                return result;
+            }
             if let Err(e) = self
                 .safeguards
                 .trust()
-                .allow(self.workspace.path(), command_lines)
+                .allow(self.workspace.path(), &remembered)
             {
-                tracing::warn!("could not remember the allowed programs: {e}");
+                tracing::warn!("could not remember what the person allowed: {e}");
             }
         }
         result
@@ -261,6 +273,7 @@ impl Runtime {
         let view = View {
             project_file: self.workspace.path(),
             sources: &self.workspace.project().sources,
+            actions: &self.workspace.project().actions,
         };
         self.safeguards.assess(&view, name, params)
     }
@@ -293,6 +306,7 @@ struct Snapshot {
     revision: u64,
     project_file: Option<PathBuf>,
     sources: Vec<Source>,
+    actions: Vec<Action>,
 }
 
 impl Snapshot {
@@ -301,6 +315,7 @@ impl Snapshot {
             revision: ws.revision(),
             project_file: ws.path().map(PathBuf::from),
             sources: ws.project().sources.clone(),
+            actions: ws.project().actions.clone(),
         }
     }
 
@@ -367,7 +382,7 @@ impl sextant_commands::CommandDoor for RuntimeHandle {
         RuntimeHandle::specs(self)
     }
 
-    fn assess(&self, command: &str, params: &Value) -> Option<String> {
+    fn assess(&self, command: &str, params: &Value) -> Option<Assessment> {
         RuntimeHandle::assess(self, command, params)
     }
 
@@ -431,22 +446,27 @@ impl RuntimeHandle {
             .await
     }
 
-    /// What a person must say yes to before this call may run (it runs a program, or
-    /// writes outside the user's folders), as the question to ask them; `None` when the
-    /// call's tier alone decides. Read from the state after the last call, so a door can
-    /// ask before it calls; the runtime checks again when the call runs.
-    pub fn assess(&self, command: &str, params: &Value) -> Option<String> {
+    /// What a person must say yes to before this call may run (it runs a program, writes
+    /// outside the user's folders, starts sends to a device), as the question to ask them
+    /// and the tier to treat the call as; `None` when the call's tier alone decides. Read
+    /// from the state after the last call, so a door can ask before it calls; the runtime
+    /// checks again when the call runs.
+    pub fn assess(&self, command: &str, params: &Value) -> Option<Assessment> {
         let snapshot = self.snapshot.read().unwrap_or_else(|e| e.into_inner());
         let view = View {
             project_file: snapshot.project_file.as_deref(),
             sources: &snapshot.sources,
+            actions: &snapshot.actions,
         };
         // What nobody's yes allows (Sextant's own files) is not a question: the call is
         // simply refused when it runs.
         self.safeguards
             .assess(&view, command, params)
             .filter(|g| !g.never())
-            .map(|g| g.prompt())
+            .map(|g| Assessment {
+                question: g.prompt(),
+                tier: g.asking_tier(),
+            })
     }
 
     /// A call a person has approved (after the door asked).

@@ -1,7 +1,8 @@
 //! What a call may do only with a person's yes to that very call, whatever its tier and
-//! whoever allowed edits: run a program, or write a file outside the user's folders.
+//! whoever allowed edits: run a program, write a file outside the user's folders, or start
+//! sends to a device that no one clicked.
 //!
-//! Tiers are per command; these two risks depend on the arguments and the project, so they
+//! Tiers are per command; these risks depend on the arguments and the project, so they
 //! are judged per call here, by two tables ([`PROGRAMS`], [`WRITES`]) that every door goes through
 //! ([`crate::Runtime::execute_as`]) and that the assistant reads before it asks
 //! ([`crate::RuntimeHandle::assess`]):
@@ -12,6 +13,13 @@
 //!   Allowed command lines are remembered per project file in the user's data folder
 //!   ([`TrustStore`]), never in the project, so a shared project cannot carry its own
 //!   permission.
+//! - **Sends nobody clicked.** An action that sends on connect, or whose timer runs while
+//!   connected, writes to the device as soon as `io.connect` runs. Such a connect is
+//!   DeviceGated whatever `io.connect`'s own tier ([`Gate::raised_tier`]): a caller without
+//!   device control is refused, the assistant asks the person every time, a headless door
+//!   needs `--allow-device-control`. In the app, the person's click on Connect is enough
+//!   once they have said yes to exactly these sends for this project file (remembered like
+//!   programs); a changed payload, interval or destination asks again.
 //! - **Files: one write policy for every command that writes where its caller says**
 //!   (`project.save` to a path, `csvExport.enable`, `sessions.exportCsv`,
 //!   `sessions.setDatabase`; [`WRITES`] lists them with what each may replace):
@@ -40,9 +48,11 @@ use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
-use serde_json::Value as Json;
-use sextant_commands::{CommandError, ErrorCode, Policy};
-use sextant_telemetry::project::{Connection, Source, FORMAT_MARKER};
+use serde_json::{json, Value as Json};
+use sextant_commands::{CommandError, ErrorCode, Policy, Tier};
+use sextant_telemetry::project::{Action, Connection, LineEnding, Source, FORMAT_MARKER};
+
+use crate::runtime::Consent;
 
 /// The user's folders, Sextant's own folders and the remembered program permissions,
 /// shared by every door.
@@ -95,6 +105,7 @@ impl Safeguards {
 pub(crate) struct View<'a> {
     pub project_file: Option<&'a Path>,
     pub sources: &'a [Source],
+    pub actions: &'a [Action],
 }
 
 /// A call that needs a person's yes.
@@ -112,6 +123,25 @@ pub(crate) enum Gate {
     ReplacesForeign { path: PathBuf, format: Format },
     /// It writes into Sextant's own folder (settings, permissions, chats…): never allowed.
     OwnFile { path: PathBuf },
+    /// It connects the project: it starts these programs (`programs`, the ones not allowed
+    /// for this project file yet) and its actions start these sends by themselves
+    /// (`sends`, all of them; `sends_remembered`: the person allowed exactly these for this
+    /// project file before).
+    Connects {
+        programs: Vec<String>,
+        sends: Vec<SelfSend>,
+        sends_remembered: bool,
+    },
+}
+
+/// An action that sends without a click once its source connects.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct SelfSend {
+    /// What it does, as a person reads it.
+    pub described: String,
+    /// What a permission is remembered by: everything that decides what reaches the wire
+    /// and when, so any change asks again.
+    pub key: String,
 }
 
 impl Gate {
@@ -139,6 +169,26 @@ impl Gate {
                 format.described()
             ),
             Gate::OwnFile { path } => Gate::OwnFile { path: path.clone() }.refusal(),
+            Gate::Connects {
+                programs, sends, ..
+            } => {
+                let mut parts = Vec::new();
+                if !programs.is_empty() {
+                    parts.push(format!(
+                        "this project runs {} on this computer, as you",
+                        quoted(programs)
+                    ));
+                }
+                if !sends.is_empty() {
+                    let lead = if parts.is_empty() {
+                        "connecting this project sends to your device without a click"
+                    } else {
+                        "connecting it sends to your device without a click"
+                    };
+                    parts.push(format!("{lead}: {}", described(sends)));
+                }
+                format!("{} – allow it?", parts.join("; and "))
+            }
         }
     }
 
@@ -166,17 +216,91 @@ impl Gate {
                  where no command may write; choose a file in your own folders",
                 path.display()
             ),
+            Gate::Connects {
+                programs, sends, ..
+            } => {
+                let mut parts = Vec::new();
+                if !programs.is_empty() {
+                    parts.push(format!(
+                        "this would run {} on this computer; programs run only after a person \
+                         says yes in the app, or when the server was started with \
+                         --allow-process-sources",
+                        quoted(programs)
+                    ));
+                }
+                if !sends.is_empty() {
+                    parts.push(format!(
+                        "connecting this project sends to its device without a click ({}); \
+                         that runs only after a person says yes in the app, or when the server \
+                         was started with --allow-device-control",
+                        described(sends)
+                    ));
+                }
+                format!("refused: {}", parts.join("; and "))
+            }
         }
     }
 
-    /// Whether the caller's own settings already carry the person's consent.
-    pub(crate) fn consented_by(&self, policy: &Policy) -> bool {
+    /// The tier this call has whatever its command's: a connect that starts sends to a
+    /// device is DeviceGated, like a send.
+    pub(crate) fn raised_tier(&self) -> Option<Tier> {
+        match self {
+            Gate::Connects { sends, .. } if !sends.is_empty() => Some(Tier::DeviceGated),
+            _ => None,
+        }
+    }
+
+    /// The tier a door that asks before it calls treats this call as: DeviceGated when it
+    /// touches a device (asked every time, and only with "allow device control"), else
+    /// AlwaysConfirm (asked every time).
+    pub(crate) fn asking_tier(&self) -> Tier {
+        self.raised_tier().unwrap_or(Tier::AlwaysConfirm)
+    }
+
+    /// Whether the call may run with the consent the caller has: a person's yes to this
+    /// very call, or the caller's own settings (a headless server's flags) – and, for sends
+    /// a person already allowed for this project file, the click in the app.
+    pub(crate) fn allows(&self, policy: &Policy, consent: Consent) -> bool {
+        if self.never() {
+            return false;
+        }
+        if consent == Consent::Person {
+            return true;
+        }
         match self {
             Gate::RunsPrograms { .. } => policy.allow_process_sources,
             Gate::WritesOutside { .. } => policy.paths_from_person,
             // Typing a path is not knowing what is in the file there.
             Gate::ReplacesForeign { .. } => false,
             Gate::OwnFile { .. } => false,
+            Gate::Connects {
+                programs,
+                sends,
+                sends_remembered,
+            } => {
+                let programs_ok = programs.is_empty() || policy.allow_process_sources;
+                let headless_consent = policy.non_interactive && policy.allow_device_control;
+                let sends_ok = sends.is_empty()
+                    || headless_consent
+                    || (consent == Consent::Door && *sends_remembered);
+                programs_ok && sends_ok
+            }
+        }
+    }
+
+    /// What a person's yes to this call is remembered as, for this project file: the
+    /// command lines it started and the sends it allowed.
+    pub(crate) fn remembered_by_yes(&self) -> Vec<String> {
+        match self {
+            Gate::RunsPrograms { command_lines, .. } => command_lines.clone(),
+            Gate::Connects {
+                programs, sends, ..
+            } => programs
+                .iter()
+                .cloned()
+                .chain(sends.iter().map(|s| s.key.clone()))
+                .collect(),
+            _ => Vec::new(),
         }
     }
 
@@ -193,6 +317,14 @@ impl Gate {
             CommandError::new(ErrorCode::NeedsConfirmation, self.prompt())
         }
     }
+}
+
+fn described(sends: &[SelfSend]) -> String {
+    sends
+        .iter()
+        .map(|s| s.described.as_str())
+        .collect::<Vec<_>>()
+        .join("; ")
 }
 
 fn quoted(lines: &[String]) -> String {
@@ -346,10 +478,96 @@ fn connect(safeguards: &Safeguards, view: &View<'_>, _: &Json) -> Option<Gate> {
         .collect::<BTreeSet<_>>()
         .into_iter()
         .collect();
-    (!untrusted.is_empty()).then_some(Gate::RunsPrograms {
-        command_lines: untrusted,
-        starts: true,
+    let sends = self_sends(view);
+    let sends_remembered = sends
+        .iter()
+        .all(|s| safeguards.trust.allows(view.project_file, &s.key));
+    (!untrusted.is_empty() || !sends.is_empty()).then_some(Gate::Connects {
+        programs: untrusted,
+        sends,
+        sends_remembered,
     })
+}
+
+/// The actions that send to a device by themselves once the project connects. A replay or
+/// the simulator is no device: nothing is sent to them (see `commands::io::connect_project`).
+fn self_sends(view: &View<'_>) -> Vec<SelfSend> {
+    view.actions
+        .iter()
+        .filter(|a| a.sends_by_itself())
+        .filter_map(|a| {
+            let source = match a.source.as_deref() {
+                None => view.sources.first()?,
+                Some(id) => view.sources.iter().find(|s| s.id == id)?,
+            };
+            if matches!(
+                source.connection,
+                Connection::Replay { .. } | Connection::Simulator(_)
+            ) {
+                return None;
+            }
+            Some(self_send(a, source))
+        })
+        .collect()
+}
+
+fn self_send(action: &Action, source: &Source) -> SelfSend {
+    let every = action
+        .timer_ms
+        .filter(|_| action.polls_while_connected())
+        .map(|ms| ms.max(Action::MIN_TIMER_MS));
+    let when = match (action.on_connect, every) {
+        (true, Some(ms)) => format!("when it connects, then every {ms} ms while connected"),
+        (true, None) => "when it connects".to_string(),
+        (false, Some(ms)) => format!("every {ms} ms while connected"),
+        (false, None) => String::new(),
+    };
+    let what = if action.hex {
+        format!("the bytes {}", clipped(action.payload.trim(), 48))
+    } else {
+        format!(
+            "“{}”",
+            clipped(&action.payload.escape_debug().to_string(), 48)
+        )
+    };
+    let ending = match action.line_ending {
+        LineEnding::None => "",
+        LineEnding::Lf => " and a new line",
+        LineEnding::Cr => " and a carriage return",
+        LineEnding::CrLf => " and a carriage return and new line",
+    };
+    let title = if action.title.trim().is_empty() {
+        "an action".to_string()
+    } else {
+        format!("“{}”", clipped(action.title.trim(), 48))
+    };
+    let to = if source.title.trim().is_empty() {
+        String::new()
+    } else {
+        format!(" to {}", clipped(source.title.trim(), 48))
+    };
+    let key = json!({
+        "source": source.id,
+        "connection": source.connection,
+        "payload": action.payload,
+        "hex": action.hex,
+        "lineEnding": action.line_ending,
+        "onConnect": action.on_connect,
+        "everyMs": every,
+    });
+    SelfSend {
+        described: format!("{title} sends {what}{ending}{to} {when}"),
+        // Starts with a NUL, which no command line does (a program's name is never empty
+        // and would be quoted): a send's permission can never pass for a program's.
+        key: format!("\u{0}sends {key}"),
+    }
+}
+
+fn clipped(text: &str, max: usize) -> String {
+    match text.char_indices().nth(max) {
+        Some((at, _)) => format!("{}…", &text[..at]),
+        None => text.to_string(),
+    }
 }
 
 /// The exact command line a process source runs, as a person would read it; `None` for
@@ -748,6 +966,7 @@ mod tests {
         let view = View {
             project_file: None,
             sources: &sources,
+            actions: &[],
         };
         let gated = |cmd: &str, p: Json| s.assess(&view, cmd, &p).is_some();
         let add_process = json!({"source": {"connection": {"type": "process", "program": "/bin/sh", "args": ["-c", "id"]}}});
@@ -783,12 +1002,142 @@ mod tests {
     }
 
     #[test]
+    fn only_actions_that_send_without_a_click_to_a_device_gate_a_connect() {
+        let sources: Vec<Source> = serde_json::from_value(json!([
+            {"id": "dev", "connection": {"type": "tcp", "host": "127.0.0.1", "port": 9}},
+            {"id": "sim", "connection": {"type": "simulator"}},
+            {"id": "rec", "connection": {"type": "replay", "path": "capture.bin"}},
+        ]))
+        .unwrap();
+        // (action, whether connecting sends it by itself)
+        let cases = [
+            (json!({"payload": "X", "onConnect": true}), true),
+            (json!({"payload": "X", "timerMs": 100}), true),
+            (
+                json!({"payload": "X", "timerMs": 100, "timer": "whileConnected"}),
+                true,
+            ),
+            (
+                json!({"payload": "X", "timerMs": 100, "timer": "startOnClick"}),
+                false,
+            ),
+            (
+                json!({"payload": "X", "timerMs": 100, "timer": "toggleOnClick"}),
+                false,
+            ),
+            (
+                json!({"payload": "X", "timerMs": 100, "timer": "repeat"}),
+                false,
+            ),
+            (json!({"payload": "X", "timer": "whileConnected"}), false),
+            (json!({"payload": "X"}), false),
+            (
+                json!({"payload": "X", "onConnect": true, "source": "dev"}),
+                true,
+            ),
+            (
+                json!({"payload": "X", "onConnect": true, "source": "sim"}),
+                false,
+            ),
+            (
+                json!({"payload": "X", "timerMs": 100, "source": "rec"}),
+                false,
+            ),
+            // An action naming no source that exists sends nowhere.
+            (
+                json!({"payload": "X", "onConnect": true, "source": "gone"}),
+                false,
+            ),
+        ];
+        for (action, sends) in cases {
+            let actions = vec![serde_json::from_value::<Action>(action.clone()).unwrap()];
+            let view = View {
+                project_file: None,
+                sources: &sources,
+                actions: &actions,
+            };
+            let gate = Safeguards::default().assess(&view, "io.connect", &json!({}));
+            assert_eq!(
+                gate.as_ref().and_then(Gate::raised_tier),
+                sends.then_some(Tier::DeviceGated),
+                "{action}"
+            );
+        }
+    }
+
+    #[test]
+    fn a_yes_to_sends_is_remembered_for_exactly_those_sends_and_allows_no_program() {
+        let s = Safeguards::default();
+        let sources: Vec<Source> = serde_json::from_value(json!([
+            {"id": "dev", "connection": {"type": "tcp", "host": "127.0.0.1", "port": 9}},
+        ]))
+        .unwrap();
+        let wake: Action =
+            serde_json::from_value(json!({"title": "Wake", "payload": "W", "onConnect": true}))
+                .unwrap();
+        let gate_for = |actions: &[Action]| {
+            let view = View {
+                project_file: None,
+                sources: &sources,
+                actions,
+            };
+            s.assess(&view, "io.connect", &json!({})).unwrap()
+        };
+        let first = gate_for(std::slice::from_ref(&wake));
+        let Gate::Connects {
+            sends_remembered, ..
+        } = &first
+        else {
+            panic!("{first:?}");
+        };
+        assert!(!sends_remembered);
+        // A click in the app is not enough the first time; a headless flag is.
+        assert!(!first.allows(&crate::UI_POLICY, Consent::Door));
+        let headless = Policy {
+            non_interactive: true,
+            allow_device_control: true,
+            ..Policy::default()
+        };
+        assert!(first.allows(&headless, Consent::None));
+        s.trust().allow(None, &first.remembered_by_yes()).unwrap();
+        let again = gate_for(std::slice::from_ref(&wake));
+        assert!(again.allows(&crate::UI_POLICY, Consent::Door));
+        assert!(
+            !again.allows(&crate::UI_POLICY, Consent::None),
+            "remembered for the person's click, not for a caller nobody asked"
+        );
+        for change in [
+            json!({"payload": "ERASE"}),
+            json!({"hex": true, "payload": "FF"}),
+            json!({"lineEnding": "crLf"}),
+            json!({"timerMs": 10}),
+        ] {
+            let mut changed = serde_json::to_value(&wake).unwrap();
+            changed
+                .as_object_mut()
+                .unwrap()
+                .extend(change.as_object().unwrap().clone());
+            let changed: Action = serde_json::from_value(changed).unwrap();
+            let gate = gate_for(&[changed]);
+            assert!(!gate.allows(&crate::UI_POLICY, Consent::Door), "{change}");
+        }
+        // The remembered send cannot pass for a program's command line.
+        // No program's command line can be a remembered send, not even a program named
+        // after one.
+        for key in first.remembered_by_yes() {
+            assert_ne!(command_line(&process(&key, &[])).unwrap(), key);
+            assert_ne!(command_line(&process("sh", &[&key])).unwrap(), key);
+        }
+    }
+
+    #[test]
     fn saving_over_a_file_sextant_did_not_write_is_gated() {
         let dir = tempfile::tempdir().unwrap();
         let s = Safeguards::new(vec![dir.path().to_path_buf()], TrustStore::in_memory());
         let view = View {
             project_file: None,
             sources: &[],
+            actions: &[],
         };
         let ours = dir.path().join("rig.sextant.json");
         std::fs::write(&ours, Project::default().to_json_string()).unwrap();

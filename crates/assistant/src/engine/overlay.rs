@@ -14,7 +14,9 @@
 //!   starts with the `prefix` asked for).
 
 use serde_json::{json, Value};
-use sextant_commands::{BoxFuture, Caller, CommandDoor, CommandError, CommandSpec, Policy};
+use sextant_commands::{
+    Assessment, BoxFuture, Caller, CommandDoor, CommandError, CommandSpec, Policy,
+};
 
 use crate::Commands;
 
@@ -121,7 +123,7 @@ impl<M: Send + Sync, D: CommandDoor> CommandDoor for Overlay<M, D> {
         &self.specs
     }
 
-    fn assess(&self, command: &str, params: &Value) -> Option<String> {
+    fn assess(&self, command: &str, params: &Value) -> Option<Assessment> {
         match self.extra(command) {
             Some(_) => None,
             None => self.inner.assess(command, params),

@@ -441,7 +441,7 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register("csvExport.status", Tier::Safe, "The CSV export file, if enabled.", csv_export_status);
     r.register("mqtt.publisher.configure", Tier::Confirm, "Sets the MQTT publisher (frames as JSON or CSV at 1–30 Hz to a broker); used from the next io.connect.", mqtt_publisher_configure)
         .example("publish JSON at 10 Hz", json!({"publisher": {"enabled": true, "host": "127.0.0.1", "port": 1883, "topic": "lab/rover/frames", "format": "json", "rateHz": 10}}));
-    r.register("io.connect", Tier::Confirm, "Connects every source of the project and starts parsing.", io_connect);
+    r.register("io.connect", Tier::Confirm, "Connects every source of the project and starts parsing. When the project's actions send by themselves (on connect, or a timer while connected), this call touches the device and is DeviceGated.", io_connect);
     r.register("io.disconnect", Tier::Confirm, "Disconnects every source.", io_disconnect);
     r.register("io.status", Tier::Safe, "Status and counters of every source (connected, reconnecting, errors, drops).", io_status);
     r.register("io.listSerialPorts", Tier::Safe, "Serial ports present on this machine now, with their USB description (call again after plugging a device in).", io_list_serial_ports);

@@ -883,6 +883,18 @@ impl Action {
     pub const DEFAULT_REPEAT: u32 = 3;
     /// The shortest timer interval: faster polling floods a serial line and the console.
     pub const MIN_TIMER_MS: u64 = 10;
+
+    /// Whether it sends without a click once its source connects: a send on connect, or a
+    /// timer that runs while connected. Connecting a project with such an action touches
+    /// the device, so it needs the consent a send does.
+    pub fn sends_by_itself(&self) -> bool {
+        self.on_connect || self.polls_while_connected()
+    }
+
+    /// Whether its timer runs by itself from each connection on.
+    pub fn polls_while_connected(&self) -> bool {
+        self.timer == ActionTimer::WhileConnected && self.timer_ms.is_some()
+    }
 }
 
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -44,13 +44,15 @@ impl Executor for RuntimeExecutor {
     }
 
     /// A call that runs a program or writes outside the user's folders is AlwaysConfirm,
-    /// whatever the command's tier: asked every time, never covered by "approve all".
+    /// whatever the command's tier: asked every time, never covered by "approve all". One
+    /// that starts sends to a device is DeviceGated: asked every time, and refused while
+    /// device control is off.
     fn assess(&self, name: &str, args: &Value) -> Option<ToolInfo> {
         let spec = self.command(name)?;
         Some(match self.handle.assess(&spec.name, args) {
-            Some(question) => ToolInfo {
-                tier: spec.tier.max(sextant_commands::Tier::AlwaysConfirm),
-                needs_person: Some(question),
+            Some(needs) => ToolInfo {
+                tier: spec.tier.max(needs.tier),
+                needs_person: Some(needs.question),
             },
             None => ToolInfo::tier(spec.tier),
         })
