@@ -29,7 +29,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, Semaphore};
 use crate::commands::registry;
 use crate::safeguards::{Gate, Safeguards, View};
 use crate::workspace::{Event, Workspace};
-use sextant_telemetry::project::{Action, Source};
+use sextant_telemetry::project::{Action, MqttPublisher, Source};
 
 pub use sextant_commands::Caller;
 
@@ -274,6 +274,7 @@ impl Runtime {
             project_file: self.workspace.path(),
             sources: &self.workspace.project().sources,
             actions: &self.workspace.project().actions,
+            publisher: self.workspace.project().mqtt_publisher.as_ref(),
         };
         self.safeguards.assess(&view, name, params)
     }
@@ -307,6 +308,7 @@ struct Snapshot {
     project_file: Option<PathBuf>,
     sources: Vec<Source>,
     actions: Vec<Action>,
+    publisher: Option<MqttPublisher>,
 }
 
 impl Snapshot {
@@ -316,6 +318,7 @@ impl Snapshot {
             project_file: ws.path().map(PathBuf::from),
             sources: ws.project().sources.clone(),
             actions: ws.project().actions.clone(),
+            publisher: ws.project().mqtt_publisher.clone(),
         }
     }
 
@@ -457,6 +460,7 @@ impl RuntimeHandle {
             project_file: snapshot.project_file.as_deref(),
             sources: &snapshot.sources,
             actions: &snapshot.actions,
+            publisher: snapshot.publisher.as_ref(),
         };
         // What nobody's yes allows (Sextant's own files) is not a question: the call is
         // simply refused when it runs.

@@ -14,7 +14,8 @@
 //!   ([`TrustStore`]), never in the project, so a shared project cannot carry its own
 //!   permission.
 //! - **Sends nobody clicked.** An action that sends on connect, or whose timer runs while
-//!   connected, writes to the device as soon as `io.connect` runs. Such a connect is
+//!   connected, writes to the device as soon as `io.connect` runs; an enabled MQTT
+//!   publisher sends every frame to its broker. Such a connect is
 //!   DeviceGated whatever `io.connect`'s own tier ([`Gate::raised_tier`]): a caller without
 //!   device control is refused, the assistant asks the person every time, a headless door
 //!   needs `--allow-device-control`. In the app, the person's click on Connect is enough
@@ -50,7 +51,9 @@ use std::sync::{Arc, Mutex};
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 use sextant_commands::{CommandError, ErrorCode, Policy, Tier};
-use sextant_telemetry::project::{Action, Connection, LineEnding, Source, FORMAT_MARKER};
+use sextant_telemetry::project::{
+    Action, Connection, LineEnding, MqttPublisher, Source, FORMAT_MARKER,
+};
 
 use crate::runtime::Consent;
 
@@ -106,6 +109,7 @@ pub(crate) struct View<'a> {
     pub project_file: Option<&'a Path>,
     pub sources: &'a [Source],
     pub actions: &'a [Action],
+    pub publisher: Option<&'a MqttPublisher>,
 }
 
 /// A call that needs a person's yes.
@@ -134,7 +138,8 @@ pub(crate) enum Gate {
     },
 }
 
-/// An action that sends without a click once its source connects.
+/// What leaves for a device or the outside world without a click once the project
+/// connects: an action's send on connect or timer, or the MQTT publisher's frames.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SelfSend {
     /// What it does, as a person reads it.
@@ -181,9 +186,9 @@ impl Gate {
                 }
                 if !sends.is_empty() {
                     let lead = if parts.is_empty() {
-                        "connecting this project sends to your device without a click"
+                        "connecting this project sends without a click"
                     } else {
-                        "connecting it sends to your device without a click"
+                        "connecting it sends without a click"
                     };
                     parts.push(format!("{lead}: {}", described(sends)));
                 }
@@ -230,7 +235,7 @@ impl Gate {
                 }
                 if !sends.is_empty() {
                     parts.push(format!(
-                        "connecting this project sends to its device without a click ({}); \
+                        "connecting this project sends without a click ({}); \
                          that runs only after a person says yes in the app, or when the server \
                          was started with --allow-device-control",
                         described(sends)
@@ -508,7 +513,27 @@ fn self_sends(view: &View<'_>) -> Vec<SelfSend> {
             }
             Some(self_send(a, source))
         })
+        .chain(view.publisher.filter(|p| p.enabled).map(publishes))
         .collect()
+}
+
+/// The MQTT publisher: every frame leaves the computer for a broker from the connection on.
+fn publishes(p: &MqttPublisher) -> SelfSend {
+    let scheme = if p.tls { "mqtts" } else { "mqtt" };
+    let key = json!({
+        "publisher": {"host": p.host, "port": p.port, "tls": p.tls, "topic": p.topic,
+                      "format": p.format, "username": p.username},
+    });
+    SelfSend {
+        described: format!(
+            "every frame is published to {scheme}://{}:{} on the topic “{}”, {} times a second",
+            clipped(&p.host, 64),
+            p.port,
+            clipped(&p.topic, 64),
+            p.rate_hz
+        ),
+        key: format!("\u{0}sends {key}"),
+    }
 }
 
 fn self_send(action: &Action, source: &Source) -> SelfSend {
@@ -967,6 +992,7 @@ mod tests {
             project_file: None,
             sources: &sources,
             actions: &[],
+            publisher: None,
         };
         let gated = |cmd: &str, p: Json| s.assess(&view, cmd, &p).is_some();
         let add_process = json!({"source": {"connection": {"type": "process", "program": "/bin/sh", "args": ["-c", "id"]}}});
@@ -1049,12 +1075,13 @@ mod tests {
                 false,
             ),
         ];
-        for (action, sends) in cases {
+        for (action, sends) in &cases {
             let actions = vec![serde_json::from_value::<Action>(action.clone()).unwrap()];
             let view = View {
                 project_file: None,
                 sources: &sources,
                 actions: &actions,
+                publisher: None,
             };
             let gate = Safeguards::default().assess(&view, "io.connect", &json!({}));
             assert_eq!(
@@ -1062,6 +1089,26 @@ mod tests {
                 sends.then_some(Tier::DeviceGated),
                 "{action}"
             );
+        }
+        // The MQTT publisher sends every frame out once enabled, whatever the actions.
+        for (enabled, sends) in [(true, true), (false, false)] {
+            let publisher = MqttPublisher {
+                enabled,
+                host: "broker.example".into(),
+                ..MqttPublisher::default()
+            };
+            let view = View {
+                project_file: None,
+                sources: &sources,
+                actions: &[],
+                publisher: Some(&publisher),
+            };
+            let gate = Safeguards::default().assess(&view, "io.connect", &json!({}));
+            assert_eq!(gate.is_some(), sends, "publisher enabled: {enabled}");
+            if let Some(gate) = gate {
+                assert!(gate.prompt().contains("mqtt://broker.example:1883"));
+                assert_eq!(gate.raised_tier(), Some(Tier::DeviceGated));
+            }
         }
     }
 
@@ -1080,6 +1127,7 @@ mod tests {
                 project_file: None,
                 sources: &sources,
                 actions,
+                publisher: None,
             };
             s.assess(&view, "io.connect", &json!({})).unwrap()
         };
@@ -1138,6 +1186,7 @@ mod tests {
             project_file: None,
             sources: &[],
             actions: &[],
+            publisher: None,
         };
         let ours = dir.path().join("rig.sextant.json");
         std::fs::write(&ours, Project::default().to_json_string()).unwrap();

@@ -294,3 +294,37 @@ async fn a_project_whose_actions_wait_for_a_click_connects_as_before() {
     tokio::time::sleep(Duration::from_millis(100)).await;
     assert_eq!(device.received(), "", "an action sent without a click");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_turns_on_the_mqtt_publisher_cannot_connect_it_without_a_yes() {
+    let device = Device::start().await;
+    let mut rt = Runtime::new(Workspace::new(project(device.port, json!([]))));
+    // An edit, auto-approved: sending every frame to a broker of the model's choosing.
+    rt.execute_as(
+        Caller::Assistant,
+        "mqtt.publisher.configure",
+        json!({"publisher": {"enabled": true, "host": "203.0.113.9", "port": 1883,
+                             "topic": "exfil", "rateHz": 10}}),
+        ASSISTANT_EDITS_APPROVED,
+        Consent::None,
+    )
+    .expect("an edit");
+    refused(
+        connect(
+            &mut rt,
+            Caller::Assistant,
+            ASSISTANT_EDITS_APPROVED,
+            Consent::None,
+        ),
+        ErrorCode::NotAllowed,
+        &["allow device control", "mqtt://203.0.113.9:1883", "“exfil”"],
+        "the model connects what it configured",
+    );
+    refused(
+        connect(&mut rt, Caller::Ui, UI_POLICY, Consent::Door),
+        ErrorCode::NeedsConfirmation,
+        &["published to mqtt://203.0.113.9:1883"],
+        "the person's click on Connect, never asked about the broker",
+    );
+    assert!(!connected(&mut rt));
+}
