@@ -5,7 +5,7 @@
 // first (screenshots in light/dark × English/简体中文); what Quick plot found is kept on
 // the Dashboard in one click.
 import assert from "node:assert/strict";
-import { closeSync, copyFileSync, openSync, readFileSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, openSync, readFileSync, writeFileSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
@@ -386,6 +386,30 @@ test("what a new user reads now, in light and dark, English and 简体中文", a
     await info.screenshot({ path: shot("not-connected") });
     await p.click('[data-testid="disconnect"]');
     await p.locator('[data-testid="connection-status"][data-state="disconnected"]').waitFor({ timeout: 10000 });
+    // A shared project whose action sends on connect: the question, in the person's words.
+    const shared = join(dir, `wakes-${theme}-${language}.sextant.json`);
+    writeFileSync(shared, JSON.stringify({
+      format: "sextant-project", schemaVersion: 1, title: "Shared bench",
+      sources: [{ id: "dev", title: "Bench supply", parser: { kind: "delimited" },
+        connection: { type: "tcp", host: "127.0.0.1", port: 9 } }],
+      groups: [{ id: "g", title: "Bench", datasets: [{ id: "v", title: "V", index: 1 }] }],
+      actions: [{ id: "a", title: "Wake", payload: "WAKE", lineEnding: "lf", onConnect: true, timerMs: 500 }],
+    }));
+    await nav(p, "project");
+    await p.fill('[data-testid="project-path"]', shared);
+    await p.click('[data-testid="project-open-path"]');
+    await discardIfAsked(p);
+    await nav(p, "connect");
+    await p.click('[data-testid="connect"]');
+    const consent = p.locator('[data-testid="confirm-dialog"]');
+    await consent.waitFor();
+    const question = (await consent.innerText()).replace(/Wake|WAKE|Bench supply|Sextant/g, "");
+    if (language === "zh") assert.doesNotMatch(question, /[A-Za-z]{2,}/, "English left in the question");
+    await consent.screenshot({ path: shot("consent-sends") });
+    await p.click('[data-testid="confirm-no"]');
+    // The no is said back in the person's words, not as the question again.
+    const declined = await p.locator('[data-testid="connect-error"]').innerText();
+    assert.equal(declined, language === "zh" ? "未执行：你选择了不允许。" : "Not done: you said no.");
     // Save as: a dialog of its own.
     await nav(p, "project");
     await p.click('[data-testid="project-save-as"]');

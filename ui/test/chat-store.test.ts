@@ -1,5 +1,6 @@
 // The chat store against a fake chat service: protocol-shaped replies and events, in the
 // order the service sends them (crates/assistant/src/service.rs, conversation.rs).
+import { consentText } from "../src/lib/i18n/consent";
 import { describe, expect, it } from "vitest";
 import type { ChatEvent, ChatRequest } from "../src/lib/transport/types";
 import { CommandError } from "../src/lib/transport/types";
@@ -283,6 +284,19 @@ describe("chat store: a turn", () => {
     expect(card(store, "toolu_1")).toMatchObject({ status: "ok", result: '{"id":"ds-7"}', approval: null });
     // Still one card for the call.
     expect(store.items.filter((i) => i.type === "toolCard")).toHaveLength(1);
+  });
+
+  it("a call that touches a device carries its question as data, worded in the person's language", async () => {
+    const { svc, store } = await setup();
+    await store.send("connect");
+    const question = { kind: "connects", programs: [], sends: [{ kind: "action", title: "Wake", payload: "W", hex: false, lineEnding: "none", onConnect: true, everyMs: null, to: "" }] };
+    svc.emit(1, "approvalRequested", { callId: "c5", name: "io.connect", args: {}, tier: "deviceGated", question });
+    const approval = card(store, "c5").approval!;
+    expect(approval).toMatchObject({ tier: "deviceGated", question });
+    expect(consentText(approval.question!)).toBe("Connecting this project sends without a click: “Wake” sends “W” when it connects. Allow it?");
+    // An older backend's words (a string) are not taken for the question's data.
+    svc.emit(1, "approvalRequested", { callId: "c6", name: "io.connect", args: {}, tier: "deviceGated", question: "connect?" });
+    expect(card(store, "c6").approval!.question).toBeUndefined();
   });
 
   it("a meta_executeCommand call awaiting approval shows the command it runs and that command's arguments", async () => {

@@ -121,13 +121,8 @@ pub(crate) fn error_message(id: Value, code: ErrorCode, message: &str) -> Value 
 fn response(id: Value, result: Result<Value, CommandError>) -> Value {
     match result {
         Ok(r) => json!({"type": "response", "id": id, "success": true, "result": r}),
-        Err(e) => {
-            let mut error = json!({"code": e.code, "message": e.message});
-            if let Some(p) = e.path {
-                error["path"] = Value::String(p);
-            }
-            json!({"type": "response", "id": id, "success": false, "error": error})
-        }
+        // The whole error: its code, message, path and, for a question, its data.
+        Err(e) => json!({"type": "response", "id": id, "success": false, "error": e}),
     }
 }
 

@@ -101,7 +101,10 @@ async fn model_connects(allow: bool, answer: &str) -> Connected {
                 question,
                 ..
             } => {
-                asked.push((serde_json::to_value(tier).unwrap(), question));
+                asked.push((
+                    serde_json::to_value(tier).unwrap(),
+                    question.map(|q| q.english()),
+                ));
                 ok(
                     &door,
                     json!({"op": answer, "chat": chat, "callId": call_id}),

@@ -662,7 +662,11 @@ async fn with_edits_auto_approved_a_program_still_waits_for_the_persons_yes() {
                 tier,
                 question,
                 ..
-            } => Some((call_id.clone(), *tier, question.clone())),
+            } => Some((
+                call_id.clone(),
+                *tier,
+                question.as_ref().map(|q| q.english()),
+            )),
             _ => None,
         })
         .collect();

@@ -119,9 +119,10 @@ pub enum ServiceEventKind {
         args: Value,
         tier: Option<Tier>,
         /// What this very call does that needs a person's yes beyond its tier (it runs a
-        /// program, or writes outside the user's folders), worded as the question.
+        /// program, writes outside the user's folders, sends to a device), as data the UI
+        /// words in the person's language.
         #[serde(skip_serializing_if = "Option::is_none")]
-        question: Option<String>,
+        question: Option<sextant_commands::Question>,
     },
     /// The prompt is closed (answered, timed out or cancelled).
     ApprovalResolved {
@@ -277,7 +278,7 @@ struct PendingApproval {
     name: String,
     args: Value,
     tier: Option<Tier>,
-    question: Option<String>,
+    question: Option<sextant_commands::Question>,
     answer: oneshot::Sender<(Approval, Decider)>,
 }
 
@@ -432,7 +433,7 @@ impl Approver for UiApprover {
                     name: ctx.name().to_string(),
                     args: ctx.args().clone(),
                     tier: ctx.tier(),
-                    question: ctx.needs_person().map(str::to_string),
+                    question: ctx.needs_person().cloned(),
                     answer: tx,
                 },
             );
@@ -448,7 +449,7 @@ impl Approver for UiApprover {
                     name: ctx.name().to_string(),
                     args: ctx.args().clone(),
                     tier: ctx.tier(),
-                    question: ctx.needs_person().map(str::to_string),
+                    question: ctx.needs_person().cloned(),
                 },
             );
             let (answer, timed_out) = match tokio::time::timeout(self.timeout, rx).await {

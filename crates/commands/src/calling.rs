@@ -32,8 +32,8 @@ pub enum Caller {
 /// What one call needs beyond its command's tier.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Assessment {
-    /// The question to put to the person, in words that say what will happen.
-    pub question: String,
+    /// The question to put to the person (`english()` words it).
+    pub question: crate::Question,
     /// The tier to treat this call as: at least AlwaysConfirm (asked every time, never
     /// covered by "approve all"); DeviceGated when it touches a device, so it also needs
     /// "allow device control".

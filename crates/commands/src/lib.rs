@@ -13,11 +13,13 @@
 
 mod calling;
 mod policy;
+mod question;
 mod reference;
 mod registry;
 
 pub use calling::{Assessment, BoxFuture, Caller, CommandDoor};
 pub use policy::{Decision, Policy};
+pub use question::{Outgoing, Question, WrittenFormat};
 pub use reference::markdown_reference;
 pub use registry::{
     Apply, CommandBuilder, CommandSpec, Deferred, Example, Job, Outcome, Registry, Then,
@@ -111,6 +113,10 @@ pub struct CommandError {
     /// Path of the offending parameter, e.g. `dataset.alarms[0].min`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
+    /// With `needsConfirmation`: the question `message` words in English, as data, so a
+    /// door can put it to the person in their language.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub question: Option<Question>,
 }
 
 impl CommandError {
@@ -119,6 +125,7 @@ impl CommandError {
             code,
             message: message.into(),
             path: None,
+            question: None,
         }
     }
     pub fn failed(message: impl Into<String>) -> Self {
@@ -132,6 +139,17 @@ impl CommandError {
             code: ErrorCode::InvalidParams,
             message: message.into(),
             path: Some(path.into()),
+            question: None,
+        }
+    }
+
+    /// A call that needs the person's yes to `question` first.
+    pub fn needs_confirmation(question: Question) -> Self {
+        CommandError {
+            code: ErrorCode::NeedsConfirmation,
+            message: question.english(),
+            path: None,
+            question: Some(question),
         }
     }
 }

@@ -193,6 +193,7 @@ pub fn parse_params<P: DeserializeOwned>(command: &str, params: Value) -> Result
                 format!("{command}: invalid parameter `{path}`: {inner}")
             },
             path: Some(path),
+            question: None,
         }
     })
 }

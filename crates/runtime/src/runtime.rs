@@ -466,10 +466,11 @@ impl RuntimeHandle {
         // simply refused when it runs.
         self.safeguards
             .assess(&view, command, params)
-            .filter(|g| !g.never())
-            .map(|g| Assessment {
-                question: g.prompt(),
-                tier: g.asking_tier(),
+            .and_then(|g| {
+                Some(Assessment {
+                    question: g.question()?,
+                    tier: g.asking_tier(),
+                })
             })
     }
 

@@ -50,7 +50,7 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
-use sextant_commands::{CommandError, ErrorCode, Policy, Tier};
+use sextant_commands::{CommandError, ErrorCode, Outgoing, Policy, Question, Tier, WrittenFormat};
 use sextant_telemetry::project::{
     Action, Connection, LineEnding, MqttPublisher, Source, FORMAT_MARKER,
 };
@@ -115,11 +115,8 @@ pub(crate) struct View<'a> {
 /// A call that needs a person's yes.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) enum Gate {
-    /// It adds, changes (`starts: false`) or starts (`starts: true`) these programs.
-    RunsPrograms {
-        command_lines: Vec<String>,
-        starts: bool,
-    },
+    /// It adds or changes a source to run these programs.
+    RunsPrograms { command_lines: Vec<String> },
     /// It writes this file, outside the user's folders.
     WritesOutside { path: PathBuf },
     /// It replaces this file, which Sextant did not write in the format the command
@@ -142,58 +139,43 @@ pub(crate) enum Gate {
 /// connects: an action's send on connect or timer, or the MQTT publisher's frames.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct SelfSend {
-    /// What it does, as a person reads it.
-    pub described: String,
+    /// What it sends and when, for the question.
+    pub outgoing: Outgoing,
     /// What a permission is remembered by: everything that decides what reaches the wire
     /// and when, so any change asks again.
     pub key: String,
 }
 
 impl Gate {
-    /// What to ask the person, in words that say what will happen.
-    pub(crate) fn prompt(&self) -> String {
-        match self {
-            Gate::RunsPrograms {
-                command_lines,
-                starts: true,
-            } => format!(
-                "this project runs {} on this computer, as you – allow it?",
-                quoted(command_lines)
-            ),
-            Gate::RunsPrograms { command_lines, .. } => format!(
-                "this sets a source to run {} on this computer, as you, when it connects – allow it?",
-                quoted(command_lines)
-            ),
-            Gate::WritesOutside { path } => format!(
-                "this writes the file {}, outside your folders – allow it?",
-                path.display()
-            ),
-            Gate::ReplacesForeign { path, format } => format!(
-                "{} is not {} (Sextant did not write it); this replaces it – replace it anyway?",
-                path.display(),
-                format.described()
-            ),
-            Gate::OwnFile { path } => Gate::OwnFile { path: path.clone() }.refusal(),
+    /// What to ask the person, as data a door words in the person's language; `None` for
+    /// what no yes allows.
+    pub(crate) fn question(&self) -> Option<Question> {
+        Some(match self {
+            Gate::RunsPrograms { command_lines } => Question::SetsPrograms {
+                command_lines: command_lines.clone(),
+            },
+            Gate::WritesOutside { path } => Question::WritesOutside {
+                path: path.display().to_string(),
+            },
+            Gate::ReplacesForeign { path, format } => Question::ReplacesForeign {
+                path: path.display().to_string(),
+                format: format.file_format(),
+            },
+            Gate::OwnFile { .. } => return None,
             Gate::Connects {
                 programs, sends, ..
-            } => {
-                let mut parts = Vec::new();
-                if !programs.is_empty() {
-                    parts.push(format!(
-                        "this project runs {} on this computer, as you",
-                        quoted(programs)
-                    ));
-                }
-                if !sends.is_empty() {
-                    let lead = if parts.is_empty() {
-                        "connecting this project sends without a click"
-                    } else {
-                        "connecting it sends without a click"
-                    };
-                    parts.push(format!("{lead}: {}", described(sends)));
-                }
-                format!("{} – allow it?", parts.join("; and "))
-            }
+            } => Question::Connects {
+                programs: programs.clone(),
+                sends: sends.iter().map(|s| s.outgoing.clone()).collect(),
+            },
+        })
+    }
+
+    /// What to ask the person, in English words that say what will happen.
+    pub(crate) fn prompt(&self) -> String {
+        match self.question() {
+            Some(q) => q.english(),
+            None => self.refusal(),
         }
     }
 
@@ -316,10 +298,9 @@ impl Gate {
 
     /// The error a door gets when the call needs a person's yes first.
     pub(crate) fn error(&self, policy: &Policy) -> CommandError {
-        if policy.non_interactive || self.never() {
-            CommandError::new(ErrorCode::NotAllowed, self.refusal())
-        } else {
-            CommandError::new(ErrorCode::NeedsConfirmation, self.prompt())
+        match self.question() {
+            Some(question) if !policy.non_interactive => CommandError::needs_confirmation(question),
+            _ => CommandError::new(ErrorCode::NotAllowed, self.refusal()),
         }
     }
 }
@@ -327,7 +308,7 @@ impl Gate {
 fn described(sends: &[SelfSend]) -> String {
     sends
         .iter()
-        .map(|s| s.described.as_str())
+        .map(|s| s.outgoing.english())
         .collect::<Vec<_>>()
         .join("; ")
 }
@@ -371,12 +352,16 @@ pub enum Format {
 }
 
 impl Format {
-    fn described(self) -> &'static str {
+    fn file_format(self) -> WrittenFormat {
         match self {
-            Format::Project => "a Sextant project",
-            Format::CsvExport => "a CSV export Sextant wrote",
-            Format::SessionsDatabase => "a Sextant sessions database",
+            Format::Project => WrittenFormat::Project,
+            Format::CsvExport => WrittenFormat::CsvExport,
+            Format::SessionsDatabase => WrittenFormat::SessionsDatabase,
         }
+    }
+
+    fn described(self) -> &'static str {
+        self.file_format().english()
     }
 
     fn example_name(self) -> &'static str {
@@ -456,7 +441,6 @@ fn source_add(_: &Safeguards, _: &View<'_>, params: &Json) -> Option<Gate> {
     let line = command_line(&connection)?;
     Some(Gate::RunsPrograms {
         command_lines: vec![line],
-        starts: false,
     })
 }
 
@@ -469,7 +453,6 @@ fn source_update(_: &Safeguards, view: &View<'_>, params: &Json) -> Option<Gate>
     (command_line(&source.connection).as_deref() != Some(line.as_str())).then(|| {
         Gate::RunsPrograms {
             command_lines: vec![line],
-            starts: false,
         }
     })
 }
@@ -525,13 +508,11 @@ fn publishes(p: &MqttPublisher) -> SelfSend {
                       "format": p.format, "username": p.username},
     });
     SelfSend {
-        described: format!(
-            "every frame is published to {scheme}://{}:{} on the topic “{}”, {} times a second",
-            clipped(&p.host, 64),
-            p.port,
-            clipped(&p.topic, 64),
-            p.rate_hz
-        ),
+        outgoing: Outgoing::Publisher {
+            url: format!("{scheme}://{}:{}", clipped(&p.host, 64), p.port),
+            topic: clipped(&p.topic, 64),
+            rate_hz: p.rate_hz,
+        },
         key: format!("\u{0}sends {key}"),
     }
 }
@@ -541,35 +522,16 @@ fn self_send(action: &Action, source: &Source) -> SelfSend {
         .timer_ms
         .filter(|_| action.polls_while_connected())
         .map(|ms| ms.max(Action::MIN_TIMER_MS));
-    let when = match (action.on_connect, every) {
-        (true, Some(ms)) => format!("when it connects, then every {ms} ms while connected"),
-        (true, None) => "when it connects".to_string(),
-        (false, Some(ms)) => format!("every {ms} ms while connected"),
-        (false, None) => String::new(),
-    };
-    let what = if action.hex {
-        format!("the bytes {}", clipped(action.payload.trim(), 48))
+    let payload = if action.hex {
+        clipped(action.payload.trim(), 48)
     } else {
-        format!(
-            "“{}”",
-            clipped(&action.payload.escape_debug().to_string(), 48)
-        )
+        clipped(&action.payload.escape_debug().to_string(), 48)
     };
-    let ending = match action.line_ending {
-        LineEnding::None => "",
-        LineEnding::Lf => " and a new line",
-        LineEnding::Cr => " and a carriage return",
-        LineEnding::CrLf => " and a carriage return and new line",
-    };
-    let title = if action.title.trim().is_empty() {
-        "an action".to_string()
-    } else {
-        format!("“{}”", clipped(action.title.trim(), 48))
-    };
-    let to = if source.title.trim().is_empty() {
-        String::new()
-    } else {
-        format!(" to {}", clipped(source.title.trim(), 48))
+    let line_ending = match action.line_ending {
+        LineEnding::None => "none",
+        LineEnding::Lf => "lf",
+        LineEnding::Cr => "cr",
+        LineEnding::CrLf => "crLf",
     };
     let key = json!({
         "source": source.id,
@@ -581,7 +543,15 @@ fn self_send(action: &Action, source: &Source) -> SelfSend {
         "everyMs": every,
     });
     SelfSend {
-        described: format!("{title} sends {what}{ending}{to} {when}"),
+        outgoing: Outgoing::Action {
+            title: clipped(action.title.trim(), 48),
+            payload,
+            hex: action.hex,
+            line_ending: line_ending.into(),
+            on_connect: action.on_connect,
+            every_ms: every,
+            to: clipped(source.title.trim(), 48),
+        },
         // Starts with a NUL, which no command line does (a program's name is never empty
         // and would be quoted): a send's permission can never pass for a program's.
         key: format!("\u{0}sends {key}"),

@@ -138,6 +138,7 @@ fn invalid(issues: Vec<sextant_telemetry::project::ValidationIssue>) -> CommandE
                 .join("; ")
         ),
         path: first,
+        question: None,
     }
 }
 

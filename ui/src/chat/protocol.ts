@@ -7,6 +7,7 @@ import type {
   Mechanisms,
   ModelEntry,
   ProviderKind,
+  Question,
   ServiceEvent,
   SettingsView,
   ToolStatus,
@@ -72,8 +73,9 @@ export type TurnEnd = TurnEndKind;
 export interface Approval {
   tier: Tier;
   /** What this very call does that needs a yes beyond its tier (runs a program, writes
-   *  outside the user's folders), as the backend words it. */
-  question?: string;
+   *  outside the user's folders, sends to a device), as data worded in the person's
+   *  language (`lib/i18n/consent.ts`). */
+  question?: Question;
   /** An answer is on its way; the buttons wait. */
   answering: boolean;
 }

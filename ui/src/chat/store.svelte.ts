@@ -7,7 +7,7 @@
  *  approval prompts mark their card), and when a turn ends the chat is re-read. Events of
  *  other chats only update the list's running marks. */
 import type { ChatEvent, ChatRequest, Unsubscribe } from "../lib/transport/types";
-import type { Category, Cited, Degraded, Fact, Health, HistoryReply, HitRef, Written } from "../lib/wire/types.gen";
+import type { Category, Cited, Degraded, Fact, Health, HistoryReply, HitRef, Question, Written } from "../lib/wire/types.gen";
 import { errorText } from "../screens/util";
 import { failed } from "../lib/i18n/index.svelte";
 import {
@@ -613,7 +613,7 @@ export class ChatStore {
     card.approval = {
       tier: normalizeTier(e.tier),
       answering: false,
-      ...(typeof e.question === "string" ? { question: e.question } : {}),
+      ...(e.question && typeof e.question === "object" ? { question: e.question as Question } : {}),
     };
     card.status = "awaiting";
   }

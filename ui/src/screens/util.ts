@@ -34,6 +34,8 @@ export function parseRecent(raw: string | null, max = RECENT_MAX): string[] {
 /** The text to show for a failed call: the backend's message verbatim, with the offending
  *  parameter path when known (the machine code stays out of what a person reads). */
 export function errorText(e: unknown): string {
+  // The person's own no to a question: said in their language, not the question again.
+  if (e instanceof CommandError && e.code === "denied") return t("consent.declined");
   if (e instanceof CommandError) return plainMessage(e.message);
   if (e instanceof Error) return plainMessage(e.message);
   return plainMessage(String(e));

@@ -308,6 +308,7 @@ fn project_frame_parser_dry_run(
             code: sextant_commands::ErrorCode::Failed,
             message: format!("the parser does not compile: {}", e.message),
             path: e.line.map(|l| format!("line {l}")),
+            question: None,
         })?;
         Ok(outcomes
             .into_iter()

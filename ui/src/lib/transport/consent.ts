@@ -5,10 +5,12 @@
  *  the question it sent is put to the person (the shell shows it as a dialog) and, on a
  *  yes, the very same call is sent again as approved. A no rejects the call with `denied`,
  *  so each screen reports it like any other refusal. One question is shown at a time. */
+import type { Question } from "../wire/types.gen";
 import { CommandError, type Transport } from "./types";
 
-/** Asks the person `question`; resolves with their answer. */
-export type Asker = (question: string) => Promise<boolean>;
+/** Asks the person `question` (the backend's English words; `detail`, when it sent one,
+ *  the same question as data to word in their language); resolves with their answer. */
+export type Asker = (question: string, detail?: Question) => Promise<boolean>;
 
 /** `inner`, with `needsConfirmation` answers turned into a question to the person. */
 export function withConsent(inner: Transport, ask: Asker): Transport {
@@ -19,7 +21,7 @@ export function withConsent(inner: Transport, ask: Asker): Transport {
         return await inner.call<T>(command, params, approved);
       } catch (e) {
         if (!(e instanceof CommandError) || e.code !== "needsConfirmation" || approved) throw e;
-        if (!(await ask(e.message))) {
+        if (!(await ask(e.message, e.question))) {
           throw new CommandError({ code: "denied", message: `not run: you said no (${e.message})` });
         }
         return inner.call<T>(command, params, true);

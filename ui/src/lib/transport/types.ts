@@ -3,7 +3,7 @@
  *  Two implementations with the same meaning: Tauri (desktop) and WebSocket (`sextant serve`).
  *  See docs/ui-protocol.md. */
 
-import type { ChatRequest, DisplayOptions, ServiceEvent } from "../wire/types.gen";
+import type { ChatRequest, DisplayOptions, Question, ServiceEvent } from "../wire/types.gen";
 
 /** What a page asks the display for (`refreshHz`, `points`, `timeRangeS`, `raw`), generated
  *  from `sextant_display::DisplayOptions`; its rate bounds are `lib/display/limits.gen.ts`. */
@@ -13,18 +13,22 @@ export interface CommandErrorInfo {
   code: string;
   message: string;
   path?: string;
+  /** With `needsConfirmation`: the question, as data to word in the person's language. */
+  question?: Question | null;
 }
 
 /** A failed command, with the backend's error code, message and (for bad params) path. */
 export class CommandError extends Error {
   readonly code: string;
   readonly path?: string;
+  readonly question?: Question;
   constructor(info: CommandErrorInfo) {
     super(info.message);
     this.name = "CommandError";
     // The wire's camelCase; an older backend spelled codes in snake_case.
     this.code = info.code.replace(/_([a-z])/g, (_, c: string) => c.toUpperCase());
     this.path = info.path;
+    this.question = info.question ?? undefined;
   }
 }
 

@@ -315,6 +315,80 @@ export type ErrorCode =
   | "badRequest"
   | "needsConfirmation";
 /**
+ * A question a call needs a person's yes to.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Question".
+ */
+export type Question =
+  | {
+      kind: "setsPrograms";
+      commandLines: string[];
+    }
+  | {
+      kind: "writesOutside";
+      path: string;
+    }
+  | {
+      kind: "replacesForeign";
+      path: string;
+      format: WrittenFormat;
+    }
+  | {
+      kind: "connects";
+      programs: string[];
+      sends: Outgoing[];
+    };
+/**
+ * The kinds of file Sextant writes for a person.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "WrittenFormat".
+ */
+export type WrittenFormat = "project" | "csvExport" | "sessionsDatabase";
+/**
+ * Something that leaves for a device or the outside world without a click once a project
+ * connects.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Outgoing".
+ */
+export type Outgoing =
+  | {
+      kind: "action";
+      /**
+       * The action's title; empty when it has none.
+       */
+      title: string;
+      /**
+       * The payload as written (hex digits when `hex`), shortened when long.
+       */
+      payload: string;
+      hex: boolean;
+      /**
+       * What follows the payload: `none`, `lf`, `cr` or `crLf`.
+       */
+      lineEnding: string;
+      /**
+       * Sent once each time the source connects.
+       */
+      onConnect: boolean;
+      /**
+       * Sent this often while connected.
+       */
+      everyMs: number | null;
+      /**
+       * The destination source's title; empty when it has none.
+       */
+      to: string;
+    }
+  | {
+      kind: "publisher";
+      url: string;
+      topic: string;
+      rateHz: number;
+    };
+/**
  * A request to the assistant's chat door, by `op` (docs/ui-protocol.md).
  */
 export type ChatRequest =
@@ -741,9 +815,10 @@ export type ServiceEventKind =
       tier: Tier | null;
       /**
        * What this very call does that needs a person's yes beyond its tier (it runs a
-       * program, or writes outside the user's folders), worded as the question.
+       * program, writes outside the user's folders, sends to a device), as data the UI
+       * words in the person's language.
        */
-      question?: string | null;
+      question?: Question | null;
     }
   | {
       type: "approvalResolved";
@@ -848,9 +923,10 @@ export type ServiceEvent1 =
       tier: Tier | null;
       /**
        * What this very call does that needs a person's yes beyond its tier (it runs a
-       * program, or writes outside the user's folders), worded as the question.
+       * program, writes outside the user's folders, sends to a device), as data the UI
+       * words in the person's language.
        */
-      question?: string | null;
+      question?: Question | null;
     }
   | {
       type: "approvalResolved";
@@ -1395,6 +1471,11 @@ export interface CommandError {
    * Path of the offending parameter, e.g. `dataset.alarms[0].min`.
    */
   path?: string | null;
+  /**
+   * With `needsConfirmation`: the question `message` words in English, as data, so a
+   * door can put it to the person in their language.
+   */
+  question?: Question | null;
 }
 /**
  * One chat of `list`.

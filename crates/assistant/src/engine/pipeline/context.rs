@@ -46,7 +46,7 @@ pub struct CallContext {
     call: ToolCall,
     caller: CallerInfo,
     tier: Option<Tier>,
-    needs_person: Option<String>,
+    needs_person: Option<sextant_commands::Question>,
 }
 
 impl CallContext {
@@ -98,8 +98,8 @@ impl CallContext {
 
     /// Why this very call needs a person's yes beyond its tool's tier (it runs a program,
     /// or writes outside the user's folders), as the question to ask them.
-    pub fn needs_person(&self) -> Option<&str> {
-        self.needs_person.as_deref()
+    pub fn needs_person(&self) -> Option<&sextant_commands::Question> {
+        self.needs_person.as_ref()
     }
 }
 

@@ -76,7 +76,7 @@ pub struct ToolInfo {
     pub tier: Tier,
     /// This very call needs a person's yes, whatever the tool's tier says (it runs a
     /// program, or writes outside the user's folders): the question to ask them.
-    pub needs_person: Option<String>,
+    pub needs_person: Option<sextant_commands::Question>,
 }
 
 impl ToolInfo {

@@ -40,7 +40,12 @@ impl PreListener for SafetyTierListener {
         };
         let policy = ctx.policy();
         let prompt = match ctx.needs_person() {
-            Some(question) => format!("`{}` ({}): {question}", ctx.name(), tier.as_str()),
+            Some(question) => format!(
+                "`{}` ({}): {}",
+                ctx.name(),
+                tier.as_str(),
+                question.english()
+            ),
             None => format!("`{}` ({})", ctx.name(), tier.as_str()),
         };
         match (policy.decide(tier), tier) {
