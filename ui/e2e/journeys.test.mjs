@@ -345,7 +345,7 @@ test("a device that answers only when polled shows data, and the dashboard's act
     await p.click('[data-testid="open-console"]');
     await waitFor("the sends in the console", async () => /→ W␊/.test(await p.locator('[data-testid="console-output"]').innerText()));
     await p.screenshot({ path: join(artifacts, "journey-polled-adc.png") });
-    for (const [theme, language] of [["dark", "zh"], ["light", "en"]]) {
+    for (const [theme, language] of [["light", "en"], ["dark", "en"], ["light", "zh"], ["dark", "zh"]]) {
       const q = await fresh({ theme, language });
       await nav(q, "dashboard");
       await q.locator('[data-testid="action-bar"]').screenshot({ path: join(artifacts, `action-bar-${theme}-${language}.png`) });

@@ -69,8 +69,8 @@ function datasetByTitle(p, title) {
   }, title);
 }
 
-async function dashboard(theme) {
-  const { context, p } = await connectedDashboard(browser, url, { theme });
+async function dashboard(theme, language = "en") {
+  const { context, p } = await connectedDashboard(browser, url, { theme, language });
   const tile = p.locator('[data-testid="widget"][data-widget-kind="plot"][data-title="Pressure"]');
   await tile.waitFor({ timeout: 10000 });
   return { context, p, tile };
@@ -154,9 +154,9 @@ test("a plot tile's menu sets its y range through the project, and refuses a bad
   await context.close();
 });
 
-for (const theme of ["light", "dark"]) {
-  test(`the open tile menu (${theme})`, async () => {
-    const { context, p, tile } = await dashboard(theme);
+for (const [theme, language] of [["light", "en"], ["dark", "en"], ["light", "zh"], ["dark", "zh"]]) {
+  test(`the open tile menu (${theme}, ${language})`, async () => {
+    const { context, p, tile } = await dashboard(theme, language);
     await tile.locator('[data-testid="tile-menu-button"]').click();
     const menu = p.locator('[data-testid="tile-menu"]');
     await menu.waitFor();
@@ -164,7 +164,7 @@ for (const theme of ["light", "dark"]) {
     await menu.locator('[data-testid="tile-range-min"]').fill("80");
     await menu.locator('[data-testid="tile-range-max"]').fill("120");
     await p.waitForTimeout(300);
-    await shoot(p, tile, `tile-menu-open-${theme}.png`);
+    await shoot(p, tile, `tile-menu-open-${theme}-${language}.png`);
     // The FFT's menu: its units and window.
     await p.keyboard.press("Escape");
     const fft = p.locator('[data-testid="widget"][data-widget-kind="fft"]');
@@ -172,7 +172,7 @@ for (const theme of ["light", "dark"]) {
     await menu.waitFor();
     assert.equal(await menu.locator('[data-testid="tile-window"]').count(), 1);
     assert.equal(await menu.locator('[data-testid="tile-range-auto"]').count(), 0, "an FFT's y axis is in dB: no range");
-    await shoot(p, fft, `tile-menu-fft-${theme}.png`);
+    await shoot(p, fft, `tile-menu-fft-${theme}-${language}.png`);
     await context.close();
   });
 }

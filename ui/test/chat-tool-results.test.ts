@@ -139,3 +139,28 @@ describe("a failed turn in plain words", () => {
     expect(n.technical).toBe(detail);
   });
 });
+
+describe("a failed check of an edit, in the person's words", () => {
+  it("names what the check found by the check it ran, in both languages", async () => {
+    const { verifyWhyKey } = await import("../src/chat/protocol");
+    const { t } = await import("../src/lib/i18n/index.svelte");
+    const { settings } = await import("../src/lib/settings.svelte");
+    const rows: [string, string][] = [
+      ["project.frameParser.dryCompile", "the parser does not compile."],
+      ["project.transform.dryRun", "the transform fails on a test value."],
+      ["project.validate", "the project has problems after this edit."],
+      ["project.dryRun.endToEnd", "the newest data from the device does not come out as values."],
+      ["project.dataset.get", "read back, it is not what was asked."],
+      ["project.get", "read back, it is not what was asked."],
+      ["project.workspace.list", "read back, it is not what was asked."],
+      ["something.new", "see what it found below."],
+    ];
+    for (const [method, english] of rows) {
+      settings.language = "en";
+      expect(t(verifyWhyKey(method))).toBe(english);
+      settings.language = "zh";
+      expect(t(verifyWhyKey(method))).not.toMatch(/[A-Za-z]/);
+    }
+    settings.language = "en";
+  });
+});

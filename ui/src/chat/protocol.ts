@@ -677,6 +677,24 @@ export function verificationOf(result: string | null): { ok: boolean; method: st
   }
 }
 
+/** What a failed check of an edit means, in the person's words, by the check it ran (the
+ *  check's own finding – a compiler's message, the fields read back – follows as detail). */
+export function verifyWhyKey(method: string): Key {
+  switch (method) {
+    case "project.frameParser.dryCompile":
+      return "chat.verify.why.compile";
+    case "project.transform.dryRun":
+      return "chat.verify.why.transform";
+    case "project.validate":
+      return "chat.verify.why.validate";
+    case "project.dryRun.endToEnd":
+      return "chat.verify.why.recentBytes";
+    default:
+      // The other checks read the edited object back (`project.get`, `project.dataset.get`…).
+      return /^project\.([a-zA-Z]+\.)*(get|list)$/.test(method) ? "chat.verify.why.readBack" : "chat.verify.why.other";
+  }
+}
+
 /** The context probe's banner text for a degraded chat: "missing", or "mutated `idsfresh`". */
 export function degradedText(d: Degraded): { key: Key; vars: Record<string, string> } {
   if (d.verdict === "mutated") {
