@@ -381,3 +381,66 @@ async fn a_cited_chats_title_reaches_the_request_only_inside_the_envelope() {
     // The person's own message after it is theirs, word for word.
     assert!(texts.iter().any(|(_, t)| t == "what was the limit?"));
 }
+
+/// A key pasted into an old chat is redacted in the snapshot a citation freezes, like memory
+/// and the handoff digest: it never reaches a request body of the citing chat, in any text
+/// of the snapshot (message, tool arguments, tool result, title).
+#[tokio::test]
+async fn a_key_in_a_cited_chat_never_reaches_a_request() {
+    const KEY: &str = "sk-ant-api03-AbCdEfGhIjKlMnOpQrStUvWxYz0123456789";
+    let dir = tempfile::tempdir().unwrap();
+    let server = two_replies().await;
+    let door = open_with(dir.path(), runtime());
+    use_provider(&door, &server, "claude-test").await;
+    let source = {
+        let mut log = ChatLog::open(dir.path().join(CHATS_FILE)).unwrap();
+        let source = log.create_chat(&format!("bench with {KEY}")).unwrap();
+        log.append(
+            source,
+            &Event::user(format!("my key is {KEY}, the broker is lab-mqtt")),
+        )
+        .unwrap();
+        log.append(
+            source,
+            &Event::ToolCall {
+                id: "toolu_k".into(),
+                name: "project_setTitle".into(),
+                args: json!({ "title": KEY }),
+            },
+        )
+        .unwrap();
+        log.append(
+            source,
+            &Event::ToolResult {
+                id: "toolu_k".into(),
+                content: format!("{{\"title\":\"{KEY}\"}}"),
+                is_error: false,
+                denied: false,
+                blocked: false,
+            },
+        )
+        .unwrap();
+        source
+    };
+    let chat = ok(&door, json!({"op": "create", "title": "Now"})).await["id"].clone();
+    ok(
+        &door,
+        json!({"op": "cite", "chat": chat, "hits": [{"chat": source, "seq": 1}]}),
+    )
+    .await;
+    turn(&door, &chat, "which broker was it?").await;
+    let requests = server.requests();
+    let body = requests.last().unwrap();
+    let text = String::from_utf8_lossy(&body.body);
+    assert!(!text.contains(KEY), "the key reached the request");
+    let blocks = citation_blocks(&body.json());
+    assert_eq!(blocks.len(), 1);
+    assert!(
+        blocks[0].contains("lab-mqtt"),
+        "the rest of the chat is kept"
+    );
+    assert!(blocks[0].contains("[REDACTED:"), "{}", blocks[0]);
+    // The person's own view of the citation does not show it either.
+    let history = ok(&door, json!({"op": "history", "chat": chat})).await;
+    assert!(!history.to_string().contains(KEY));
+}

@@ -99,3 +99,29 @@ fn concepts_no_synonym_table_knows_are_found_with_minilm() {
         "the lexicon embedder should not find these ({lr:.3} vs {r:.3}): the fixture leaks words"
     );
 }
+
+/// The held-out fixture of real users' questions (see the retrieval crate's gate): reported
+/// for both embedders side by side, never gated – no constant was fitted on it.
+#[test]
+fn the_held_out_fixture_of_real_users_is_reported_with_both_embedders() {
+    let minilm = run(
+        "retrieval-real-users-v1.json",
+        Arc::new(MiniLmEmbedder::load(&model_dir()).unwrap()),
+        "retrieval-real-users-minilm.json",
+    );
+    let lexicon = run(
+        "retrieval-real-users-v1.json",
+        Arc::new(LexiconEmbedder::new()),
+        "retrieval-real-users-lexicon-beside-minilm.json",
+    );
+    for report in [&minilm, &lexicon] {
+        assert!(report.queries.iter().all(|q| q.cross_scope.is_empty()));
+    }
+    for track in ["fts", "vector", "hybrid"] {
+        eprintln!(
+            "real users, {track}: minilm {:?} lexicon {:?}",
+            below(&minilm, track, None),
+            below(&lexicon, track, None)
+        );
+    }
+}

@@ -159,10 +159,7 @@ fn a_project_fact_is_never_seen_with_another_project_open() {
 fn the_request_index_fits_4096_bytes_and_leads_with_what_the_message_is_about() {
     let dir = tempfile::tempdir().unwrap();
     let mut m = open(dir.path());
-    for i in 0..MAX_FACTS - 1 {
-        m.add(Category::Reference, &filler(i, MAX_TEXT_CHARS), None)
-            .unwrap();
-    }
+    // The relevant fact is the OLDEST: a ranking by recency alone would put it last.
     let relevant = m
         .add(
             Category::Preference,
@@ -171,6 +168,16 @@ fn the_request_index_fits_4096_bytes_and_leads_with_what_the_message_is_about() 
         )
         .unwrap()
         .fact;
+    let mut fillers = Vec::new();
+    for i in 0..MAX_FACTS - 1 {
+        fillers.push(
+            m.add(Category::Reference, &filler(i, MAX_TEXT_CHARS), None)
+                .unwrap()
+                .fact,
+        );
+    }
+    // Time moves on before the message, so a touch is a later clock reading, not the same.
+    std::thread::sleep(std::time::Duration::from_millis(5));
     let (index, used) = m
         .request_index("which baud rate for the IMU?", None)
         .unwrap()
@@ -183,8 +190,16 @@ fn the_request_index_fits_4096_bytes_and_leads_with_what_the_message_is_about() 
     );
     assert_eq!(used[0], relevant.id);
     assert!(used.len() >= 8, "as many facts as fit: {}", used.len());
-    // The facts it carried are touched.
-    assert!(m.get(relevant.id).unwrap().unwrap().last_used_unix_ms >= relevant.last_used_unix_ms);
+    assert!(
+        used.len() < MAX_FACTS,
+        "not every fact fits: {}",
+        used.len()
+    );
+    // The facts it carried are touched; the ones it did not keep their time.
+    let after = |id| m.get(id).unwrap().unwrap().last_used_unix_ms;
+    assert!(after(relevant.id) > relevant.last_used_unix_ms);
+    let left_out = fillers.iter().find(|f| !used.contains(&f.id)).unwrap();
+    assert_eq!(after(left_out.id), left_out.last_used_unix_ms);
     // 100 facts of 400 characters stay under the file cap.
     let size = std::fs::metadata(dir.path().join("memory.sqlite"))
         .unwrap()

@@ -19,10 +19,12 @@
 //! - **Visibility** is a filter in SQL: a project-scoped search cannot see another
 //!   project's chats.
 //! - **Cursors** are opaque and signed (HMAC-SHA256 with the install's key): they bind the
-//!   normalised request and the index generation (`meta.archive_generation`, bumped by
-//!   every append and delete), and carry the last hit's rank. A cursor from before a change
-//!   is refused ("search again"), an edited one is refused as forged: a page never mixes
-//!   old and new results.
+//!   normalised request and the result set the first page ranked (`archive_result_sets`:
+//!   every match's rowid in rank order, kept an hour), and carry the position the next page
+//!   starts at. Appends anywhere – the model's own tool result, another chat streaming –
+//!   never invalidate a cursor, and the next page never repeats or skips a hit: its order
+//!   was fixed when the search began (BM25 ranks themselves shift as the index grows). A
+//!   row deleted since is skipped; an edited cursor is refused as forged.
 
 use std::collections::{BTreeSet, HashMap, HashSet};
 
@@ -262,12 +264,19 @@ pub fn role_of(kind: &str) -> &'static str {
 struct CursorBody {
     /// The normalised request's hash.
     r: String,
-    /// The index generation.
-    g: u64,
-    /// The last hit's rank (BM25, as its bits) and doc rowid.
-    s: u64,
-    i: i64,
+    /// The result set the first page ranked (`archive_result_sets.id`).
+    set: i64,
+    /// Where in it the next page starts.
+    pos: u64,
 }
+
+/// Matches as (BM25 rank, rowid), best first.
+type Ranked = Vec<(f64, i64)>;
+
+/// Most matches a result set keeps (a page is at most 100 hits: 500 pages).
+const MAX_RESULT_SET: usize = 50_000;
+/// How long a result set is kept for its next pages.
+const RESULT_SET_TTL_MS: i64 = 60 * 60 * 1000;
 
 /// The request as a cursor binds it: the query normalised (NFKC, lower case, spaces
 /// collapsed), the scope, the filter (sets already sorted) and the page size.
@@ -413,8 +422,6 @@ fn relabel(
 
 /// A candidate row of the index.
 struct Row {
-    rowid: i64,
-    score: f64,
     chat: ChatId,
     seq: Seq,
     unix_ms: i64,
@@ -440,29 +447,66 @@ fn checked_limit(request: &SearchRequest) -> Result<usize, ChatLogError> {
     Ok(limit)
 }
 
-/// Where a page resumes: the previous page's last (rank, rowid), read from its cursor once
-/// the cursor is checked to be of this search (`hash`) and of this archive state (`now`).
-fn resume_after(
+/// The ranked matches a page continues, and where: the cursor's result set and position,
+/// once the cursor is checked to be of this search (`hash`).
+fn resume(
+    tx: &Connection,
     key: &[u8],
-    cursor: Option<&str>,
+    cursor: &str,
     hash: &str,
-    now: u64,
-) -> Result<Option<(f64, i64)>, ChatLogError> {
-    let Some(cursor) = cursor else {
-        return Ok(None);
-    };
+    path: &std::path::Path,
+) -> Result<(i64, Ranked, usize), ChatLogError> {
     let body = decode_cursor(key, cursor)?;
     if body.r != hash {
         return Err(ChatLogError::Invalid(
             "this cursor belongs to another search (its query, filter or page size differ); send the same search with it, or search again without a cursor".into(),
         ));
     }
-    if body.g != now {
-        return Err(ChatLogError::Invalid(
-            "the archive changed since this search; search again".into(),
-        ));
+    let blob: Option<Vec<u8>> = tx
+        .query_row(
+            "SELECT ranked FROM archive_result_sets WHERE id = ?1 AND request = ?2",
+            params![body.set, hash],
+            |r| r.get(0),
+        )
+        .optional()
+        .map_err(|e| ChatLogError::from_sql(e, path))?;
+    let blob = blob.ok_or_else(|| {
+        ChatLogError::Invalid(
+            "this search is more than an hour old; search again without a cursor".into(),
+        )
+    })?;
+    let ranked = blob
+        .chunks_exact(16)
+        .map(|c| {
+            let score = f64::from_le_bytes(c[..8].try_into().expect("8 bytes"));
+            let rowid = i64::from_le_bytes(c[8..].try_into().expect("8 bytes"));
+            (score, rowid)
+        })
+        .collect();
+    Ok((body.set, ranked, body.pos as usize))
+}
+
+/// Keeps a first page's ranked matches for its next pages; drops sets past their hour.
+fn keep_result_set(
+    tx: &Connection,
+    hash: &str,
+    ranked: &[(f64, i64)],
+    now_ms: i64,
+) -> rusqlite::Result<i64> {
+    tx.execute(
+        "DELETE FROM archive_result_sets WHERE made_unix_ms < ?1",
+        [now_ms - RESULT_SET_TTL_MS],
+    )?;
+    let mut blob = Vec::with_capacity(ranked.len().min(MAX_RESULT_SET) * 16);
+    for (score, rowid) in ranked.iter().take(MAX_RESULT_SET) {
+        blob.extend_from_slice(&score.to_le_bytes());
+        blob.extend_from_slice(&rowid.to_le_bytes());
     }
-    Ok(Some((f64::from_bits(body.s), body.i)))
+    tx.execute(
+        "INSERT INTO archive_result_sets (made_unix_ms, request, ranked) VALUES (?1, ?2, ?3)",
+        params![now_ms, hash, blob],
+    )?;
+    Ok(tx.last_insert_rowid())
 }
 
 /// The index rows of one chat (`None`: every chat's rows may match).
@@ -487,12 +531,11 @@ fn chat_rowids(
     Ok(Some(rows))
 }
 
-/// Every (BM25 rank, rowid) the full-text query matches, past the cursor's point and in the
-/// scope; unsorted.
+/// Every (BM25 rank, rowid) the full-text query matches in the scope, best first (BM25 is
+/// negative), ties by age.
 fn ranked_matches(
     tx: &Connection,
     fts: &str,
-    after: Option<(f64, i64)>,
     scope: Option<&HashSet<i64>>,
     path: &std::path::Path,
 ) -> Result<Vec<(f64, i64)>, ChatLogError> {
@@ -508,74 +551,64 @@ fn ranked_matches(
     let mut ranked = Vec::new();
     for row in rows {
         let (score, rowid): (f64, i64) = row.map_err(sql)?;
-        let past = after.is_none_or(|(s, i)| score > s || (score == s && rowid > i));
-        if past && scope.is_none_or(|s| s.contains(&rowid)) {
+        if scope.is_none_or(|s| s.contains(&rowid)) {
             ranked.push((score, rowid));
         }
     }
+    ranked.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
     Ok(ranked)
 }
 
-/// The best `limit + 1` candidates the filter keeps (one more than a page: it tells
-/// whether a next page exists), best first.
-fn first_kept_rows(
+/// The first `limit + 1` rows the filter keeps among `ranked[from..]` (one more than a
+/// page: it tells whether a next page exists), in order, and the position after the page's
+/// last row (where the next page starts). A row deleted since it was ranked is skipped.
+fn kept_rows(
     tx: &Connection,
-    mut ranked: Vec<(f64, i64)>,
+    ranked: &[(f64, i64)],
+    from: usize,
     limit: usize,
     filter: &SearchFilter,
     path: &std::path::Path,
-) -> Result<Vec<Row>, ChatLogError> {
+) -> Result<(Vec<Row>, usize), ChatLogError> {
     let sql = |e| ChatLogError::from_sql(e, path);
-    // Best first (BM25 is negative), ties by age. Sorted a prefix at a time: a page
-    // rarely reads past its first few dozen candidates.
-    let order = |a: &(f64, i64), b: &(f64, i64)| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1));
     let mut found: Vec<Row> = Vec::new();
-    let mut sorted = 0;
+    let mut next = ranked.len();
     let mut lookup = tx
         .prepare_cached(
             "SELECT d.chat, d.seq, d.unix_ms, d.kind, d.surface, c.project
              FROM archive_docs d JOIN chats c ON c.id = d.chat WHERE d.rowid = ?1",
         )
         .map_err(sql)?;
-    while sorted < ranked.len() {
-        let rest = &mut ranked[sorted..];
-        let take = ((limit + 1) * 4 * (sorted / (limit + 1) + 1)).min(rest.len());
-        if take < rest.len() {
-            rest.select_nth_unstable_by(take - 1, order);
-        }
-        rest[..take].sort_unstable_by(order);
-        let from = sorted;
-        sorted += take;
-        for &(score, rowid) in &ranked[from..sorted] {
-            let row = lookup
-                .query_row([rowid], |r| {
-                    Ok((
-                        Row {
-                            rowid,
-                            score,
-                            chat: r.get(0)?,
-                            seq: r.get::<_, i64>(1)? as Seq,
-                            unix_ms: r.get(2)?,
-                            kind: r.get(3)?,
-                            surface: surface_from(r.get::<_, Option<String>>(4)?.as_deref()),
-                        },
-                        r.get::<_, Option<String>>(5)?,
-                    ))
-                })
-                .optional()
-                .map_err(sql)?;
-            let Some((row, row_project)) = row else {
-                continue;
-            };
-            if filter_keeps(filter, &row, row_project.as_deref()) {
-                found.push(row);
-                if found.len() > limit {
-                    return Ok(found);
-                }
+    for (at, &(_, rowid)) in ranked.iter().enumerate().skip(from) {
+        let row = lookup
+            .query_row([rowid], |r| {
+                Ok((
+                    Row {
+                        chat: r.get(0)?,
+                        seq: r.get::<_, i64>(1)? as Seq,
+                        unix_ms: r.get(2)?,
+                        kind: r.get(3)?,
+                        surface: surface_from(r.get::<_, Option<String>>(4)?.as_deref()),
+                    },
+                    r.get::<_, Option<String>>(5)?,
+                ))
+            })
+            .optional()
+            .map_err(sql)?;
+        let Some((row, row_project)) = row else {
+            continue;
+        };
+        if filter_keeps(filter, &row, row_project.as_deref()) {
+            found.push(row);
+            if found.len() == limit {
+                next = at + 1;
+            }
+            if found.len() > limit {
+                break;
             }
         }
     }
-    Ok(found)
+    Ok((found, next))
 }
 
 /// Whether the filter keeps a candidate row of a chat started in `row_project`.
@@ -679,7 +712,6 @@ impl ChatLog {
         let stale = stale_chats(&tx).map_err(sql)?;
         relabel(&tx, &stale, &path)?;
         let now = generation(&tx).map_err(sql)?;
-        let after = resume_after(&key, request.cursor.as_deref(), &hash, now)?;
         let Some((fts, marks)) = text::all_words_query(&request.query) else {
             tx.commit().map_err(sql)?;
             return Ok(SearchPage {
@@ -689,25 +721,48 @@ impl ChatLog {
             });
         };
         let marks: HashSet<String> = marks.into_iter().collect();
-        let scope = chat_rowids(&tx, chat, &path)?;
-        let ranked = ranked_matches(&tx, &fts, after, scope.as_ref(), &path)?;
-        let mut found = first_kept_rows(&tx, ranked, limit, &request.filter, &path)?;
+        // The first page ranks every match once; the next pages go on in that order.
+        let (set, ranked, from) = match request.cursor.as_deref() {
+            Some(cursor) => {
+                let (set, ranked, from) = resume(&tx, &key, cursor, &hash, &path)?;
+                (Some(set), ranked, from)
+            }
+            None => {
+                let scope = chat_rowids(&tx, chat, &path)?;
+                (None, ranked_matches(&tx, &fts, scope.as_ref(), &path)?, 0)
+            }
+        };
+        let (mut found, next) = kept_rows(&tx, &ranked, from, limit, &request.filter, &path)?;
         let more = found.len() > limit;
         found.truncate(limit);
-        let next_cursor = more.then(|| {
-            let row = found.last().expect("a full page has a last hit");
-            encode_cursor(
+        let hits = hits_of(&tx, found, &marks, &path)?;
+        tx.commit().map_err(sql)?;
+        let next_cursor = if more {
+            let set = match set {
+                Some(set) => set,
+                // Kept in a write transaction of its own: the search itself only read.
+                None => {
+                    let tx = self
+                        .conn
+                        .transaction_with_behavior(TransactionBehavior::Immediate)
+                        .map_err(sql)?;
+                    let set = keep_result_set(&tx, &hash, &ranked, super::store::now_ms())
+                        .map_err(sql)?;
+                    tx.commit().map_err(sql)?;
+                    set
+                }
+            };
+            Some(encode_cursor(
                 &key,
                 &CursorBody {
                     r: hash.clone(),
-                    g: now,
-                    s: row.score.to_bits(),
-                    i: row.rowid,
+                    set,
+                    pos: next as u64,
                 },
-            )
-        });
-        let hits = hits_of(&tx, found, &marks, &path)?;
-        tx.commit().map_err(sql)?;
+            ))
+        } else {
+            None
+        };
         Ok(SearchPage {
             hits,
             next_cursor,

@@ -14,6 +14,10 @@
 //! written `\u003c`, so no source text can spell a tag; the fold wraps each snapshot in the
 //! envelope after [`CITATION_WARNING`](super::CITATION_WARNING).
 //!
+//! Every text of a snapshot – messages, tool arguments and results, summaries, titles – is
+//! redacted first ([`sextant_redact`]), like memory and the handoff digest: a snapshot goes
+//! with every later request of the citing chat.
+//!
 //! A chat's title is untrusted text like the rest of it (whoever wrote that chat – or the
 //! model – may have set it), so it reaches the model only inside the envelope, in the
 //! snapshot. The person's readable message names the titles for the person; the model reads
@@ -118,6 +122,7 @@ impl ChatLog {
         let mut provenance = Vec::new();
         for chat in &order {
             let (title, project) = chat_row(&tx, *chat, &path)?;
+            let title = sextant_redact::redact(&title).text;
             if let Visibility::Project { project: scope } = visibility {
                 if &project != scope {
                     // Said as "no chat": a scoped caller learns nothing of other projects.
@@ -258,7 +263,12 @@ fn escaped_len(json: &str) -> usize {
     json.len() + 5 * json.bytes().filter(|b| *b == b'<').count()
 }
 
+/// A text of the source as the snapshot keeps it: secrets redacted (a key pasted in an old
+/// chat must not ride along in every later request of the citing chat, as memory and the
+/// handoff digest redact too), then cut to [`MAX_UNIT_TEXT`].
 fn cut(text: &str) -> Value {
+    let redacted = sextant_redact::redact(text).text;
+    let text = redacted.as_str();
     if text.len() <= MAX_UNIT_TEXT {
         return Value::String(text.to_string());
     }
@@ -407,7 +417,10 @@ fn unit_value(
                 .as_array()
                 .into_iter()
                 .flatten()
-                .map(|s| json!({ "chat": s["chat"], "title": s["title"] }))
+                .map(|s| {
+                    let title = s["title"].as_str().map(|t| sextant_redact::redact(t).text);
+                    json!({ "chat": s["chat"], "title": title })
+                })
                 .collect();
             v["cited"] = Value::Array(titles);
             Some((false, is_cited, v))

@@ -20,6 +20,7 @@
 //!   and emptied of a chat in its delete's (a trigger). `meta.archive_generation` counts
 //!   every change to it; `meta.install_key` (random, 32 bytes hex) signs search cursors and
 //!   derives each chat's envelope nonce.
+//! - v4 `archive_result_sets`: a search's ranked matches, for its next pages (an hour).
 //! - v3 `archive_docs.surface` (`current`, `shadowed`, `log_only`; NULL: not yet labelled)
 //!   and `chats.labelled_seq`: each event's surface label as the fold gives it, kept so a
 //!   search filters by surface in SQL. A chat's labels are valid while its log ends at
@@ -99,8 +100,19 @@ ALTER TABLE archive_docs ADD COLUMN surface TEXT;
 ALTER TABLE chats ADD COLUMN labelled_seq INTEGER NOT NULL DEFAULT 0;
 "#;
 
+// The ranked matches of a search whose first page had a next one: the next pages go on in
+// this order, so appends never invalidate a cursor (kept an hour).
+const V4: &str = r#"
+CREATE TABLE archive_result_sets (
+    id INTEGER PRIMARY KEY,
+    made_unix_ms INTEGER NOT NULL,
+    request TEXT NOT NULL,
+    ranked BLOB NOT NULL
+);
+"#;
+
 /// Step `n` brings a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
 
 /// Opens (creating if needed) and migrates the database at `path`.
 pub fn open(path: &Path) -> Result<Connection, ChatLogError> {
