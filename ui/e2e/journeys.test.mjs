@@ -425,6 +425,12 @@ test("what a new user reads now, in light and dark, English and 简体中文", a
     assert.equal(await p.locator('[data-testid="chat-send"]').isDisabled(), true);
     // Developer figures only under Diagnostics.
     await p.click('[data-testid="chat-settings"]');
+    // The model's limits: empty means automatic, and each says what it is now and why.
+    const limits = p.locator('[data-testid="chat-limits"]');
+    await limits.waitFor();
+    assert.equal(await p.inputValue('[data-testid="chat-limit-contextWindow"]'), "");
+    assert.equal(await p.locator('[data-testid="chat-limit-contextWindow-now"]').getAttribute("data-from"), "table");
+    await limits.screenshot({ path: shot("model-limits") });
     await p.click('[data-testid="chat-diagnostics-toggle"]');
     await p.locator('[data-testid="chat-health"]').waitFor({ timeout: 10000 });
     await p.locator('[data-testid="chat-health"]').screenshot({ path: shot("diagnostics") });

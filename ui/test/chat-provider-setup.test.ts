@@ -102,3 +102,15 @@ describe("the panel when the provider is not set up", () => {
     expect(send).not.toContain("title=");
   });
 });
+
+describe("the model's limits in the settings request", () => {
+  it("sends a whole number a person typed, and null for empty or nonsense (automatic)", async () => {
+    const { settingsRequest, limitValue } = await import("../src/chat/protocol");
+    const base = { provider: "openai-compatible", baseUrl: " http://127.0.0.1:8080/v1 ", model: "m", autoApproveEdits: false, allowDeviceControl: false, constrainedCalls: "auto" } as const;
+    const req = settingsRequest({ ...base, contextWindow: 16384, maxOutputTokens: null, maxToolCalls: undefined } as never);
+    expect(req).toMatchObject({ contextWindow: 16384, maxOutputTokens: null, maxToolCalls: null });
+    for (const [typed, sent] of [["2048", 2048], ["", null], ["  ", null], ["1.5", null], ["-3", null], ["abc", null], [4096, 4096]] as const) {
+      expect(limitValue(typed)).toBe(sent);
+    }
+  });
+});

@@ -702,7 +702,7 @@ describe("chat store: settings", () => {
     expect(await store.loadSettings()).toEqual(saved);
     const form = { provider: "openai-compatible" as const, baseUrl: " http://localhost:11434/v1 ", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, archiveTools: true, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" as const };
     await store.saveSettings(form);
-    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, archiveTools: true, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on" });
+    expect(svc.ops("setSettings")[0]).toEqual({ op: "setSettings", provider: "openai-compatible", baseUrl: "http://localhost:11434/v1", model: "llama3.2", autoApproveEdits: true, allowDeviceControl: false, memory: true, contextProbe: true, handoffSeeding: false, skillRouting: true, autoVerify: false, archiveTools: true, focusPrompt: true, intentNarrowing: false, toolResultCompression: true, topicCompaction: false, topicMarker: false, constrainedCalls: "on", contextWindow: null, maxOutputTokens: null, maxToolCalls: null });
     await store.saveSettings(form, "  ");
     expect("apiKey" in svc.ops("setSettings")[1]).toBe(false);
     await store.saveSettings(form, " sk-123 ");

@@ -341,7 +341,19 @@ async fn chats_are_listed_renamed_and_deleted_and_history_shows_open_prompts() {
 #[tokio::test]
 async fn an_openai_compatible_endpoint_with_a_version_path_works_like_geminis() {
     let dir = tempfile::tempdir().unwrap();
-    let text = ScriptServer::start(Script::load(&fixtures_dir().join("openai_text.json"))).await;
+    // On this machine's address it is a local server, so it is asked what it runs first;
+    // like Gemini it knows none of those endpoints (404) and lists its models without a
+    // context length.
+    let mut script = Script::load(&fixtures_dir().join("openai_text.json"));
+    let not_found = || serde_json::from_value(json!({"status": 404, "text": "Not Found"})).unwrap();
+    let listed = serde_json::from_value(
+        json!({"json": {"object": "list", "data": [{"id": "models/gemini-2.5-flash", "object": "model", "owned_by": "google"}]}}),
+    )
+    .unwrap();
+    script
+        .turns
+        .splice(0..0, [not_found(), not_found(), listed, not_found()]);
+    let text = ScriptServer::start(script).await;
     let door = open(dir.path(), runtime());
     // Gemini's OpenAI-compatible endpoint is `…/v1beta/openai`: the path is kept as given.
     let base = format!("{}/v1beta/openai", text.url());
@@ -371,7 +383,17 @@ async fn an_openai_compatible_endpoint_with_a_version_path_works_like_geminis() 
         }
     }
     assert_eq!(reply, "Voltage is 3.3 V – stable ✓");
-    let request = &text.requests()[0];
+    let asked: Vec<String> = text.requests().iter().map(|r| r.path.clone()).collect();
+    assert_eq!(
+        asked[..4],
+        [
+            "/props",
+            "/api/show",
+            "/v1beta/openai/models",
+            "/api/v0/models/gemini-2.5-flash"
+        ]
+    );
+    let request = &text.requests()[4];
     assert_eq!(request.path, "/v1beta/openai/chat/completions");
     assert_eq!(request.header("authorization"), Some("Bearer AIza-test"));
     assert_eq!(request.json()["model"], "gemini-2.5-flash");

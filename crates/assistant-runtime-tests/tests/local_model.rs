@@ -106,16 +106,19 @@ async fn constrained_calls_offer_a_schema_of_the_offered_tools_and_run_through_t
 
     let requests = server.requests();
     assert_eq!(
-        requests.len(),
-        2,
-        "no probe of /props: calls are constrained"
+        requests.iter().map(|r| r.path.as_str()).collect::<Vec<_>>(),
+        ["/props", "/v1/chat/completions", "/v1/chat/completions"],
+        "the server is asked once what it runs, then the two replies"
     );
-    let body = requests[0].json();
+    let body = requests[1].json();
     assert!(
         body.get("tools").is_none(),
         "no native tools when constrained"
     );
-    assert_eq!(body["max_tokens"], 512, "the capability table's reply cap");
+    assert_eq!(
+        body["max_tokens"], 512,
+        "the reply cap sized by the context the server runs (-c 4096)"
+    );
     let choices = body["response_format"]["json_schema"]["schema"]["anyOf"]
         .as_array()
         .unwrap();
@@ -151,7 +154,7 @@ async fn constrained_calls_offer_a_schema_of_the_offered_tools_and_run_through_t
         .expect("a tool card");
     assert_eq!(card["name"], "project_get");
     assert_eq!(card["status"], "ok", "{card}");
-    let second = requests[1].json();
+    let second = requests[2].json();
     let messages = second["messages"].as_array().unwrap();
     let call = &messages[messages.len() - 2];
     assert_eq!(call["tool_calls"][0]["function"]["name"], "project_get");

@@ -43,9 +43,10 @@ use crate::mechanisms::memory::Memory;
 use crate::mechanisms::probe::{Compliance, Degraded, COMPLIANCE_FILE};
 use crate::mechanisms::retrieval::Retrieval;
 use crate::service::{
-    ChatService, ConstrainedCalls, Mechanisms, ProviderKind, ServiceError, ServiceEventKind,
-    ServiceSettings,
+    ChatService, ConstrainedCalls, Limits, Mechanisms, ProviderKind, ServiceError,
+    ServiceEventKind, ServiceSettings,
 };
+use crate::settings::LimitOverrides;
 
 /// How long a settings change waits for the key store.
 const KEY_STORE_TIMEOUT: std::time::Duration = std::time::Duration::from_secs(15);
@@ -80,6 +81,10 @@ struct StoredSettings {
     language: crate::mechanisms::focus::Language,
     /// Tools as a JSON schema the reply must match: `auto` (local servers), `on`, `off`.
     constrained_calls: ConstrainedCalls,
+    /// The person's own limits for the model (`contextWindow`, `maxOutputTokens`,
+    /// `maxToolCalls`); null: what the server says, else the table.
+    #[serde(flatten)]
+    limits: LimitOverrides,
 }
 
 impl Default for StoredSettings {
@@ -93,6 +98,7 @@ impl Default for StoredSettings {
             mechanisms: Mechanisms::default(),
             language: crate::mechanisms::focus::Language::En,
             constrained_calls: ConstrainedCalls::Auto,
+            limits: LimitOverrides::default(),
         }
     }
 }
@@ -116,6 +122,9 @@ pub struct SettingsView {
     stored: StoredSettings,
     has_api_key: bool,
     key_storage: Backend,
+    /// The limits turns are sized by now, each with where it came from (the server is
+    /// asked at the first turn; until then the table's values show).
+    effective_limits: Limits,
 }
 
 /// One model of `listModels`.
@@ -259,6 +268,7 @@ impl ChatDoor {
             stored: stored.clone(),
             has_api_key: self.service.settings().api_key.is_some(),
             key_storage: self.secrets.backend(),
+            effective_limits: self.service.known_limits(&self.service.settings()),
         })
     }
 
@@ -294,6 +304,9 @@ impl ChatDoor {
         next.model = next.model.trim().to_string();
         if next.model.is_empty() {
             return Err(CommandError::invalid("model", "choose a model"));
+        }
+        if let Some((field, why)) = next.limits.invalid() {
+            return Err(CommandError::invalid(field, why));
         }
         // The key store blocks (disk, or the keyring daemon over D-Bus): off the runtime.
         let (secrets, stored) = (self.secrets.clone(), next.clone());
@@ -359,6 +372,7 @@ fn apply(
     settings.mechanisms = stored.mechanisms;
     settings.language = stored.language;
     settings.constrained_calls = stored.constrained_calls;
+    settings.limits = stored.limits;
     settings.api_key = api_key;
     settings
 }

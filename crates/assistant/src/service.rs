@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde_json::Value;
 use sextant_commands::CommandDoor;
 use sextant_commands::Tier;
-use sextant_providers::capabilities::{self, ToolSupport};
+use sextant_providers::capabilities::{self, ServerFacts, ToolSupport};
 use sextant_providers::{Client, ModelInfo, ProviderError, StopReason};
 
 use crate::Commands;
@@ -57,7 +57,7 @@ use crate::mechanisms::{self, TurnInputs, TurnParts, TurnServices};
 /// `RecvError::Lagged` and should re-read [`ChatService::history`]).
 const EVENT_CAPACITY: usize = 1024;
 
-pub use crate::settings::{ConstrainedCalls, Mechanisms, ProviderKind, ServiceSettings};
+pub use crate::settings::{ConstrainedCalls, Limits, Mechanisms, ProviderKind, ServiceSettings};
 
 /// One event of one chat, as doors forward it.
 #[derive(Debug, Clone, PartialEq, Serialize, schemars::JsonSchema)]
@@ -294,9 +294,18 @@ struct Inner {
     /// Which models reproduce the probe's sentinel (in memory until the door gives the
     /// persisted one).
     compliance: Mutex<Arc<Compliance>>,
-    /// What each local server said about its tool support, by base URL and model (asked
-    /// once per service: a server's template does not change under a running app).
-    tool_support: Mutex<HashMap<(String, String), ToolSupport>>,
+    /// What each local server said about the model it runs – its tool support and context
+    /// window – by base URL and model (asked once per service), and the context a server
+    /// named when it refused a request as too long (which wins: it is what the server
+    /// really enforces).
+    servers: Mutex<HashMap<(String, String), KnownServer>>,
+}
+
+/// What is known of one server and model.
+#[derive(Debug, Clone, Copy, Default)]
+struct KnownServer {
+    facts: Option<ServerFacts>,
+    refused_above: Option<u32>,
 }
 
 /// The log-only notice that the server drops the tools sent to it: `{model, baseUrl}`.
@@ -528,7 +537,7 @@ impl ChatService {
                 pending: Mutex::new(HashMap::new()),
                 memory: Mutex::new(None),
                 compliance: Mutex::new(Arc::new(Compliance::in_memory())),
-                tool_support: Mutex::new(HashMap::new()),
+                servers: Mutex::new(HashMap::new()),
             }),
         })
     }
@@ -763,6 +772,26 @@ impl ChatService {
     }
 
     async fn start(&self, chat: ChatId, text: Option<String>) -> Result<TurnHandle, ServiceError> {
+        self.start_with(chat, text, true).await
+    }
+
+    /// [`start`](Self::start); `recover`: a request too long for the model's context is
+    /// asked again once, fitted to what the server takes (false for that second try).
+    fn start_with(
+        &self,
+        chat: ChatId,
+        text: Option<String>,
+        recover: bool,
+    ) -> BoxFuture<'_, Result<TurnHandle, ServiceError>> {
+        Box::pin(self.start_inner(chat, text, recover))
+    }
+
+    async fn start_inner(
+        &self,
+        chat: ChatId,
+        text: Option<String>,
+        recover: bool,
+    ) -> Result<TurnHandle, ServiceError> {
         let settings = self.settings();
         let cancel = CancelToken::new();
         let approve_confirm = Arc::new(AtomicBool::new(false));
@@ -807,13 +836,62 @@ impl ChatService {
         // From here the turn's task owns the chat's entry and frees it when it ends.
         std::mem::forget(slot);
         let inner = self.inner.clone();
-        let task = tokio::spawn(run_turn(inner, chat, conversation, prompt, text, cancel));
+        let turn = Turn {
+            inner,
+            chat,
+            settings,
+            // A turn that is itself the recovery does not recover again.
+            recover,
+        };
+        let task = tokio::spawn(run_turn(turn, conversation, prompt, text, cancel));
         Ok(TurnHandle { chat, task })
     }
 
-    /// Builds a turn by walking the mechanism table stage by stage
-    /// ([`crate::mechanisms`]): what is off is never asked, so it adds zero bytes.
+    /// Builds a turn ([`build`](Self::build)); when the context the server runs cannot hold
+    /// even its fixed part (the system blocks, the tools, the reply), builds it again lean
+    /// – without what only helps (skill texts, memory, the docs block, the job's own tools,
+    /// the focus and probe texts) – and says so in the chat once.
     async fn prepare(
+        &self,
+        chat: ChatId,
+        settings: &ServiceSettings,
+        approve_confirm: Arc<AtomicBool>,
+        unlogged: Arc<Mutex<UnloggedText>>,
+        message: &str,
+        fresh: bool,
+    ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
+        let (conversation, prompt, overflows) = self
+            .build(
+                chat,
+                settings,
+                approve_confirm.clone(),
+                unlogged.clone(),
+                message,
+                fresh,
+            )
+            .await?;
+        let Some(window) = overflows else {
+            return Ok((conversation, prompt));
+        };
+        let lean = lean_for_context(settings);
+        let told = lock(&self.inner.log)
+            .events(chat)?
+            .iter()
+            .any(|e| matches!(&e.event, Event::Structural(s) if s.kind == CONTEXT_LEAN));
+        if !told {
+            self.record(chat, CONTEXT_LEAN, serde_json::json!({ "window": window }))?;
+        }
+        tracing::info!(target: "assistant", window, "the context is small: the turn is built lean");
+        let (conversation, prompt, _) = self
+            .build(chat, &lean, approve_confirm, unlogged, message, fresh)
+            .await?;
+        Ok((conversation, prompt))
+    }
+
+    /// Builds a turn by walking the mechanism table stage by stage
+    /// ([`crate::mechanisms`]): what is off is never asked, so it adds zero bytes. Also says
+    /// whether its fixed part overflows the context (`Some(window)`).
+    async fn build(
         &self,
         chat: ChatId,
         settings: &ServiceSettings,
@@ -822,7 +900,7 @@ impl ChatService {
         message: &str,
         // The message is new (not in the log yet); false for a retry.
         fresh: bool,
-    ) -> Result<(Conversation<Client>, Prompt), ServiceError> {
+    ) -> Result<(Conversation<Client>, Prompt, Option<u32>), ServiceError> {
         let events = lock(&self.inner.log).events(chat)?;
         let cx = TurnInputs {
             service: self,
@@ -848,7 +926,8 @@ impl ChatService {
         for m in mechanisms::on(settings) {
             m.assemble(&cx, &mut turn).await;
         }
-        let request = turn_settings(settings);
+        let limits = self.limits(settings).await;
+        let mut request = turn_settings(settings, &limits);
         for m in mechanisms::on(settings) {
             m.sized(&cx, &mut turn, &request).await;
         }
@@ -864,6 +943,24 @@ impl ChatService {
         for m in mechanisms::on(settings) {
             m.history(&mut seams, &commands, &prompt);
         }
+        // The history gets what the context has left once the fixed part and the reply
+        // are in: a server running a small context is never sent more than it takes.
+        request.history_budget_tokens = fit_history(
+            &prompt,
+            &limits,
+            request.history_budget_tokens,
+            settings.constrained(),
+        );
+        let overflows = fixed_overflows(&prompt, &limits, settings.constrained())
+            .then_some(limits.context_window.value);
+        tracing::debug!(
+            target: "assistant",
+            fixed = prompt_tokens(&prompt, settings.constrained()),
+            window = limits.capabilities.context_window,
+            history = request.history_budget_tokens,
+            ?overflows,
+            "the turn's size"
+        );
         let approver = UiApprover {
             inner: self.inner.clone(),
             chat,
@@ -888,7 +985,62 @@ impl ChatService {
         .with_seams(seams)
         .with_system_source(system)
         .with_unlogged_text(unlogged);
-        Ok((conversation, prompt))
+        Ok((conversation, prompt, overflows))
+    }
+
+    /// What the local server of `settings` says about its model (asked once, then cached);
+    /// `None` for a cloud API, which is not asked.
+    async fn server_facts(&self, settings: &ServiceSettings) -> Option<ServerFacts> {
+        if settings.provider != ProviderKind::OpenaiCompatible
+            || !capabilities::is_local(&settings.base_url)
+        {
+            return None;
+        }
+        let key = (settings.base_url.clone(), settings.model.clone());
+        if let Some(facts) = lock(&self.inner.servers).get(&key).and_then(|k| k.facts) {
+            return Some(facts);
+        }
+        let Ok(Client::OpenAi(client)) = settings.client() else {
+            return None;
+        };
+        let facts = client.probe(&settings.model).await;
+        tracing::info!(target: "assistant", ?facts, model = %settings.model, "what the server runs");
+        lock(&self.inner.servers).entry(key).or_default().facts = Some(facts);
+        Some(facts)
+    }
+
+    /// The limits this turn is sized by, each with where it came from: the person's own
+    /// setting, else what the server enforces or says, else the capability table.
+    pub async fn limits(&self, settings: &ServiceSettings) -> Limits {
+        let facts = self.server_facts(settings).await;
+        let key = (settings.base_url.clone(), settings.model.clone());
+        let refused_above = lock(&self.inner.servers)
+            .get(&key)
+            .and_then(|k| k.refused_above);
+        Limits::of(settings, facts.and_then(|f| f.context), refused_above)
+    }
+
+    /// [`limits`](Self::limits) from what is known already, without asking the server.
+    pub fn known_limits(&self, settings: &ServiceSettings) -> Limits {
+        let key = (settings.base_url.clone(), settings.model.clone());
+        let known = lock(&self.inner.servers)
+            .get(&key)
+            .copied()
+            .unwrap_or_default();
+        Limits::of(
+            settings,
+            known.facts.and_then(|f| f.context),
+            known.refused_above,
+        )
+    }
+
+    /// Remembers that the server refused a request as longer than `limit` tokens.
+    fn learn_context(&self, settings: &ServiceSettings, limit: u32) {
+        let key = (settings.base_url.clone(), settings.model.clone());
+        lock(&self.inner.servers)
+            .entry(key)
+            .or_default()
+            .refused_above = Some(limit);
     }
 
     /// The notice for a chat whose local server drops native tools, unless the chat has
@@ -904,20 +1056,7 @@ impl ChatService {
         {
             return None;
         }
-        let key = (settings.base_url.clone(), settings.model.clone());
-        let known = lock(&self.inner.tool_support).get(&key).copied();
-        let support = match known {
-            Some(support) => support,
-            None => {
-                let Ok(Client::OpenAi(client)) = settings.client() else {
-                    return None;
-                };
-                let support = client.tool_support(&settings.model).await;
-                tracing::info!(target: "assistant", ?support, model = %settings.model, "the server's tool support");
-                lock(&self.inner.tool_support).insert(key, support);
-                support
-            }
-        };
+        let support = self.server_facts(settings).await?.tools;
         let told = events
             .iter()
             .any(|e| matches!(&e.event, Event::Structural(s) if s.kind == TOOLS_UNAVAILABLE));
@@ -1017,14 +1156,32 @@ fn reply_owed<'a>(events: impl DoubleEndedIterator<Item = &'a Event>) -> bool {
     false
 }
 
-async fn run_turn(
+/// A turn's task: its chat, the settings it was built with, and whether a request found
+/// too long for the model's context may be recovered from (once).
+struct Turn {
     inner: Arc<Inner>,
     chat: ChatId,
+    settings: ServiceSettings,
+    recover: bool,
+}
+
+/// The log-only notice that the server refused a request as longer than the model's
+/// context and the turn was asked again with less of the chat: `{limit}`.
+pub const CONTEXT_REDUCED: &str = "context_reduced";
+
+async fn run_turn(
+    turn: Turn,
     conversation: Conversation<Client>,
     prompt: Prompt,
     text: Option<String>,
     cancel: CancelToken,
 ) -> Result<TurnReport, ConversationError> {
+    let Turn {
+        inner,
+        chat,
+        settings,
+        recover,
+    } = turn;
     let (tx, mut rx) = mpsc::unbounded_channel();
     let forward = {
         let inner = inner.clone();
@@ -1063,6 +1220,43 @@ async fn run_turn(
     // Free the chat before announcing the end, so a door may send again on `turnEnded`.
     drop(slot);
     inner.deny_all(chat, "the turn ended", Decider::TurnEnded);
+    // Too long for the model's context: remember what the server takes, say so, and ask
+    // again once with the history fitted to it – never a chat that fails every turn after.
+    let exceeded = result.as_ref().ok().and_then(|r| r.context_exceeded);
+    if let (Some(exceeded), true) = (exceeded, recover) {
+        let service = ChatService {
+            inner: inner.clone(),
+        };
+        let window = service.known_limits(&settings).capabilities.context_window;
+        let limit = match exceeded.limit {
+            // The server's own figure, when it is below what the request was sized for.
+            Some(limit) if limit < window => limit,
+            // Sized for what the server takes and still refused: the estimate ran short.
+            _ => window / 4 * 3,
+        }
+        .max(MIN_CONTEXT_TOKENS);
+        service.learn_context(&settings, limit);
+        tracing::info!(target: "assistant", limit, "the request was too long for the model's context; asking again");
+        if service
+            .record(chat, CONTEXT_REDUCED, serde_json::json!({ "limit": limit }))
+            .is_ok()
+        {
+            if let Ok(again) = service.start_with(chat, None, false).await {
+                end_guard.armed = false;
+                return match again.task.await {
+                    Ok(result) => result,
+                    // The retry's own guard announced its end.
+                    Err(_) => Ok(TurnReport {
+                        end: TurnEnd::Cancelled,
+                        requests: 0,
+                        tool_calls: 0,
+                        usage: Default::default(),
+                        context_exceeded: None,
+                    }),
+                };
+            }
+        }
+    }
     let end = match &result {
         Ok(report) => report.end.clone(),
         Err(e) => TurnEnd::Failed {
@@ -1156,10 +1350,80 @@ fn last_user_text(events: &[crate::engine::chatlog::LoggedEvent]) -> String {
         })
         .unwrap_or_default()
 }
+/// Tokens of a prompt's fixed part (system blocks and tool definitions), estimated as the
+/// history is (bytes / 4, plus framing). Constrained calls send each tool as a line of the
+/// menu (name and description); its parameters go to the server's grammar, not the prompt.
+fn prompt_tokens(prompt: &Prompt, constrained: bool) -> usize {
+    let system: usize = prompt.system.iter().map(|b| b.text.len()).sum();
+    let tools: usize = prompt
+        .tools
+        .iter()
+        .map(|t| {
+            let parameters = if constrained {
+                0
+            } else {
+                t.parameters.to_string().len()
+            };
+            t.name.len() + t.description.len() + parameters
+        })
+        .sum();
+    (system + tools).div_ceil(4) + 8 * (prompt.system.len() + prompt.tools.len())
+}
+
+/// The history budget that fits the context: the window less the fixed part, the reply
+/// cap and a margin for the difference between this estimate and the server's tokenizer
+/// (an eighth); never below a few hundred tokens (the message being answered always goes).
+fn fit_history(prompt: &Prompt, limits: &Limits, budget: usize, constrained: bool) -> usize {
+    let window = limits.capabilities.context_window as usize;
+    let margin = window / 8;
+    let left = window
+        .saturating_sub(prompt_tokens(prompt, constrained))
+        .saturating_sub(limits.capabilities.max_output_tokens as usize)
+        .saturating_sub(margin);
+    budget.min(left).max(MIN_HISTORY_TOKENS)
+}
+
+/// Whether the fixed part and the reply leave the history less than its least (the margin
+/// as [`fit_history`] reckons it).
+fn fixed_overflows(prompt: &Prompt, limits: &Limits, constrained: bool) -> bool {
+    let window = limits.capabilities.context_window as usize;
+    prompt_tokens(prompt, constrained)
+        + limits.capabilities.max_output_tokens as usize
+        + window / 8
+        + MIN_HISTORY_TOKENS
+        > window
+}
+
+/// The settings a turn is built with when the context cannot hold its fixed part: what only
+/// helps is left out for this turn (the person's settings are unchanged).
+fn lean_for_context(settings: &ServiceSettings) -> ServiceSettings {
+    let mut lean = settings.clone();
+    lean.docs_block = false;
+    let m = &mut lean.mechanisms;
+    m.memory = false;
+    m.skill_routing = false;
+    m.handoff_seeding = false;
+    m.archive_tools = false;
+    m.intent_narrowing = false;
+    m.focus_prompt = false;
+    m.context_probe = false;
+    lean
+}
+
+/// The log-only notice that the model's context is too small for the full turn, so turns
+/// are built lean: `{window}` (once per chat).
+pub const CONTEXT_LEAN: &str = "context_lean";
+
+/// The smallest context a server is taken to have, whatever it refused.
+const MIN_CONTEXT_TOKENS: u32 = 1024;
+
+/// The least history a turn is given, however full the context.
+const MIN_HISTORY_TOKENS: usize = 256;
+
 /// The turn's request settings, sized by what the model can do: a small local model gets a
 /// reply cap that fits its context (not the whole context) and a history budget of half.
-fn turn_settings(settings: &ServiceSettings) -> Settings {
-    let caps = settings.capabilities();
+fn turn_settings(settings: &ServiceSettings, limits: &Limits) -> Settings {
+    let caps = limits.capabilities;
     let mut turn = Settings::new(settings.model.clone());
     turn.max_tokens = caps.max_output_tokens;
     turn.max_tool_calls = caps.max_tool_calls as usize;

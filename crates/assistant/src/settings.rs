@@ -101,6 +101,165 @@ pub enum ConstrainedCalls {
     Off,
 }
 
+/// Limits the person set for the model; `None`: what the server says, else the table.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase", default)]
+pub struct LimitOverrides {
+    /// Tokens of prompt plus reply the model takes.
+    pub context_window: Option<u32>,
+    /// The reply cap.
+    pub max_output_tokens: Option<u32>,
+    /// Tool calls one turn may make.
+    pub max_tool_calls: Option<u32>,
+}
+
+impl LimitOverrides {
+    /// Why these values cannot be used, naming the field; `None` when they can.
+    pub fn invalid(&self) -> Option<(&'static str, String)> {
+        if let Some(w) = self
+            .context_window
+            .filter(|w| !(1024..=10_000_000).contains(w))
+        {
+            return Some((
+                "contextWindow",
+                format!("{w} is not a context window: give 1024 tokens or more"),
+            ));
+        }
+        if let Some(o) = self.max_output_tokens {
+            let window = self.context_window.unwrap_or(u32::MAX);
+            if !(64..=window / 2).contains(&o) {
+                return Some((
+                    "maxOutputTokens",
+                    format!(
+                        "{o} does not fit: give 64 tokens or more, at most half the context window"
+                    ),
+                ));
+            }
+        }
+        if let Some(c) = self.max_tool_calls.filter(|c| !(1..=100).contains(c)) {
+            return Some((
+                "maxToolCalls",
+                format!("{c} is not a number of calls: give 1 to 100"),
+            ));
+        }
+        None
+    }
+}
+
+/// Where a limit's value came from, for the settings to say.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum LimitOrigin {
+    /// The person set it.
+    You,
+    /// The server refused a longer request, naming its context.
+    ServerRefused,
+    /// llama.cpp's `/props`.
+    LlamaCpp,
+    /// Ollama's `/api/show`.
+    Ollama,
+    /// vLLM's model list.
+    Vllm,
+    /// LM Studio's model endpoint.
+    LmStudio,
+    /// Sextant's table of known models (or its default for an unknown one).
+    Table,
+}
+
+/// One limit and where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Limit {
+    pub value: u32,
+    pub from: LimitOrigin,
+}
+
+/// The limits a turn is sized by, each with where it came from.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, schemars::JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    pub context_window: Limit,
+    pub max_output_tokens: Limit,
+    pub max_tool_calls: Limit,
+    /// Everything the request is sized by (these limits in place).
+    #[serde(skip)]
+    #[schemars(skip)]
+    pub capabilities: Capabilities,
+}
+
+impl Limits {
+    /// The person's setting, else the context the server refused above, else the one it
+    /// says it runs, else the table; the reply cap and calls per turn follow the window
+    /// unless the person set them.
+    pub fn of(
+        settings: &ServiceSettings,
+        server: Option<capabilities::ServerContext>,
+        refused_above: Option<u32>,
+    ) -> Limits {
+        use capabilities::ServerKind;
+        let table = settings.capabilities();
+        let said = server.map(|s| {
+            let from = match s.from {
+                ServerKind::LlamaCpp => LimitOrigin::LlamaCpp,
+                ServerKind::Ollama => LimitOrigin::Ollama,
+                ServerKind::Vllm => LimitOrigin::Vllm,
+                ServerKind::LmStudio => LimitOrigin::LmStudio,
+            };
+            (s.tokens, from)
+        });
+        let (mut window, mut from) = match (settings.limits.context_window, said) {
+            (Some(w), _) => (w, LimitOrigin::You),
+            (None, Some(said)) => said,
+            (None, None) => (table.context_window, LimitOrigin::Table),
+        };
+        // What the server refused above is what it enforces, whatever anyone said.
+        if let Some(r) = refused_above.filter(|r| *r < window) {
+            (window, from) = (r, LimitOrigin::ServerRefused);
+        }
+        let sized = if from == LimitOrigin::Table {
+            table
+        } else {
+            capabilities::sized_by_context(table, window)
+        };
+        let window = sized.context_window;
+        let out = match settings.limits.max_output_tokens {
+            Some(o) => Limit {
+                value: o.min(window / 2),
+                from: LimitOrigin::You,
+            },
+            None => Limit {
+                value: sized.max_output_tokens,
+                from,
+            },
+        };
+        let calls = match settings.limits.max_tool_calls {
+            Some(c) => Limit {
+                value: c,
+                from: LimitOrigin::You,
+            },
+            None => Limit {
+                value: sized.max_tool_calls,
+                from,
+            },
+        };
+        Limits {
+            context_window: Limit {
+                value: window,
+                from,
+            },
+            max_output_tokens: out,
+            max_tool_calls: calls,
+            capabilities: Capabilities {
+                max_output_tokens: out.value,
+                max_tool_calls: calls.value,
+                ..sized
+            },
+        }
+    }
+}
+
 /// The user's assistant settings. `Debug` never shows the API key.
 #[derive(Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -124,6 +283,9 @@ pub struct ServiceSettings {
     pub language: Language,
     /// Tools as a JSON schema the reply must match (OpenAI-compatible servers only).
     pub constrained_calls: ConstrainedCalls,
+    /// The person's own limits for the model, each overriding what the server says and
+    /// the table.
+    pub limits: LimitOverrides,
     /// How long an approval prompt waits for an answer before the call is denied.
     pub approval_timeout: Duration,
     /// Silence from the server after which the panel hears `waiting` (and again as often).
@@ -148,6 +310,7 @@ impl ServiceSettings {
             mechanisms: Mechanisms::default(),
             language: Language::En,
             constrained_calls: ConstrainedCalls::Auto,
+            limits: LimitOverrides::default(),
             approval_timeout: Duration::from_secs(300),
             stall_notice: Duration::from_secs(10),
         }
@@ -219,8 +382,209 @@ impl fmt::Debug for ServiceSettings {
             .field("mechanisms", &self.mechanisms)
             .field("language", &self.language)
             .field("constrained_calls", &self.constrained_calls)
+            .field("limits", &self.limits)
             .field("approval_timeout", &self.approval_timeout)
             .field("stall_notice", &self.stall_notice)
             .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use capabilities::{ServerContext, ServerKind};
+
+    fn local(model: &str) -> ServiceSettings {
+        ServiceSettings::new(
+            ProviderKind::OpenaiCompatible,
+            "http://127.0.0.1:8080/v1",
+            model,
+        )
+    }
+
+    fn said(tokens: u32, from: ServerKind) -> Option<ServerContext> {
+        Some(ServerContext { tokens, from })
+    }
+
+    #[test]
+    fn limits_come_from_the_person_then_the_server_then_the_table() {
+        use LimitOrigin::*;
+        let overridden = |o: LimitOverrides| ServiceSettings {
+            limits: o,
+            ..local("my-finetune")
+        };
+        // (what, settings, what the server said, what it refused above, window, reply, calls)
+        type Row = (
+            &'static str,
+            ServiceSettings,
+            Option<ServerContext>,
+            Option<u32>,
+            Limit,
+            Limit,
+            Limit,
+        );
+        let rows: Vec<Row> = vec![
+            (
+                "an unknown local model, the server silent: the table's small default",
+                local("my-finetune"),
+                None,
+                None,
+                Limit {
+                    value: 4096,
+                    from: Table,
+                },
+                Limit {
+                    value: 512,
+                    from: Table,
+                },
+                Limit {
+                    value: 3,
+                    from: Table,
+                },
+            ),
+            (
+                "llama-server -c 2048",
+                local("SmolLM2-135M-Instruct"),
+                said(2048, ServerKind::LlamaCpp),
+                None,
+                Limit {
+                    value: 2048,
+                    from: LlamaCpp,
+                },
+                Limit {
+                    value: 256,
+                    from: LlamaCpp,
+                },
+                Limit {
+                    value: 3,
+                    from: LlamaCpp,
+                },
+            ),
+            (
+                "a 128 k Llama 3.3 on vLLM, which the table takes for an 8 k model",
+                local("meta-llama/Llama-3.3-70B-Instruct"),
+                said(131_072, ServerKind::Vllm),
+                None,
+                Limit {
+                    value: 131_072,
+                    from: Vllm,
+                },
+                Limit {
+                    value: 4096,
+                    from: Vllm,
+                },
+                Limit {
+                    value: 25,
+                    from: Vllm,
+                },
+            ),
+            (
+                "the server refused above 4096 though it says 8192",
+                local("SmolLM2-135M-Instruct"),
+                said(8192, ServerKind::LlamaCpp),
+                Some(4096),
+                Limit {
+                    value: 4096,
+                    from: ServerRefused,
+                },
+                Limit {
+                    value: 512,
+                    from: ServerRefused,
+                },
+                Limit {
+                    value: 3,
+                    from: ServerRefused,
+                },
+            ),
+            (
+                "the person's window wins; their call count too",
+                overridden(LimitOverrides {
+                    context_window: Some(32_768),
+                    max_output_tokens: None,
+                    max_tool_calls: Some(10),
+                }),
+                said(2048, ServerKind::Ollama),
+                None,
+                Limit {
+                    value: 32_768,
+                    from: You,
+                },
+                Limit {
+                    value: 4096,
+                    from: You,
+                },
+                Limit {
+                    value: 10,
+                    from: You,
+                },
+            ),
+            (
+                "but not over what the server refused above",
+                overridden(LimitOverrides {
+                    context_window: Some(32_768),
+                    ..Default::default()
+                }),
+                said(2048, ServerKind::LlamaCpp),
+                Some(2048),
+                Limit {
+                    value: 2048,
+                    from: ServerRefused,
+                },
+                Limit {
+                    value: 256,
+                    from: ServerRefused,
+                },
+                Limit {
+                    value: 3,
+                    from: ServerRefused,
+                },
+            ),
+        ];
+        for (what, settings, server, refused, window, reply, calls) in rows {
+            let limits = Limits::of(&settings, server, refused);
+            assert_eq!(
+                (
+                    limits.context_window,
+                    limits.max_output_tokens,
+                    limits.max_tool_calls
+                ),
+                (window, reply, calls),
+                "{what}"
+            );
+            assert_eq!(limits.capabilities.context_window, window.value, "{what}");
+            assert_eq!(limits.capabilities.max_output_tokens, reply.value, "{what}");
+        }
+    }
+
+    #[test]
+    fn limits_a_person_cannot_mean_are_refused_by_name() {
+        let bad = [
+            (
+                LimitOverrides {
+                    context_window: Some(100),
+                    ..Default::default()
+                },
+                "contextWindow",
+            ),
+            (
+                LimitOverrides {
+                    context_window: Some(4096),
+                    max_output_tokens: Some(4000),
+                    ..Default::default()
+                },
+                "maxOutputTokens",
+            ),
+            (
+                LimitOverrides {
+                    max_tool_calls: Some(0),
+                    ..Default::default()
+                },
+                "maxToolCalls",
+            ),
+        ];
+        for (o, field) in bad {
+            assert_eq!(o.invalid().map(|(f, _)| f), Some(field), "{o:?}");
+        }
+        assert_eq!(LimitOverrides::default().invalid(), None);
     }
 }

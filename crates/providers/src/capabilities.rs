@@ -198,9 +198,51 @@ pub enum ToolSupport {
     Unknown,
 }
 
+/// What a local server says about the model it runs, from its own endpoints.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerFacts {
+    pub tools: ToolSupport,
+    /// The context it really runs the model with, when it says.
+    pub context: Option<ServerContext>,
+}
+
+impl ServerFacts {
+    const UNKNOWN: ServerFacts = ServerFacts {
+        tools: ToolSupport::Unknown,
+        context: None,
+    };
+}
+
+/// A context window a server reported, and which kind of server said so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerContext {
+    pub tokens: u32,
+    pub from: ServerKind,
+}
+
+/// The kinds of local server Sextant can ask.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ServerKind {
+    /// llama.cpp's `GET /props` (`n_ctx`, set by `-c`).
+    LlamaCpp,
+    /// Ollama's `POST /api/show` (`num_ctx` of the model's parameters).
+    Ollama,
+    /// vLLM's `GET /v1/models` (`max_model_len`).
+    Vllm,
+    /// LM Studio's `GET /api/v0/models/{model}` (`loaded_context_length`).
+    LmStudio,
+}
+
 #[derive(Deserialize)]
 struct LlamaProps {
     chat_template_caps: Option<TemplateCaps>,
+    default_generation_settings: Option<GenerationSettings>,
+    n_ctx: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct GenerationSettings {
+    n_ctx: Option<u32>,
 }
 
 #[derive(Deserialize)]
@@ -212,60 +254,180 @@ struct TemplateCaps {
 #[derive(Deserialize)]
 struct OllamaShow {
     capabilities: Option<Vec<String>>,
+    /// The Modelfile's parameters, one `name value` per line (`num_ctx 8192`).
+    parameters: Option<String>,
+    model_info: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// The context Ollama runs a model with when nothing sets `num_ctx`.
+const OLLAMA_DEFAULT_CTX: u32 = 4096;
+
+impl OllamaShow {
+    fn context(&self) -> Option<u32> {
+        let set = self.parameters.as_deref().and_then(|p| {
+            p.lines().find_map(|line| {
+                let mut words = line.split_whitespace();
+                (words.next() == Some("num_ctx"))
+                    .then(|| words.next()?.parse().ok())
+                    .flatten()
+            })
+        });
+        // Without num_ctx Ollama runs its default, never more than the model was trained on.
+        let trained = self.model_info.as_ref().and_then(|info| {
+            info.iter()
+                .find(|(k, _)| k.ends_with(".context_length"))
+                .and_then(|(_, v)| v.as_u64())
+                .map(|v| v.min(u32::MAX as u64) as u32)
+        });
+        set.or_else(|| trained.map(|t| t.min(OLLAMA_DEFAULT_CTX)))
+    }
+}
+
+#[derive(Deserialize)]
+struct ModelList {
+    data: Vec<ListedModel>,
+}
+
+#[derive(Deserialize)]
+struct ListedModel {
+    id: String,
+    max_model_len: Option<u32>,
+}
+
+#[derive(Deserialize)]
+struct LmStudioModel {
+    loaded_context_length: Option<u32>,
+    max_context_length: Option<u32>,
+}
+
+fn tools_from(supported: bool) -> ToolSupport {
+    if supported {
+        ToolSupport::Supported
+    } else {
+        ToolSupport::Unsupported
+    }
 }
 
 impl OpenAiClient {
-    /// Asks the server whether its template passes tools to `model`: llama.cpp's
-    /// `GET /props` (`chat_template_caps.supports_tools`), then Ollama's
-    /// `POST /api/show` (`capabilities` has `tools`). Anything else is `Unknown`; no answer
-    /// is ever an error (the probe must not stop a chat).
-    pub async fn tool_support(&self, model: &str) -> ToolSupport {
+    /// Asks the server what it runs `model` with – whether its template passes tools, and
+    /// the context window it really has: llama.cpp's `GET /props`, then Ollama's
+    /// `POST /api/show`, then vLLM's model list and LM Studio's model endpoint. Each is
+    /// optional and quick to give up; no answer is ever an error (the probe must not stop a
+    /// chat).
+    pub async fn probe(&self, model: &str) -> ServerFacts {
         let Some(origin) = origin(&self.base_url()) else {
-            return ToolSupport::Unknown;
+            return ServerFacts::UNKNOWN;
         };
         let config = self.probe_http();
-        let props = format!("{origin}/props");
-        let call = Call {
-            api: Api::OpenAi,
-            url: &props,
-            model,
-        };
         let headers = self.probe_headers();
-        if let Ok(props) = http::get_json::<LlamaProps>(self.http(), &config, &call, &headers).await
+        let get = |url: String| {
+            let (config, headers) = (&config, &headers);
+            async move {
+                let call = Call {
+                    api: Api::OpenAi,
+                    url: &url,
+                    model,
+                };
+                http::get_json::<serde_json::Value>(self.http(), config, &call, headers)
+                    .await
+                    .ok()
+            }
+        };
+        // llama.cpp: a /props answer is the whole story.
+        if let Some(props) = get(format!("{origin}/props"))
+            .await
+            .and_then(|v| serde_json::from_value::<LlamaProps>(v).ok())
         {
-            if let Some(caps) = props.chat_template_caps {
-                if let Some(tools) = caps.supports_tools.or(caps.supports_tool_calls) {
-                    return if tools {
-                        ToolSupport::Supported
-                    } else {
-                        ToolSupport::Unsupported
-                    };
-                }
+            let caps = props.chat_template_caps.as_ref();
+            let tools = caps
+                .and_then(|c| c.supports_tools.or(c.supports_tool_calls))
+                .map_or(ToolSupport::Unknown, tools_from);
+            let n_ctx = props
+                .default_generation_settings
+                .and_then(|g| g.n_ctx)
+                .or(props.n_ctx)
+                .filter(|n| *n > 0);
+            if caps.is_some() || n_ctx.is_some() {
+                return ServerFacts {
+                    tools,
+                    context: n_ctx.map(|tokens| ServerContext {
+                        tokens,
+                        from: ServerKind::LlamaCpp,
+                    }),
+                };
             }
         }
-        let show = format!("{origin}/api/show");
-        let response = self
+        let show = self
             .http()
-            .post(&show)
-            .headers(headers)
+            .post(format!("{origin}/api/show"))
+            .headers(headers.clone())
             .header(reqwest::header::CONTENT_TYPE, "application/json")
             .body(serde_json::json!({ "model": model }).to_string())
             .timeout(config.read_timeout)
             .send()
             .await;
-        if let Ok(response) = response.and_then(|r| r.error_for_status()) {
-            if let Ok(OllamaShow {
-                capabilities: Some(caps),
-            }) = http::read_json(response, &config, Api::OpenAi).await
-            {
-                return if caps.iter().any(|c| c == "tools") {
-                    ToolSupport::Supported
-                } else {
-                    ToolSupport::Unsupported
-                };
+        if let Ok(response) = show.and_then(|r| r.error_for_status()) {
+            if let Ok(show) = http::read_json::<OllamaShow>(response, &config, Api::OpenAi).await {
+                if show.capabilities.is_some() || show.model_info.is_some() {
+                    return ServerFacts {
+                        tools: show
+                            .capabilities
+                            .as_ref()
+                            .map_or(ToolSupport::Unknown, |c| {
+                                tools_from(c.iter().any(|c| c == "tools"))
+                            }),
+                        context: show.context().map(|tokens| ServerContext {
+                            tokens,
+                            from: ServerKind::Ollama,
+                        }),
+                    };
+                }
             }
         }
-        ToolSupport::Unknown
+        let base = self.base_url();
+        let listed = get(format!("{}/models", base.trim_end_matches('/')))
+            .await
+            .and_then(|v| serde_json::from_value::<ModelList>(v).ok())
+            .and_then(|list| list.data.into_iter().find(|m| m.id == model))
+            .and_then(|m| m.max_model_len);
+        if let Some(tokens) = listed {
+            return ServerFacts {
+                tools: ToolSupport::Unknown,
+                context: Some(ServerContext {
+                    tokens,
+                    from: ServerKind::Vllm,
+                }),
+            };
+        }
+        let lm_studio = get(format!("{origin}/api/v0/models/{model}"))
+            .await
+            .and_then(|v| serde_json::from_value::<LmStudioModel>(v).ok())
+            .and_then(|m| m.loaded_context_length.or(m.max_context_length));
+        ServerFacts {
+            tools: ToolSupport::Unknown,
+            context: lm_studio.map(|tokens| ServerContext {
+                tokens,
+                from: ServerKind::LmStudio,
+            }),
+        }
+    }
+
+    /// Whether the server's template passes tools to `model` (see [`OpenAiClient::probe`]).
+    pub async fn tool_support(&self, model: &str) -> ToolSupport {
+        self.probe(model).await.tools
+    }
+}
+
+/// Capabilities sized by a context window the server reported: the reply cap an eighth of
+/// it (256 to 4096 tokens), a few tool calls a turn below 16 k and the loop's cap above. What
+/// the table knows about the model's tool calling is kept.
+pub fn sized_by_context(base: Capabilities, context_window: u32) -> Capabilities {
+    let window = context_window.max(1024);
+    Capabilities {
+        context_window: window,
+        max_output_tokens: (window / 8).clamp(256, 4096),
+        max_tool_calls: if window >= 16_384 { 25 } else { 3 },
+        ..base
     }
 }
 

@@ -170,6 +170,53 @@ impl ProviderError {
                 | ProviderError::StreamCut { .. }
         ) || matches!(self, ProviderError::Api { kind, .. } if kind == "overloaded_error")
     }
+
+    /// Whether the server refused the request as longer than the model's context, and the
+    /// context it named when it said (llama.cpp: "request (4961 tokens) exceeds the available
+    /// context size (4096 tokens)"; OpenAI and vLLM: "maximum context length is 8192 tokens";
+    /// Anthropic: "prompt is too long: 210000 tokens > 200000 maximum").
+    pub fn context_exceeded(&self) -> Option<ContextExceeded> {
+        let message = match self {
+            ProviderError::BadRequest { message, .. }
+            | ProviderError::Http { message, .. }
+            | ProviderError::Server { message, .. }
+            | ProviderError::Api { message, .. } => message,
+            _ => return None,
+        };
+        let lower = message.to_ascii_lowercase();
+        let said = [
+            "exceeds the available context size",
+            "context_length_exceeded",
+            "maximum context length",
+            "prompt is too long",
+            "context window",
+            "too many tokens",
+        ];
+        if !said.iter().any(|s| lower.contains(s)) {
+            return None;
+        }
+        let limit = number_after(&lower, "available context size (")
+            .or_else(|| number_after(&lower, "maximum context length is "))
+            .or_else(|| number_after(&lower, "tokens > "));
+        Some(ContextExceeded { limit })
+    }
+}
+
+/// A request longer than the model's context, and the context the server named.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ContextExceeded {
+    pub limit: Option<u32>,
+}
+
+/// The number right after `marker` in `text` (digits, thin spaces and commas allowed).
+fn number_after(text: &str, marker: &str) -> Option<u32> {
+    let rest = &text[text.find(marker)? + marker.len()..];
+    let digits: String = rest
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || matches!(c, ',' | ' ' | '\u{202f}' | '\u{2009}'))
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().filter(|n| *n > 0)
 }
 
 fn describe_partial(calls: &[PartialToolCall]) -> String {
@@ -182,4 +229,60 @@ fn describe_partial(calls: &[PartialToolCall]) -> String {
             )
         })
         .collect()
+}
+
+#[cfg(test)]
+mod context_tests {
+    use super::*;
+
+    #[test]
+    fn a_request_longer_than_the_context_is_recognised_with_the_limit_the_server_named() {
+        let cases: &[(ProviderError, Option<Option<u32>>)] = &[
+            (
+                ProviderError::BadRequest {
+                    api: Api::OpenAi,
+                    message: "request (4961 tokens) exceeds the available context size (4096 tokens), try increasing it".into(),
+                },
+                Some(Some(4096)),
+            ),
+            (
+                ProviderError::BadRequest {
+                    api: Api::OpenAi,
+                    message: "the request exceeds the available context size, try increasing it".into(),
+                },
+                Some(None),
+            ),
+            (
+                ProviderError::BadRequest {
+                    api: Api::OpenAi,
+                    message: "This model's maximum context length is 2048 tokens. However, you requested 2300 tokens".into(),
+                },
+                Some(Some(2048)),
+            ),
+            (
+                ProviderError::BadRequest {
+                    api: Api::Anthropic,
+                    message: "prompt is too long: 210000 tokens > 200000 maximum".into(),
+                },
+                Some(Some(200_000)),
+            ),
+            (
+                ProviderError::BadRequest {
+                    api: Api::OpenAi,
+                    message: "Invalid 'messages[2].content': expected a string".into(),
+                },
+                None,
+            ),
+            (
+                ProviderError::Timeout {
+                    api: Api::OpenAi,
+                    timeout: Duration::from_secs(1),
+                },
+                None,
+            ),
+        ];
+        for (error, want) in cases {
+            assert_eq!(error.context_exceeded().map(|c| c.limit), *want, "{error}");
+        }
+    }
 }

@@ -30,7 +30,7 @@ mod sse;
 mod stream;
 
 pub use anthropic::{AnthropicClient, AnthropicConfig};
-pub use error::{Api, ProviderError};
+pub use error::{Api, ContextExceeded, ProviderError};
 pub use http::{parse_retry_after, ApiKey, HttpConfig, RetryPolicy};
 pub use model::{
     Event, Message, ModelInfo, PartialToolCall, Request, StopReason, SystemBlock, ToolCall,

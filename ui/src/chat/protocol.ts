@@ -48,7 +48,18 @@ export type ChatSettings = SettingsView;
 
 /** The settings fields a person edits: the connection, the approvals, and every mechanism
  *  (the `Mechanisms` type generated from Rust, so none can be missing). */
-export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "constrainedCalls"> & Mechanisms;
+export type EditableSettings = Pick<ChatSettings, "provider" | "baseUrl" | "model" | "autoApproveEdits" | "allowDeviceControl" | "constrainedCalls"> &
+  Mechanisms & { [K in LimitField]?: number | null };
+
+/** The model limits a person may set (null: what the server says, else Sextant's table). */
+export const LIMIT_FIELDS = ["contextWindow", "maxOutputTokens", "maxToolCalls"] as const;
+export type LimitField = (typeof LIMIT_FIELDS)[number];
+
+/** A limit typed in a form: a whole number, or null for "automatic" (empty or not a number). */
+export function limitValue(v: unknown): number | null {
+  const n = typeof v === "number" ? v : typeof v === "string" && v.trim() ? Number(v.trim()) : NaN;
+  return Number.isInteger(n) && n > 0 ? n : null;
+}
 
 export type ModelInfo = ModelEntry;
 
@@ -376,6 +387,10 @@ export function noticeText(item: Extract<ChatItem, { type: "notice" | "turnEnd" 
       return { key: "chat.notice.partialCalls", vars: {}, level: "warn", detail: "" };
     case "checkpoint_created":
       return { key: "chat.notice.checkpoint", vars: {}, level: "info", detail: "" };
+    case "context_lean":
+      return { key: "chat.notice.contextLean", vars: { n: str(p.window) || "?" }, level: "info", detail: "" };
+    case "context_reduced":
+      return { key: "chat.notice.contextReduced", vars: { n: str(p.limit) || "?" }, level: "warn", detail: "" };
     case "tools_unavailable":
       return { key: "chat.notice.toolsUnavailable", vars: { model: str(p.model) }, level: "warn", detail: "" };
     case "reply_cut":
@@ -611,6 +626,7 @@ export function settingsRequest(form: EditableSettings, apiKey?: string | null):
     allowDeviceControl: form.allowDeviceControl,
     ...mechanismsOf(form),
     constrainedCalls: form.constrainedCalls,
+    ...Object.fromEntries(LIMIT_FIELDS.map((f) => [f, limitValue(form[f])])),
   };
   if (apiKey === null) req.apiKey = null;
   else if (typeof apiKey === "string" && apiKey.trim()) req.apiKey = apiKey.trim();

@@ -26,8 +26,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use futures_util::stream::{FuturesUnordered, StreamExt};
 use serde_json::{json, Value};
 use sextant_providers::{
-    Event as ProviderEvent, EventStream, Message, ProviderError, Request, StopReason, SystemBlock,
-    ToolCall, ToolDefinition, Usage,
+    ContextExceeded, Event as ProviderEvent, EventStream, Message, ProviderError, Request,
+    StopReason, SystemBlock, ToolCall, ToolDefinition, Usage,
 };
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -177,6 +177,8 @@ pub struct TurnReport {
     pub tool_calls: usize,
     /// Usage summed over the turn's replies.
     pub usage: Usage,
+    /// The turn failed because the request was longer than the model's context.
+    pub context_exceeded: Option<ContextExceeded>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -312,6 +314,8 @@ enum StreamEnd {
     Failed {
         message: String,
         transient: bool,
+        /// The server refused the request as longer than the model's context.
+        exceeded: Option<ContextExceeded>,
     },
     Cancelled,
 }
@@ -321,6 +325,7 @@ impl StreamEnd {
         StreamEnd::Failed {
             message: error.to_string(),
             transient: error.is_transient(),
+            exceeded: error.context_exceeded(),
         }
     }
 }
@@ -389,6 +394,7 @@ fn stream_item(
         None => Err(StreamEnd::Failed {
             message: "the reply ended without a stop event".into(),
             transient: true,
+            exceeded: None,
         }),
     }
 }
@@ -543,6 +549,7 @@ impl<M: ChatModel> Conversation<M> {
             requests: 0,
             tool_calls: 0,
             usage: Usage::default(),
+            context_exceeded: None,
         };
         loop {
             if cancel.is_cancelled() {
@@ -663,7 +670,12 @@ impl<M: ChatModel> Conversation<M> {
                 report.end = TurnEnd::Cancelled;
                 return Ok(None);
             }
-            StreamEnd::Failed { message, transient } => {
+            StreamEnd::Failed {
+                message,
+                transient,
+                exceeded,
+            } => {
+                report.context_exceeded = exceeded;
                 // The reply is incomplete: run none of its calls, not even finished
                 // ones – the model had not said its last word about them.
                 for call in &calls {

@@ -621,6 +621,18 @@ export type ChatRequest =
        */
       constrainedCalls?: "auto" | "on" | "off";
       /**
+       * Tokens of prompt plus reply the model takes.
+       */
+      contextWindow?: number | null;
+      /**
+       * The reply cap.
+       */
+      maxOutputTokens?: number | null;
+      /**
+       * Tool calls one turn may make.
+       */
+      maxToolCalls?: number | null;
+      /**
        * The provider's API key: null or blank forgets it.
        */
       apiKey?: string | null;
@@ -704,6 +716,13 @@ export type ConstrainedCalls = "auto" | "on" | "off";
  * via the `definition` "Backend".
  */
 export type Backend = "keyring" | "encryptedFile";
+/**
+ * Where a limit's value came from, for the settings to say.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "LimitOrigin".
+ */
+export type LimitOrigin = "you" | "serverRefused" | "llamaCpp" | "ollama" | "vllm" | "lmStudio" | "table";
 /**
  * One element of the chat as the UI draws it (`docs/ui-protocol.md`).
  *
@@ -1565,8 +1584,44 @@ export interface SettingsView {
   topicMarker: boolean;
   language: Language & string;
   constrainedCalls: ConstrainedCalls & string;
+  /**
+   * Tokens of prompt plus reply the model takes.
+   */
+  contextWindow: number | null;
+  /**
+   * The reply cap.
+   */
+  maxOutputTokens: number | null;
+  /**
+   * Tool calls one turn may make.
+   */
+  maxToolCalls: number | null;
   hasApiKey: boolean;
   keyStorage: Backend;
+  effectiveLimits: Limits & {
+    [k: string]: unknown;
+  };
+}
+/**
+ * The limits a turn is sized by, each with where it came from.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Limits".
+ */
+export interface Limits {
+  contextWindow: Limit;
+  maxOutputTokens: Limit;
+  maxToolCalls: Limit;
+}
+/**
+ * One limit and where it came from.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Limit".
+ */
+export interface Limit {
+  value: number;
+  from: LimitOrigin;
 }
 /**
  * One model of `listModels`.
