@@ -22,6 +22,9 @@ use sextant_assistant::service::{ServiceEventKind, TurnEndKind};
 
 const MODEL: &str = "SmolLM2-135M-Instruct";
 
+/// One llama-server at a time: two would share two cores and each take twice as long.
+static ONE_SERVER: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 /// The path in `var`, or `None` after saying it is missing (a panic under CI).
 fn component(var: &str) -> Option<PathBuf> {
     match std::env::var_os(var)
@@ -177,8 +180,11 @@ const MESSAGES: &[&str] = &[
 
 async fn chat_at(llama: &Llama, dir: &std::path::Path, extra: Value) -> (Vec<Shown>, Value) {
     let door = open(dir);
+    // A short reply cap: what is measured is the prompt, and a 135M model's long answers
+    // only cost minutes.
     let mut settings = json!({"op": "setSettings", "provider": "openai-compatible",
-        "baseUrl": format!("{}/v1", llama.url), "model": MODEL, "autoApproveEdits": true});
+        "baseUrl": format!("{}/v1", llama.url), "model": MODEL, "autoApproveEdits": true,
+        "maxOutputTokens": 128});
     settings
         .as_object_mut()
         .unwrap()
@@ -196,6 +202,7 @@ async fn chat_at(llama: &Llama, dir: &std::path::Path, extra: Value) -> (Vec<Sho
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn requests_fit_the_context_the_server_runs_and_no_turn_fails_for_it() {
+    let _one_at_a_time = ONE_SERVER.lock().await;
     let (Some(server), Some(model)) = (
         component("SEXTANT_LLAMA_SERVER"),
         component("SEXTANT_LLM_MODEL"),
@@ -252,6 +259,7 @@ async fn requests_fit_the_context_the_server_runs_and_no_turn_fails_for_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_setting_above_what_the_server_takes_is_recovered_from_once_and_said() {
+    let _one_at_a_time = ONE_SERVER.lock().await;
     let (Some(server), Some(model)) = (
         component("SEXTANT_LLAMA_SERVER"),
         component("SEXTANT_LLM_MODEL"),

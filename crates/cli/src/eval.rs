@@ -20,7 +20,7 @@ pub enum TrackArg {
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
 pub enum EmbedderArg {
-    /// deterministic-lexicon-v1 (built in, needs nothing).
+    /// deterministic-lexicon-v2 (built in, needs nothing).
     Lexicon,
     /// all-MiniLM-L6-v2 from --model-dir / SEXTANT_EMBEDDING_MODEL_DIR / the data folder.
     Minilm,

@@ -211,16 +211,19 @@ impl Synonyms {
     }
 }
 
-/// `deterministic-lexicon-v1`: NFKC + lower-case, code/path terms, CJK 3-grams, synonym
+/// `deterministic-lexicon-v2`: NFKC + lower-case, code/path terms, English words by their
+/// Snowball stem ("reconnections", "reconnecting" → "reconnect"), CJK 3-grams, synonym
 /// groups, signed feature hashing into 128 dimensions, L2 normalisation. It sees only the
-/// text: no ids, subsets or relevance can leak into a vector.
+/// text: no ids, subsets or relevance can leak into a vector. (v1 was the same without
+/// stems; vectors of another profile are embedded again by the store.)
 pub struct LexiconEmbedder {
     profile: Profile,
     synonyms: Option<&'static Synonyms>,
+    stems: bool,
 }
 
 impl LexiconEmbedder {
-    pub const ID: &'static str = "deterministic-lexicon-v1";
+    pub const ID: &'static str = "deterministic-lexicon-v2";
     pub const DIMENSIONS: usize = 128;
     /// A synonym group counts as much as two words: it is the one signal that links texts
     /// sharing no word, and each text has only a few.
@@ -230,14 +233,25 @@ impl LexiconEmbedder {
         LexiconEmbedder {
             profile: Self::profile_with(Self::ID),
             synonyms: Some(Synonyms::v1()),
+            stems: true,
         }
     }
 
     /// Without the synonym table (the ablation: what the concept signal is worth).
     pub fn without_synonyms() -> LexiconEmbedder {
         LexiconEmbedder {
-            profile: Self::profile_with("deterministic-lexicon-v1-nosyn"),
+            profile: Self::profile_with("deterministic-lexicon-v2-nosyn"),
             synonyms: None,
+            stems: true,
+        }
+    }
+
+    /// Without stems (the ablation, and v1's vectors: what the stemmer is worth).
+    pub fn without_stems() -> LexiconEmbedder {
+        LexiconEmbedder {
+            profile: Self::profile_with("deterministic-lexicon-v1"),
+            synonyms: Some(Synonyms::v1()),
+            stems: false,
         }
     }
 
@@ -274,7 +288,7 @@ impl LexiconEmbedder {
                         if let Some(group) = self.synonyms.and_then(|s| s.group_of(&term)) {
                             add(format!("s:{group}"), Self::CONCEPT_WEIGHT);
                         }
-                        add(format!("w:{term}"), 1.0);
+                        add(format!("w:{}", self.word(&term)), 1.0);
                     }
                 }
                 Piece::Cjk(run) => {
@@ -305,6 +319,15 @@ impl LexiconEmbedder {
         features
     }
 
+    /// A word as a feature: its English stem when it is a plain English word (letters
+    /// only), else itself – a code or path token, a number, a unit stays exact.
+    fn word<'a>(&self, term: &'a str) -> std::borrow::Cow<'a, str> {
+        if !self.stems || term.len() < 4 || !term.bytes().all(|b| b.is_ascii_lowercase()) {
+            return std::borrow::Cow::Borrowed(term);
+        }
+        english_stemmer().stem(term)
+    }
+
     fn vector(&self, text: &str) -> Vec<f32> {
         let mut v = vec![0.0f32; Self::DIMENSIONS];
         for (feature, weight) in self.features(text) {
@@ -317,6 +340,12 @@ impl LexiconEmbedder {
         l2_normalize(&mut v);
         v
     }
+}
+
+/// The Snowball English stemmer (built once; it is immutable).
+fn english_stemmer() -> &'static rust_stemmers::Stemmer {
+    static STEMMER: std::sync::OnceLock<rust_stemmers::Stemmer> = std::sync::OnceLock::new();
+    STEMMER.get_or_init(|| rust_stemmers::Stemmer::create(rust_stemmers::Algorithm::English))
 }
 
 impl Default for LexiconEmbedder {
@@ -348,6 +377,39 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn english_inflections_share_a_feature_and_code_stays_exact() {
+        // Without the thesaurus, which may know one form of a word and not another.
+        let e = LexiconEmbedder::without_synonyms();
+        let cosine = |a: &str, b: &str| {
+            let v = e.embed(&[a, b]).unwrap();
+            v[0].iter().zip(&v[1]).map(|(x, y)| x * y).sum::<f32>()
+        };
+        // (a, b, the same after stemming)
+        let cases = [
+            ("reconnections", "reconnect", true),
+            ("disconnecting", "disconnected", true),
+            ("sensors", "sensor", true),
+            ("plotted", "plotting", true),
+            ("tableGet", "tableGets", false),
+            ("/dev/ttyUSB0", "/dev/ttyUSB", false),
+            ("9600", "96000", false),
+        ];
+        for (a, b, same) in cases {
+            let c = cosine(a, b);
+            assert_eq!(c > 0.99, same, "{a} ~ {b}: {c}");
+        }
+        let v1 = LexiconEmbedder::without_stems();
+        let v = v1.embed(&["disconnecting", "disconnected"]).unwrap();
+        let c: f32 = v[0].iter().zip(&v[1]).map(|(x, y)| x * y).sum();
+        assert!(c < 0.9, "without stems they differ: {c}");
+        assert_ne!(
+            LexiconEmbedder::new().profile().id,
+            v1.profile().id,
+            "other vectors, another profile"
+        );
+    }
 
     #[test]
     fn vectors_are_unit_and_deterministic() {

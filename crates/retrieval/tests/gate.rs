@@ -200,3 +200,48 @@ fn the_held_out_fixture_of_real_users_is_reported_with_the_lexicon_embedder() {
         .iter()
         .all(|q| Track::ALL.iter().all(|t| q.tracks.contains_key(t.name()))));
 }
+
+/// The stemmer, measured on every fixture (v2 with stems against v1 without; the reports
+/// are kept beside the others). What must hold: the lexical subsets – exact words, paths,
+/// code – do not get worse, since stems never touch a code or path token.
+#[test]
+fn stems_are_measured_on_every_fixture_and_leave_the_lexical_subsets_alone() {
+    for fixture in [
+        "retrieval-v1.json",
+        "retrieval-concepts-v1.json",
+        "retrieval-real-users-v1.json",
+    ] {
+        let name = fixture.trim_end_matches(".json");
+        let with = run(
+            fixture,
+            Arc::new(LexiconEmbedder::new()),
+            &format!("{name}-lexicon-stems.json"),
+        );
+        let without = run(
+            fixture,
+            Arc::new(LexiconEmbedder::without_stems()),
+            &format!("{name}-lexicon-no-stems.json"),
+        );
+        for track in ["vector", "hybrid"] {
+            let (a, b) = (&with.tracks[track].overall, &without.tracks[track].overall);
+            eprintln!(
+                "{name} {track}: stems R@5 {:.3} MRR@10 {:.3} nDCG@10 {:.3} | without {:.3} {:.3} {:.3}",
+                a.recall_at5, a.mrr_at10, a.ndcg_at10, b.recall_at5, b.mrr_at10, b.ndcg_at10
+            );
+        }
+        for subset in ["exact", "path", "code"] {
+            let (Some(a), Some(b)) = (
+                with.tracks["hybrid"].by_subset.get(subset),
+                without.tracks["hybrid"].by_subset.get(subset),
+            ) else {
+                continue;
+            };
+            assert!(
+                a.recall_at5 >= b.recall_at5 - 0.05,
+                "{name} {subset}: {:.3} with stems, {:.3} without",
+                a.recall_at5,
+                b.recall_at5
+            );
+        }
+    }
+}

@@ -1,6 +1,6 @@
 //! The assistant's retrieval services: the embedder that answers queries – all-MiniLM-L6-v2
 //! when its files are there (`SEXTANT_EMBEDDING_MODEL_DIR`, or `models/all-minilm-l6-v2` in
-//! the data folder), otherwise `deterministic-lexicon-v1` – the diagnostics collector every
+//! the data folder), otherwise the lexicon embedder (`deterministic-lexicon-v2`) – the diagnostics collector every
 //! retrieval reports to, and the content-free health snapshot the settings' Health view
 //! shows. The memory and the chat archive take their embedder and collector from here.
 
@@ -106,6 +106,9 @@ mod tests {
             (e.kind, e.fallback),
             (EmbedderKind::Lexicon, Some(Fallback::ModelFailedToLoad))
         );
-        assert_eq!(broken.embedder().profile().id, "deterministic-lexicon-v1");
+        assert_eq!(
+            broken.embedder().profile().id,
+            sextant_retrieval::LexiconEmbedder::ID
+        );
     }
 }
