@@ -126,7 +126,12 @@ fn equal_scores_order_by_id_and_a_put_replaces() {
     assert_eq!(search(&index, &conn, "s", "different", Track::Fts), ["m2"]);
     assert_eq!(index.count(&conn).unwrap(), 2);
     assert_eq!(index.remove(&conn, &["m1", "nope"]).unwrap(), 1);
-    assert!(search(&index, &conn, "s", "same words", Track::Hybrid).is_empty());
+    // Gone from every track (the other row may still come back on a hashed feature it
+    // shares by chance: that is the vector track's business, not the removal's).
+    assert!(search(&index, &conn, "s", "same words", Track::Fts).is_empty());
+    for track in [Track::Vector, Track::Hybrid] {
+        assert!(!search(&index, &conn, "s", "same words", track).contains(&"m1".to_string()));
+    }
     assert_eq!(index.remove_scope(&conn, "s").unwrap(), 1);
     assert_eq!(index.count(&conn).unwrap(), 0);
 }
