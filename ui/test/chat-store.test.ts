@@ -841,6 +841,22 @@ describe("chat store: context health and handoff", () => {
     expect(store.degraded).toBeNull();
   });
 
+  it("a turn asked again because the context was too small reads as that, not as a failure", () => {
+    const items = normalizeItems([
+      { type: "user", seq: 1, text: "how do I use MQTT?" },
+      { type: "notice", seq: 2, kind: "turn_failed", payload: { error: "request (2445 tokens) exceeds the available context size (2048 tokens)" } },
+      { type: "notice", seq: 3, kind: "context_reduced", payload: { limit: 2048 } },
+      { type: "assistant", seq: 4, text: "Add an MQTT source." },
+      { type: "notice", seq: 5, kind: "context_lean", payload: { window: 2048 } },
+    ]);
+    expect(types(items)).toEqual(["user", "notice", "assistant", "notice"]);
+    expect(noticeText(items[1] as any)).toMatchObject({ key: "chat.notice.contextReduced", vars: { n: "2048" }, level: "warn" });
+    expect(noticeText(items[3] as any)).toMatchObject({ key: "chat.notice.contextLean", vars: { n: "2048" }, level: "info" });
+    // A failure nothing recovered from stays one.
+    const failed = normalizeItems([{ type: "user", seq: 1, text: "hi" }, { type: "notice", seq: 2, kind: "turn_failed", payload: { error: "x" } }]);
+    expect(types(failed)).toEqual(["user", "notice"]);
+  });
+
   it("an old checkpoint record without a call stays a notice", () => {
     const items = normalizeItems([{ type: "notice", seq: 1, kind: "checkpoint_created", payload: { id: 3 } }]);
     expect(types(items)).toEqual(["notice"]);

@@ -19,7 +19,7 @@ mod registry;
 
 pub use calling::{Assessment, BoxFuture, Caller, CommandDoor};
 pub use policy::{Decision, Policy};
-pub use question::{Outgoing, Question, WrittenFormat};
+pub use question::{quoted, Outgoing, Question, WrittenFormat};
 pub use reference::markdown_reference;
 pub use registry::{
     Apply, CommandBuilder, CommandSpec, Deferred, Example, Job, Outcome, Registry, Then,

@@ -180,7 +180,8 @@ impl Outgoing {
     }
 }
 
-fn quoted(lines: &[String]) -> String {
+/// Command lines as a sentence names them: each in code marks, joined by "and".
+pub fn quoted(lines: &[String]) -> String {
     lines
         .iter()
         .map(|l| format!("`{l}`"))

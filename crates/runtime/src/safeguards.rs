@@ -50,7 +50,9 @@ use std::sync::{Arc, Mutex};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
-use sextant_commands::{CommandError, ErrorCode, Outgoing, Policy, Question, Tier, WrittenFormat};
+use sextant_commands::{
+    quoted, CommandError, ErrorCode, Outgoing, Policy, Question, Tier, WrittenFormat,
+};
 use sextant_telemetry::project::{
     Action, Connection, LineEnding, MqttPublisher, Source, FORMAT_MARKER,
 };
@@ -311,14 +313,6 @@ fn described(sends: &[SelfSend]) -> String {
         .map(|s| s.outgoing.english())
         .collect::<Vec<_>>()
         .join("; ")
-}
-
-fn quoted(lines: &[String]) -> String {
-    lines
-        .iter()
-        .map(|l| format!("`{l}`"))
-        .collect::<Vec<_>>()
-        .join(" and ")
 }
 
 type GateFn = fn(&Safeguards, &View<'_>, &Json) -> Option<Gate>;

@@ -294,6 +294,12 @@ export function normalizeItems(raw: unknown): ChatItem[] {
             break;
           }
         }
+        // A request too long for the model's context was asked again, fitted: the failure
+        // it recovered from is said by the notice that says so, not shown as a failed turn.
+        if (it.kind === "context_reduced") {
+          const last = out.at(-1);
+          if (last?.type === "notice" && last.kind === "turn_failed") out.pop();
+        }
         out.push({ type: "notice", key, seq, kind: str(it.kind), payload: it.payload ?? null });
         break;
       }
