@@ -223,8 +223,10 @@ async fn on_each_connection(armed: Armed, polls: bool) {
         }
         match armed.interval().filter(|_| polls) {
             Some(every) => {
-                // A send on connect is the first send; the timer's comes one interval later.
-                let first = armed.action.on_connect.then_some(every);
+                // The timer's first send comes one interval after the connection, as a
+                // Serial Studio timer's does: every action's send on connect (a wake-up the
+                // device needs before it answers polls) goes first.
+                let first = Some(every);
                 tick_while_connected(&armed, every, first, None).await;
             }
             None => armed.sender.disconnected().await,
