@@ -336,10 +336,20 @@ fn dropping_a_writer_mid_session_keeps_what_was_committed() {
     drop(feed);
 
     let store = SessionStore::open(&db).unwrap();
-    let s = store.summary(id).unwrap();
+    // The abandoned writer's thread outlives the drop and commits the batch it holds: read
+    // once it has (the session stops growing), or the two reads may see two states.
+    let settled = Instant::now() + Duration::from_secs(10);
+    let (s, rows) = loop {
+        let s = store.summary(id).unwrap();
+        let rows = store.for_each_frame(id, |_, _, _| Ok(())).unwrap();
+        let again = store.summary(id).unwrap();
+        if (again.frames == s.frames && rows == s.frames) || Instant::now() > settled {
+            break (s, rows);
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
     assert_eq!(s.ended_unix_ms, None, "an abandoned recording has no end");
     assert!(s.frames >= committed, "{} < {committed}", s.frames);
-    let rows = store.for_each_frame(id, |_, _, _| Ok(())).unwrap();
     assert_eq!(rows, s.frames, "the counters match the committed rows");
 }
 
