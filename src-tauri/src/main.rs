@@ -25,7 +25,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
 use sextant_display::{DisplayOptions, FRAMES_IN_FLIGHT};
-use sextant_runtime::{Runtime, RuntimeHandle, Safeguards, TrustStore, Workspace};
+use sextant_runtime::{CredentialVault, Runtime, RuntimeHandle, Safeguards, TrustStore, Workspace};
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::webview::PageLoadEvent;
 use tauri::{Manager, State, Webview};
@@ -55,6 +55,20 @@ async fn chat(
 ) -> Result<Value, sextant_commands::CommandError> {
     let door = shell.chat()?.clone();
     door.handle(request).await
+}
+
+/// The sources' passwords and certificates (`docs/ui-protocol.md`, "Source credentials"):
+/// only this window's person reaches them, never the assistant. Answers which parts are
+/// saved, never a value.
+#[tauri::command]
+async fn source_credentials(
+    shell: State<'_, Shell>,
+    request: Value,
+) -> Result<Value, sextant_commands::CommandError> {
+    let request = serde_json::from_value(request)
+        .map_err(|e| sextant_commands::CommandError::invalid("", e.to_string()))?;
+    let status = shell.runtime.credentials(request).await?;
+    Ok(serde_json::to_value(status).unwrap_or_default())
 }
 
 /// Forwards every chat's events to `channel`.
@@ -344,7 +358,12 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
     }
     // The runtime's tasks live on Tauri's Tokio runtime.
     let runtime = tauri::async_runtime::block_on(async {
-        Runtime::with_safeguards(workspace, safeguards).spawn(Some(Duration::from_secs(1)))
+        let mut runtime = Runtime::with_safeguards(workspace, safeguards);
+        // Beside the assistant's keys: one encrypted file where there is no keyring.
+        if let Ok(dir) = app.path().app_data_dir() {
+            runtime = runtime.with_credentials(CredentialVault::open(&dir.join("assistant")));
+        }
+        runtime.spawn(Some(Duration::from_secs(1)))
     });
     let chat = app
         .path()
@@ -422,7 +441,8 @@ fn main() {
             display_stop,
             subscribe_events,
             chat,
-            subscribe_chat
+            subscribe_chat,
+            source_credentials
         ])
         .build(tauri::generate_context!())
         .unwrap_or_else(|e| {

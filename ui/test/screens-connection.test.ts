@@ -1,8 +1,8 @@
 // The Connect form ↔ project source mapping: what reaches project.source.add/update.
 import { describe, expect, it } from "vitest";
 import {
-  baudError, buildConnection, buildSourceAdd, buildSourceChanges, defaultForm, formErrors, formFromSource,
-  portError, replacePatch, splitArgs,
+  baudError, buildConnection, buildSourceAdd, buildSourceChanges, credentialDestination, credentialsSave, defaultForm,
+  formErrors, formFromSource, portError, replacePatch, sameDestination, splitArgs,
 } from "../src/screens/connection";
 
 describe("baud rate validation", () => {
@@ -53,7 +53,7 @@ describe("other connection types", () => {
   it("TCP sends host and a numeric port", () => {
     const f = defaultForm();
     f.type = "tcp";
-    f.tcp = { host: " 10.0.0.2 ", port: "5000" };
+    f.tcp = { host: " 10.0.0.2 ", port: "5000", tls: false };
     expect(buildConnection(f)).toEqual({ type: "tcp", host: "10.0.0.2", port: 5000 });
     expect(formErrors(f)).toEqual([]);
   });
@@ -104,7 +104,7 @@ describe("editing an existing source", () => {
   it("reads the form back from the source", () => {
     const f = formFromSource(src);
     expect(f.type).toBe("tcp");
-    expect(f.tcp).toEqual({ host: "10.0.0.2", port: "5000" });
+    expect(f.tcp).toEqual({ host: "10.0.0.2", port: "5000", tls: false });
     expect(f.parserKind).toBe("delimited");
     expect(f.separator).toBe(";");
   });
@@ -157,5 +157,71 @@ describe("replacePatch", () => {
     const patch = replacePatch(from, to);
     expect(patch).toEqual({ b: { c: 5, d: null }, e: [3], f: "x" });
     expect(apply(from, patch)).toEqual(to);
+  });
+});
+
+describe("credentials typed in the form", () => {
+  const mqtt = () => {
+    const f = defaultForm();
+    f.type = "mqtt";
+    f.mqtt.host = " broker.lab ";
+    f.mqtt.port = "8883";
+    f.mqtt.tls = true;
+    return f;
+  };
+  const pem = (name: string) => ({ name, text: `-----BEGIN ${name}-----` });
+
+  it("saves nothing when nothing was typed, picked or removed", () => {
+    expect(credentialsSave(mqtt(), "broker")).toBeNull();
+  });
+
+  it("binds what was typed to the address and TLS setting the form shows", () => {
+    const f = mqtt();
+    f.secrets.password = "s3cret";
+    f.secrets.ca = pem("CA");
+    expect(credentialsSave(f, "broker")).toEqual({
+      op: "set", target: { kind: "source", id: "broker" },
+      destination: { protocol: "mqtt", host: "broker.lab", port: 8883, tls: true },
+      password: "s3cret", caPem: "-----BEGIN CA-----", clientCertPem: null, clientKeyPem: null, clear: [],
+    });
+  });
+
+  it("sends no certificate for a connection without TLS, and nothing for plain TCP", () => {
+    const f = mqtt();
+    f.mqtt.tls = false;
+    f.secrets.ca = pem("CA");
+    f.secrets.password = "p";
+    const r = credentialsSave(f, "broker");
+    expect(r && r.op === "set" && [r.caPem, r.password]).toEqual([null, "p"]);
+    const tcp = defaultForm();
+    tcp.type = "tcp";
+    tcp.tcp = { host: "10.0.0.2", port: "5000", tls: false };
+    tcp.secrets.key = pem("KEY");
+    expect(credentialDestination(tcp)).toBeNull();
+    expect(credentialsSave(tcp, "dev")).toBeNull();
+    tcp.tcp.tls = true;
+    const tls = credentialsSave(tcp, "dev");
+    expect(tls && tls.op === "set" && [tls.password, tls.clientKeyPem]).toEqual([null, "-----BEGIN KEY-----"]);
+  });
+
+  it("a removed part is a change even with nothing typed", () => {
+    const f = mqtt();
+    f.secrets.clear.push("password");
+    const r = credentialsSave(f, "broker");
+    expect(r && r.op === "set" && r.clear).toEqual(["password"]);
+  });
+
+  it("treats another host, port or TLS setting as another place", () => {
+    const d = credentialDestination(mqtt())!;
+    expect(sameDestination(d, { ...d })).toBe(true);
+    for (const other of [{ ...d, host: "evil" }, { ...d, port: 1883 }, { ...d, tls: false }]) expect(sameDestination(d, other)).toBe(false);
+    expect(sameDestination(d, null)).toBe(false);
+  });
+
+  it("keeps a TCP source's TLS setting across the form", () => {
+    const f = formFromSource({ id: "d", connection: { type: "tcp", host: "h", port: 1, tls: true } });
+    expect(f.tcp.tls).toBe(true);
+    expect(buildConnection(f)).toEqual({ type: "tcp", host: "h", port: 1, tls: true });
+    expect(formFromSource({ id: "d", connection: { type: "tcp", host: "h", port: 1 } }).secrets).toEqual({ password: "", ca: null, cert: null, key: null, clear: [] });
   });
 });

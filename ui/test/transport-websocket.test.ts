@@ -178,6 +178,18 @@ describe("WebSocket transport", () => {
     expect(sockets[0].sent.filter((m) => m.stop)).toHaveLength(1);
   });
 
+  it("sends a credentials request nested, so its fields cannot replace the message's type", async () => {
+    const { t, sockets } = setup();
+    const status = t.credentials({ op: "status", target: { kind: "source", id: "broker" } });
+    sockets[0].open();
+    await flush();
+    const sent = sockets[0].sent.filter((m) => m.type === "credentials");
+    expect(sent).toEqual([{ type: "credentials", id: sent[0].id, request: { op: "status", target: { kind: "source", id: "broker" } } }]);
+    const answer = { password: true, caCertificate: false, clientCertificate: false, clientKey: false, savedFor: null, store: "keyring" };
+    sockets[0].reply({ type: "response", id: sent[0].id, success: true, result: answer });
+    await expect(status).resolves.toEqual(answer);
+  });
+
   it("sends chat requests with an id and matches their responses like calls", async () => {
     const { t, sockets } = setup();
     const call = t.call("io.status");

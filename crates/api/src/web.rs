@@ -5,7 +5,9 @@
 //! With a [`ChatDoor`], the same socket carries the assistant's chats: `{"type":"chat",…}`
 //! requests (answered in order by one worker per connection, beside the command loop, so a
 //! slow provider never holds up commands) and every chat event as
-//! `{"type":"chatEvent","event":…}`.
+//! `{"type":"chatEvent","event":…}`. It also carries `{"type":"credentials",…}`: the
+//! sources' passwords and certificates, which only a person's door sets (the TCP API, MCP
+//! and the assistant have no way to them; `sextant_runtime::credentials`).
 //!
 //! It is the door where a person sits, so it always has a secret: the `--token` given, or
 //! one made per launch and printed in the URL that opens the UI ([`WebServer::url`]), which
@@ -285,6 +287,29 @@ async fn on_text(
             chat_tx,
         );
     }
+    if let Some(request) = typed_request(text, "credentials") {
+        let id = request.get("id").cloned().unwrap_or(Value::Null);
+        if !session.is_authenticated() {
+            return Some(error_message(
+                id,
+                ErrorCode::NotAllowed,
+                "authenticate first: {\"type\":\"auth\",\"token\":\"…\"}",
+            ));
+        }
+        let answer =
+            match serde_json::from_value(request.get("request").cloned().unwrap_or(Value::Null)) {
+                Ok(request) => shared
+                    .runtime
+                    .credentials(request)
+                    .await
+                    .map(|status| serde_json::to_value(status).unwrap_or_default()),
+                Err(e) => Err(sextant_commands::CommandError::invalid(
+                    "request",
+                    e.to_string(),
+                )),
+            };
+        return Some(chat_reply(id, answer));
+    }
     match display_request(text) {
         Some(request) if !session.is_authenticated() => Some(error_message(
             request.id,
@@ -305,13 +330,20 @@ async fn on_text(
 
 /// A `{"type":"chat",…}` message, parsed; `None` for anything else.
 fn chat_request(text: &str) -> Option<Value> {
+    typed_request(text, "chat")
+}
+
+/// A `{"type":KIND,…}` message, parsed; `None` for anything else. Only the web door – where
+/// a person sits – answers `credentials`: the sources' passwords are set there, never
+/// through the API or a model.
+fn typed_request(text: &str, kind: &str) -> Option<Value> {
     // Cheap pre-check so ordinary commands are parsed once, by the API handler.
-    if !text.contains("\"chat\"") {
+    if !text.contains(&format!("\"{kind}\"")) {
         return None;
     }
     serde_json::from_str::<Value>(text)
         .ok()
-        .filter(|v| v.get("type").and_then(Value::as_str) == Some("chat"))
+        .filter(|v| v.get("type").and_then(Value::as_str) == Some(kind))
 }
 
 /// Hands a chat request to the connection's worker, or says why not.

@@ -512,3 +512,103 @@ async fn a_clients_chat_requests_are_answered_in_the_order_sent() {
     assert_eq!(order, (1..=11).collect::<Vec<u64>>());
     assert_eq!(listed, 10);
 }
+
+/// The sources' passwords are set only through the page that proved the door's secret: a
+/// connection that has not cannot read or write them, the TCP API does not know the message
+/// at all, and what comes back says which parts are saved, never a value.
+#[tokio::test]
+async fn credentials_only_through_the_persons_page() {
+    let ui = ui_dir();
+    let data = tempfile::tempdir().unwrap();
+    let project: Project = serde_json::from_value(json!({
+        "sources": [{"id": "broker", "connection": {"type": "mqtt", "host": "localhost",
+                     "port": 8883, "tls": true, "topic": "t/#"}}]
+    }))
+    .unwrap();
+    let vault = sextant_runtime::CredentialVault::with_store(
+        sextant_secrets::SecretStore::encrypted_file(data.path()).unwrap(),
+    );
+    let runtime = Runtime::new(Workspace::new(project))
+        .with_credentials(vault)
+        .spawn(None);
+    let server = WebServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        runtime.clone(),
+        ApiOptions::default(),
+        Vec::new(),
+        ui.path(),
+        None,
+    )
+    .await
+    .unwrap();
+    let set = |id: u64| {
+        json!({"type": "credentials", "id": id, "request": {
+            "op": "set", "target": {"kind": "source", "id": "broker"},
+            "destination": {"protocol": "mqtt", "host": "localhost", "port": 8883, "tls": true},
+            "password": "hunter2-long-enough"}})
+        .to_string()
+    };
+
+    // Before the secret: refused, nothing saved.
+    let url = format!("ws://{}/ws", server.local_addr());
+    let (mut anonymous, _) = tokio_tungstenite::connect_async(url).await.unwrap();
+    anonymous.send(Message::text(set(1))).await.unwrap();
+    let r = reply(&mut anonymous, 1).await;
+    assert_eq!(
+        (r["success"].as_bool(), r["error"]["code"].as_str()),
+        (Some(false), Some("notAllowed")),
+        "{r}"
+    );
+
+    // The person's page: saved, and the answer names the parts, not the value.
+    let mut page = connect(&server, None).await.unwrap();
+    page.send(Message::text(set(2))).await.unwrap();
+    let r = reply(&mut page, 2).await;
+    assert_eq!(r["success"], true, "{r}");
+    assert_eq!(r["result"]["password"], true);
+    assert_eq!(r["result"]["savedFor"]["host"], "localhost");
+    assert!(!r.to_string().contains("hunter2"), "{r}");
+    let bad = json!({"type": "credentials", "id": 3, "request": {"op": "set",
+        "target": {"kind": "source", "id": "broker"},
+        "destination": {"protocol": "mqtt", "host": "localhost", "port": 8883, "tls": true},
+        "caPem": "this is not a certificate"}});
+    page.send(Message::text(bad.to_string())).await.unwrap();
+    let r = reply(&mut page, 3).await;
+    assert_eq!(r["success"], false);
+    assert!(
+        r["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("no certificate"),
+        "{r}"
+    );
+
+    // The TCP API: no such message, and no command reaches them.
+    let api = sextant_api::ApiServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        runtime,
+        ApiOptions::default(),
+    )
+    .await
+    .unwrap();
+    let mut tcp = tokio::net::TcpStream::connect(api.local_addr())
+        .await
+        .unwrap();
+    tcp.write_all(format!("{}\n", set(4)).as_bytes())
+        .await
+        .unwrap();
+    let mut line = Vec::new();
+    loop {
+        let mut b = [0u8; 1];
+        tokio::time::timeout(Duration::from_secs(5), tcp.read_exact(&mut b))
+            .await
+            .expect("an answer in time")
+            .unwrap();
+        if b[0] == b'\n' {
+            break;
+        }
+        line.push(b[0]);
+    }
+    let r: Value = serde_json::from_slice(&line).unwrap();
+    assert_eq!(r["success"], false, "{r}");
+}

@@ -135,6 +135,20 @@ fn wire_schema() -> Value {
             .subschema_for::<sextant_assistant::service::Mechanisms>()
             .to_value(),
     );
+    // The sources' passwords and certificates (`{"type":"credentials",…}`, the desktop's
+    // `source_credentials`): what the form sends and what it gets back.
+    properties.insert(
+        "credentialsRequest".into(),
+        generator
+            .subschema_for::<sextant_runtime::credentials::CredentialsRequest>()
+            .to_value(),
+    );
+    properties.insert(
+        "credentialStatus".into(),
+        generator
+            .subschema_for::<sextant_runtime::credentials::CredentialStatus>()
+            .to_value(),
+    );
     properties.insert(
         "importReportLine".into(),
         generator

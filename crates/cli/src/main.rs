@@ -360,9 +360,15 @@ fn serve(s: ServeArgs) -> Result<()> {
     }
     let (workspace, data) = serve_workspace(&s)?;
     let safeguards = safeguards(data.as_deref(), s.allow_folder.clone());
+    // Beside the assistant's keys: one encrypted file where there is no keyring.
+    let vault = match &data {
+        Some(dir) => sextant_runtime::CredentialVault::open(dir),
+        None => sextant_runtime::CredentialVault::none(),
+    };
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
         let handle = sextant_runtime::Runtime::with_safeguards(workspace, safeguards)
+            .with_credentials(vault)
             .spawn(Some(Duration::from_secs(1)));
         let options = sextant_api::ApiOptions {
             token: s.token.clone(),
@@ -543,11 +549,18 @@ fn mcp(
     allow_folder: Vec<PathBuf>,
 ) -> Result<()> {
     let ws = open_workspace(project.as_deref())?;
-    let safeguards = safeguards(data_dir(None).ok().as_deref(), allow_folder);
+    let data = data_dir(None).ok();
+    let safeguards = safeguards(data.as_deref(), allow_folder);
+    // The passwords a person saved for this project's sources (never shown to a client).
+    let vault = match &data {
+        Some(dir) => sextant_runtime::CredentialVault::open(dir),
+        None => sextant_runtime::CredentialVault::none(),
+    };
     let allow_device_control = options.allow_device_control;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     let result = runtime.block_on(async move {
         let handle = sextant_runtime::Runtime::with_safeguards(ws, safeguards)
+            .with_credentials(vault)
             .spawn(Some(Duration::from_secs(1)));
         let device_control = if allow_device_control {
             "allowed"
@@ -966,7 +979,13 @@ fn run_live(
     let pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
-        let (inputs, handles) = start_sources(&project)?;
+        // Passwords and certificates a person saved for this project file's sources.
+        let vault = match data_dir(None) {
+            Ok(dir) => sextant_runtime::CredentialVault::open(&dir),
+            Err(_) => sextant_runtime::CredentialVault::none(),
+        };
+        let secrets = vault.secrets_for(Some(project_path));
+        let (inputs, handles) = start_sources(&project, &secrets)?;
         let mut sinks: Vec<Box<dyn FrameSink>> = Vec::new();
         if let Some(path) = csv {
             sinks.push(Box::new(CsvSink::new(path)));
@@ -1044,8 +1063,11 @@ fn refuse_programs(project: &Project, path: &Path, allowed: bool) -> Result<()> 
 type Inputs = Vec<(usize, tokio::sync::mpsc::Receiver<sextant_devices::Chunk>)>;
 
 /// The chunk stream of every source of `project`, started on one clock, and their handles.
-fn start_sources(project: &Project) -> Result<(Inputs, Vec<sextant_devices::SourceHandle>)> {
-    use sextant_devices::connect::{start, NoSecrets};
+fn start_sources(
+    project: &Project,
+    secrets: &dyn sextant_devices::connect::Secrets,
+) -> Result<(Inputs, Vec<sextant_devices::SourceHandle>)> {
+    use sextant_devices::connect::start;
     use sextant_devices::{Clock, RunOptions};
     let clock = Clock::start();
     let mut inputs = Vec::new();
@@ -1055,7 +1077,7 @@ fn start_sources(project: &Project) -> Result<(Inputs, Vec<sextant_devices::Sour
             clock,
             ..RunOptions::default()
         };
-        let (source, _extras) = start(config, i, options, &NoSecrets)
+        let (source, _extras) = start(config, i, options, secrets)
             .with_context(|| format!("could not start source `{}`", config.id))?;
         let (chunks, handle) = source.into_parts();
         inputs.push((i, chunks));

@@ -15,7 +15,7 @@ use sextant_devices::serial::SerialDriver;
 use sextant_devices::sim_source::SimulatorDriver;
 use sextant_devices::simulator::{demo_project, demo_settings, Simulator};
 use sextant_devices::wiring::{Wiring, WiringOptions};
-use sextant_devices::{RunOptions, Source, Status};
+use sextant_devices::{Credentials, RunOptions, Source, Status};
 use sextant_telemetry::project::{MqttSettings, SerialSettings};
 use sextant_telemetry::{Pipeline, Timestamp};
 
@@ -91,7 +91,7 @@ async fn mqtt() {
             client_id: format!("bench-sub-{qos}"),
             ..MqttSettings::default()
         };
-        let mut driver = MqttDriver::new(settings, None).unwrap();
+        let mut driver = MqttDriver::new(settings, Credentials::default()).unwrap();
         driver.qos = qos;
         let mut source = Source::spawn(
             driver,

@@ -1,7 +1,7 @@
 //! Starting the right driver for a project source's `connection`.
 //!
-//! Secrets never live in the project: a source that needs one (an MQTT password) gets it
-//! from the [`Secrets`] the caller supplies, looked up by source id.
+//! Secrets never live in the project: a source that needs one (an MQTT password, a TLS
+//! client key) gets it from the [`Secrets`] the caller supplies.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -21,19 +21,28 @@ use crate::slcan::SlcanDriver;
 #[cfg(target_os = "linux")]
 use crate::socketcan::SocketCanDriver;
 use crate::source::{DeviceError, Reconnect, RunOptions, Source};
+use crate::tls::Credentials;
 
-/// Where passwords and keys come from (the OS keyring in the app, a map in tests).
+/// Where passwords and keys come from (the secret store in the app, a value in tests).
 pub trait Secrets: Send + Sync {
-    /// The secret named `name` (e.g. `password`) of the source `source_id`.
-    fn get(&self, source_id: &str, name: &str) -> Option<String>;
+    /// The credentials of `source`, or an error saying why the stored ones may not be used
+    /// for it (they were given for another destination).
+    fn credentials(&self, source: &SourceConfig) -> Result<Credentials, DeviceError>;
 }
 
 /// No secrets at all.
 pub struct NoSecrets;
 
 impl Secrets for NoSecrets {
-    fn get(&self, _: &str, _: &str) -> Option<String> {
-        None
+    fn credentials(&self, _: &SourceConfig) -> Result<Credentials, DeviceError> {
+        Ok(Credentials::default())
+    }
+}
+
+/// The same credentials for every source (tests, one-source command lines).
+impl Secrets for Credentials {
+    fn credentials(&self, _: &SourceConfig) -> Result<Credentials, DeviceError> {
+        Ok(self.clone())
     }
 }
 
@@ -66,10 +75,16 @@ pub fn start(
             };
             Source::spawn(SerialDriver::new(s.clone())?, options)
         }
-        Connection::Tcp { host, port } => Source::spawn(
+        Connection::Tcp { host, port, tls } => Source::spawn(
             TcpDriver {
                 host: host.clone(),
                 port: *port,
+                tls: *tls,
+                credentials: if *tls {
+                    secrets.credentials(config)?
+                } else {
+                    Credentials::default()
+                },
             },
             options,
         ),
@@ -89,10 +104,10 @@ pub fn start(
             },
             options,
         ),
-        Connection::Mqtt(m) => {
-            let password = secrets.get(&config.id, "password");
-            Source::spawn(MqttDriver::new(m.clone(), password)?, options)
-        }
+        Connection::Mqtt(m) => Source::spawn(
+            MqttDriver::new(m.clone(), secrets.credentials(config)?)?,
+            options,
+        ),
         Connection::Process {
             program,
             args,

@@ -32,7 +32,10 @@ pub mod slcan;
 #[cfg(target_os = "linux")]
 pub mod socketcan;
 pub mod source;
+pub mod tls;
 pub mod wiring;
+
+pub use tls::Credentials;
 
 pub use source::{
     Chunk, Clock, DeviceError, Driver, Link, Reconnect, RunOptions, Source, SourceHandle, Status,

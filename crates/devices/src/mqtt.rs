@@ -3,8 +3,8 @@
 //! Reconnection is the runner's job, not rumqttc's: every (re)open builds a fresh client,
 //! waits for the broker's CONNACK (so a bad password is reported as such), subscribes,
 //! and only then reports the source connected. A broker restart therefore always ends
-//! with the subscription restored. The password is passed in at run time from the
-//! secret store; it is never part of the project.
+//! with the subscription restored. The password and TLS material are passed in at run
+//! time from the secret store ([`Credentials`]); they are never part of the project.
 
 use std::time::Duration;
 
@@ -14,19 +14,20 @@ use sextant_telemetry::Timestamp;
 use tokio::sync::mpsc;
 
 use crate::source::{DeviceError, Driver, Link};
+use crate::tls::{client_config, Credentials};
 
 /// How long to wait for the broker's CONNACK and SUBACK.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 
 pub struct MqttDriver {
     settings: MqttSettings,
-    password: Option<String>,
+    credentials: Credentials,
     /// QoS of the subscription (0, 1 or 2).
     pub qos: u8,
 }
 
 impl MqttDriver {
-    pub fn new(settings: MqttSettings, password: Option<String>) -> Result<Self, DeviceError> {
+    pub fn new(settings: MqttSettings, credentials: Credentials) -> Result<Self, DeviceError> {
         if settings.topic.trim().is_empty() {
             return Err(DeviceError::fatal(
                 "an MQTT source needs a topic filter (e.g. `sensors/#`)",
@@ -35,7 +36,7 @@ impl MqttDriver {
         validate_filter(&settings.topic).map_err(DeviceError::fatal)?;
         Ok(MqttDriver {
             settings,
-            password,
+            credentials,
             qos: 1,
         })
     }
@@ -109,36 +110,60 @@ impl Driver for MqttDriver {
 }
 
 fn connection_error(host: &str, port: u16, e: impl std::fmt::Display) -> DeviceError {
-    let text = e.to_string();
-    if text.contains("refused") && (text.contains("BadUserName") || text.contains("NotAuthorized"))
-    {
-        DeviceError::fatal(format!(
-            "the broker at {host}:{port} refused the credentials: {text}"
-        ))
+    DeviceError::transient(format!("MQTT broker {host}:{port}: {e}"))
+}
+
+/// The broker's own reason for refusing a connection, in words; fatal when retrying the
+/// same sign-in cannot help (credentials, client id, protocol), retried otherwise.
+fn refused(host: &str, port: u16, reason: &str, signed_in: bool) -> DeviceError {
+    let (words, fatal) = match reason {
+        "BadUserNamePassword" => ("wrong user name or password", true),
+        "NotAuthorized" => ("not authorized", true),
+        "BadAuthenticationMethod" => ("this way of signing in is not accepted", true),
+        "Banned" => ("this client is banned", true),
+        "BadClientId" | "ClientIdentifierNotValid" => ("the client id is not accepted", true),
+        "RefusedProtocolVersion" | "UnsupportedProtocolVersion" => (
+            "this MQTT version is not supported; try the other version",
+            true,
+        ),
+        "ServiceUnavailable" | "ServerUnavailable" => ("the service is unavailable", false),
+        "ServerBusy" => ("the broker is busy", false),
+        "ConnectionRateExceeded" => ("too many connections too fast", false),
+        _ => ("the connection was refused", false),
+    };
+    let hint = match (reason, signed_in) {
+        ("BadUserNamePassword" | "NotAuthorized", true) => {
+            "; check the user name, and enter the password again in the connection settings"
+        }
+        ("BadUserNamePassword" | "NotAuthorized", false) => {
+            "; this broker wants a user name and password: enter them in the connection settings"
+        }
+        _ => "",
+    };
+    let text = format!("the broker at {host}:{port} refused the connection: {words}{hint}");
+    if fatal {
+        DeviceError::fatal(text)
     } else {
-        DeviceError::transient(format!("MQTT broker {host}:{port}: {text}"))
+        DeviceError::transient(text)
     }
 }
 
 impl MqttDriver {
-    /// The TLS transport when TLS is on: the system's roots, or the configured CA file.
+    /// The TLS transport when TLS is on: the stored CA, else the project's CA file, else
+    /// the system's roots; a client certificate when one is stored.
     fn transport(&self) -> Result<Option<rumqttc::Transport>, DeviceError> {
         if !self.settings.tls {
             return Ok(None);
         }
-        // rumqttc builds its rustls config from the process-wide default provider, which
-        // rustls cannot pick by itself once two crates enable different backends (ring for
-        // the HTTP clients, aws-lc through rumqttc): name one. Already installed is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-        Ok(Some(match &self.settings.ca_file {
-            None => rumqttc::Transport::tls_with_default_config(),
-            Some(path) => {
-                let ca = std::fs::read(path).map_err(|e| {
-                    DeviceError::fatal(format!("could not read the CA file {path}: {e}"))
-                })?;
-                rumqttc::Transport::tls(ca, None, None)
-            }
-        }))
+        let config = client_config(&self.credentials, self.settings.ca_file.as_deref())?;
+        Ok(Some(rumqttc::Transport::tls_with_config(
+            rumqttc::TlsConfiguration::Rustls(config),
+        )))
+    }
+
+    /// Whether a user name and password go with the CONNECT.
+    fn signs_in(&self) -> bool {
+        self.settings.username.is_some() && self.credentials.password.is_some()
     }
 
     async fn open_v4(&mut self) -> Result<MqttLink, DeviceError> {
@@ -148,7 +173,7 @@ impl MqttDriver {
         options.set_keep_alive(Duration::from_secs(s.keep_alive_s.max(5) as u64));
         options.set_clean_session(s.clean_session);
         options.set_max_packet_size(16 * 1024 * 1024, 1024 * 1024);
-        if let (Some(user), Some(pass)) = (&s.username, &self.password) {
+        if let (Some(user), Some(pass)) = (&s.username, &self.credentials.password) {
             options.set_credentials(user, pass);
         }
         if let Some(t) = self.transport()? {
@@ -160,12 +185,15 @@ impl MqttDriver {
             2 => QoS::ExactlyOnce,
             _ => QoS::AtLeastOnce,
         };
-        let (host, port) = (s.host.clone(), s.port);
+        let (host, port, signed_in) = (s.host.clone(), s.port, self.signs_in());
         let handshake = async {
             loop {
                 match events.poll().await {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => break,
                     Ok(_) => {}
+                    Err(rumqttc::ConnectionError::ConnectionRefused(code)) => {
+                        return Err(refused(&host, port, &format!("{code:?}"), signed_in))
+                    }
                     Err(e) => return Err(connection_error(&host, port, e)),
                 }
             }
@@ -229,7 +257,7 @@ impl MqttDriver {
         options.set_keep_alive(Duration::from_secs(s.keep_alive_s.max(5) as u64));
         options.set_clean_start(s.clean_session);
         options.set_max_packet_size(Some(16 * 1024 * 1024));
-        if let (Some(user), Some(pass)) = (&s.username, &self.password) {
+        if let (Some(user), Some(pass)) = (&s.username, &self.credentials.password) {
             options.set_credentials(user, pass);
         }
         if let Some(t) = self.transport()? {
@@ -241,12 +269,15 @@ impl MqttDriver {
             2 => QoS::ExactlyOnce,
             _ => QoS::AtLeastOnce,
         };
-        let (host, port) = (s.host.clone(), s.port);
+        let (host, port, signed_in) = (s.host.clone(), s.port, self.signs_in());
         let handshake = async {
             loop {
                 match events.poll().await {
                     Ok(Event::Incoming(Packet::ConnAck(_))) => break,
                     Ok(_) => {}
+                    Err(rumqttc::v5::ConnectionError::ConnectionRefused(code)) => {
+                        return Err(refused(&host, port, &format!("{code:?}"), signed_in))
+                    }
                     Err(e) => return Err(connection_error(&host, port, e)),
                 }
             }

@@ -1,4 +1,4 @@
-//! TCP client and UDP (unicast or multicast) sources.
+//! TCP client (plain or TLS) and UDP (unicast or multicast) sources.
 
 use std::net::{IpAddr, Ipv4Addr, SocketAddr};
 
@@ -8,23 +8,50 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{lookup_host, TcpStream, UdpSocket};
 
 use crate::source::{DeviceError, Driver, Link};
+use crate::tls::{client_config, server_name, Credentials};
 
 const READ_BUFFER: usize = 64 * 1024;
 
-/// Connects to `host:port` and reads the stream.
+/// Connects to `host:port` and reads the stream, over TLS when `tls` is set.
 pub struct TcpDriver {
     pub host: String,
     pub port: u16,
+    /// TLS, checking the device's certificate against `credentials`' CA (else the system's
+    /// roots) and presenting its client certificate when there is one.
+    pub tls: bool,
+    pub credentials: Credentials,
+}
+
+impl TcpDriver {
+    /// A plain TCP client.
+    pub fn plain(host: impl Into<String>, port: u16) -> TcpDriver {
+        TcpDriver {
+            host: host.into(),
+            port,
+            tls: false,
+            credentials: Credentials::default(),
+        }
+    }
 }
 
 impl Driver for TcpDriver {
     type Link = TcpLink;
 
     fn describe(&self) -> String {
-        format!("tcp {}:{}", self.host, self.port)
+        let scheme = if self.tls { "tls" } else { "tcp" };
+        format!("{scheme} {}:{}", self.host, self.port)
     }
 
     async fn open(&mut self) -> Result<TcpLink, DeviceError> {
+        // Checked before connecting: a bad certificate file is not worth a retry.
+        let tls = if self.tls {
+            Some((
+                client_config(&self.credentials, None)?,
+                server_name(&self.host)?,
+            ))
+        } else {
+            None
+        };
         let addr = format!("{}:{}", self.host, self.port);
         let stream = TcpStream::connect(&addr)
             .await
@@ -35,6 +62,21 @@ impl Driver for TcpDriver {
                 _ => DeviceError::transient(format!("could not connect to {addr}: {e}")),
             })?;
         let _ = stream.set_nodelay(true);
+        let stream = match tls {
+            None => Stream::Plain(stream),
+            Some((config, name)) => {
+                let connector = tokio_rustls::TlsConnector::from(config);
+                let tls = tokio::time::timeout(TLS_HANDSHAKE, connector.connect(name, stream))
+                    .await
+                    .map_err(|_| {
+                        DeviceError::transient(format!(
+                            "{addr} accepted the connection but did not finish the TLS handshake"
+                        ))
+                    })?
+                    .map_err(|e| DeviceError::transient(format!("TLS with {addr} failed: {e}")))?;
+                Stream::Tls(Box::new(tls))
+            }
+        };
         Ok(TcpLink {
             stream,
             buf: BytesMut::with_capacity(READ_BUFFER),
@@ -42,16 +84,29 @@ impl Driver for TcpDriver {
     }
 }
 
+/// How long a TLS handshake may take once the TCP connection is up.
+const TLS_HANDSHAKE: std::time::Duration = std::time::Duration::from_secs(10);
+
+enum Stream {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}
+
 pub struct TcpLink {
-    stream: TcpStream,
+    stream: Stream,
     buf: BytesMut,
 }
 
 impl Link for TcpLink {
     async fn read(&mut self) -> Result<Option<(Bytes, Option<Timestamp>)>, DeviceError> {
         self.buf.reserve(READ_BUFFER);
-        // `read_buf` on a socket is cancel-safe: nothing is consumed unless it completes.
-        match self.stream.read_buf(&mut self.buf).await {
+        // `read_buf` is cancel-safe on a socket and on a TLS stream alike: nothing is
+        // consumed unless it completes (rustls keeps decrypted bytes until they are read).
+        let read = match &mut self.stream {
+            Stream::Plain(s) => s.read_buf(&mut self.buf).await,
+            Stream::Tls(s) => s.read_buf(&mut self.buf).await,
+        };
+        match read {
             Ok(0) => Ok(None),
             Ok(_) => Ok(Some((self.buf.split().freeze(), None))),
             Err(e) => Err(DeviceError::transient(format!("connection lost: {e}"))),
@@ -59,10 +114,15 @@ impl Link for TcpLink {
     }
 
     async fn write(&mut self, data: Bytes) -> Result<(), DeviceError> {
-        self.stream
-            .write_all(&data)
-            .await
-            .map_err(|e| DeviceError::transient(format!("send failed: {e}")))
+        let written = match &mut self.stream {
+            Stream::Plain(s) => s.write_all(&data).await,
+            Stream::Tls(s) => match s.write_all(&data).await {
+                // TLS buffers records: push them out now, as a plain socket would.
+                Ok(()) => s.flush().await,
+                Err(e) => Err(e),
+            },
+        };
+        written.map_err(|e| DeviceError::transient(format!("send failed: {e}")))
     }
 }
 

@@ -14,6 +14,7 @@ use sextant_telemetry::project::{MqttPublisher, PublishFormat};
 use sextant_telemetry::{FrameEvent, Value};
 
 use crate::source::DeviceError;
+use crate::tls::{client_config, Credentials};
 use crate::wiring::FrameSink;
 
 /// Counters of a publisher.
@@ -59,9 +60,9 @@ fn json_payload(t: f64, columns: &[String], values: &[Value]) -> String {
 }
 
 impl MqttPublisherSink {
-    /// Starts publishing per `config` (must be called inside a tokio runtime). The password,
-    /// if any, comes from the secret store, never from the project.
-    pub fn start(config: &MqttPublisher, password: Option<String>) -> Result<Self, DeviceError> {
+    /// Starts publishing per `config` (must be called inside a tokio runtime). The password
+    /// and TLS material, if any, come from the secret store, never from the project.
+    pub fn start(config: &MqttPublisher, credentials: &Credentials) -> Result<Self, DeviceError> {
         if !(1..=30).contains(&config.rate_hz) {
             return Err(DeviceError::fatal(format!(
                 "publish rate {} Hz is out of range (1 to 30)",
@@ -86,11 +87,14 @@ impl MqttPublisherSink {
         };
         let mut options = MqttOptions::new(client_id, &config.host, config.port);
         options.set_keep_alive(Duration::from_secs(30));
-        if let (Some(user), Some(pass)) = (&config.username, password) {
+        if let (Some(user), Some(pass)) = (&config.username, &credentials.password) {
             options.set_credentials(user, pass);
         }
         if config.tls {
-            options.set_transport(Transport::tls_with_default_config());
+            let tls = client_config(credentials, None)?;
+            options.set_transport(Transport::tls_with_config(
+                rumqttc::TlsConfiguration::Rustls(tls),
+            ));
         }
         let (client, mut events) = AsyncClient::new(options, 64);
         let latest = Arc::new(Mutex::new(Latest {

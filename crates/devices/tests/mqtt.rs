@@ -7,7 +7,7 @@ use std::time::Duration;
 use common::{require, Broker};
 use rumqttc::{AsyncClient, MqttOptions, QoS};
 use sextant_devices::mqtt::MqttDriver;
-use sextant_devices::{Reconnect, RunOptions, Source, Status};
+use sextant_devices::{Credentials, Reconnect, RunOptions, Source, Status};
 use sextant_telemetry::project::{MqttSettings, MqttVersion};
 
 fn settings(port: u16, topic: &str, version: MqttVersion) -> MqttSettings {
@@ -68,7 +68,11 @@ async fn wildcard_subscription_gets_only_matching_topics() {
     let broker = Broker::start(dir.path());
     for version in [MqttVersion::V311, MqttVersion::V5] {
         let mut source = Source::spawn(
-            MqttDriver::new(settings(broker.port, "plant/+/temp", version), None).unwrap(),
+            MqttDriver::new(
+                settings(broker.port, "plant/+/temp", version),
+                Credentials::default(),
+            )
+            .unwrap(),
             RunOptions::default(),
         );
         connected(&source).await;
@@ -107,8 +111,11 @@ async fn hundred_thousand_messages_reconcile_at_qos_0_and_1() {
     let broker = Broker::start(dir.path());
     const N: u64 = 100_000;
     for (qos, sub_qos) in [(QoS::AtMostOnce, 0u8), (QoS::AtLeastOnce, 1u8)] {
-        let mut driver =
-            MqttDriver::new(settings(broker.port, "load/#", MqttVersion::V311), None).unwrap();
+        let mut driver = MqttDriver::new(
+            settings(broker.port, "load/#", MqttVersion::V311),
+            Credentials::default(),
+        )
+        .unwrap();
         driver.qos = sub_qos;
         let mut source = Source::spawn(
             driver,
@@ -163,7 +170,11 @@ async fn broker_restart_restores_the_subscription() {
     let dir = tempfile::tempdir().unwrap();
     let mut broker = Broker::start(dir.path());
     let mut source = Source::spawn(
-        MqttDriver::new(settings(broker.port, "dev/#", MqttVersion::V311), None).unwrap(),
+        MqttDriver::new(
+            settings(broker.port, "dev/#", MqttVersion::V311),
+            Credentials::default(),
+        )
+        .unwrap(),
         RunOptions {
             reconnect: Reconnect {
                 enabled: true,
@@ -202,9 +213,12 @@ async fn broker_restart_restores_the_subscription() {
 #[tokio::test]
 async fn bad_filters_are_refused_up_front() {
     for bad in ["a/#/b", "a+"] {
-        let e = MqttDriver::new(settings(1883, bad, MqttVersion::V311), None)
-            .err()
-            .unwrap();
+        let e = MqttDriver::new(
+            settings(1883, bad, MqttVersion::V311),
+            Credentials::default(),
+        )
+        .err()
+        .unwrap();
         assert!(e.to_string().contains("topic filter"), "{e}");
     }
 }
@@ -226,7 +240,7 @@ async fn publisher_sends_the_latest_frames_at_its_rate() {
     let mut listener = Source::spawn(
         MqttDriver::new(
             settings(broker.port, "fleet/+/frames", MqttVersion::V311),
-            None,
+            Credentials::default(),
         )
         .unwrap(),
         RunOptions::default(),
@@ -241,7 +255,7 @@ async fn publisher_sends_the_latest_frames_at_its_rate() {
             rate_hz: 10,
             ..MqttPublisher::default()
         };
-        let publisher = MqttPublisherSink::start(&config, None).unwrap();
+        let publisher = MqttPublisherSink::start(&config, &Credentials::default()).unwrap();
         let stats = publisher.stats.clone();
         let mut sim = demo_settings();
         sim.frame_rate_hz = 1000.0;
@@ -281,39 +295,12 @@ async fn publisher_sends_the_latest_frames_at_its_rate() {
             rate_hz: 100,
             ..MqttPublisher::default()
         },
-        None,
+        &Credentials::default(),
     );
     assert!(bad.err().unwrap().to_string().contains("out of range"));
 }
 
-/// A private CA and a server certificate for `localhost`, made with openssl.
-fn make_certs(dir: &std::path::Path) -> bool {
-    if !require("openssl", "openssl") {
-        return false;
-    }
-    let run = |args: &str| {
-        let ok = std::process::Command::new("sh")
-            .arg("-c")
-            .arg(format!("cd {} && {args}", dir.display()))
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null())
-            .status()
-            .map(|s| s.success())
-            .unwrap_or(false);
-        assert!(ok, "openssl step failed: {args}");
-    };
-    run("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=sextant-test-ca");
-    run("openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost");
-    std::fs::write(
-        dir.join("ext.cnf"),
-        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
-    )
-    .unwrap();
-    run("openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext.cnf");
-    // mosquitto started as root drops to its own user, which must be able to read these.
-    run("chmod 0644 ca.pem server.pem server.key && chmod 0755 .");
-    true
-}
+use common::make_certs;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tls_to_a_broker_with_a_private_ca() {
@@ -349,7 +336,7 @@ async fn tls_to_a_broker_with_a_private_ca() {
     tls.tls = true;
     tls.ca_file = Some(dir.path().join("ca.pem").display().to_string());
     let mut source = Source::spawn(
-        MqttDriver::new(tls.clone(), None).unwrap(),
+        MqttDriver::new(tls.clone(), Credentials::default()).unwrap(),
         RunOptions::default(),
     );
     connected(&source).await;
@@ -374,7 +361,10 @@ async fn tls_to_a_broker_with_a_private_ca() {
 
     // Without the private CA the certificate is not trusted: a clear, retried error.
     tls.ca_file = None;
-    let untrusted = Source::spawn(MqttDriver::new(tls, None).unwrap(), RunOptions::default());
+    let untrusted = Source::spawn(
+        MqttDriver::new(tls, Credentials::default()).unwrap(),
+        RunOptions::default(),
+    );
     let st = tokio::time::timeout(
         Duration::from_secs(10),
         untrusted
@@ -388,6 +378,181 @@ async fn tls_to_a_broker_with_a_private_ca() {
         "{st}"
     );
     untrusted.handle().close().await;
+    let _ = broker.kill();
+    let _ = broker.wait();
+}
+
+/// A client certificate (and an old v1 one) signed by the test CA, and a password file,
+/// made the way an admin makes them (openssl, mosquitto_passwd).
+fn make_client_cert_and_passwords(dir: &std::path::Path) {
+    assert!(require("mosquitto_passwd", "mosquitto"));
+    common::make_client_certs(dir);
+    let ok = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(
+            "cd {} && mosquitto_passwd -c -b passwd bench 'c0rrect horse' && chmod 0644 passwd",
+            dir.display()
+        ))
+        .status()
+        .map(|s| s.success())
+        .unwrap_or(false);
+    assert!(ok, "mosquitto_passwd failed");
+}
+
+/// A broker that wants a user name and password and a client certificate, over TLS.
+fn locked_broker(dir: &std::path::Path) -> (u16, std::process::Child) {
+    let port = common::free_port();
+    let conf = dir.join("locked.conf");
+    std::fs::write(
+        &conf,
+        format!(
+            "per_listener_settings true\nlistener {port} 127.0.0.1\nallow_anonymous false\n\
+             password_file {d}/passwd\ncafile {d}/ca.pem\ncertfile {d}/server.pem\n\
+             keyfile {d}/server.key\nrequire_certificate true\n",
+            d = dir.display()
+        ),
+    )
+    .unwrap();
+    let broker = std::process::Command::new("mosquitto")
+        .arg("-c")
+        .arg(&conf)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(common::wait_until(Duration::from_secs(5), || {
+        std::net::TcpStream::connect(("127.0.0.1", port)).is_ok()
+    }));
+    (port, broker)
+}
+
+/// Waits until the source has a status that is neither connecting nor connected.
+async fn refused(source: &Source) -> String {
+    tokio::time::timeout(
+        Duration::from_secs(10),
+        source
+            .handle()
+            .wait_for(|s| matches!(s, Status::Reconnecting { .. } | Status::Error(_))),
+    )
+    .await
+    .expect("a refused connection must be reported")
+    .to_string()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn password_and_client_certificate_against_a_locked_broker() {
+    assert!(require("mosquitto", "mosquitto"));
+    let dir = tempfile::tempdir().unwrap();
+    assert!(make_certs(dir.path()));
+    make_client_cert_and_passwords(dir.path());
+    let (port, mut broker) = locked_broker(dir.path());
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    let full = Credentials {
+        password: Some("c0rrect horse".into()),
+        ca_pem: Some(read("ca.pem")),
+        client_cert_pem: Some(read("client.pem")),
+        client_key_pem: Some(read("client.key")),
+    };
+
+    for version in [MqttVersion::V311, MqttVersion::V5] {
+        let mut s = settings(port, "bench/#", version);
+        s.host = "localhost".into();
+        s.tls = true;
+        s.username = Some("bench".into());
+
+        // The right password and certificate: data flows.
+        let mut source = Source::spawn(
+            MqttDriver::new(s.clone(), full.clone()).unwrap(),
+            RunOptions::default(),
+        );
+        connected(&source).await;
+        let mut opts = MqttOptions::new(format!("pub-{}", rand_suffix()), "localhost", port);
+        opts.set_credentials("bench", "c0rrect horse");
+        opts.set_transport(rumqttc::Transport::tls(
+            read("ca.pem").into_bytes(),
+            Some((
+                read("client.pem").into_bytes(),
+                read("client.key").into_bytes(),
+            )),
+            None,
+        ));
+        let (client, mut events) = AsyncClient::new(opts, 10);
+        let pump = tokio::spawn(async move { while events.poll().await.is_ok() {} });
+        client
+            .publish("bench/v", QoS::AtLeastOnce, false, "12.5")
+            .await
+            .unwrap();
+        assert_eq!(
+            receive(&mut source, 1, Duration::from_secs(5)).await,
+            vec![bytes::Bytes::from("12.5")],
+            "{version:?}"
+        );
+        pump.abort();
+        source.handle().close().await;
+
+        // A wrong password: the broker's reason, in words, and no retry loop.
+        let wrong = Credentials {
+            password: Some("tr0ub4dor".into()),
+            ..full.clone()
+        };
+        let source = Source::spawn(
+            MqttDriver::new(s.clone(), wrong).unwrap(),
+            RunOptions::default(),
+        );
+        let st = refused(&source).await;
+        assert!(
+            matches!(source.handle().status(), Status::Error(_)),
+            "a wrong password is not retried: {st}"
+        );
+        assert!(
+            st.contains("refused the connection")
+                && (st.contains("not authorized") || st.contains("wrong user name or password"))
+                && st.contains("password"),
+            "{version:?}: {st}"
+        );
+        assert!(!st.contains("tr0ub4dor"), "{st}");
+        source.handle().close().await;
+
+        // No client certificate: the TLS handshake fails, and says so.
+        let no_cert = Credentials {
+            client_cert_pem: None,
+            client_key_pem: None,
+            ..full.clone()
+        };
+        let source = Source::spawn(
+            MqttDriver::new(s.clone(), no_cert).unwrap(),
+            RunOptions::default(),
+        );
+        let st = refused(&source).await.to_lowercase();
+        assert!(
+            st.contains("certificate") || st.contains("tls") || st.contains("alert"),
+            "{version:?}: {st}"
+        );
+        source.handle().close().await;
+
+        // A key that is not the certificate's: refused before any byte is sent.
+        let mismatched = Credentials {
+            client_key_pem: Some(read("server.key")),
+            ..full.clone()
+        };
+        let source = Source::spawn(
+            MqttDriver::new(s.clone(), mismatched).unwrap(),
+            RunOptions::default(),
+        );
+        let st = refused(&source).await;
+        assert!(st.contains("do not go together"), "{st}");
+        source.handle().close().await;
+
+        // An old version 1 certificate: said so, with what to do.
+        let v1 = Credentials {
+            client_cert_pem: Some(read("client-v1.pem")),
+            ..full.clone()
+        };
+        let source = Source::spawn(MqttDriver::new(s, v1).unwrap(), RunOptions::default());
+        let st = refused(&source).await;
+        assert!(st.contains("version 1"), "{st}");
+        source.handle().close().await;
+    }
     let _ = broker.kill();
     let _ = broker.wait();
 }

@@ -41,13 +41,7 @@ async fn next_bytes(source: &mut Source) -> Vec<u8> {
 async fn tcp_client_reads_writes_and_reconnects_when_the_server_returns() {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
-    let mut source = Source::spawn(
-        TcpDriver {
-            host: "127.0.0.1".into(),
-            port,
-        },
-        quick(),
-    );
+    let mut source = Source::spawn(TcpDriver::plain("127.0.0.1", port), quick());
     let h = source.handle();
     let (mut conn, _) = listener.accept().await.unwrap();
     conn.write_all(b"1,2,3\n").await.unwrap();
@@ -71,16 +65,128 @@ async fn tcp_client_reads_writes_and_reconnects_when_the_server_returns() {
     h.close().await;
 }
 
+/// A TLS device on a local port that wants a client certificate from the test CA: it
+/// sends one line, then echoes back to the test what the source wrote.
+async fn tls_device(dir: &std::path::Path) -> (u16, tokio::sync::mpsc::Receiver<Vec<u8>>) {
+    use rustls::pki_types::pem::PemObject;
+    use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let provider = std::sync::Arc::new(rustls::crypto::ring::default_provider());
+    let mut roots = rustls::RootCertStore::empty();
+    for c in CertificateDer::pem_file_iter(dir.join("ca.pem")).unwrap() {
+        roots.add(c.unwrap()).unwrap();
+    }
+    let verifier = rustls::server::WebPkiClientVerifier::builder_with_provider(
+        std::sync::Arc::new(roots),
+        provider.clone(),
+    )
+    .build()
+    .unwrap();
+    let chain: Vec<_> = CertificateDer::pem_file_iter(dir.join("server.pem"))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let key = PrivateKeyDer::from_pem_file(dir.join("server.key")).unwrap();
+    let config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(chain, key)
+        .unwrap();
+    let acceptor = tokio_rustls::TlsAcceptor::from(std::sync::Arc::new(config));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    tokio::spawn(async move {
+        while let Ok((stream, _)) = listener.accept().await {
+            let (acceptor, tx) = (acceptor.clone(), tx.clone());
+            tokio::spawn(async move {
+                let Ok(mut tls) = acceptor.accept(stream).await else {
+                    return;
+                };
+                let _ = tls.write_all(b"4.2,17\n").await;
+                let _ = tls.flush().await;
+                let mut buf = [0u8; 64];
+                while let Ok(n) = tls.read(&mut buf).await {
+                    if n == 0 || tx.send(buf[..n].to_vec()).await.is_err() {
+                        break;
+                    }
+                }
+            });
+        }
+    });
+    (port, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_over_tls_with_a_client_certificate() {
+    let dir = tempfile::tempdir().unwrap();
+    assert!(common::make_certs(dir.path()));
+    common::make_client_certs(dir.path());
+    let read = |name: &str| std::fs::read_to_string(dir.path().join(name)).unwrap();
+    let (port, mut written) = tls_device(dir.path()).await;
+    let credentials = sextant_devices::Credentials {
+        ca_pem: Some(read("ca.pem")),
+        client_cert_pem: Some(read("client.pem")),
+        client_key_pem: Some(read("client.key")),
+        ..Default::default()
+    };
+    let tls = |credentials| TcpDriver {
+        host: "localhost".into(),
+        port,
+        tls: true,
+        credentials,
+    };
+    let mut source = Source::spawn(tls(credentials.clone()), quick());
+    assert_eq!(next_bytes(&mut source).await, b"4.2,17\n");
+    source.handle().write(&b"ping\n"[..]).await.unwrap();
+    let echoed = tokio::time::timeout(Duration::from_secs(5), written.recv())
+        .await
+        .unwrap()
+        .unwrap();
+    assert_eq!(echoed, b"ping\n");
+    source.handle().close().await;
+
+    // Without the private CA the device's certificate is not trusted.
+    let untrusted = Source::spawn(
+        tls(sextant_devices::Credentials {
+            ca_pem: None,
+            ..credentials.clone()
+        }),
+        quick(),
+    );
+    let st = untrusted
+        .handle()
+        .wait_for(|s| matches!(s, Status::Reconnecting { .. }))
+        .await
+        .to_string();
+    assert!(
+        st.contains("TLS with") && st.contains("certificate"),
+        "{st}"
+    );
+    untrusted.handle().close().await;
+
+    // Without a client certificate the device refuses the handshake; nothing is read.
+    let mut anonymous = Source::spawn(
+        tls(sextant_devices::Credentials {
+            client_cert_pem: None,
+            client_key_pem: None,
+            ..credentials
+        }),
+        quick(),
+    );
+    let got = tokio::time::timeout(Duration::from_millis(1500), anonymous.chunks.recv()).await;
+    assert!(
+        !matches!(got, Ok(Some(_))),
+        "a device that wants a certificate sent data to a client without one"
+    );
+    anonymous.handle().close().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_refused_says_so() {
     let port = common::free_port();
-    let source = Source::spawn(
-        TcpDriver {
-            host: "127.0.0.1".into(),
-            port,
-        },
-        quick(),
-    );
+    let source = Source::spawn(TcpDriver::plain("127.0.0.1", port), quick());
     let st = source
         .handle()
         .wait_for(|s| matches!(s, Status::Reconnecting { .. }))

@@ -970,7 +970,11 @@ fn network(c: &mut Obj, r: &mut ImportReport) -> Connection {
                     23
                 }
             };
-            Connection::Tcp { host, port }
+            Connection::Tcp {
+                host,
+                port,
+                tls: false,
+            }
         }
     }
 }

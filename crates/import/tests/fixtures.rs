@@ -393,7 +393,9 @@ fn multi_source_binds_datasets_to_their_sources() {
 
     let battery = &p.sources[1];
     match &battery.connection {
-        Connection::Tcp { host, port } => assert_eq!((host.as_str(), *port), ("192.168.4.1", 3333)),
+        Connection::Tcp { host, port, .. } => {
+            assert_eq!((host.as_str(), *port), ("192.168.4.1", 3333))
+        }
         other => panic!("tcp expected, got {other:?}"),
     }
     assert_eq!(battery.framing.mode, FrameMode::StartOnly);

@@ -17,6 +17,7 @@
 mod actions;
 pub mod commands;
 mod convert;
+pub mod credentials;
 mod runtime;
 pub mod safeguards;
 pub mod session_replay;
@@ -24,6 +25,7 @@ pub mod tail;
 pub mod user_file;
 mod workspace;
 
+pub use credentials::CredentialVault;
 pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, MAX_JOBS, UI_POLICY};
 pub use safeguards::{Safeguards, TrustStore};
 pub use workspace::{Checkpoint, DashboardView, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};

@@ -75,6 +75,13 @@ impl Runtime {
         &self.safeguards
     }
 
+    /// Keeps the sources' passwords and certificates in `vault` (none by default: a
+    /// source then connects without any).
+    pub fn with_credentials(mut self, vault: crate::CredentialVault) -> Runtime {
+        self.workspace.credentials = vault;
+        self
+    }
+
     pub fn specs(&self) -> impl Iterator<Item = &CommandSpec> {
         self.registry.specs()
     }
@@ -287,6 +294,7 @@ impl Runtime {
         let specs: Arc<Vec<CommandSpec>> = Arc::new(self.registry.specs().cloned().collect());
         let scope = self.workspace.scope().clone();
         let safeguards = self.safeguards.clone();
+        let credentials = self.workspace.credentials.clone();
         let snapshot = Arc::new(RwLock::new(Snapshot::of(&self.workspace)));
         tokio::spawn(owner(self, rx, events.clone(), autosave, snapshot.clone()));
         RuntimeHandle {
@@ -295,6 +303,7 @@ impl Runtime {
             specs,
             scope,
             safeguards,
+            credentials,
             snapshot,
         }
     }
@@ -415,6 +424,7 @@ pub struct RuntimeHandle {
     specs: Arc<Vec<CommandSpec>>,
     scope: sextant_display::Scope,
     safeguards: Safeguards,
+    credentials: crate::CredentialVault,
     snapshot: Arc<RwLock<Snapshot>>,
 }
 
@@ -524,6 +534,26 @@ impl RuntimeHandle {
 
     pub fn subscribe(&self) -> broadcast::Receiver<Event> {
         self.events.subscribe()
+    }
+
+    /// A person's door to the sources' passwords and certificates (see
+    /// [`crate::credentials`]): not a registry command, so no model and no headless client
+    /// reaches it. Answers which parts are saved, never a value.
+    pub async fn credentials(
+        &self,
+        request: crate::credentials::CredentialsRequest,
+    ) -> Result<crate::credentials::CredentialStatus, CommandError> {
+        let project_file = self
+            .snapshot
+            .read()
+            .unwrap_or_else(|e| e.into_inner())
+            .project_file
+            .clone();
+        let vault = self.credentials.clone();
+        tokio::task::spawn_blocking(move || vault.handle(project_file.as_deref(), request))
+            .await
+            .map_err(|_| CommandError::failed("the secret store stopped answering"))?
+            .map_err(CommandError::from)
     }
 
     pub fn specs(&self) -> &[CommandSpec] {

@@ -870,7 +870,7 @@ fn unhex(text: &str) -> Option<Vec<u8>> {
 
 /// A project file as the permissions name it: canonical when it exists, so two spellings
 /// of one file share them; empty for an unsaved project.
-fn project_key(project_file: Option<&Path>) -> String {
+pub(crate) fn project_key(project_file: Option<&Path>) -> String {
     match project_file {
         None => String::new(),
         Some(p) => p

@@ -123,6 +123,8 @@ pub struct Workspace {
     pub(crate) frozen: Option<serde_json::Value>,
     /// What the dashboard draws: outlives runs, so display subscribers survive reconnects.
     pub(crate) scope: sextant_display::Scope,
+    /// Where the sources' passwords and certificates are kept (never in the project).
+    pub(crate) credentials: crate::credentials::CredentialVault,
 }
 
 fn invalid(issues: Vec<sextant_telemetry::project::ValidationIssue>) -> CommandError {
@@ -163,6 +165,7 @@ impl Workspace {
             view: DashboardView::default(),
             frozen: None,
             scope: sextant_display::Scope::new(),
+            credentials: crate::credentials::CredentialVault::none(),
         }
     }
 
@@ -303,6 +306,17 @@ impl Workspace {
         })?;
         save_atomic(&path, self.project.to_json_string().as_bytes())
             .map_err(|e| CommandError::failed(e.to_string()))?;
+        if self.path.as_deref() != Some(path.as_path()) {
+            // Saved under a new name: the sources keep their credentials.
+            let mut targets: Vec<_> = self
+                .project
+                .sources
+                .iter()
+                .map(|s| crate::credentials::CredentialTarget::Source { id: s.id.clone() })
+                .collect();
+            targets.push(crate::credentials::CredentialTarget::Publisher);
+            self.credentials.copy(self.path.as_deref(), &path, targets);
+        }
         self.path = Some(path.clone());
         self.dirty = false;
         self.saved_revision = self.revision;

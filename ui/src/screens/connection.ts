@@ -7,7 +7,7 @@
  *  fields. The form functions here only dispatch to it. */
 import type { Component } from "svelte";
 import type { Key } from "../lib/i18n/index.svelte";
-import type { Connection, ParserConfig } from "../lib/wire/types.gen";
+import type { Connection, CredentialPart, CredentialsRequest, Destination, ParserConfig } from "../lib/wire/types.gen";
 
 /** Connection kinds set up on another screen, not here: a replay of a capture or CSV file
  *  is started from the Recording screen. */
@@ -45,7 +45,7 @@ export interface ConnectForm {
   type: SourceType;
   title: string;
   serial: SerialForm;
-  tcp: { host: string; port: string };
+  tcp: { host: string; port: string; tls: boolean };
   udp: { localPort: string; remoteHost: string; remotePort: string; multicastGroup: string; multicastInterface: string };
   mqtt: {
     host: string; port: string; clientId: string; username: string; topic: string;
@@ -58,6 +58,8 @@ export interface ConnectForm {
   process: { program: string; args: string; workingDir: string };
   /** Kept verbatim: the simulator is configured in the project file, not here. */
   simulator: Json;
+  /** Typed or picked here, saved in the secret store (never the project) on connect. */
+  secrets: SecretsDraft;
   parserKind: ParserKind;
   separator: string;
 }
@@ -71,12 +73,64 @@ export function defaultSerial(): SerialForm {
   return { port: "", baud: "115200", dataBits: 8, parity: "none", stopBits: "one", flowControl: "none", dtr: true, rts: true, autoReconnect: true };
 }
 
+/** A file a person picked (a PEM certificate or key): its name to show, its text to save. */
+export interface PickedFile {
+  name: string;
+  text: string;
+}
+
+/** Credentials typed or picked in the form and not saved yet. The password and files go to
+ *  the secret store (the OS keyring), bound to where the form connects; never the project. */
+export interface SecretsDraft {
+  password: string;
+  ca: PickedFile | null;
+  cert: PickedFile | null;
+  key: PickedFile | null;
+  /** Saved parts the person removed. */
+  clear: CredentialPart[];
+}
+
+export function emptySecrets(): SecretsDraft {
+  return { password: "", ca: null, cert: null, key: null, clear: [] };
+}
+
+/** Where the form connects, for the sources that take credentials (MQTT; TCP over TLS). */
+export function credentialDestination(f: ConnectForm): Destination | null {
+  if (f.type === "mqtt") return { protocol: "mqtt", host: f.mqtt.host.trim(), port: int(f.mqtt.port), tls: f.mqtt.tls };
+  if (f.type === "tcp" && f.tcp.tls) return { protocol: "tcp", host: f.tcp.host.trim(), port: int(f.tcp.port), tls: true };
+  return null;
+}
+
+/** Whether two destinations are the same place (the saved credentials go there). */
+export function sameDestination(a: Destination | null | undefined, b: Destination | null | undefined): boolean {
+  return !!a && !!b && a.protocol === b.protocol && a.host === b.host && a.port === b.port && a.tls === b.tls;
+}
+
+/** The request that saves what the form holds for source `id`; null when nothing changed. */
+export function credentialsSave(f: ConnectForm, id: string): CredentialsRequest | null {
+  const destination = credentialDestination(f);
+  const d = f.secrets;
+  if (!destination || (!d.password && !d.ca && !d.cert && !d.key && !d.clear.length)) return null;
+  const tls = destination.tls;
+  return {
+    op: "set",
+    target: { kind: "source", id },
+    destination,
+    password: f.type === "mqtt" && d.password ? d.password : null,
+    caPem: tls && d.ca ? d.ca.text : null,
+    clientCertPem: tls && d.cert ? d.cert.text : null,
+    clientKeyPem: tls && d.key ? d.key.text : null,
+    clear: d.clear,
+  };
+}
+
 export function defaultForm(): ConnectForm {
   const sections = Object.fromEntries(SOURCE_TYPES.map((type) => [type, SOURCE_KINDS[type].defaults()]));
   return {
     type: "serial",
     title: "",
     ...(sections as { [T in SourceType]: ConnectForm[T] }),
+    secrets: emptySecrets(),
     // Quick plot is the zero-configuration default: any CSV line stream plots at once.
     parserKind: "quickPlot",
     separator: ",",
@@ -253,7 +307,9 @@ export interface FieldChecks {
 
 /** The props every source kind's fields component takes: the whole form (Modbus RTU also
  *  edits the serial section) and the refused fields' reasons. */
-export type FieldsProps = { form: ConnectForm; errors?: Record<string, Key> };
+/** What every kind's fields get; `sourceId` (null for a new source) and `version` are for the
+ *  kinds that take credentials. */
+export type FieldsProps = { form: ConnectForm; errors?: Record<string, Key>; sourceId?: string | null; version?: number };
 
 /** One kind of source: everything the Connect screen and the form functions do per kind. */
 export interface SourceKind<T extends SourceType> {
@@ -300,13 +356,13 @@ export const SOURCE_KINDS: { [T in SourceType]: SourceKind<T> } = {
   },
   tcp: {
     label: "connect.type.tcp",
-    defaults: () => ({ host: "127.0.0.1", port: "" }),
-    read: (c, f) => void (f.tcp = { host: s(c.host), port: s(c.port) }),
+    defaults: () => ({ host: "127.0.0.1", port: "", tls: false }),
+    read: (c, f) => void (f.tcp = { host: s(c.host), port: s(c.port), tls: !!c.tls }),
     check: (f, { need, port }) => {
       need("tcp.host", f.tcp.host);
       port("tcp.port", f.tcp.port);
     },
-    connection: (f) => ({ type: "tcp", host: f.tcp.host.trim(), port: int(f.tcp.port) }),
+    connection: (f) => ({ type: "tcp", host: f.tcp.host.trim(), port: int(f.tcp.port), ...(f.tcp.tls ? { tls: true } : {}) }),
     title: (f) => `${f.tcp.host}:${f.tcp.port}`,
     fields: once(() => import("./connect/TcpFields.svelte")),
   },

@@ -181,3 +181,59 @@ impl Drop for Broker {
         self.stop();
     }
 }
+
+/// A private CA and a server certificate for `localhost`, made with openssl.
+pub fn make_certs(dir: &std::path::Path) -> bool {
+    if !require("openssl", "openssl") {
+        return false;
+    }
+    let run = |args: &str| {
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("cd {} && {args}", dir.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "openssl step failed: {args}");
+    };
+    run("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=sextant-test-ca");
+    run("openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost");
+    std::fs::write(
+        dir.join("ext.cnf"),
+        "subjectAltName=DNS:localhost,IP:127.0.0.1\n",
+    )
+    .unwrap();
+    run("openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext.cnf");
+    // mosquitto started as root drops to its own user, which must be able to read these.
+    run("chmod 0644 ca.pem server.pem server.key && chmod 0755 .");
+    true
+}
+
+/// A client certificate signed by the test CA (`client.pem`, `client.key`) and an old
+/// version 1 one (`client-v1.pem`), made with openssl after [`make_certs`].
+pub fn make_client_certs(dir: &std::path::Path) {
+    let run = |args: &str| {
+        let ok = std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!("cd {} && {args}", dir.display()))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .status()
+            .map(|s| s.success())
+            .unwrap_or(false);
+        assert!(ok, "step failed: {args}");
+    };
+    // An EC key, the kind a small device or a cloud broker hands out.
+    run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout client.key -out client.csr -subj /CN=sextant-bench");
+    std::fs::write(
+        dir.join("client.cnf"),
+        "basicConstraints=CA:FALSE\nextendedKeyUsage=clientAuth\n",
+    )
+    .unwrap();
+    run("openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client.pem -days 2 -extfile client.cnf");
+    // A version 1 certificate (no extensions), as an old how-to makes one.
+    run("openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client-v1.pem -days 2");
+    run("chmod 0644 client.pem client.key");
+}

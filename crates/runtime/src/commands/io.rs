@@ -9,7 +9,7 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{json, Value as Json};
 use sextant_commands::{CommandError, Deferred, Registry, Tier};
-use sextant_devices::connect::{start, NoSecrets};
+use sextant_devices::connect::start;
 use sextant_devices::publisher::MqttPublisherSink;
 use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
 use sextant_devices::{Clock, RunOptions};
@@ -162,7 +162,11 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
             clock,
             ..RunOptions::default()
         };
-        let (source, extras) = start(config, i, options, &NoSecrets)
+        let secrets = crate::credentials::ProjectSecrets {
+            vault: &ws.credentials,
+            project_file: ws.path(),
+        };
+        let (source, extras) = start(config, i, options, &secrets)
             .map_err(|e| CommandError::failed(format!("source `{}`: {e}", config.id)))?;
         replayed.push(extras.replay.is_some());
         replay.extend(extras.replay);
@@ -175,7 +179,15 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
         sinks.push(Box::new(CsvSink::new(path.clone())));
     }
     if let Some(config) = project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
-        let publisher = MqttPublisherSink::start(config, None)
+        let credentials = ws
+            .credentials
+            .lookup(
+                ws.path(),
+                &crate::credentials::CredentialTarget::Publisher,
+                &crate::credentials::Destination::of_publisher(config),
+            )
+            .map_err(|e| CommandError::failed(format!("MQTT publisher: {e}")))?;
+        let publisher = MqttPublisherSink::start(config, &credentials)
             .map_err(|e| CommandError::failed(format!("MQTT publisher: {e}")))?;
         sinks.push(Box::new(publisher));
     }

@@ -108,6 +108,10 @@ pub enum Connection {
     Tcp {
         host: String,
         port: u16,
+        /// TLS to the device; its CA and a client certificate are credentials, kept with
+        /// the secrets, never here.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        tls: bool,
     },
     Udp {
         #[serde(default)]

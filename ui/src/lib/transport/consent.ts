@@ -29,6 +29,7 @@ export function withConsent(inner: Transport, ask: Asker): Transport {
     },
     onEvent: (handler) => inner.onEvent(handler),
     chat: (request) => inner.chat(request),
+    credentials: (request) => inner.credentials(request),
     onChat: (handler) => inner.onChat(handler),
     display: (options, handler) => inner.display(options, handler),
   };

@@ -10,6 +10,7 @@ import {
   type Transport,
   type Unsubscribe,
 } from "./types";
+import type { CredentialStatus, CredentialsRequest } from "../wire/types.gen";
 
 /** An `invoke` rejection as a CommandError: the backend's `{code, message, path?}`, or its text. */
 function commandError(e: unknown): CommandError {
@@ -35,6 +36,14 @@ export class TauriTransport implements Transport {
   async chat<T = unknown>(request: ChatRequest): Promise<T> {
     try {
       return await invoke<T>("chat", { request });
+    } catch (e) {
+      throw commandError(e);
+    }
+  }
+
+  async credentials(request: CredentialsRequest): Promise<CredentialStatus> {
+    try {
+      return await invoke<CredentialStatus>("source_credentials", { request });
     } catch (e) {
       throw commandError(e);
     }

@@ -3,7 +3,7 @@
  *  Two implementations with the same meaning: Tauri (desktop) and WebSocket (`sextant serve`).
  *  See docs/ui-protocol.md. */
 
-import type { ChatRequest, DisplayOptions, Question, ServiceEvent } from "../wire/types.gen";
+import type { ChatRequest, CredentialStatus, CredentialsRequest, DisplayOptions, Question, ServiceEvent } from "../wire/types.gen";
 
 /** What a page asks the display for (`refreshHz`, `points`, `timeRangeS`, `raw`), generated
  *  from `sextant_display::DisplayOptions`; its rate bounds are `lib/display/limits.gen.ts`. */
@@ -58,6 +58,9 @@ export interface Transport {
   chat<T = unknown>(request: ChatRequest): Promise<T>;
   /** Every chat's live events. */
   onChat(handler: (e: ChatEvent) => void): Unsubscribe;
+  /** The sources' passwords and certificates (a person's door only, never a registry
+   *  command): which parts are saved, never a value. Rejects with CommandError. */
+  credentials(request: CredentialsRequest): Promise<CredentialStatus>;
   /** Starts (or re-configures) display frames; each arrives as an ArrayBuffer. */
   display(options: DisplayOptions, handler: (frame: ArrayBuffer) => void): Promise<Unsubscribe>;
 }

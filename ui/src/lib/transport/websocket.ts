@@ -11,6 +11,7 @@ import {
   type Transport,
   type Unsubscribe,
 } from "./types";
+import type { CredentialStatus, CredentialsRequest } from "../wire/types.gen";
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
 
@@ -151,6 +152,10 @@ export class WebSocketTransport implements Transport {
     // `type` and `id` first on the wire and set again last, so a stray field in the
     // request cannot replace them.
     return this.request<T>((id) => Object.assign({ type: "chat", id }, request, { type: "chat", id }));
+  }
+
+  credentials(request: CredentialsRequest): Promise<CredentialStatus> {
+    return this.request<CredentialStatus>((id) => ({ type: "credentials", id, request }));
   }
 
   onChat(handler: (e: ChatEvent) => void): Unsubscribe {

@@ -23,6 +23,11 @@ export type Connection =
       type: "tcp";
       host: string;
       port: number;
+      /**
+       * TLS to the device; its CA and a client certificate are credentials, kept with
+       * the secrets, never here.
+       */
+      tls?: boolean;
     }
   | {
       type: "udp";
@@ -1013,6 +1018,55 @@ export type Fallback = "modelNotFound" | "modelFailedToLoad";
  */
 export type BreakerState = "closed" | "open" | "halfOpen";
 /**
+ * What a person's door asks of the credentials.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CredentialsRequest".
+ */
+export type CredentialsRequest =
+  | {
+      op: "status";
+      target: CredentialTarget;
+    }
+  | {
+      op: "set";
+      target: CredentialTarget;
+      destination: Destination;
+      password: string | null;
+      caPem: string | null;
+      clientCertPem: string | null;
+      clientKeyPem: string | null;
+      clear: CredentialPart[];
+    }
+  | {
+      op: "forget";
+      target: CredentialTarget;
+    };
+/**
+ * What credentials are for: a source of the project, or the project's MQTT publisher.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CredentialTarget".
+ */
+export type CredentialTarget =
+  | {
+      kind: "source";
+      id: string;
+    }
+  | {
+      kind: "publisher";
+    };
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Protocol".
+ */
+export type Protocol = "mqtt" | "tcp";
+/**
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CredentialPart".
+ */
+export type CredentialPart = "password" | "caCertificate" | "clientCertificate" | "clientKey";
+/**
  * How much an unmapped setting matters to the person who imported the file.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -1047,6 +1101,8 @@ export interface Wire {
   dashboardView: DashboardView;
   displayOptions: DisplayOptions;
   mechanisms: Mechanisms;
+  credentialsRequest: CredentialsRequest;
+  credentialStatus: CredentialStatus;
   importReportLine: ImportReportLine;
 }
 /**
@@ -2265,6 +2321,38 @@ export interface Mechanisms {
    * Spec 40 §5: a note when the person switched topics.
    */
   topicMarker: boolean;
+}
+/**
+ * Where credentials were given for; they go nowhere else.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Destination".
+ */
+export interface Destination {
+  protocol: Protocol;
+  host: string;
+  port: number;
+  tls: boolean;
+}
+/**
+ * What the door answers: which parts are saved – never a value.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "CredentialStatus".
+ */
+export interface CredentialStatus {
+  password: boolean;
+  caCertificate: boolean;
+  clientCertificate: boolean;
+  clientKey: boolean;
+  /**
+   * The destination they were saved for; null when nothing is saved.
+   */
+  savedFor: Destination | null;
+  /**
+   * Where they are kept.
+   */
+  store: Backend | null;
 }
 /**
  * A line of the report as a person reads it.
