@@ -41,11 +41,11 @@ async function serve() {
   return { url, stop: proc.stop, child: proc.child };
 }
 
-async function fresh(url) {
+async function fresh(url, language = "en") {
   const context = await browser.newContext({ viewport: { width: 1400, height: 900 } });
-  await context.addInitScript(() => {
-    localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en" }));
-  });
+  await context.addInitScript((l) => {
+    localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: l }));
+  }, language);
   const p = await context.newPage();
   p.on("pageerror", (e) => console.error("page error:", e.message));
   await p.goto(url);
@@ -124,12 +124,22 @@ test("the Health view: which embedder answers, every stage, a dash where nothing
   const health = page.locator('[data-testid="chat-health"]');
   await health.locator('[data-testid="chat-health-latency"]').waitFor();
   const embedder = (await health.locator('[data-testid="chat-health-embedder"]').innerText()).trim();
+  // Every place the model was looked for, in order, each said found or not.
+  const places = health.locator('[data-testid="chat-health-searched"] li');
+  const searched = await places.evaluateAll((lis) => lis.map((li) => ({ place: li.dataset.place, found: li.dataset.found === "true", text: li.innerText })));
+  assert.ok(searched.some((p) => p.place === "userModels"), JSON.stringify(searched));
+  assert.ok(searched.some((p) => p.place === "appData" && p.text.includes(dataDir)), JSON.stringify(searched));
   const modelDir = process.env.SEXTANT_EMBEDDING_MODEL_DIR;
   if (modelDir && existsSync(join(modelDir, "model.safetensors"))) {
+    assert.ok(searched.some((p) => p.place === "environment" && p.found), JSON.stringify(searched));
+  }
+  if (searched.some((p) => p.found)) {
     assert.equal(embedder, "By meaning, with a model on this computer");
+    assert.match(searched.find((p) => p.found).text, /in use$/);
   } else {
     assert.equal(embedder, "By matching words (built in)");
     assert.match(await health.locator('[data-testid="chat-health-fallback"]').innerText(), /not found/);
+    assert.match(await health.locator('[data-testid="chat-health-install"]').innerText(), /models folder/);
   }
   const rows = health.locator('[data-testid="chat-health-latency"] tbody tr');
   assert.equal(await rows.count(), 6, "every stage is listed");
@@ -143,6 +153,17 @@ test("the Health view: which embedder answers, every stage, a dash where nothing
   await health.scrollIntoViewIfNeeded();
   await page.screenshot({ path: join(artifacts, "browser-assistant-health-light-en.png") });
   await page.close();
+  // The same view in 简体中文: every place named in the person's language.
+  const zh = await fresh(server.url, "zh");
+  await zh.click('[data-testid="chat-toggle"]');
+  await zh.click('[data-testid="chat-settings"]');
+  await zh.click('[data-testid="chat-diagnostics-toggle"]');
+  const zhHealth = zh.locator('[data-testid="chat-health"]');
+  await zhHealth.locator('[data-testid="chat-health-searched"]').waitFor();
+  assert.match(await zhHealth.innerText(), /您的模型文件夹/);
+  await zhHealth.scrollIntoViewIfNeeded();
+  await zh.screenshot({ path: join(artifacts, "browser-assistant-health-light-zh.png") });
+  await zh.close();
 });
 
 test("the model adds a gauge the person approves; a denied call reaches the model as an Error", async () => {

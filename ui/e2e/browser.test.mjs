@@ -6,6 +6,8 @@
 // a narrow window with the assistant open, whole labels on the Connect screen, and
 // screenshots of every screen in light/dark × English/简体中文.
 import assert from "node:assert/strict";
+import { execFileSync } from "node:child_process";
+import { connect } from "node:net";
 import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
@@ -487,6 +489,110 @@ test("a shared project that runs a program asks before it runs, and remembers th
   await page.click('[data-testid="disconnect"]');
   await page.locator('[data-testid="connection-status"][data-connected="false"]').waitFor();
   await page.close();
+});
+
+/** A mosquitto on `localhost` that takes only `bench` / `password`, over TLS under a CA
+ *  made here with openssl: what a lab broker looks like. */
+async function lockedBroker(password) {
+  for (const [p, pkg] of [["mosquitto", "mosquitto"], ["mosquitto_passwd", "mosquitto"], ["openssl", "openssl"]]) requireProgram(p, pkg);
+  // Its own folder, opened to all: mosquitto started as root reads its files as its own user.
+  const certs = tempDir("sextant-broker-");
+  const sh = (script) => execFileSync("sh", ["-c", script], { cwd: certs, stdio: "ignore" });
+  sh("openssl req -x509 -newkey rsa:2048 -nodes -keyout ca.key -out ca.pem -days 2 -subj /CN=lab-ca");
+  sh("openssl req -newkey rsa:2048 -nodes -keyout server.key -out server.csr -subj /CN=localhost");
+  writeFileSync(join(certs, "ext.cnf"), "subjectAltName=DNS:localhost\n");
+  sh("openssl x509 -req -in server.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out server.pem -days 2 -extfile ext.cnf");
+  sh(`mosquitto_passwd -c -b passwd bench '${password}' && chmod 0644 ca.pem server.pem server.key passwd && chmod 0755 .`);
+  const port = 18000 + Math.floor(Math.random() * 2000);
+  writeFileSync(join(certs, "broker.conf"), [
+    "per_listener_settings true", `listener ${port} 127.0.0.1`, "allow_anonymous false",
+    `password_file ${certs}/passwd`, `cafile ${certs}/ca.pem`, `certfile ${certs}/server.pem`, `keyfile ${certs}/server.key`, "",
+  ].join("\n"));
+  const proc = start(`mosquitto-${port}`, "mosquitto", ["-c", join(certs, "broker.conf")]);
+  await waitFor("mosquitto listening", () => new Promise((ok) => {
+    const s = connect(port, "127.0.0.1", () => (s.end(), ok(true)));
+    s.on("error", () => ok(false));
+  }), 10000);
+  return { port, ca: join(certs, "ca.pem"), stop: proc.stop };
+}
+
+test("a broker with a password and a private CA: the wrong password says so, the right one connects, nothing of it in the project", async () => {
+  const password = "c0rrect horse";
+  const broker = await lockedBroker(password);
+  try {
+    page = await fresh();
+    await nav(page, "project");
+    await page.click('[data-testid="project-new"]');
+    await discardIfAsked(page);
+    await nav(page, "connect");
+    await page.selectOption('[data-testid="source-type"]', "mqtt");
+    await page.fill('[data-testid="host"]', "localhost");
+    await page.fill('[data-testid="net-port"]', String(broker.port));
+    await page.fill('[data-testid="mqtt-topic"]', "lab/#");
+    await page.fill('[data-testid="mqtt-username"]', "bench");
+    await page.check('[data-testid="mqtt-tls"]');
+    await page.setInputFiles('[data-testid="cred-ca"]', broker.ca);
+    await waitFor("the chosen CA", async () => /ca\.pem – saved when you connect/.test(await page.innerText('[data-testid="cred-ca-state"]')), 5000);
+    await page.fill('[data-testid="cred-password"]', "tr0ub4dor");
+    await page.click('[data-testid="connect"]');
+    const info = page.locator('[data-testid="connect-info"]');
+    // A wrong password is not retried, and the message does not say it is.
+    await waitFor("the broker's refusal", async () => (await info.getAttribute("data-state")) === "connect.failedInfo", 15000);
+    const refusal = await info.innerText();
+    assert.match(refusal, /refused the connection: (not authorized|wrong user name or password)/);
+    assert.doesNotMatch(refusal, /tr0ub4dor|NotAuthorized|BadUserName|keeps trying/);
+    // Saved, never shown again: the field is empty and says a password is kept.
+    assert.equal(await page.inputValue('[data-testid="cred-password"]'), "");
+    assert.match(await page.getAttribute('[data-testid="cred-password"]', "placeholder"), /saved/);
+    assert.equal(await page.innerText('[data-testid="cred-ca-state"]'), "saved");
+    await page.locator('[data-testid="credentials"]').scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, "browser-connect-credentials-light-en.png") });
+    await page.click('[data-testid="disconnect"]');
+
+    // The right password, typed over the saved one: connected.
+    await page.fill('[data-testid="cred-password"]', password);
+    await page.click('[data-testid="connect"]');
+    const sidebar = page.locator('[data-testid="connection-status"]');
+    await waitFor("connected to the locked broker", async () => (await sidebar.getAttribute("data-state")) === "connected", 15000);
+
+    // Neither the page's project nor the file saved from it carries a secret.
+    const saved = join(dir, "locked-broker.json");
+    const project = await page.evaluate(async (path) => {
+      const ws = new WebSocket(location.origin.replace("http", "ws") + "/ws");
+      await new Promise((r) => (ws.onopen = r));
+      const token = sessionStorage.getItem("sextant.serverSecret");
+      const ask = (msg) => new Promise((r) => {
+        ws.onmessage = (e) => { const v = JSON.parse(e.data); if (v.id === msg.id) r(v); };
+        ws.send(JSON.stringify(msg));
+      });
+      await ask({ type: "auth", id: "a", token });
+      await ask({ type: "command", id: 1, command: "project.save", params: { path }, approved: true });
+      return (await ask({ type: "command", id: 2, command: "project.get", params: {} })).result;
+    }, saved);
+    for (const text of [JSON.stringify(project), readFileSync(saved, "utf8")]) {
+      assert.doesNotMatch(text, /c0rrect|tr0ub4dor|BEGIN CERTIFICATE/);
+    }
+    assert.match(readFileSync(saved, "utf8"), /"username": "bench"/);
+    await page.click('[data-testid="disconnect"]');
+    await page.close();
+
+    // 简体中文, and the project editor's panel for the same source.
+    const zh = await fresh(base, { language: "zh" });
+    await nav(zh, "connect");
+    await zh.locator('[data-testid="cred-where"]').waitFor();
+    assert.match(await zh.innerText('[data-testid="credentials"]'), /系统密钥环|加密文件/);
+    await zh.locator('[data-testid="credentials"]').scrollIntoViewIfNeeded();
+    await zh.screenshot({ path: join(artifacts, "browser-connect-credentials-light-zh.png") });
+    await nav(zh, "project");
+    await zh.click('[data-testid="tree-source"]');
+    const panel = zh.locator('[data-testid="source-credentials"]');
+    await panel.waitFor();
+    assert.match(await panel.innerText(), /登录与证书/);
+    await zh.screenshot({ path: join(artifacts, "browser-project-credentials-light-zh.png") });
+    await zh.close();
+  } finally {
+    broker.stop();
+  }
 });
 
 test("a port that does not exist is never shown as connected", async () => {

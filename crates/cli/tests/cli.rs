@@ -703,3 +703,75 @@ fn eval_prints_three_tracks_writes_the_report_and_fails_a_missed_gate() {
         text(&out.stderr)
     );
 }
+
+/// `sextant models`: every place the search model is looked for, one install that every
+/// entry point then finds, and a folder that is not a model refused without touching the
+/// installed one. Needs the real model (`./dev test` fetches it into the target folder).
+#[test]
+fn models_install_puts_the_model_where_every_entry_point_looks() {
+    let model = std::env::var_os("SEXTANT_EMBEDDING_MODEL_DIR")
+        .map(std::path::PathBuf::from)
+        .or_else(|| {
+            let target = std::path::PathBuf::from(env!("CARGO_BIN_EXE_sextant"));
+            Some(target.parent()?.parent()?.join("models/all-minilm-l6-v2"))
+        })
+        .filter(|d| d.join("model.safetensors").is_file())
+        .expect("all-MiniLM-L6-v2 not found: run `./dev test` (it fetches the model)");
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_sextant"))
+            .args(args)
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env_remove("SEXTANT_EMBEDDING_MODEL_DIR")
+            .output()
+            .unwrap()
+    };
+    let before = String::from_utf8(run(&["models", "status"]).stdout).unwrap();
+    assert!(before.contains("No model found"), "{before}");
+    assert!(before.contains("your models folder"), "{before}");
+
+    let out = run(&["models", "install", "--from", model.to_str().unwrap()]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let installed = home.path().join("data/sextant/models/all-minilm-l6-v2");
+    for f in ["model.safetensors", "tokenizer.json", "config.json"] {
+        assert!(installed.join(f).is_file(), "{f}");
+    }
+    let after = String::from_utf8(run(&["models", "status"]).stdout).unwrap();
+    let used = after
+        .lines()
+        .find(|l| l.starts_with("used"))
+        .unwrap_or_default();
+    assert!(used.contains(&installed.display().to_string()), "{after}");
+
+    // Not a model: refused, and the installed one is untouched.
+    let empty = tempfile::tempdir().unwrap();
+    let out = run(&[
+        "models",
+        "install",
+        "--from",
+        empty.path().to_str().unwrap(),
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("does not hold a working all-MiniLM-L6-v2 model"),
+        "{err}"
+    );
+    assert!(installed.join("model.safetensors").is_file());
+    // `eval` finds it there too, with no flag and no variable.
+    let fixture = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../fixtures/memory/retrieval-v1.json"
+    );
+    let out = run(&["eval", "--fixture", fixture, "--embedder", "minilm"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

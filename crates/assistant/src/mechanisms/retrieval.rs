@@ -1,18 +1,20 @@
 //! The assistant's retrieval services: the embedder that answers queries – all-MiniLM-L6-v2
-//! when its files are there (`SEXTANT_EMBEDDING_MODEL_DIR`, or `models/all-minilm-l6-v2` in
-//! the data folder), otherwise the lexicon embedder (`deterministic-lexicon-v2`) – the diagnostics collector every
+//! when its files are in one of the places `sextant_embed_minilm::place` lists (the Health
+//! view names each), otherwise the lexicon embedder (`deterministic-lexicon-v2`) – the diagnostics collector every
 //! retrieval reports to, and the content-free health snapshot the settings' Health view
 //! shows. The memory and the chat archive take their embedder and collector from here.
 
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
-use sextant_retrieval::diagnostics::{Collector, EmbedderHealth, Fallback, Health};
+use sextant_retrieval::diagnostics::{Collector, EmbedderHealth, Fallback, Health, SearchedPlace};
 use sextant_retrieval::{Embedder, LexiconEmbedder};
 
 pub struct Retrieval {
     collector: Arc<Collector>,
     model_dir: Option<PathBuf>,
+    /// Every place the model was looked for (the Health view lists them).
+    searched: Vec<SearchedPlace>,
     /// Loaded on first use (reading the model takes a moment; a chat that never retrieves
     /// never pays it).
     embedder: OnceLock<(Arc<dyn Embedder>, Option<Fallback>)>,
@@ -21,7 +23,12 @@ pub struct Retrieval {
 impl Retrieval {
     /// Looks for the neural model (files only; nothing is loaded yet).
     pub fn open(data_dir: &Path) -> Retrieval {
-        Retrieval::with_model_dir(sextant_embed_minilm::locate(None, data_dir))
+        let searched = sextant_embed_minilm::place::search(None, Some(data_dir));
+        Retrieval {
+            model_dir: sextant_embed_minilm::place::first_found(&searched),
+            searched,
+            ..Retrieval::with_model_dir(None)
+        }
     }
 
     /// With the model in `dir` (`None`: no model, the lexicon embedder).
@@ -29,17 +36,14 @@ impl Retrieval {
         Retrieval {
             collector: Arc::new(Collector::new()),
             model_dir: dir,
+            searched: Vec::new(),
             embedder: OnceLock::new(),
         }
     }
 
     /// Always the lexicon embedder (tests, and a person who turned the model off).
     pub fn lexicon() -> Retrieval {
-        let r = Retrieval {
-            collector: Arc::new(Collector::new()),
-            model_dir: None,
-            embedder: OnceLock::new(),
-        };
+        let r = Retrieval::with_model_dir(None);
         let _ = r.embedder.set((Arc::new(LexiconEmbedder::new()), None));
         r
     }
@@ -76,6 +80,7 @@ impl Retrieval {
             fallback: *fallback,
             dimensions: profile.dimensions as u64,
             breaker: None,
+            searched: self.searched.clone(),
         }))
     }
 }

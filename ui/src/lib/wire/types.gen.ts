@@ -1018,6 +1018,13 @@ export type Fallback = "modelNotFound" | "modelFailedToLoad";
  */
 export type BreakerState = "closed" | "open" | "halfOpen";
 /**
+ * Where the neural model may be, in the order Sextant looks.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ModelPlace".
+ */
+export type ModelPlace = "commandLine" | "environment" | "userModels" | "appData" | "installed";
+/**
  * What a person's door asks of the credentials.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -1949,6 +1956,12 @@ export interface EmbedderHealth {
   fallback: Fallback | null;
   dimensions: number;
   breaker: BreakerSnapshot | null;
+  /**
+   * Every place the neural model was looked for, in order, and whether it was there.
+   * The only text in the health snapshot: folders on the person's own computer, shown
+   * to them so they can put the model where Sextant looks.
+   */
+  searched: SearchedPlace[];
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -1969,6 +1982,20 @@ export interface BreakerSnapshot {
    * Queries that skipped the embedder because it was open.
    */
   skips: number;
+}
+/**
+ * One place the neural model was looked for.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "SearchedPlace".
+ */
+export interface SearchedPlace {
+  place: ModelPlace;
+  path: string;
+  /**
+   * Every model file is there.
+   */
+  found: boolean;
 }
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
