@@ -5,6 +5,12 @@
 //
 // Environment: SEXTANT_LLAMA_SERVER, SEXTANT_LLM_MODEL (paths), SEXTANT_BIN (the sextant
 // binary), SEXTANT_UI_DIR (the built UI, optional).
+//
+// `--record CHAT`: instead of the script, sends the person's messages of the long chat
+// `fixtures/assistant/long-chats/CHAT.json` to the real model and writes what it did –
+// each reply's text and tool calls, in the long chats' shape – to
+// `fixtures/assistant/long-chats/CHAT-smollm2.json`: a chat recorded from a real run, for
+// the staying-on-topic benchmark.
 
 import { spawn, spawnSync } from "node:child_process";
 import { mkdtempSync, readFileSync, writeFileSync, existsSync, openSync } from "node:fs";
@@ -204,6 +210,8 @@ async function main() {
   if (!groups.some((g) => g.title === "Power")) await d.command("project.group.add", { title: "Power" });
 
   if (process.argv.includes("--cache")) return cacheReport(d, llama);
+  const recordAt = process.argv.indexOf("--record");
+  if (recordAt > 0) return record(d, llama, process.argv[recordAt + 1]);
   await d.op("setSettings", {
     provider: "openai-compatible", baseUrl: `${llama}/v1`, model: MODEL, autoApproveEdits: true, constrainedCalls: "auto",
   });
@@ -276,6 +284,61 @@ async function main() {
   console.log(`\n${checks.length - failed} passed, ${failed} failed`);
   stopAll();
   process.exit(failed ? 1 : 0);
+}
+
+/** `--record CHAT`: the person's messages of a long chat, answered by the real model with
+ *  every edit approved; its replies (one per response: the text, then the calls it made)
+ *  written as a long chat. A turn that ends on calls (the call limit) gets an empty closing
+ *  reply, as the panel shows it: the replay needs every turn to end on a reply. */
+async function record(d, llama, name) {
+  if (!name) throw new Error("--record needs the name of a long chat, e.g. --record modbus");
+  const source = JSON.parse(readFileSync(join(repo, "fixtures/assistant/long-chats", `${name}.json`), "utf8"));
+  await d.op("setSettings", {
+    provider: "openai-compatible", baseUrl: `${llama}/v1`, model: MODEL, autoApproveEdits: true, constrainedCalls: "auto",
+  });
+  const chat = (await d.op("create", { title: source.title })).id;
+  const turns = [];
+  for (const [i, { user }] of source.turns.entries()) {
+    const t0 = performance.now();
+    await d.op("send", { chat, text: user });
+    const replies = [];
+    let reply = { text: "", calls: [] };
+    let end = null;
+    while (end === null) {
+      const e = await d.event(TURN_LIMIT_MS - (performance.now() - t0));
+      if (!e) {
+        await d.op("cancel", { chat });
+        end = "hung";
+        break;
+      }
+      if (e.chat !== chat) continue;
+      if (e.type === "textDelta") reply.text += e.text;
+      if (e.type === "toolCallPending") reply.calls.push({ name: e.name, args: e.args ?? {} });
+      // One provider response ends with its usage: the next text or call is a new reply.
+      if (e.type === "usage" && (reply.text || reply.calls.length)) {
+        replies.push(reply);
+        reply = { text: "", calls: [] };
+      }
+      if (e.type === "turnEnded") end = e.end;
+    }
+    if (reply.text || reply.calls.length) replies.push(reply);
+    if (!replies.length || replies.at(-1).calls.length) replies.push({ text: "", calls: [] });
+    turns.push({ user, replies });
+    const calls = replies.reduce((n, r) => n + r.calls.length, 0);
+    console.log(`${i + 1}/${source.turns.length} | ${end} | ${((performance.now() - t0) / 1000).toFixed(0)} s | ${replies.length} replies, ${calls} calls`);
+  }
+  const out = {
+    schema: 1,
+    title: `${source.title} (SmolLM2-135M)`,
+    description: `The person's messages of \`${name}\`, answered by ${MODEL} through llama-server and the real chat door (edits approved), recorded with \`./dev test-llm --record ${name}\` on ${new Date().toISOString().slice(0, 10)}.`,
+    turns,
+  };
+  const path = join(repo, "fixtures/assistant/long-chats", `${name}-smollm2.json`);
+  writeFileSync(path, JSON.stringify(out, null, 1) + "\n");
+  console.log(`recorded ${turns.length} turns to ${path}`);
+  d.close();
+  stopAll();
+  process.exit(0);
 }
 
 /** `--cache`: ten short chat turns (tools off, so each turn is one request), and what the

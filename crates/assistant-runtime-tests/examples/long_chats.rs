@@ -1,4 +1,4 @@
-//! Staying on topic, measured (spec 40): three long recorded chats replayed through the chat
+//! Staying on topic, measured (spec 40): every long recorded chat replayed through the chat
 //! door with the five mechanisms off and on, from the request bodies the provider received.
 //!
 //! Each chat in `fixtures/assistant/long-chats/` is a person's messages and, for each, the
@@ -22,7 +22,6 @@ use recorded::{replay, Recorded, Reply};
 use serde_json::{json, Value};
 use sextant_assistant::compaction::COMPACTION_PROMPT;
 
-const CHATS: [&str; 3] = ["dashboard", "parser", "mqtt"];
 const MECHANISMS: [&str; 5] = [
     "focusPrompt",
     "intentNarrowing",
@@ -87,7 +86,8 @@ fn down(off: f64, on: f64) -> String {
 async fn main() {
     println!("| chat | messages / calls / empty echoes | mode | requests | tool defs B/request (narrowed requests) | tool output B/request | tool output share | B/request mean (max) | compactions |");
     println!("|---|---|---|---|---|---|---|---|---|");
-    for name in CHATS {
+    for name in recorded::names() {
+        let name = name.as_str();
         let chat = recorded::load(name);
         let replies: Vec<&Reply> = chat.turns.iter().flat_map(|t| &t.replies).collect();
         let calls: usize = replies.iter().map(|r| r.calls.len()).sum();

@@ -487,9 +487,10 @@ async fn health_names_the_embedder_and_every_enum_key_with_no_text() {
     let health = ok(&door, json!({"op": "health"})).await;
     // The model is used when its files are there (the test environment may point at it),
     // and the fallback is said otherwise.
-    let has_model = std::env::var_os("SEXTANT_EMBEDDING_MODEL_DIR")
-        .map(std::path::PathBuf::from)
-        .is_some_and(|d| d.join("model.safetensors").is_file());
+    // Found anywhere it looks (each place checked against the disk below).
+    let has_model = health["embedder"]["searched"]
+        .as_array()
+        .is_some_and(|a| a.iter().any(|p| p["found"] == true));
     if has_model {
         assert_eq!(health["embedder"]["kind"], "minilm", "{health}");
         assert!(health["embedder"]["fallback"].is_null());
@@ -511,7 +512,41 @@ async fn health_names_the_embedder_and_every_enum_key_with_no_text() {
             "failed"
         ]
     );
-    // Content-free: no string anywhere but closed-enum values.
+    // The one text: every folder the model was looked for in, each a closed-enum place.
+    let searched = health["embedder"]["searched"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let places: Vec<&str> = searched
+        .iter()
+        .filter_map(|p| p["place"].as_str())
+        .collect();
+    assert!(
+        places.contains(&"userModels") && places.contains(&"appData"),
+        "{places:?}"
+    );
+    for p in &searched {
+        assert!(p["found"].is_boolean(), "{p}");
+        assert!(
+            std::path::Path::new(p["path"].as_str().unwrap()).is_absolute(),
+            "{p}"
+        );
+        assert_eq!(
+            p["found"].as_bool(),
+            Some(
+                std::path::Path::new(p["path"].as_str().unwrap())
+                    .join("model.safetensors")
+                    .is_file()
+            ),
+            "{p}"
+        );
+    }
+    let mut health = health;
+    health["embedder"]
+        .as_object_mut()
+        .unwrap()
+        .remove("searched");
+    // Otherwise content-free: no string anywhere but closed-enum values.
     fn strings(v: &Value, out: &mut Vec<String>) {
         match v {
             Value::String(s) => out.push(s.clone()),

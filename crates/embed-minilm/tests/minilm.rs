@@ -195,7 +195,7 @@ fn a_missing_folder_says_which_file_and_what_to_do() {
     let message = err.to_string();
     assert!(message.contains(&dir.display().to_string()), "{message}");
     assert!(message.contains("config.json"), "{message}");
-    assert!(message.contains("./dev test"), "{message}");
+    assert!(message.contains("sextant models install"), "{message}");
     assert!(message.contains("SEXTANT_EMBEDDING_MODEL_DIR"), "{message}");
 }
 
@@ -229,7 +229,7 @@ fn a_missing_tokenizer_says_which_file_and_what_to_do() {
     );
     assert!(message.contains("tokenizer.json"), "{message}");
     assert!(message.contains(&dir.display().to_string()), "{message}");
-    assert!(message.contains("./dev test"), "{message}");
+    assert!(message.contains("sextant models install"), "{message}");
 }
 
 #[test]

@@ -27,6 +27,9 @@ pub struct Profile {
     /// embedder whose vectors are hashed words adds less beside the words themselves than
     /// a neural one, whose vectors carry what the words do not.
     pub semantic_weight: f32,
+    /// How much of a literal match a keyword found in a row only as a thesaurus synonym
+    /// counts in the lexical signal.
+    pub concept_credit: f32,
     /// Which kind of embedder, for the health view (a closed set, no free text).
     pub kind: EmbedderKind,
     /// It reads Chinese, Japanese and Korean text. A model trained on English alone puts all
@@ -259,12 +262,15 @@ impl LexiconEmbedder {
         Profile {
             id: id.into(),
             dimensions: Self::DIMENSIONS,
-            // Unrelated texts collide in a few of 128 signed buckets: their cosine spreads
-            // around 0 with a deviation of about 1/√128 ≈ 0.09. 0.2 is two of those.
-            min_similarity: 0.2,
-            // A text and itself: the lexicon's clear matches share most features.
-            strong_similarity: 1.0,
-            semantic_weight: 0.5,
+            // Fitted on the calibration halves of the retrieval fixtures (`eval::fit`,
+            // test `the_lexicon_constants_are_fitted_on_calibration_queries_only`): the
+            // hashed words add nothing to the ranking beside the words themselves, so the
+            // vector track only brings candidates (above the scope's median similarity),
+            // and a thesaurus synonym counts as much as the word.
+            min_similarity: 0.0,
+            strong_similarity: 0.1,
+            semantic_weight: 0.0,
+            concept_credit: 1.0,
             kind: EmbedderKind::Lexicon,
             reads_cjk: true,
         }

@@ -47,6 +47,8 @@ impl EndpointEmbedder {
                 min_similarity: 0.25,
                 strong_similarity: 0.7,
                 semantic_weight: 0.5,
+                // Not fitted: the model is the person's choice, unknown here.
+                concept_credit: 0.5,
                 kind: EmbedderKind::Endpoint,
                 // Unknown: the person chose the model; trust it.
                 reads_cjk: true,

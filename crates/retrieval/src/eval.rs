@@ -3,6 +3,13 @@
 //! on each track, and scores the rankings – Recall@5, MRR@10, nDCG@10 – per query, per
 //! subset and per track. Any fixture of the documented shape works; nothing here knows
 //! ours.
+//!
+//! Every query is in one part of its fixture ([`Split`]): *calibration*, the only queries
+//! a constant may be fitted on ([`fit`]), or *evaluation*, which no constant saw. A
+//! query's part is a hash of its id unless the fixture says otherwise, and a fixture
+//! marked `heldOut` (written before any constant was touched) is evaluation throughout.
+//! Reports give every figure per part, so a figure can always be traced to the queries
+//! it came from.
 
 use std::collections::{BTreeMap, HashSet};
 use std::path::Path;
@@ -12,7 +19,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::diagnostics::{Collector, Purpose};
 use crate::embed::Embedder;
-use crate::store::{Doc, Index, Query, Scope, StoreError, Track};
+use crate::store::{Doc, Index, Query, Scope, StoreError, Track, Tuning};
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(rename_all = "camelCase")]
@@ -21,6 +28,44 @@ pub struct Fixture {
     pub vector_profile: VectorProfile,
     pub corpus: Vec<FixtureRow>,
     pub queries: Vec<FixtureQuery>,
+    /// Every query is evaluation: the fixture was written before any constant was
+    /// touched and is never used to fit one.
+    #[serde(default)]
+    pub held_out: bool,
+}
+
+/// The part of a fixture a query belongs to.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Deserialize, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub enum Split {
+    /// Constants may be fitted on these queries.
+    Calibration,
+    /// No constant saw these queries.
+    Evaluation,
+}
+
+impl Split {
+    pub fn name(self) -> &'static str {
+        match self {
+            Split::Calibration => "calibration",
+            Split::Evaluation => "evaluation",
+        }
+    }
+
+    /// A query's part when its fixture does not say: FNV-1a of its id, even → calibration.
+    /// Nobody picks which queries a constant may see.
+    pub fn by_id(id: &str) -> Split {
+        let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+        for b in id.as_bytes() {
+            h ^= *b as u64;
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+        if h.is_multiple_of(2) {
+            Split::Calibration
+        } else {
+            Split::Evaluation
+        }
+    }
 }
 
 #[derive(Debug, Clone, Deserialize, Serialize)]
@@ -51,6 +96,9 @@ pub struct FixtureQuery {
     #[serde(default)]
     pub subsets: Vec<String>,
     pub relevant_ids: Vec<String>,
+    /// The query's part, when the fixture fixes it (else [`Split::by_id`]).
+    #[serde(default)]
+    pub split: Option<Split>,
 }
 
 #[derive(Debug, thiserror::Error)]
@@ -90,6 +138,15 @@ impl Fixture {
     }
 
     /// A fixture that cannot be scored honestly is refused, naming what is wrong.
+    /// The part `q` belongs to.
+    pub fn split_of(&self, q: &FixtureQuery) -> Split {
+        if self.held_out {
+            Split::Evaluation
+        } else {
+            q.split.unwrap_or_else(|| Split::by_id(&q.id))
+        }
+    }
+
     pub fn validate(&self) -> Result<(), EvalError> {
         if self.version != 1 {
             return Err(EvalError::Fixture(format!(
@@ -205,6 +262,8 @@ pub struct TrackReport {
     #[serde(flatten)]
     pub overall: Scores,
     pub by_subset: BTreeMap<String, Scores>,
+    /// `calibration` and `evaluation`, each where it has queries.
+    pub by_split: BTreeMap<String, Scores>,
 }
 
 #[derive(Debug, Clone, Serialize)]
@@ -222,6 +281,7 @@ pub struct QueryTrack {
 pub struct QueryReport {
     pub id: String,
     pub agent_id: String,
+    pub split: Split,
     pub subsets: Vec<String>,
     pub relevant_ids: Vec<String>,
     pub tracks: BTreeMap<String, QueryTrack>,
@@ -271,13 +331,14 @@ pub fn evaluate_with(
         .map(|r| (r.id.as_str(), r.agent_id.as_str()))
         .collect();
 
-    let mut per_track: BTreeMap<String, Vec<(Vec<String>, Scores)>> = BTreeMap::new();
+    let mut per_track: BTreeMap<String, Vec<Scored>> = BTreeMap::new();
     let mut queries = Vec::new();
     for q in &fixture.queries {
         queries.push(evaluate_query(
             &conn,
             &index,
             q,
+            fixture.split_of(q),
             tracks,
             &scope_of,
             &mut per_track,
@@ -337,31 +398,23 @@ fn evaluate_query(
     conn: &rusqlite::Connection,
     index: &Index,
     q: &FixtureQuery,
+    split: Split,
     tracks: &[Track],
     scope_of: &std::collections::HashMap<&str, &str>,
-    per_track: &mut BTreeMap<String, Vec<(Vec<String>, Scores)>>,
+    per_track: &mut BTreeMap<String, Vec<Scored>>,
 ) -> Result<QueryReport, EvalError> {
     let relevant: HashSet<&str> = q.relevant_ids.iter().map(String::as_str).collect();
     let mut report = QueryReport {
         id: q.id.clone(),
         agent_id: q.agent_id.clone(),
+        split,
         subsets: q.subsets.clone(),
         relevant_ids: q.relevant_ids.clone(),
         tracks: BTreeMap::new(),
         cross_scope: Vec::new(),
     };
     for track in tracks {
-        let hits = index.search(
-            conn,
-            &Query {
-                scope: Scope::One(&q.agent_id),
-                text: &q.text,
-                track: *track,
-                limit: 10,
-                purpose: Purpose::Search,
-            },
-        )?;
-        let ranked: Vec<String> = hits.into_iter().map(|h| h.id).collect();
+        let ranked = top_ten(conn, index, q, *track)?;
         for id in &ranked {
             if scope_of.get(id.as_str()) != Some(&q.agent_id.as_str())
                 && !report.cross_scope.contains(id)
@@ -375,10 +428,11 @@ fn evaluate_query(
             mrr_at10: mrr_at(10, &ranked, &relevant),
             ndcg_at10: ndcg_at(10, &ranked, &relevant),
         };
-        per_track
-            .entry(track.name().into())
-            .or_default()
-            .push((q.subsets.clone(), scores.clone()));
+        per_track.entry(track.name().into()).or_default().push((
+            split,
+            q.subsets.clone(),
+            scores.clone(),
+        ));
         report.tracks.insert(
             track.name().into(),
             QueryTrack {
@@ -392,25 +446,61 @@ fn evaluate_query(
     Ok(report)
 }
 
-/// Each track's mean scores, overall and per subset.
+/// One query's scores on a track, with its part and subsets.
+type Scored = (Split, Vec<String>, Scores);
+
+/// The ids `q` finds on `track`, best first, ten at most – through the production search.
+fn top_ten(
+    conn: &rusqlite::Connection,
+    index: &Index,
+    q: &FixtureQuery,
+    track: Track,
+) -> Result<Vec<String>, StoreError> {
+    let hits = index.search(
+        conn,
+        &Query {
+            scope: Scope::One(&q.agent_id),
+            text: &q.text,
+            track,
+            limit: 10,
+            purpose: Purpose::Search,
+        },
+    )?;
+    Ok(hits.into_iter().map(|h| h.id).collect())
+}
+
+/// Each track's mean scores, overall, per subset and per part.
 fn track_reports(
-    per_track: BTreeMap<String, Vec<(Vec<String>, Scores)>>,
+    per_track: BTreeMap<String, Vec<Scored>>,
 ) -> BTreeMap<String, TrackReport> {
     per_track
         .into_iter()
         .map(|(name, rows)| {
-            let overall = mean(rows.iter().map(|(_, s)| s));
+            let overall = mean(rows.iter().map(|(_, _, s)| s));
             let mut subsets: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();
-            for (tags, s) in &rows {
+            let mut splits: BTreeMap<String, Vec<&Scores>> = BTreeMap::new();
+            for (split, tags, s) in &rows {
                 for tag in tags {
                     subsets.entry(tag.clone()).or_default().push(s);
                 }
+                splits.entry(split.name().into()).or_default().push(s);
             }
             let by_subset = subsets
                 .into_iter()
                 .map(|(k, v)| (k, mean(v.into_iter())))
                 .collect();
-            (name, TrackReport { overall, by_subset })
+            let by_split = splits
+                .into_iter()
+                .map(|(k, v)| (k, mean(v.into_iter())))
+                .collect();
+            (
+                name,
+                TrackReport {
+                    overall,
+                    by_subset,
+                    by_split,
+                },
+            )
         })
         .collect()
 }
@@ -464,11 +554,223 @@ impl Report {
                 ))
             };
             line("all", &track.overall);
+            for (split, s) in &track.by_split {
+                line(split, s);
+            }
             for (subset, s) in &track.by_subset {
                 line(subset, s);
             }
         }
         out
+    }
+}
+
+/// The values [`fit`] tries for each constant (one constant at a time).
+#[derive(Debug, Clone)]
+pub struct Grid {
+    pub min_similarity: Vec<f32>,
+    pub strong_similarity: Vec<f32>,
+    pub semantic_weight: Vec<f32>,
+    pub concept_credit: Vec<f64>,
+    pub background_share: Vec<f64>,
+}
+
+impl Default for Grid {
+    fn default() -> Grid {
+        Grid {
+            min_similarity: vec![0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35],
+            strong_similarity: vec![0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+            semantic_weight: vec![0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9],
+            concept_credit: vec![0.25, 0.5, 0.75, 1.0],
+            background_share: vec![0.3, 0.4, 0.5, 0.6, 0.7],
+        }
+    }
+}
+
+/// What [`fit`] found: the hybrid nDCG@10 over every calibration query at the starting
+/// constants and at the best ones, and each move it made.
+#[derive(Debug, Clone, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Fit {
+    pub queries: usize,
+    pub start: Tuning,
+    pub start_score: f64,
+    pub best: Tuning,
+    pub best_score: f64,
+    pub moves: Vec<String>,
+}
+
+/// Fits the ranking's constants on the calibration queries of `fixtures` – never on an
+/// evaluation query or a held-out fixture – by coordinate ascent from `start` over `grid`,
+/// maximising the hybrid track's mean nDCG@10. A move must gain more than `min_gain`, so
+/// noise does not walk the constants about. The corpora are indexed once; query vectors
+/// are computed once.
+pub fn fit(
+    fixtures: &[&Fixture],
+    embedder: Arc<dyn Embedder>,
+    start: Tuning,
+    grid: &Grid,
+    min_gain: f64,
+    dir: &Path,
+) -> Result<Fit, EvalError> {
+    let embedder: Arc<dyn Embedder> = Arc::new(Memo::new(embedder));
+    std::fs::create_dir_all(dir)?;
+    let mut sets = Vec::new();
+    for fixture in fixtures {
+        fixture.validate()?;
+        let db = tempfile_in(dir)?;
+        let conn = rusqlite::Connection::open(&db)?;
+        let index = load_corpus(&conn, fixture, embedder.clone(), true)?;
+        let queries: Vec<&FixtureQuery> = fixture
+            .queries
+            .iter()
+            .filter(|q| fixture.split_of(q) == Split::Calibration)
+            .collect();
+        sets.push((db, conn, index, queries));
+    }
+    let queries = sets.iter().map(|s| s.3.len()).sum::<usize>();
+    if queries == 0 {
+        return Err(EvalError::Fixture(
+            "no calibration query to fit on (held-out fixtures are never used)".into(),
+        ));
+    }
+    let score = |t: Tuning| -> Result<f64, EvalError> {
+        let mut total = 0.0;
+        for (_, conn, index, qs) in &sets {
+            index.set_tuning(t);
+            for q in qs {
+                let ranked = top_ten(conn, index, q, Track::Hybrid)?;
+                let relevant: HashSet<&str> = q.relevant_ids.iter().map(String::as_str).collect();
+                total += ndcg_at(10, &ranked, &relevant);
+            }
+        }
+        Ok(total / queries as f64)
+    };
+    let start_score = score(start)?;
+    let (mut best, mut best_score) = (start, start_score);
+    let mut moves = Vec::new();
+    for _round in 0..4 {
+        let mut moved = false;
+        for knob in 0..5 {
+            let candidates: Vec<Tuning> = match knob {
+                0 => grid
+                    .min_similarity
+                    .iter()
+                    .map(|&v| Tuning {
+                        min_similarity: v,
+                        ..best
+                    })
+                    .collect(),
+                1 => grid
+                    .strong_similarity
+                    .iter()
+                    .map(|&v| Tuning {
+                        strong_similarity: v,
+                        ..best
+                    })
+                    .collect(),
+                2 => grid
+                    .semantic_weight
+                    .iter()
+                    .map(|&v| Tuning {
+                        semantic_weight: v,
+                        ..best
+                    })
+                    .collect(),
+                3 => grid
+                    .concept_credit
+                    .iter()
+                    .map(|&v| Tuning {
+                        concept_credit: v,
+                        ..best
+                    })
+                    .collect(),
+                _ => grid
+                    .background_share
+                    .iter()
+                    .map(|&v| Tuning {
+                        background_share: v,
+                        ..best
+                    })
+                    .collect(),
+            };
+            for t in candidates {
+                let s = score(t)?;
+                if s > best_score + min_gain {
+                    moves.push(format!("{best:?} → {t:?}: {best_score:.4} → {s:.4}"));
+                    best = t;
+                    best_score = s;
+                    moved = true;
+                }
+            }
+        }
+        if !moved {
+            break;
+        }
+    }
+    for (db, conn, _, _) in sets {
+        drop(conn);
+        let _ = std::fs::remove_file(db);
+    }
+    Ok(Fit {
+        queries,
+        start,
+        start_score,
+        best,
+        best_score,
+        moves,
+    })
+}
+
+/// [`fit`] from the constants `embedder` ships with, over the default grid, a move needing
+/// 0.002 nDCG@10: what the tests run to check the shipped constants are the fitted ones.
+pub fn fit_shipped(
+    fixtures: &[&Fixture],
+    embedder: Arc<dyn Embedder>,
+    dir: &Path,
+) -> Result<Fit, EvalError> {
+    let start = Tuning::shipped(embedder.as_ref());
+    fit(fixtures, embedder, start, &Grid::default(), 0.002, dir)
+}
+
+/// An embedder that remembers what it computed (the fit asks the same queries many times).
+struct Memo {
+    inner: Arc<dyn Embedder>,
+    seen: std::sync::Mutex<std::collections::HashMap<String, Vec<f32>>>,
+}
+
+impl Memo {
+    fn new(inner: Arc<dyn Embedder>) -> Memo {
+        Memo {
+            inner,
+            seen: Default::default(),
+        }
+    }
+}
+
+impl Embedder for Memo {
+    fn profile(&self) -> &crate::embed::Profile {
+        self.inner.profile()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, crate::embed::EmbedError> {
+        let missing: Vec<&str> = {
+            let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            texts
+                .iter()
+                .copied()
+                .filter(|t| !seen.contains_key(*t))
+                .collect()
+        };
+        if !missing.is_empty() {
+            let vectors = self.inner.embed(&missing)?;
+            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+            for (t, v) in missing.into_iter().zip(vectors) {
+                seen.insert(t.to_string(), v);
+            }
+        }
+        let seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        Ok(texts.iter().map(|t| seen[*t].clone()).collect())
     }
 }
 

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 use rusqlite::{params, Connection, OptionalExtension};
+use serde::Serialize;
 
 use crate::breaker::Breaker;
 use crate::diagnostics::{Collector, Degradation, Outcome, Purpose, Stage};
@@ -49,13 +50,41 @@ pub const BACKGROUND_SHARE: f64 = 0.5;
 /// …in a scope of at least this many rows.
 pub const BACKGROUND_MIN_ROWS: usize = 20;
 
-/// A keyword found in a row only as a synonym (same thesaurus group) counts this much of
-/// a literal match.
-pub const CONCEPT_CREDIT: f64 = 0.5;
+/// The constants a ranking depends on, in one place, so an evaluation can fit them on a
+/// fixture's calibration queries ([`crate::eval::fit`]) and report figures on queries no
+/// constant saw. The defaults are the embedder's profile and the constants above.
+#[derive(Debug, Clone, Copy, PartialEq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Tuning {
+    /// The vector track's noise floor (the profile's `min_similarity`).
+    pub min_similarity: f32,
+    /// Where a clear semantic match starts (the profile's `strong_similarity`).
+    pub strong_similarity: f32,
+    /// The semantic signal's share of the hybrid score (the profile's `semantic_weight`).
+    pub semantic_weight: f32,
+    /// The profile's `concept_credit`.
+    pub concept_credit: f64,
+    /// [`BACKGROUND_SHARE`].
+    pub background_share: f64,
+}
+
+impl Tuning {
+    /// What an index over `embedder` ranks with unless told otherwise.
+    pub fn shipped(embedder: &dyn Embedder) -> Tuning {
+        let p = embedder.profile();
+        Tuning {
+            min_similarity: p.min_similarity,
+            strong_similarity: p.strong_similarity,
+            semantic_weight: p.semantic_weight,
+            concept_credit: p.concept_credit as f64,
+            background_share: BACKGROUND_SHARE,
+        }
+    }
+}
 
 /// The hybrid score: the two signals on one absolute scale, mixed by the embedder's
 /// `semantic_weight`. `lexical` is the share of the query's information (keywords weighted
-/// by IDF; a thesaurus synonym counts [`CONCEPT_CREDIT`]) found in the row; `semantic` is
+/// by IDF; a thesaurus synonym counts the profile's `concept_credit`) found in the row; `semantic` is
 /// the vector similarity from the floor (0) to the embedder's clear-match similarity (1).
 
 #[derive(Debug, thiserror::Error)]
@@ -171,6 +200,8 @@ pub struct Index {
     synonyms: Option<&'static Synonyms>,
     /// Document frequencies looked up at a revision (valid until the corpus changes).
     df_cache: Mutex<(i64, HashMap<String, i64>)>,
+    /// The ranking's constants (the shipped ones, unless an evaluation is fitting them).
+    tuning: Mutex<Tuning>,
 }
 
 fn valid_name(name: &str) -> bool {
@@ -208,7 +239,9 @@ impl Index {
             return Err(StoreError::BadName(name.into()));
         }
         let breaker = Breaker::new(&embedder.profile().id);
+        let tuning = Mutex::new(Tuning::shipped(embedder.as_ref()));
         Ok(Index {
+            tuning,
             name: name.into(),
             embedder,
             cache: Mutex::new(HashMap::new()),
@@ -227,6 +260,16 @@ impl Index {
 
     pub fn embedder(&self) -> &Arc<dyn Embedder> {
         &self.embedder
+    }
+
+    /// The constants searches rank with from now on (an evaluation fitting them); nothing
+    /// cached depends on them.
+    pub fn set_tuning(&self, tuning: Tuning) {
+        *self.tuning.lock().unwrap_or_else(|e| e.into_inner()) = tuning;
+    }
+
+    pub fn tuning(&self) -> Tuning {
+        *self.tuning.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     pub fn breaker(&self) -> &Breaker {
@@ -771,12 +814,13 @@ impl Index {
     /// the scope's median row, when that is higher. For a query the embedder finds every
     /// row alike for, only the rows that stand out from that background count.
     fn floor_for(&self, scored: &[(i64, f32)]) -> f32 {
-        let floor = self.embedder.profile().min_similarity;
+        let tuning = self.tuning();
+        let floor = tuning.min_similarity;
         if scored.len() < BACKGROUND_MIN_ROWS {
             return floor;
         }
         let mut sims: Vec<f32> = scored.iter().map(|s| s.1).collect();
-        let at = ((sims.len() as f64 * BACKGROUND_SHARE) as usize).min(sims.len() - 1);
+        let at = ((sims.len() as f64 * tuning.background_share) as usize).min(sims.len() - 1);
         let (_, background, _) = sims.select_nth_unstable_by(at, f32::total_cmp);
         floor.max(*background)
     }
@@ -968,8 +1012,9 @@ impl Index {
         let floor = floor as f64;
         // Embedders differ in how high their similarities run (MiniLM's clear matches sit
         // near 0.5, the lexicon's near 1): each profile says where a clear match is.
-        let strong = (self.embedder.profile().strong_similarity as f64).max(floor + 1e-6);
-        let semantic_weight = self.embedder.profile().semantic_weight as f64;
+        let tuning = self.tuning();
+        let strong = (tuning.strong_similarity as f64).max(floor + 1e-6);
+        let semantic_weight = tuning.semantic_weight as f64;
         let hits = candidates
             .into_iter()
             .map(|rowid| {
@@ -986,7 +1031,7 @@ impl Index {
                             if row_terms.is_some_and(|t| t.contains(k)) {
                                 *w
                             } else if keyword_group.get(k).is_some_and(|g| row_groups.contains(g)) {
-                                CONCEPT_CREDIT * w
+                                tuning.concept_credit * w
                             } else {
                                 0.0
                             }

@@ -102,6 +102,21 @@ pub fn script(chat: &Recorded) -> Script {
     serde_json::from_value(json!({"description": chat.title, "turns": turns})).unwrap()
 }
 
+/// Every chat in `fixtures/assistant/long-chats/`, by name, in order.
+// Each example includes this file; only `long_chats` lists the folder.
+#[allow(dead_code)]
+pub fn names() -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(fixtures())
+        .unwrap()
+        .filter_map(|e| {
+            let name = e.ok()?.file_name().into_string().ok()?;
+            Some(name.strip_suffix(".json")?.to_string())
+        })
+        .collect();
+    names.sort();
+    names
+}
+
 /// Loads `fixtures/assistant/long-chats/NAME.json`.
 pub fn load(name: &str) -> Recorded {
     let text = std::fs::read_to_string(fixtures().join(format!("{name}.json"))).unwrap();
@@ -138,9 +153,20 @@ pub async fn replay(chat: &Recorded, turns: usize, settings: Value) -> Vec<Value
             .await
             .unwrap();
         loop {
-            if let ServiceEventKind::TurnEnded { end, detail } = events.recv().await.unwrap().kind {
-                assert_eq!(end, TurnEndKind::Finished, "{}: {detail:?}", turn.user);
-                break;
+            match events.recv().await.unwrap().kind {
+                // What edits' auto-approval does not cover (a send to a device, a file
+                // outside the user's folders, a destructive step): the person says no at
+                // once, as the model's recorded replies assumed nothing of the answer.
+                ServiceEventKind::ApprovalRequested { call_id, .. } => {
+                    door.handle(json!({"op": "deny", "chat": id, "callId": call_id}))
+                        .await
+                        .unwrap();
+                }
+                ServiceEventKind::TurnEnded { end, detail } => {
+                    assert_eq!(end, TurnEndKind::Finished, "{}: {detail:?}", turn.user);
+                    break;
+                }
+                _ => {}
             }
         }
     }
