@@ -184,7 +184,7 @@ async function main() {
   const httpPort = await freePort();
   start("llama-server", llamaServer, [
     "-m", modelPath, "--host", "127.0.0.1", "--port", String(llamaPort),
-    "-t", "1", "--cache-ram", "0", "-c", "8192", "--alias", MODEL,
+    "-t", process.argv.includes("--record") ? "2" : "1", "--cache-ram", "0", "-c", "8192", "--alias", MODEL,
   ]);
   const llama = `http://127.0.0.1:${llamaPort}`;
   await waitFor("llama-server", async () => (await fetch(`${llama}/health`)).ok, 120_000);
@@ -293,12 +293,27 @@ async function main() {
 async function record(d, llama, name) {
   if (!name) throw new Error("--record needs the name of a long chat, e.g. --record modbus");
   const source = JSON.parse(readFileSync(join(repo, "fixtures/assistant/long-chats", `${name}.json`), "utf8"));
+  // `--turns N`: the first N of the person's messages (a 135M model on a laptop CPU takes a
+  // minute or two a turn, more as the chat grows).
+  const turnsAt = process.argv.indexOf("--turns");
+  const limit = turnsAt > 0 ? Number(process.argv[turnsAt + 1]) : source.turns.length;
+  const path = join(repo, "fixtures/assistant/long-chats", `${name}-smollm2.json`);
+  const write = (turns) => {
+    const out = {
+      schema: 1,
+      title: `${source.title} (SmolLM2-135M)`,
+      description: `The first ${turns.length} of the person's messages of \`${name}\`, answered by ${MODEL} through llama-server and the real chat door (edits approved), recorded with \`./dev test-llm --record ${name}\` on ${new Date().toISOString().slice(0, 10)}.`,
+      turns,
+    };
+    // After every turn: a run stopped half-way keeps what it recorded.
+    writeFileSync(path, JSON.stringify(out, null, 1) + "\n");
+  };
   await d.op("setSettings", {
     provider: "openai-compatible", baseUrl: `${llama}/v1`, model: MODEL, autoApproveEdits: true, constrainedCalls: "auto",
   });
   const chat = (await d.op("create", { title: source.title })).id;
   const turns = [];
-  for (const [i, { user }] of source.turns.entries()) {
+  for (const [i, { user }] of source.turns.slice(0, limit).entries()) {
     const t0 = performance.now();
     await d.op("send", { chat, text: user });
     const replies = [];
@@ -324,17 +339,10 @@ async function record(d, llama, name) {
     if (reply.text || reply.calls.length) replies.push(reply);
     if (!replies.length || replies.at(-1).calls.length) replies.push({ text: "", calls: [] });
     turns.push({ user, replies });
+    write(turns);
     const calls = replies.reduce((n, r) => n + r.calls.length, 0);
-    console.log(`${i + 1}/${source.turns.length} | ${end} | ${((performance.now() - t0) / 1000).toFixed(0)} s | ${replies.length} replies, ${calls} calls`);
+    console.log(`${i + 1}/${limit} | ${end} | ${((performance.now() - t0) / 1000).toFixed(0)} s | ${replies.length} replies, ${calls} calls`);
   }
-  const out = {
-    schema: 1,
-    title: `${source.title} (SmolLM2-135M)`,
-    description: `The person's messages of \`${name}\`, answered by ${MODEL} through llama-server and the real chat door (edits approved), recorded with \`./dev test-llm --record ${name}\` on ${new Date().toISOString().slice(0, 10)}.`,
-    turns,
-  };
-  const path = join(repo, "fixtures/assistant/long-chats", `${name}-smollm2.json`);
-  writeFileSync(path, JSON.stringify(out, null, 1) + "\n");
   console.log(`recorded ${turns.length} turns to ${path}`);
   d.close();
   stopAll();
