@@ -470,9 +470,7 @@ fn top_ten(
 }
 
 /// Each track's mean scores, overall, per subset and per part.
-fn track_reports(
-    per_track: BTreeMap<String, Vec<Scored>>,
-) -> BTreeMap<String, TrackReport> {
+fn track_reports(per_track: BTreeMap<String, Vec<Scored>>) -> BTreeMap<String, TrackReport> {
     per_track
         .into_iter()
         .map(|(name, rows)| {
