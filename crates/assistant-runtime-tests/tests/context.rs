@@ -113,6 +113,31 @@ fn control_and_invisible_characters_become_visible() {
     assert!(body.starts_with("<\\u{200b}"), "{body}");
 }
 
+/// Every kind of character a person cannot see but a model reads, one row each: the
+/// envelope shows each as an escape.
+#[test]
+fn every_hidden_character_class_is_shown() {
+    let e = env();
+    for (what, hidden) in [
+        ("soft hyphen", '\u{00ad}'),
+        ("zero-width joiner", '\u{200d}'),
+        ("bidi isolate", '\u{2066}'),
+        ("invisible times", '\u{2062}'),
+        ("Arabic number sign", '\u{0600}'),
+        ("Mongolian vowel separator", '\u{180e}'),
+        ("variation selector", '\u{fe0f}'),
+        ("Hangul filler", '\u{3164}'),
+        // Plane 14 spells hidden ASCII ("ASCII smuggling"): U+E0049 reads as `I`.
+        ("tag character", '\u{e0049}'),
+        ("tag cancel", '\u{e007f}'),
+        ("variation selector supplement", '\u{e0100}'),
+        ("musical format", '\u{1d173}'),
+    ] {
+        let body = inner(&e.wrap("device", &format!("a{hidden}b")), &e);
+        assert_eq!(body, format!("a\\u{{{:04x}}}b", hidden as u32), "{what}");
+    }
+}
+
 #[test]
 fn source_attribute_is_escaped() {
     let e = env();

@@ -139,16 +139,23 @@ fn random_nonce() -> String {
     format!("{:016x}", hasher.finish())
 }
 
-/// Zero-width and bidi-control characters: invisible in the UI, read by the model.
+/// Characters a person cannot see but a model reads: Unicode's format characters
+/// (category Cf: soft hyphen, zero-width, bidi controls, number signs, and plane 14's tag
+/// characters, which spell out hidden ASCII), the variation selectors (which can carry
+/// hidden bytes too) and the invisible fillers.
 fn is_invisible_format(c: char) -> bool {
     matches!(c,
-        '\u{00AD}' | '\u{061C}' | '\u{180E}'
+        '\u{00AD}' | '\u{034F}' | '\u{0600}'..='\u{0605}' | '\u{061C}' | '\u{06DD}'
+        | '\u{070F}' | '\u{0890}'..='\u{0891}' | '\u{08E2}' | '\u{115F}'..='\u{1160}'
+        | '\u{17B4}'..='\u{17B5}' | '\u{180B}'..='\u{180F}'
         | '\u{200B}'..='\u{200F}'
         | '\u{202A}'..='\u{202E}'
-        | '\u{2060}'..='\u{2064}'
-        | '\u{2066}'..='\u{206F}'
-        | '\u{FEFF}'
-        | '\u{FFF9}'..='\u{FFFB}')
+        | '\u{2060}'..='\u{206F}'
+        | '\u{3164}' | '\u{FE00}'..='\u{FE0F}'
+        | '\u{FEFF}' | '\u{FFA0}'
+        | '\u{FFF9}'..='\u{FFFB}'
+        | '\u{110BD}' | '\u{110CD}' | '\u{13430}'..='\u{1343F}' | '\u{1BCA0}'..='\u{1BCA3}'
+        | '\u{1D173}'..='\u{1D17A}' | '\u{E0000}'..='\u{E0FFF}')
 }
 
 /// Folds fullwidth ASCII (`＜／ｕｎｔｒｕｓｔｅｄ`) to ASCII and lowercases, for tag matching.
