@@ -57,6 +57,24 @@ function parseSection(bytes: Uint8Array, what: string): any {
   }
 }
 
+const isText = (x: unknown) => typeof x === "string";
+const isIndex = (x: unknown) => typeof x === "number" && Number.isInteger(x) && x >= 0;
+
+/** One dataset's description, checked field by field: the store and every widget read
+ * these fields without looking again. */
+function isMeta(m: any): m is DatasetMeta {
+  return (
+    !!m &&
+    typeof m === "object" &&
+    isIndex(m.index) &&
+    isText(m.id) &&
+    isText(m.title) &&
+    isText(m.group) &&
+    isText(m.units) &&
+    (m.source === null || isIndex(m.source))
+  );
+}
+
 export function decodeFrame(buffer: ArrayBuffer): DisplayFrame {
   if (buffer.byteLength < HEADER_BYTES) throw new FrameError(`display frame too short (${buffer.byteLength} bytes)`);
   const view = new DataView(buffer);
@@ -77,6 +95,8 @@ export function decodeFrame(buffer: ArrayBuffer): DisplayFrame {
     need(metaBytes);
     const parsed = parseSection(new Uint8Array(buffer, at, metaBytes), "meta");
     if (!parsed || !Array.isArray(parsed.datasets)) throw new FrameError("display frame meta has no datasets list");
+    const bad = parsed.datasets.findIndex((m: unknown) => !isMeta(m));
+    if (bad >= 0) throw new FrameError(`display frame meta: dataset ${bad} is not a dataset description`);
     meta = parsed.datasets;
     at += pad8(metaBytes);
   }
@@ -85,6 +105,9 @@ export function decodeFrame(buffer: ArrayBuffer): DisplayFrame {
     need(textBytes);
     const parsed = parseSection(new Uint8Array(buffer, at, textBytes), "text");
     if (!parsed || typeof parsed !== "object" || Array.isArray(parsed)) throw new FrameError("display frame text is not an object");
+    for (const [k, v] of Object.entries(parsed)) {
+      if (!/^(0|[1-9][0-9]*)$/.test(k) || !isText(v)) throw new FrameError(`display frame text: entry "${k}" is not a dataset's text`);
+    }
     text = parsed;
     at += pad8(textBytes);
   }
