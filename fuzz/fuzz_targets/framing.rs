@@ -11,8 +11,12 @@ fuzz_target!(|data: &[u8]| {
     if data.len() < 6 {
         return;
     }
-    let mode = [FrameMode::EndOnly, FrameMode::StartEnd, FrameMode::StartOnly, FrameMode::None]
-        [data[0] as usize % 4];
+    let mode = [
+        FrameMode::EndOnly,
+        FrameMode::StartEnd,
+        FrameMode::StartOnly,
+        FrameMode::None,
+    ][data[0] as usize % 4];
     let checksum = ChecksumKind::ALL[data[1] as usize % ChecksumKind::ALL.len()];
     let start_len = 1 + data[2] as usize % 3;
     let end_len = 1 + data[3] as usize % 3;

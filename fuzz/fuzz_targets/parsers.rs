@@ -21,7 +21,14 @@ fuzz_target!(|data: &[u8]| {
         r#"{"kind":"binary","fields":[{"type":"u8"},{"type":"f64","endian":"big"},{"type":"i32","offset":3}]}"#,
         r#"{"kind":"can","messages":[{"id":256,"signals":[{"name":"a","startBit":0,"size":12},{"name":"b","startBit":23,"size":40,"byteOrder":"big","valueType":"signed","mux":{"switch":"a","ranges":[[1,9]]}}]},{"id":4096,"extended":true,"signals":[{"name":"f","startBit":480,"size":32,"valueType":"float"}]}]}"#,
     ];
-    let decoders = [Decoder::PlainText, Decoder::Hex, Decoder::Base64, Decoder::Binary, Decoder::Cobs, Decoder::Slip];
+    let decoders = [
+        Decoder::PlainText,
+        Decoder::Hex,
+        Decoder::Base64,
+        Decoder::Binary,
+        Decoder::Cobs,
+        Decoder::Slip,
+    ];
     let mut rows = Rows::new();
     for config in configs {
         let config: ParserConfig = serde_json::from_str(config).unwrap();

@@ -5,9 +5,12 @@ use libfuzzer_sys::fuzz_target;
 use sextant_telemetry::Project;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
     if let Ok(project) = Project::from_json_str(text) {
-        let again = Project::from_json_str(&project.to_json_string()).expect("a saved project reloads");
+        let again =
+            Project::from_json_str(&project.to_json_string()).expect("a saved project reloads");
         assert_eq!(again, project);
     }
 });

@@ -6,10 +6,17 @@ use libfuzzer_sys::fuzz_target;
 use sextant_telemetry::Project;
 
 fuzz_target!(|data: &[u8]| {
-    let Ok(text) = std::str::from_utf8(data) else { return };
-    let Ok(imported) = sextant_import::import_serial_studio(text) else { return };
+    let Ok(text) = std::str::from_utf8(data) else {
+        return;
+    };
+    let Ok(imported) = sextant_import::import_serial_studio(text) else {
+        return;
+    };
     let issues = imported.project.validate();
-    assert!(issues.is_empty(), "an imported project validates: {issues:?}");
+    assert!(
+        issues.is_empty(),
+        "an imported project validates: {issues:?}"
+    );
     let reloaded = Project::from_json_str(&imported.project.to_json_string())
         .expect("an imported project reloads");
     assert_eq!(reloaded, imported.project);

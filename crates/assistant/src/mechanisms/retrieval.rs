@@ -23,9 +23,18 @@ pub struct Retrieval {
 impl Retrieval {
     /// Looks for the neural model (files only; nothing is loaded yet).
     pub fn open(data_dir: &Path) -> Retrieval {
+        #[cfg(feature = "minilm")]
         let searched = sextant_embed_minilm::place::search(None, Some(data_dir));
+        #[cfg(not(feature = "minilm"))]
+        let searched: Vec<SearchedPlace> = {
+            let _ = data_dir;
+            Vec::new()
+        };
         Retrieval {
-            model_dir: sextant_embed_minilm::place::first_found(&searched),
+            model_dir: searched
+                .iter()
+                .find(|p| p.found)
+                .map(|p| PathBuf::from(&p.path)),
             searched,
             ..Retrieval::with_model_dir(None)
         }
@@ -60,14 +69,11 @@ impl Retrieval {
 
     fn chosen(&self) -> &(Arc<dyn Embedder>, Option<Fallback>) {
         self.embedder.get_or_init(|| match &self.model_dir {
-            None => (Arc::new(LexiconEmbedder::new()), Some(Fallback::ModelNotFound)),
-            Some(dir) => match sextant_embed_minilm::MiniLmEmbedder::load(dir) {
-                Ok(model) => (Arc::new(model), None),
-                Err(e) => {
-                    tracing::warn!("the embedding model in {} did not load, using the lexicon embedder: {e}", dir.display());
-                    (Arc::new(LexiconEmbedder::new()), Some(Fallback::ModelFailedToLoad))
-                }
-            },
+            None => (
+                Arc::new(LexiconEmbedder::new()),
+                Some(Fallback::ModelNotFound),
+            ),
+            Some(dir) => load_model(dir),
         })
     }
 
@@ -83,6 +89,33 @@ impl Retrieval {
             searched: self.searched.clone(),
         }))
     }
+}
+
+/// The neural model in `dir`, or the lexicon embedder and why.
+#[cfg(feature = "minilm")]
+fn load_model(dir: &Path) -> (Arc<dyn Embedder>, Option<Fallback>) {
+    match sextant_embed_minilm::MiniLmEmbedder::load(dir) {
+        Ok(model) => (Arc::new(model), None),
+        Err(e) => {
+            tracing::warn!(
+                "the embedding model in {} did not load, using the lexicon embedder: {e}",
+                dir.display()
+            );
+            (
+                Arc::new(LexiconEmbedder::new()),
+                Some(Fallback::ModelFailedToLoad),
+            )
+        }
+    }
+}
+
+/// Built without the neural embedder: the lexicon one.
+#[cfg(not(feature = "minilm"))]
+fn load_model(_: &Path) -> (Arc<dyn Embedder>, Option<Fallback>) {
+    (
+        Arc::new(LexiconEmbedder::new()),
+        Some(Fallback::ModelFailedToLoad),
+    )
 }
 
 #[cfg(test)]

@@ -39,7 +39,7 @@ pub fn registry() -> Registry<Workspace> {
 }
 
 /// Applies a JSON merge patch (RFC 7396) of `changes` to `target`, re-checking the result
-/// against its type so a bad field fails with its path.
+/// against its type so a bad field fails with its path (`sextant_telemetry::project::merge_patch`).
 pub(crate) fn merge_patch<T>(
     target: &T,
     changes: &Map<String, Json>,
@@ -48,45 +48,6 @@ pub(crate) fn merge_patch<T>(
 where
     T: serde::Serialize + DeserializeOwned,
 {
-    let mut value =
-        serde_json::to_value(target).map_err(|e| CommandError::failed(e.to_string()))?;
-    for (k, v) in changes {
-        if k == "id" {
-            return Err(CommandError::invalid(
-                "changes.id",
-                format!("a {what}'s id never changes"),
-            ));
-        }
-        merge(&mut value, k, v);
-    }
-    serde_path_to_error::deserialize(value).map_err(|e| {
-        let path = format!("changes.{}", e.path());
-        CommandError::invalid(
-            path.clone(),
-            format!("invalid {what} field `{path}`: {}", e.into_inner()),
-        )
-    })
-}
-
-fn merge(target: &mut Json, key: &str, patch: &Json) {
-    let Json::Object(obj) = target else { return };
-    match patch {
-        Json::Null => {
-            obj.remove(key);
-        }
-        Json::Object(p) => {
-            let entry = obj
-                .entry(key.to_string())
-                .or_insert_with(|| Json::Object(Map::new()));
-            if !entry.is_object() {
-                *entry = Json::Object(Map::new());
-            }
-            for (k, v) in p {
-                merge(entry, k, v);
-            }
-        }
-        other => {
-            obj.insert(key.to_string(), other.clone());
-        }
-    }
+    sextant_telemetry::project::merge_patch(target, changes, what)
+        .map_err(|e| CommandError::invalid(e.path, e.message))
 }

@@ -7,10 +7,12 @@
 //! once, so an editor or the assistant can fix them in one pass.
 
 mod model;
+pub mod patch;
 mod save;
 mod validate;
 
 pub use model::*;
+pub use patch::{merge_patch, PatchError};
 pub use save::{save_atomic, SaveError};
 pub use validate::ValidationIssue;
 
