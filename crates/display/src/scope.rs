@@ -21,6 +21,10 @@ pub const WINDOW_SAMPLES: usize = 1 << 16;
 pub const CONSOLE_BYTES: usize = 256 * 1024;
 /// Frames the sink holds back while a tick has the state locked.
 const PENDING_FRAMES: usize = WINDOW_SAMPLES;
+/// What a console record costs against [`CONSOLE_BYTES`] beside its bytes (its time,
+/// source and length on the wire), so even empty records – an empty timed send – are
+/// trimmed instead of piling up for the whole run.
+pub const CONSOLE_RECORD_COST: usize = 16;
 
 /// What a subscriber wants drawn; see `docs/ui-protocol.md`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
@@ -201,8 +205,10 @@ impl State {
 
     fn push_console(&mut self, t: f64, source: u32, bytes: &[u8]) {
         // One huge chunk keeps only its tail: the console shows the newest bytes.
-        let bytes = &bytes[bytes.len().saturating_sub(CONSOLE_BYTES)..];
-        self.console_bytes += bytes.len();
+        let bytes = &bytes[bytes
+            .len()
+            .saturating_sub(CONSOLE_BYTES - CONSOLE_RECORD_COST)..];
+        self.console_bytes += bytes.len() + CONSOLE_RECORD_COST;
         self.console.push_back(ConsoleRecord {
             id: self.next_console_id,
             t,
@@ -214,7 +220,7 @@ impl State {
             let Some(old) = self.console.pop_front() else {
                 break;
             };
-            self.console_bytes -= old.bytes.len();
+            self.console_bytes -= old.bytes.len() + CONSOLE_RECORD_COST;
         }
     }
 }
@@ -357,7 +363,9 @@ impl Subscriber {
 #[derive(Default)]
 struct Pending {
     frames: VecDeque<(f64, Vec<Value>)>,
-    console: Vec<(f64, u32, Vec<u8>)>,
+    console: VecDeque<(f64, u32, Vec<u8>)>,
+    /// What `console` costs, counted as the console itself counts.
+    console_bytes: usize,
     columns: Option<Vec<DatasetInfo>>,
 }
 
@@ -376,6 +384,7 @@ impl Pending {
         for (t, source, bytes) in self.console.drain(..) {
             s.push_console(t, source, &bytes);
         }
+        self.console_bytes = 0;
     }
 }
 
@@ -438,13 +447,17 @@ impl FrameSink for ScopeSink {
                 s.push_console(t, source as u32, &chunk.data)
             }
             None => {
-                let keep = chunk.data.len().min(CONSOLE_BYTES);
+                let keep = chunk.data.len().min(CONSOLE_BYTES - CONSOLE_RECORD_COST);
                 let data = &chunk.data[chunk.data.len() - keep..];
-                self.pending.console.push((t, source as u32, data.to_vec()));
+                let pending = &mut self.pending;
+                pending.console.push_back((t, source as u32, data.to_vec()));
+                pending.console_bytes += keep + CONSOLE_RECORD_COST;
                 // Bound the backlog like the console itself.
-                let mut total: usize = self.pending.console.iter().map(|c| c.2.len()).sum();
-                while total > CONSOLE_BYTES && !self.pending.console.is_empty() {
-                    total -= self.pending.console.remove(0).2.len();
+                while pending.console_bytes > CONSOLE_BYTES {
+                    let Some(old) = pending.console.pop_front() else {
+                        break;
+                    };
+                    pending.console_bytes -= old.2.len() + CONSOLE_RECORD_COST;
                 }
             }
         };
@@ -458,5 +471,45 @@ impl FrameSink for ScopeSink {
                 self.pending.drain_into(&mut s);
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use bytes::Bytes;
+    use sextant_telemetry::Timestamp;
+
+    fn empty(i: u64) -> Chunk {
+        Chunk {
+            data: Bytes::new(),
+            timestamp: Timestamp {
+                elapsed_ns: i * 1_000_000,
+                unix_ns: 0,
+            },
+        }
+    }
+
+    /// An empty timed send adds a record of no bytes every tick; the console and the
+    /// backlog kept while a tick holds the state both trim such records too.
+    #[test]
+    fn empty_console_records_are_trimmed_in_the_console_and_the_backlog() {
+        let most = CONSOLE_BYTES / CONSOLE_RECORD_COST;
+        let scope = Scope::new();
+        let mut sink = scope.sink();
+        for i in 0..100_000 {
+            sink.chunk(0, &empty(i));
+        }
+        assert_eq!(lock(&scope.state).console.len(), most);
+        {
+            let _tick = lock(&scope.state);
+            for i in 0..100_000 {
+                sink.chunk(0, &empty(i));
+            }
+            assert_eq!(sink.pending.console.len(), most);
+        }
+        sink.finish();
+        assert!(sink.pending.console.is_empty());
+        assert_eq!(lock(&scope.state).console.len(), most);
     }
 }

@@ -13,6 +13,8 @@
 //! [`Action::MIN_TIMER_MS`].
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
@@ -22,6 +24,24 @@ use sextant_telemetry::project::{Action, ActionTimer};
 use tokio::task::AbortHandle;
 use tokio::time::MissedTickBehavior;
 
+/// Most one-off sends (a console send, an action's click) waiting for one source at a
+/// time. A device that stops taking bytes (hardware flow control, a stalled peer) makes the
+/// next send fail with the reason, instead of piling up a task and its bytes per send.
+pub(crate) const MAX_WAITING_SENDS: usize = 64;
+
+/// A one-off send refused: [`MAX_WAITING_SENDS`] are still waiting for the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Busy;
+
+impl Busy {
+    pub(crate) fn message(self) -> String {
+        format!(
+            "the device is not taking bytes: {MAX_WAITING_SENDS} sends are still waiting for it; \
+             check its connection (or flow control) and send again"
+        )
+    }
+}
+
 /// One source of the live run as a destination: its handle, and the console that shows
 /// what is sent to it.
 #[derive(Clone)]
@@ -30,6 +50,8 @@ pub(crate) struct Sender {
     index: u32,
     scope: Scope,
     clock: Clock,
+    /// One-off sends started and not yet written (shared by every clone).
+    waiting: Arc<AtomicUsize>,
 }
 
 impl Sender {
@@ -39,7 +61,25 @@ impl Sender {
             index: index as u32,
             scope,
             clock,
+            waiting: Arc::new(AtomicUsize::new(0)),
         }
+    }
+
+    /// Starts writing `bytes` without waiting for the device; the outcome shows in the
+    /// source's status. Refused while [`MAX_WAITING_SENDS`] are still waiting.
+    pub(crate) fn send_soon(&self, bytes: Bytes) -> Result<(), Busy> {
+        if self.waiting.fetch_add(1, Ordering::SeqCst) >= MAX_WAITING_SENDS {
+            self.waiting.fetch_sub(1, Ordering::SeqCst);
+            return Err(Busy);
+        }
+        let sender = self.clone();
+        tokio::spawn(async move {
+            if let Err(e) = sender.send(bytes).await {
+                tracing::warn!(source = sender.name(), "write failed: {e}");
+            }
+            sender.waiting.fetch_sub(1, Ordering::SeqCst);
+        });
+        Ok(())
     }
 
     /// Writes `bytes` to the device; once written, the console shows them as sent.
@@ -160,15 +200,15 @@ impl ActionTimers {
     }
 
     /// A person's click on an action (or a caller's `project.action.run`).
-    pub(crate) fn click(&mut self, armed: Armed) -> Click {
+    pub(crate) fn click(&mut self, armed: Armed) -> Result<Click, Busy> {
         let id = armed.action.id.clone();
         self.clicked.retain(|_, task| !task.is_finished());
         let Some(every) = armed.interval() else {
             return self.once(armed);
         };
-        match armed.action.timer {
+        Ok(match armed.action.timer {
             // Its timer runs by itself; a click sends once more.
-            ActionTimer::WhileConnected => self.once(armed),
+            ActionTimer::WhileConnected => return self.once(armed),
             ActionTimer::StartOnClick if self.clicked.contains_key(&id) => Click::Started,
             ActionTimer::ToggleOnClick if self.clicked.contains_key(&id) => {
                 if let Some(task) = self.clicked.remove(&id) {
@@ -194,7 +234,7 @@ impl ActionTimers {
                 self.clicked.insert(id, task.abort_handle());
                 Click::Repeating(times)
             }
-        }
+        })
     }
 
     /// Whether a click-started timer of `id` is running.
@@ -202,13 +242,9 @@ impl ActionTimers {
         self.clicked.get(id).is_some_and(|t| !t.is_finished())
     }
 
-    fn once(&mut self, armed: Armed) -> Click {
-        tokio::spawn(async move {
-            if let Err(e) = armed.sender.send(armed.bytes).await {
-                tracing::warn!(source = armed.sender.name(), "write failed: {e}");
-            }
-        });
-        Click::Sent
+    fn once(&mut self, armed: Armed) -> Result<Click, Busy> {
+        armed.sender.send_soon(armed.bytes)?;
+        Ok(Click::Sent)
     }
 }
 

@@ -13,8 +13,9 @@ use crate::ScriptValue;
 pub trait Host: Send + Sync {
     /// Value of register `name` in table `table`, or `Null` when either is unknown.
     fn table_get(&self, table: &str, name: &str) -> ScriptValue;
-    /// Stores `value` in register `name` of table `table`.
-    fn table_set(&self, table: &str, name: &str, value: ScriptValue);
+    /// Stores `value` in register `name` of table `table`; refused when the tables are full
+    /// (the script's `tableSet` then fails with the reason).
+    fn table_set(&self, table: &str, name: &str, value: ScriptValue) -> Result<(), TablesFull>;
     /// Latest raw (pre-transform) value of the dataset with unique id `id`.
     fn dataset_raw(&self, id: &str) -> ScriptValue;
     /// Latest final (post-transform) value of the dataset with unique id `id`.
@@ -32,7 +33,9 @@ impl Host for NoHost {
         ScriptValue::Null
     }
 
-    fn table_set(&self, _table: &str, _name: &str, _value: ScriptValue) {}
+    fn table_set(&self, _table: &str, _name: &str, _value: ScriptValue) -> Result<(), TablesFull> {
+        Ok(())
+    }
 
     fn dataset_raw(&self, _id: &str) -> ScriptValue {
         ScriptValue::Null
@@ -46,6 +49,32 @@ impl Host for NoHost {
 }
 
 type Tables = HashMap<String, HashMap<String, ScriptValue>>;
+
+/// Most bytes the tables behind one [`SharedTables`] hold: names and texts, plus a fixed
+/// cost per register. The engines' memory cap does not cover the host's tables, and a
+/// script that names registers after device data would otherwise grow them for the whole
+/// run.
+pub const MAX_TABLE_BYTES: usize = 16 * 1024 * 1024;
+
+/// What a register costs against [`MAX_TABLE_BYTES`] beyond its name and text.
+const REGISTER_COST: usize = 32;
+
+/// Why `tableSet` was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "tableSet refused: the data tables are full ({MAX_TABLE_BYTES} bytes of names and texts); \
+     reuse registers instead of making a new one per value"
+)]
+pub struct TablesFull;
+
+fn cost(name: &str, value: &ScriptValue) -> usize {
+    REGISTER_COST
+        + name.len()
+        + match value {
+            ScriptValue::Text(t) => t.len(),
+            _ => 0,
+        }
+}
 
 /// A host whose tables live in memory and are shared by every script holding it; dataset
 /// getters return `Null` and `clearPlots` does nothing.
@@ -61,6 +90,39 @@ pub struct SharedTables {
 struct TablesState {
     tables: Tables,
     constant: HashSet<String>,
+    /// What the tables cost against [`MAX_TABLE_BYTES`].
+    bytes: usize,
+}
+
+impl TablesState {
+    /// Stores a register; with `capped`, refuses one that would take the tables past the cap.
+    fn put(
+        &mut self,
+        table: &str,
+        name: &str,
+        value: ScriptValue,
+        capped: bool,
+    ) -> Result<(), TablesFull> {
+        let registers = self.tables.get(table);
+        let old = registers
+            .and_then(|t| t.get(name))
+            .map_or(0, |v| cost(name, v));
+        let new_table = if registers.is_none() {
+            REGISTER_COST + table.len()
+        } else {
+            0
+        };
+        let bytes = self.bytes - old + new_table + cost(name, &value);
+        if capped && bytes > MAX_TABLE_BYTES && bytes > self.bytes {
+            return Err(TablesFull);
+        }
+        self.bytes = bytes;
+        self.tables
+            .entry(table.to_owned())
+            .or_default()
+            .insert(name.to_owned(), value);
+        Ok(())
+    }
 }
 
 impl SharedTables {
@@ -77,8 +139,16 @@ impl SharedTables {
     {
         {
             let mut state = self.lock();
-            let registers = registers.into_iter().map(|(k, v)| (k.into(), v)).collect();
-            state.tables.insert(table.to_owned(), registers);
+            if let Some(old) = state.tables.remove(table) {
+                let freed: usize = old.iter().map(|(k, v)| cost(k, v)).sum::<usize>()
+                    + REGISTER_COST
+                    + table.len();
+                state.bytes -= freed;
+            }
+            for (name, value) in registers {
+                let _ = state.put(table, &name.into(), value, false);
+            }
+            state.tables.entry(table.to_owned()).or_default();
             state.constant.insert(table.to_owned());
         }
         self
@@ -86,11 +156,7 @@ impl SharedTables {
 
     /// Sets a register from the host side, bypassing the read-only rule of constant tables.
     pub fn set(&self, table: &str, name: &str, value: ScriptValue) {
-        self.lock()
-            .tables
-            .entry(table.to_owned())
-            .or_default()
-            .insert(name.to_owned(), value);
+        let _ = self.lock().put(table, name, value, false);
     }
 
     /// Current value of a register, `Null` when absent.
@@ -120,16 +186,12 @@ impl Host for SharedTables {
         self.get(table, name)
     }
 
-    fn table_set(&self, table: &str, name: &str, value: ScriptValue) {
+    fn table_set(&self, table: &str, name: &str, value: ScriptValue) -> Result<(), TablesFull> {
         let mut state = self.lock();
         if state.constant.contains(table) {
-            return;
+            return Ok(());
         }
-        state
-            .tables
-            .entry(table.to_owned())
-            .or_default()
-            .insert(name.to_owned(), value);
+        state.put(table, name, value, true)
     }
 
     fn dataset_raw(&self, _id: &str) -> ScriptValue {

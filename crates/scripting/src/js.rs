@@ -234,8 +234,8 @@ fn install_globals<'js>(ctx: &Ctx<'js>, host: Arc<dyn Host>) -> rquickjs::Result
         Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>, table: Value<'js>, name: Value<'js>, value: Value<'js>| {
-                h.table_set(&key(&ctx, &table)?, &key(&ctx, &name)?, scalar(&value));
-                Ok::<_, rquickjs::Error>(())
+                h.table_set(&key(&ctx, &table)?, &key(&ctx, &name)?, scalar(&value))
+                    .map_err(|full| Exception::throw_range(&ctx, &full.to_string()))
             },
         )?,
     )?;

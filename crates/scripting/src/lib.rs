@@ -60,7 +60,7 @@ mod lua;
 mod lua_patterns;
 mod rows;
 
-pub use host::{Host, NoHost, SharedTables};
+pub use host::{Host, NoHost, SharedTables, TablesFull, MAX_TABLE_BYTES};
 
 /// Which engine runs a script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]

@@ -294,8 +294,8 @@ fn install_globals(lua: &Lua, watchdog: &Arc<Watchdog>, host: Arc<dyn Host>) -> 
     globals.set(
         "tableSet",
         lua.create_function(move |_, (table, name, value): (Value, Value, Value)| {
-            h.table_set(&key(&table)?, &key(&name)?, scalar(value));
-            Ok(())
+            h.table_set(&key(&table)?, &key(&name)?, scalar(value))
+                .map_err(|full| mlua::Error::runtime(full.to_string()))
         })?,
     )?;
     let h = Arc::clone(&host);

@@ -8,7 +8,8 @@ use std::sync::{Arc, Mutex};
 
 use common::*;
 use sextant_scripting::{
-    FrameInput, Host, Language, NoHost, ScriptParser, ScriptValue, SharedTables,
+    FrameInput, Host, Language, NoHost, ScriptParser, ScriptValue, SharedTables, TablesFull,
+    MAX_TABLE_BYTES,
 };
 
 fn parser_with(language: Language, source: &str, host: Arc<dyn Host>) -> ScriptParser {
@@ -101,7 +102,9 @@ impl Host for Recording {
     fn table_get(&self, _: &str, _: &str) -> ScriptValue {
         ScriptValue::Null
     }
-    fn table_set(&self, _: &str, _: &str, _: ScriptValue) {}
+    fn table_set(&self, _: &str, _: &str, _: ScriptValue) -> Result<(), TablesFull> {
+        Ok(())
+    }
     fn dataset_raw(&self, id: &str) -> ScriptValue {
         self.asked.lock().unwrap().push(format!("raw {id}"));
         ScriptValue::Number(10.0)
@@ -131,5 +134,46 @@ fn dataset_getters_and_clear_plots_reach_the_host() {
         );
         assert_eq!(*host.asked.lock().unwrap(), vec!["raw 3", "final speed"]);
         assert_eq!(host.clears.load(Ordering::Relaxed), 1);
+    }
+}
+
+/// A script that makes a register per value (keyed by device data) stops at the tables'
+/// cap with a script error naming it, in both languages; registers it already has can
+/// still be written, and the host side is not refused.
+#[test]
+fn tables_stop_growing_at_their_cap_with_a_clear_error() {
+    for (language, source) in [
+        (
+            Language::JavaScript,
+            "function parse(frame) { for (let i = 0; i < 2000; i++) tableSet('t', frame + ':' + i, 'x'.repeat(1000)); tableSet('t', 'last', frame); return [1]; }",
+        ),
+        (
+            Language::Lua,
+            "function parse(frame) for i = 1, 2000 do tableSet('t', frame .. ':' .. i, string.rep('x', 1000)) end tableSet('t', 'last', frame) return {1} end",
+        ),
+    ] {
+        let tables = Arc::new(SharedTables::new());
+        let mut parser = parser_with(language, source, tables.clone());
+        let mut refused = None;
+        for frame in 0..40 {
+            if let Err(e) = parser.parse(FrameInput::Text(&format!("f{frame}"))) {
+                refused = Some((frame, e.to_string()));
+                break;
+            }
+        }
+        let (frame, message) = refused.unwrap_or_else(|| panic!("{language:?}: never refused"));
+        // 2000 registers of ~1 KiB a frame: the 16 MiB cap is reached in the ninth frame.
+        assert!((7..=9).contains(&frame), "{language:?}: refused at frame {frame}");
+        assert!(message.contains("tables are full"), "{language:?}: {message}");
+        let held: usize = tables.snapshot()["t"].values().map(|v| match v {
+            ScriptValue::Text(t) => t.len(),
+            _ => 0,
+        }).sum();
+        assert!(held <= MAX_TABLE_BYTES, "{language:?}: {held} bytes held");
+        // An existing register can still change, by the script's host and by the app.
+        assert_eq!(tables.table_set("t", "f0:0", ScriptValue::Number(1.0)), Ok(()));
+        assert_eq!(tables.table_set("t", "new", ScriptValue::Text("y".repeat(1 << 20))), Err(TablesFull));
+        tables.set("t", "from the app", ScriptValue::Number(2.0));
+        assert_eq!(tables.get("t", "from the app"), ScriptValue::Number(2.0));
     }
 }

@@ -84,6 +84,11 @@ pub struct SourceStats {
     pub last_error: Option<String>,
 }
 
+/// Most datasets Quick Plot makes for one source. One bad line (`0,0,0,…` fills a 64 KiB
+/// frame with 32 768 columns) would otherwise make a plot, a window and a session column
+/// per value, for the rest of the run; wider rows keep their first columns and say so.
+pub const MAX_AUTO_DATASETS: usize = 256;
+
 /// What the pipeline knows about a dataset.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DatasetInfo {
@@ -160,7 +165,12 @@ impl Host for PipelineHost {
     fn table_get(&self, table: &str, name: &str) -> ScriptValue {
         self.tables.table_get(table, name)
     }
-    fn table_set(&self, table: &str, name: &str, value: ScriptValue) {
+    fn table_set(
+        &self,
+        table: &str,
+        name: &str,
+        value: ScriptValue,
+    ) -> Result<(), sextant_scripting::TablesFull> {
         self.tables.table_set(table, name, value)
     }
     fn dataset_raw(&self, id: &str) -> ScriptValue {
@@ -185,7 +195,8 @@ impl PipelineHost {
                     TableValue::Number(n) => ScriptValue::Number(*n),
                     TableValue::Text(t) => ScriptValue::Text(t.clone()),
                 };
-                tables.table_set(&table.name, &entry.name, v);
+                // The project's own tables: as big as the project file, never refused.
+                tables.set(&table.name, &entry.name, v);
             }
         }
         Arc::new(PipelineHost {
@@ -455,7 +466,16 @@ impl Pipeline {
             for (i, row) in rows.iter().enumerate() {
                 stats.rows += 1;
                 if *auto_datasets && row.len() > feeds.len() {
-                    core.grow_auto_datasets(source, parser.channel_names(), feeds, row.len());
+                    let width = row.len().min(MAX_AUTO_DATASETS);
+                    if width > feeds.len() {
+                        core.grow_auto_datasets(source, parser.channel_names(), feeds, width);
+                    }
+                    if row.len() > MAX_AUTO_DATASETS {
+                        stats.last_error = Some(format!(
+                            "a row had {} values; Quick Plot shows the first {MAX_AUTO_DATASETS}",
+                            row.len()
+                        ));
+                    }
                 }
                 let at = spread(*last_frame, timestamp, i, batch);
                 core.apply_row(source, feeds, row, at, sink);

@@ -129,6 +129,35 @@ fn quick_plot_grows_datasets_named_by_the_header() {
 }
 
 #[test]
+fn quick_plot_stops_growing_at_its_cap_and_says_so() {
+    use sextant_telemetry::pipeline::MAX_AUTO_DATASETS;
+    let p = project(
+        json!({"schemaVersion": 1, "sources": [{"id": "s", "parser": {"kind": "quickPlot"}}]}),
+    );
+    let mut pipeline = Pipeline::new(&p).unwrap();
+    // One line as wide as a frame allows.
+    let mut wide = vec!["0"; 30_000].join(",");
+    wide.push('\n');
+    let rows = run(&mut pipeline, 0, &[wide.as_bytes(), b"1,2,3\n"]);
+    assert_eq!(pipeline.datasets().len(), MAX_AUTO_DATASETS);
+    assert_eq!(rows[0].len(), MAX_AUTO_DATASETS);
+    assert_eq!(
+        &rows[1][..3],
+        &[Value::Number(1.0), Value::Number(2.0), Value::Number(3.0)]
+    );
+    let said = pipeline
+        .stats(0)
+        .unwrap()
+        .last_error
+        .clone()
+        .unwrap_or_default();
+    assert!(
+        said.contains("30000 values") && said.contains("first 256"),
+        "{said}"
+    );
+}
+
+#[test]
 fn script_errors_are_counted_and_the_stream_goes_on() {
     let p = project(json!({
         "schemaVersion": 1,

@@ -351,11 +351,9 @@ fn send_to(ws: &Workspace, index: usize, bytes: Vec<u8>) -> Result<Json, Command
     let sender = sender(ws, index)?;
     let n = bytes.len();
     // The write completes on the source's task; its outcome shows in io.status.
-    tokio::spawn(async move {
-        if let Err(e) = sender.send(bytes.into()).await {
-            tracing::warn!(source = sender.name(), "write failed: {e}");
-        }
-    });
+    sender
+        .send_soon(bytes.into())
+        .map_err(|busy| CommandError::failed(busy.message()))?;
     Ok(json!({ "queuedBytes": n }))
 }
 
@@ -598,7 +596,10 @@ fn project_action_run(ws: &mut Workspace, p: ActionRun) -> Result<Json, CommandE
     let armed = arm(ws.project(), &live.senders, &action)?;
     let queued = armed.bytes.len();
     let click = match ws.live.as_mut() {
-        Some(live) => live.actions.click(armed),
+        Some(live) => live
+            .actions
+            .click(armed)
+            .map_err(|busy| CommandError::failed(busy.message()))?,
         None => unreachable!("checked above"),
     };
     let mut reply = json!({ "queuedBytes": queued, "timer": click.name() });
