@@ -2,8 +2,8 @@
 // it, were the model to repeat a payload word for word: nothing becomes markup by itself,
 // nothing loads on its own (no image, no frame, no script, no style), and the only links are
 // http(s) ones a person has to click, opened away from the app.
-import { readFileSync } from "node:fs";
 import { describe, expect, it } from "vitest";
+import corpusJson from "../../fixtures/injection/payloads.json?raw";
 import { renderMarkdown } from "../src/chat/markdown";
 
 interface Payload {
@@ -13,9 +13,7 @@ interface Payload {
   text: string;
 }
 
-const corpus: { payloads: Payload[] } = JSON.parse(
-  readFileSync(new URL("../../fixtures/injection/payloads.json", import.meta.url), "utf8"),
-);
+const corpus: { payloads: Payload[] } = JSON.parse(corpusJson);
 
 const ALLOWED = new Set(["p", "br", "h3", "h4", "h5", "h6", "strong", "em", "del", "code", "pre", "ul", "ol", "li", "blockquote", "hr", "table", "thead", "tbody", "tr", "th", "td", "a"]);
 
