@@ -53,6 +53,37 @@ fn round_trip_keeps_everything_including_unknown_keys() {
     assert_eq!(std::fs::read(&path).unwrap(), first);
 }
 
+/// Found by the merge-patch fuzz target: a number the JSON parser rounded differently on
+/// each read changed a project on every save and reload. Every number – in a known field
+/// or a key Sextant keeps without knowing – now reads back to the same bits.
+#[test]
+fn numbers_read_back_to_the_same_bits_after_any_number_of_saves() {
+    let project = full_project();
+    for (i, n) in [
+        "2222222222322222222222222222202222222222222220",
+        "2.2222222223222222e45",
+        "0.1",
+        "1e-320",
+        "1.7976931348623157e308",
+        "123456789.12345678",
+        "-0.000000000000000000000000000000123456789",
+    ]
+    .iter()
+    .enumerate()
+    {
+        let text =
+            project
+                .to_string()
+                .replacen("\"colour\"", &format!("\"n{i}\": {n}, \"colour\""), 1);
+        let first = Project::from_json_str(&text).unwrap();
+        let mut p = first.clone();
+        for _ in 0..3 {
+            p = Project::from_json_str(&p.to_json_string()).unwrap();
+        }
+        assert_eq!(p, first, "{n}");
+    }
+}
+
 #[test]
 fn shape_errors_name_the_exact_path() {
     let mut v = full_project();
