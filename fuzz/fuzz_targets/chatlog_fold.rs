@@ -251,6 +251,10 @@ fn check(folded: &Folded, events: &[LoggedEvent]) {
 }
 
 fuzz_target!(|ops: Vec<Op>| {
+    // `FOLD_DEBUG=1 chatlog_fold CRASH_FILE` prints the events a failing input decodes to.
+    if std::env::var_os("FOLD_DEBUG").is_some() {
+        eprintln!("{ops:#?}");
+    }
     let events = events(&ops);
     let folded = fold(&events);
     check(&folded, &events);

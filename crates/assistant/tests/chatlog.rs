@@ -2,8 +2,8 @@
 
 use serde_json::json;
 use sextant_assistant::chatlog::{
-    fold, kinds, Block, ChatLog, ChatLogError, Event, Folded, Message, Role, Surface, ToolStatus,
-    UiItem, COMPACTION_SOURCE, INTERRUPTED,
+    fold, kinds, Block, ChatLog, ChatLogError, Event, Folded, LoggedEvent, Message, Role, Surface,
+    ToolStatus, UiItem, COMPACTION_SOURCE, INTERRUPTED,
 };
 use sextant_assistant::skills;
 
@@ -97,6 +97,74 @@ fn the_fold_after_reopening_equals_the_fold_before() {
     assert!(!text.contains("skill"), "{text}");
     assert_eq!(after.surface[&2], Surface::LogOnly);
     assert_eq!(after.surface[&1], Surface::Current);
+}
+
+/// Found by the fold's fuzz target: three parallel calls, one answered, then a new call
+/// (a turn retried after a cut reply). The two that never answered are interrupted before
+/// the new call's message, so every call's result directly follows it.
+#[test]
+fn calls_left_open_when_new_calls_come_are_interrupted_before_them() {
+    let events: Vec<LoggedEvent> = [
+        Event::user("check everything"),
+        Event::tool_call("a", "io.status", json!({})),
+        Event::tool_call("b", "project.get", json!({})),
+        Event::tool_call("c", "project.validate", json!({})),
+        Event::tool_result("b", "{}", false),
+        Event::tool_call("d", "io.status", json!({})),
+        Event::tool_result("d", "{}", false),
+    ]
+    .into_iter()
+    .enumerate()
+    .map(|(i, event)| LoggedEvent {
+        seq: i as u64 + 1,
+        unix_ms: 0,
+        event,
+    })
+    .collect();
+    let f = fold(&events);
+    let shape: Vec<(Role, Vec<String>)> = f
+        .history
+        .iter()
+        .map(|m| {
+            let blocks = m
+                .content
+                .iter()
+                .map(|b| match b {
+                    Block::Text { .. } => "text".to_string(),
+                    Block::ToolUse { id, .. } => format!("call {id}"),
+                    Block::ToolResult {
+                        tool_use_id,
+                        content,
+                        ..
+                    } if content == INTERRUPTED => format!("interrupted {tool_use_id}"),
+                    Block::ToolResult { tool_use_id, .. } => format!("result {tool_use_id}"),
+                })
+                .collect();
+            (m.role, blocks)
+        })
+        .collect();
+    let s = |v: &[&str]| v.iter().map(|x| x.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        shape,
+        [
+            (Role::User, s(&["text"])),
+            (Role::Assistant, s(&["call a", "call b", "call c"])),
+            (
+                Role::User,
+                s(&["result b", "interrupted a", "interrupted c"])
+            ),
+            (Role::Assistant, s(&["call d"])),
+            (Role::User, s(&["result d"])),
+        ]
+    );
+    let status = |id: &str| {
+        f.ui.iter().find_map(|u| match u {
+            UiItem::ToolCard { id: i, status, .. } if i == id => Some(*status),
+            _ => None,
+        })
+    };
+    assert_eq!(status("a"), Some(ToolStatus::Interrupted));
+    assert_eq!(status("b"), Some(ToolStatus::Ok));
 }
 
 #[test]

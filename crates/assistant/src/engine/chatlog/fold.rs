@@ -307,6 +307,13 @@ impl Fold {
     /// A call the model made: opened (once per id) and given a pending card.
     fn apply_tool_call(&mut self, seq: Seq, id: &str, name: &str, args: &Value) {
         if self.seen_calls.insert(id.to_string()) {
+            // A call after some results starts a new assistant message: the conversation
+            // moved on, so the calls of the last one that are still open get their
+            // "interrupted" now – their results must directly follow them (a retried turn
+            // after a cut reply can make new calls while older ones never answered).
+            if !self.open.is_empty() && self.items.last().is_some_and(|i| i.role == Role::User) {
+                self.interrupt_open(true);
+            }
             self.names.insert(id.to_string(), name.to_string());
             self.open.push((id.to_string(), seq));
             self.push(
