@@ -683,6 +683,77 @@ test("a recording is replayed", async () => {
   await page.close();
 });
 
+test("a disk that fills up while recording and exporting says so, in English and 简体中文, and recording resumes", async () => {
+  // A real filesystem that runs out of space: a small tmpfs (CI runs as root).
+  const disk = join(dir, "small-disk");
+  execFileSync("mkdir", ["-p", disk]);
+  execFileSync("mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", disk]);
+  try {
+    page = await fresh();
+    await nav(page, "recording");
+    await page.fill('[data-testid="sessions-db"]', join(disk, "sessions.sqlite"));
+    await page.click('[data-testid="sessions-db-set"]');
+    await page.fill('[data-testid="csv-export-path"]', join(disk, "live.csv"));
+    await page.click('[data-testid="csv-export-toggle"]');
+    await nav(page, "project");
+    await page.click('[data-testid="project-new"]');
+    await discardIfAsked(page);
+    await nav(page, "connect");
+    await page.selectOption('[data-testid="source-type"]', "simulator");
+    await page.click('[data-testid="connect"]');
+    await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+    await nav(page, "recording");
+    await page.click('[data-testid="start-recording"]');
+    await page.locator('[data-testid="recording-live"]').waitFor();
+    await page.waitForTimeout(500);
+    // Fill the disk.
+    const filler = join(disk, "filler");
+    try {
+      execFileSync("dd", ["if=/dev/zero", `of=${filler}`, "bs=64k"], { stdio: "ignore" });
+    } catch {
+      // dd ends with "No space left on device": that is the point.
+    }
+    const problem = page.locator('[data-testid="recording-problem"]');
+    await problem.waitFor({ timeout: 15000 });
+    const said = await problem.innerText();
+    assert.match(said, /^Recording is not being saved: the disk is full/);
+    const csv = page.locator('[data-testid="csv-export-problem"]');
+    await csv.waitFor({ timeout: 30000 });
+    assert.match(await csv.innerText(), /^The CSV export stopped: the disk is full/);
+    await page.screenshot({ path: join(artifacts, "browser-disk-full-light-en.png") });
+    // The same in 简体中文, with no internal word of either message.
+    const zh = await fresh(base, { language: "zh" });
+    await nav(zh, "recording");
+    await zh.locator('[data-testid="recording-problem"]').waitFor({ timeout: 15000 });
+    assert.match(await zh.locator('[data-testid="recording-problem"]').innerText(), /磁盘已满/);
+    assert.match(await zh.locator('[data-testid="csv-export-problem"]').innerText(), /磁盘已满/);
+    for (const text of [said, await csv.innerText(), await zh.locator(".screen").innerText()]) {
+      assert.doesNotMatch(text, /diskFull|os error|SQLITE|WriteProblem/);
+    }
+    await zh.context().close();
+    // Space comes back: the recording saves again by itself and the warning goes.
+    rmSync(filler);
+    await problem.waitFor({ state: "detached", timeout: 15000 });
+    await page.click('[data-testid="stop-recording"]');
+    await page.locator('[data-testid="session-row"]').first().waitFor();
+    await nav(page, "connect");
+    await page.click('[data-testid="disconnect"]');
+    await waitFor("disconnected", async () => (await page.locator('[data-testid="connection-status"]').getAttribute("data-state")) === "disconnected", 10000);
+    // Leave the app as found: the export off, the sessions back on the real disk.
+    await nav(page, "recording");
+    await page.click('[data-testid="csv-export-toggle"]');
+    await page.fill('[data-testid="sessions-db"]', join(dir, "sessions.sqlite"));
+    await page.click('[data-testid="sessions-db-set"]');
+    await page.close();
+  } finally {
+    try {
+      execFileSync("umount", ["-l", disk]);
+    } catch {
+      // Already gone.
+    }
+  }
+});
+
 /** In-page: whether two DOMRects overlap. */
 const overlaps = (a, b) => a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
 

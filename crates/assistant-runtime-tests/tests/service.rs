@@ -698,3 +698,214 @@ async fn the_persons_yes_to_that_very_call_lets_the_program_run() {
     assert_eq!(done(&seen, "toolu_i2").0, ResultStatus::Ok, "{seen:#?}");
     assert!(program_ran(work.path()).await);
 }
+
+/// One whole Anthropic reply of turn `turn`: text, then two read-only calls.
+fn text_and_two_calls(turn: usize) -> Vec<Value> {
+    let sse = |event: &str, data: Value| json!({"event": event, "data": data});
+    let mut items = vec![
+        sse(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": format!("msg_{turn}"),
+            "type": "message", "role": "assistant", "content": [],
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}),
+        ),
+        sse(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}),
+        ),
+        sse(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": "Checking the link – 检查连接。"}}),
+        ),
+        sse(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": 0}),
+        ),
+    ];
+    for (index, args) in [(1, "{}"), (2, r#"{"verbose": true}"#)] {
+        items.push(sse(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": index,
+            "content_block": {"type": "tool_use", "id": format!("toolu_{turn}_{index}"),
+                              "name": "io_status", "input": {}}}),
+        ));
+        items.push(sse(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": index,
+            "delta": {"type": "input_json_delta", "partial_json": args}}),
+        ));
+        items.push(sse(
+            "content_block_stop",
+            json!({"type": "content_block_stop", "index": index}),
+        ));
+    }
+    items.push(sse(
+        "message_delta",
+        json!({"type": "message_delta",
+        "delta": {"stop_reason": "tool_use"}, "usage": {"output_tokens": 20}}),
+    ));
+    items.push(sse("message_stop", json!({"type": "message_stop"})));
+    items
+}
+
+/// In a request body (Anthropic's wire format): every `tool_use` is answered by a
+/// `tool_result` with its id in the very next message, which comes from the user.
+fn every_call_answered_on_the_wire(body: &Value) -> Result<usize, String> {
+    let messages = body["messages"].as_array().ok_or("no messages")?;
+    let blocks = |m: &Value, kind: &str, key: &str| -> Vec<String> {
+        m["content"]
+            .as_array()
+            .map(|c| {
+                c.iter()
+                    .filter(|b| b["type"] == kind)
+                    .map(|b| b[key].as_str().unwrap_or_default().to_owned())
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    let mut calls = 0;
+    for (i, m) in messages.iter().enumerate() {
+        for id in blocks(m, "tool_use", "id") {
+            calls += 1;
+            let next = messages
+                .get(i + 1)
+                .ok_or(format!("{id}: nothing follows"))?;
+            if next["role"] != "user" || !blocks(next, "tool_result", "tool_use_id").contains(&id) {
+                return Err(format!("{id} is not answered in the next message: {next}"));
+            }
+        }
+    }
+    Ok(calls)
+}
+
+/// The provider cut mid-stream fifty times in a row, each time at another place (inside
+/// the text, between blocks, inside a call's arguments, after the calls, before the
+/// stop), with a person sending again after each: every turn ends with a clear failure,
+/// nothing of a cut reply runs, the log folds after every cut with each call answered (in
+/// the log itself, not only by the fold's patching), no card is left spinning, and the
+/// next request – the one a real provider would judge – pairs every call with its result.
+#[tokio::test]
+async fn fifty_cuts_in_a_row_leave_every_call_answered() {
+    const CUTS: usize = 50;
+    let mut turns = Vec::new();
+    for turn in 0..CUTS {
+        let items = text_and_two_calls(turn);
+        // After at least the first event (a cut before any byte is retried, not a cut),
+        // inside the next one at one of five depths.
+        let after = 1 + turn % (items.len() - 1);
+        let next = &items[after];
+        let rendered = format!(
+            "event: {}\ndata: {}\n\n",
+            next["event"].as_str().unwrap(),
+            serde_json::to_string(&next["data"]).unwrap()
+        );
+        let mut at = rendered.len() * (turn % 5 + 1) / 6;
+        while !rendered.is_char_boundary(at) {
+            at -= 1;
+        }
+        turns.push(json!({"sse": items, "fault": {"after_events": after,
+                                                    "partial": &rendered[..at], "abort": true}}));
+    }
+    turns.push(json!({"sse": [
+        {"event": "message_start", "data": {"type": "message_start", "message": {"id": "msg_end",
+            "type": "message", "role": "assistant", "content": [],
+            "usage": {"input_tokens": 10, "output_tokens": 1}}}},
+        {"event": "content_block_start", "data": {"type": "content_block_start", "index": 0,
+            "content_block": {"type": "text", "text": ""}}},
+        {"event": "content_block_delta", "data": {"type": "content_block_delta", "index": 0,
+            "delta": {"type": "text_delta", "text": "The link is back."}}},
+        {"event": "content_block_stop", "data": {"type": "content_block_stop", "index": 0}},
+        {"event": "message_delta", "data": {"type": "message_delta",
+            "delta": {"stop_reason": "end_turn"}, "usage": {"output_tokens": 5}}},
+        {"event": "message_stop", "data": {"type": "message_stop"}}
+    ]}));
+    let script: Script = serde_json::from_value(
+        json!({"description": "fifty cuts, then a whole reply", "turns": turns}),
+    )
+    .unwrap();
+    let mut s = setup(script, |_| {}).await;
+    let log = sextant_assistant::chatlog::ChatLog::open(s.dir.path().join("chats.sqlite")).unwrap();
+    for turn in 0..=CUTS {
+        let handle = s
+            .service
+            .send(s.chat, &format!("Is it connected? ({turn})"))
+            .await
+            .unwrap();
+        let seen = drive(&mut s.events, |_| {}).await;
+        handle.wait().await.unwrap();
+        let want = if turn < CUTS {
+            TurnEndKind::Failed
+        } else {
+            TurnEndKind::Finished
+        };
+        assert_eq!(ended(&seen), want, "turn {turn}: {seen:?}");
+        assert!(
+            !seen
+                .iter()
+                .any(|e| matches!(e, ServiceEventKind::ToolCallRunning { .. })),
+            "turn {turn}: a call of a cut reply ran: {seen:?}"
+        );
+        let events: Vec<Event> = log
+            .events(s.chat)
+            .unwrap()
+            .into_iter()
+            .map(|e| e.event)
+            .collect();
+        for id in events.iter().filter_map(|e| match e {
+            Event::ToolCall { id, .. } => Some(id),
+            _ => None,
+        }) {
+            let answers = events
+                .iter()
+                .filter(|e| matches!(e, Event::ToolResult { id: r, .. } if r == id))
+                .count();
+            assert_eq!(
+                answers, 1,
+                "turn {turn}: call {id} has {answers} results in the log"
+            );
+        }
+        let folded = log.fold(s.chat).unwrap();
+        for (i, m) in folded.history.iter().enumerate() {
+            for block in &m.content {
+                if let sextant_assistant::chatlog::Block::ToolUse { id, .. } = block {
+                    let answered = folded.history.get(i + 1).is_some_and(|n| {
+                        n.content.iter().any(|b| matches!(b,
+                            sextant_assistant::chatlog::Block::ToolResult { tool_use_id, content, .. }
+                                if tool_use_id == id && content != sextant_assistant::chatlog::INTERRUPTED))
+                    });
+                    assert!(answered, "turn {turn}: {id} is not answered in the fold");
+                }
+            }
+        }
+        let spinning = s
+            .service
+            .history(s.chat)
+            .unwrap()
+            .into_iter()
+            .filter(|item| {
+                matches!(
+                    item,
+                    sextant_assistant::chatlog::UiItem::ToolCard {
+                        status: sextant_assistant::chatlog::ToolStatus::Pending,
+                        ..
+                    }
+                )
+            })
+            .count();
+        assert_eq!(spinning, 0, "turn {turn}: cards left pending");
+    }
+    let requests = s.server.requests();
+    assert_eq!(
+        requests.len(),
+        CUTS + 1,
+        "one request a turn: a cut is never retried by itself"
+    );
+    let last = requests.last().unwrap().json();
+    let calls = every_call_answered_on_the_wire(&last).unwrap();
+    // The cuts after a call's last event let it finish; each of those is in the history,
+    // answered "not run".
+    assert!(calls > 0, "no finished call reached the history: {last}");
+    println!("{CUTS} cuts: the last request pairs {calls} calls with their results");
+}

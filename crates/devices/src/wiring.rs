@@ -208,55 +208,121 @@ fn spawn_capture(
     tx
 }
 
-/// Writes frames as CSV on a writer thread of its own; the pipeline thread only queues.
+/// A live CSV export of every frame. The rows are written on a thread of their own (the
+/// hot path only queues them, dropping and counting when the disk cannot keep up) into
+/// `<path>.partial`, which replaces `path` only when the run ends complete: a failed or
+/// cut-off export never truncates the file an earlier run left there. How it goes – rows
+/// written, rows dropped, and why writing stopped – is in [`CsvSink::status`].
 pub struct CsvSink {
     tx: Option<std::sync::mpsc::SyncSender<(f64, Vec<Value>)>>,
-    header: Option<Vec<String>>,
+    /// How many datasets the rows have now; the columns they had at the first row make the
+    /// header, and when datasets appear later (Quick Plot finding more channels) the file
+    /// is given the wider header once, at the end of the run.
+    width: usize,
+    columns: Arc<std::sync::Mutex<Vec<String>>>,
     path: std::path::PathBuf,
-    writer: Option<JoinHandle<std::io::Result<u64>>>,
-    pub dropped: Arc<AtomicU64>,
+    writer: Option<JoinHandle<()>>,
+    status: Arc<CsvExportStatus>,
+}
+
+/// The live counters of a [`CsvSink`], shared with whoever shows them.
+#[derive(Debug, Default)]
+pub struct CsvExportStatus {
+    /// Rows written (into the `.partial` file until the run ends).
+    pub rows: AtomicU64,
+    /// Rows lost: the writer could not keep up, or had stopped on a failure.
+    pub dropped: AtomicU64,
+    problem: std::sync::Mutex<Option<sextant_fsutil::WriteProblem>>,
+}
+
+impl CsvExportStatus {
+    /// Why writing stopped, when it did.
+    pub fn problem(&self) -> Option<sextant_fsutil::WriteProblem> {
+        self.problem
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    fn fail(&self, e: &std::io::Error) {
+        *self.problem.lock().unwrap_or_else(|p| p.into_inner()) =
+            Some(sextant_fsutil::WriteProblem::from_io(e));
+    }
 }
 
 impl CsvSink {
     pub fn new(path: impl Into<std::path::PathBuf>) -> CsvSink {
         CsvSink {
             tx: None,
-            header: None,
+            width: 0,
+            columns: Arc::default(),
             path: path.into(),
             writer: None,
-            dropped: Arc::new(AtomicU64::new(0)),
+            status: Arc::default(),
         }
+    }
+
+    /// The export's counters and problem, live.
+    pub fn status(&self) -> Arc<CsvExportStatus> {
+        self.status.clone()
     }
 
     fn start(&mut self, columns: Vec<String>) {
         let (tx, rx) = std::sync::mpsc::sync_channel::<(f64, Vec<Value>)>(65_536);
         let path = self.path.clone();
+        let status = self.status.clone();
+        let latest = self.columns.clone();
         self.writer = Some(thread::spawn(move || {
-            let file = sextant_fsutil::create_file(&path)?;
-            let mut csv =
-                sextant_telemetry::csv::CsvWriter::new(std::io::BufWriter::new(file), &columns)?;
-            for (t, row) in rx {
-                csv.write_row(t, &row)?;
+            let run = || -> std::io::Result<()> {
+                let file = sextant_fsutil::StreamedFile::create(&path)?;
+                let mut csv = sextant_telemetry::csv::CsvWriter::new_growing(
+                    std::io::BufWriter::new(file),
+                    &columns,
+                )?;
+                for (t, row) in &rx {
+                    csv.write_row(t, &row)?;
+                    status.rows.fetch_add(1, Ordering::Relaxed);
+                }
+                let file = csv.into_inner()?.into_inner().map_err(|e| e.into_error())?;
+                let last = latest.lock().unwrap_or_else(|p| p.into_inner()).clone();
+                if last.len() > columns.len() {
+                    file.finish_rewritten(|input, out| {
+                        sextant_telemetry::csv::widen(input, out, &last).map(|_| ())
+                    })
+                } else {
+                    file.finish()
+                }
+            };
+            if let Err(e) = run() {
+                tracing::error!(path = %path.display(), "CSV export failed: {e}");
+                status.fail(&e);
+                // What still comes is lost, and counted: the hot path never waits here.
+                for _ in rx {
+                    status.dropped.fetch_add(1, Ordering::Relaxed);
+                }
             }
-            csv.flush()?;
-            Ok(csv.rows())
         }));
-        self.header = Some(Vec::new());
         self.tx = Some(tx);
     }
 }
 
 impl FrameSink for CsvSink {
     fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]) {
-        if self.tx.is_none() {
-            self.start(datasets.iter().map(|d| d.column()).collect());
+        if self.tx.is_none() || datasets.len() > self.width {
+            // Rare (the first row, a dataset appearing): the names are built only then.
+            let names: Vec<String> = datasets.iter().map(|d| d.column()).collect();
+            self.width = names.len();
+            *self.columns.lock().unwrap_or_else(|p| p.into_inner()) = names.clone();
+            if self.tx.is_none() {
+                self.start(names);
+            }
         }
         if let Some(tx) = &self.tx {
             if tx
                 .try_send((event.timestamp.elapsed_s(), event.values.to_vec()))
                 .is_err()
             {
-                self.dropped.fetch_add(1, Ordering::Relaxed);
+                self.status.dropped.fetch_add(1, Ordering::Relaxed);
             }
         }
     }
@@ -264,12 +330,8 @@ impl FrameSink for CsvSink {
     fn finish(&mut self) {
         self.tx = None;
         if let Some(w) = self.writer.take() {
-            match w.join() {
-                Ok(Ok(_)) => {}
-                Ok(Err(e)) => {
-                    tracing::error!(path = %self.path.display(), "CSV export failed: {e}")
-                }
-                Err(_) => tracing::error!("CSV writer thread panicked"),
+            if w.join().is_err() {
+                tracing::error!("CSV writer thread panicked");
             }
         }
     }

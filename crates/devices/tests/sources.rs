@@ -734,3 +734,69 @@ async fn csv_export_replays_text_with_line_breaks_commas_and_quotes() {
     assert_eq!(*replayed_values.lock().unwrap(), live_values);
     assert_eq!(std::fs::read_to_string(&replay_csv).unwrap(), live);
 }
+
+/// A live CSV export whose datasets grow during the run (Quick Plot finding a line with
+/// more channels than the first): every row is kept, the file gets the wider header once
+/// at the end, earlier rows padded empty; and the export written over an earlier one
+/// replaces it only when complete.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_csv_export_keeps_every_row_when_datasets_appear_mid_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let csv_path = dir.path().join("live.csv");
+    std::fs::write(&csv_path, "elapsed_s,earlier\n0.000000,1\n").unwrap();
+    let project: sextant_telemetry::Project = serde_json::from_value(serde_json::json!({
+        "schemaVersion": 1, "sources": [{"id": "s", "parser": {"kind": "quickPlot"}}]
+    }))
+    .unwrap();
+    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let sink = CsvSink::new(&csv_path);
+    let status = sink.status();
+    let wiring = Wiring::start(
+        Pipeline::new(&project).unwrap(),
+        vec![(0, rx)],
+        vec![Box::new(sink)],
+        WiringOptions::default(),
+    );
+    let lines = ["1\n", "2\n", "3,30,300\n", "4,40,400\n", "5\n"];
+    for (i, line) in lines.iter().enumerate() {
+        tx.send(sextant_telemetry::Chunk {
+            data: bytes::Bytes::from(*line),
+            timestamp: sextant_telemetry::Timestamp {
+                elapsed_ns: i as u64 * 1_000_000,
+                unix_ns: 0,
+            },
+        })
+        .await
+        .unwrap();
+    }
+    // While the run goes on, the earlier export is untouched.
+    assert!(
+        common::wait_until(Duration::from_secs(5), || {
+            status.rows.load(std::sync::atomic::Ordering::Relaxed) == 5
+        }),
+        "rows written: {}, problem: {:?}, frames: {:?}",
+        status.rows.load(std::sync::atomic::Ordering::Relaxed),
+        status.problem(),
+        wiring.snapshot().sources.first().map(|s| s.framing.frames)
+    );
+    assert_eq!(
+        std::fs::read_to_string(&csv_path).unwrap(),
+        "elapsed_s,earlier\n0.000000,1\n"
+    );
+    drop(tx);
+    wiring.join();
+    assert_eq!(status.problem(), None);
+    let text = std::fs::read_to_string(&csv_path).unwrap();
+    let mut reader = csv::Reader::from_reader(text.as_bytes());
+    let header = reader.headers().unwrap().clone();
+    assert_eq!(header.len(), 4, "{text}");
+    let rows: Vec<Vec<String>> = reader
+        .records()
+        .map(|r| r.unwrap().iter().map(str::to_owned).collect())
+        .collect();
+    assert_eq!(rows.len(), 5, "{text}");
+    assert_eq!(rows[0][1..], ["1", "", ""]);
+    assert_eq!(rows[2][1..], ["3", "30", "300"]);
+    assert_eq!(rows[4][1], "5");
+    assert!(!dir.path().join("live.csv.partial").exists());
+}

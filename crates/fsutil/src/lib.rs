@@ -1,6 +1,11 @@
 //! Writing files safely, the one implementation every crate uses: atomic replacement
 //! ([`write_atomic`]: project saves, the assistant's settings, the secrets file and its key)
-//! and creating a file to stream into ([`create_file`]: CSV exports, captures).
+//! and creating a file to stream into ([`create_file`]: captures; [`StreamedFile`]: a live
+//! CSV export, which replaces its target only once complete).
+//!
+//! A failed write is told to a person as a [`WriteProblem`]: the disk is full, the folder
+//! refused, or the system's own words – the one classification recordings, exports and
+//! saves share, so the UI words each kind once, in every language.
 //!
 //! Neither follows a symbolic link at the target: a rename replaces the link itself, and
 //! [`create_file`] opens with `O_NOFOLLOW`, so a link planted in a user's folder (say, a
@@ -130,6 +135,163 @@ pub fn create_file(path: &Path) -> io::Result<fs::File> {
     }
     file.set_len(0)?;
     Ok(file)
+}
+
+/// A file written in a stream (a live export) that replaces `path` only when it is complete:
+/// the rows go to `<path>.partial` beside it, and [`StreamedFile::finish`] flushes that to
+/// disk and renames it over `path`. An export that fails (a full disk) or is cut off (the
+/// process killed) leaves the file that was at `path` as it was, and what it had written in
+/// the `.partial` file – nothing complete is ever truncated by a run that did not complete.
+#[derive(Debug)]
+pub struct StreamedFile {
+    file: fs::File,
+    partial: PathBuf,
+    path: PathBuf,
+}
+
+impl StreamedFile {
+    /// Starts writing toward `path` (the `.partial` file is created as [`create_file`]
+    /// creates, never through a link; a stale one from an earlier run is replaced).
+    pub fn create(path: &Path) -> io::Result<StreamedFile> {
+        let partial = Self::partial_path(path)?;
+        let file = create_file(&partial)?;
+        Ok(StreamedFile {
+            file,
+            partial,
+            path: path.to_path_buf(),
+        })
+    }
+
+    /// Where the rows are while the stream runs: `<path>.partial`.
+    pub fn partial_path(path: &Path) -> io::Result<PathBuf> {
+        let name = path.file_name().ok_or_else(|| {
+            io::Error::new(
+                io::ErrorKind::InvalidInput,
+                format!("`{}` has no file name", path.display()),
+            )
+        })?;
+        let mut partial = name.to_os_string();
+        partial.push(".partial");
+        Ok(path.with_file_name(partial))
+    }
+
+    /// The file to write into.
+    pub fn file(&mut self) -> &mut fs::File {
+        &mut self.file
+    }
+
+    /// Flushes the bytes to disk and puts them at the target, atomically.
+    pub fn finish(self) -> io::Result<()> {
+        self.file.sync_all()?;
+        drop(self.file);
+        fs::rename(&self.partial, &self.path)?;
+        let dir = match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        sync_dir(&dir)
+    }
+
+    /// [`StreamedFile::finish`] through a rewrite: `rewrite` reads the complete stream and
+    /// writes what goes to the target (a CSV given the header it outgrew). The result goes
+    /// through a temporary file renamed over the target, so a failure (a full disk) leaves
+    /// the old target and the `.partial` file as they were.
+    pub fn finish_rewritten(
+        self,
+        rewrite: impl FnOnce(fs::File, &mut dyn Write) -> io::Result<()>,
+    ) -> io::Result<()> {
+        self.file.sync_all()?;
+        drop(self.file);
+        let input = fs::File::open(&self.partial)?;
+        let dir = match self.path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+            _ => PathBuf::from("."),
+        };
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(".sextant-rewrite.").suffix(".tmp");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            builder.permissions(fs::Permissions::from_mode(0o666));
+        }
+        let mut temp = builder.tempfile_in(&dir)?;
+        {
+            let mut out = io::BufWriter::new(temp.as_file_mut());
+            rewrite(input, &mut out)?;
+            out.flush()?;
+        }
+        temp.as_file().sync_all()?;
+        temp.persist(&self.path).map_err(|e| e.error)?;
+        fs::remove_file(&self.partial)?;
+        sync_dir(&dir)
+    }
+}
+
+impl Write for StreamedFile {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        self.file.write(buf)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.file.flush()
+    }
+}
+
+/// Why a write failed, as a person acts on it.
+#[derive(
+    Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub struct WriteProblem {
+    pub kind: WriteProblemKind,
+    /// The system's own words, for a report; the UI words the kind.
+    pub detail: String,
+}
+
+/// The kinds of [`WriteProblem`] a person does something different about.
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "camelCase")]
+pub enum WriteProblemKind {
+    /// No space left (or the quota is used up): free some space.
+    DiskFull,
+    /// The folder or the file refuses writes (permissions, a read-only disk).
+    Denied,
+    /// Anything else: the detail says what.
+    Other,
+}
+
+impl WriteProblem {
+    /// Classifies an I/O error.
+    pub fn from_io(e: &io::Error) -> WriteProblem {
+        #[cfg(unix)]
+        let quota = e.raw_os_error() == Some(libc::EDQUOT);
+        #[cfg(not(unix))]
+        let quota = false;
+        let kind = match e.kind() {
+            io::ErrorKind::StorageFull => WriteProblemKind::DiskFull,
+            _ if quota => WriteProblemKind::DiskFull,
+            io::ErrorKind::PermissionDenied | io::ErrorKind::ReadOnlyFilesystem => {
+                WriteProblemKind::Denied
+            }
+            _ => WriteProblemKind::Other,
+        };
+        WriteProblem {
+            kind,
+            detail: e.to_string(),
+        }
+    }
+}
+
+impl std::fmt::Display for WriteProblem {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.kind {
+            WriteProblemKind::DiskFull => write!(f, "the disk is full ({})", self.detail),
+            WriteProblemKind::Denied => write!(f, "writing is not allowed there ({})", self.detail),
+            WriteProblemKind::Other => f.write_str(&self.detail),
+        }
+    }
 }
 
 /// Flushes a directory's entries (a rename in it) to disk.

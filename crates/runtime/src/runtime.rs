@@ -625,6 +625,7 @@ async fn owner(
                 if rt.workspace.path().is_some() && rt.workspace.has_unsaved_edits() {
                     if let Err(e) = rt.workspace.save(None) {
                         tracing::error!("auto-save failed: {e}");
+                        rt.workspace.auto_save_failed();
                     }
                 }
             }

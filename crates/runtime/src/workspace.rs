@@ -25,12 +25,27 @@ pub const CHECKPOINT_LIMIT: usize = 50;
 #[derive(Debug, Clone, PartialEq, Serialize)]
 #[serde(tag = "event", rename_all = "camelCase")]
 pub enum Event {
-    ProjectChanged { label: String },
-    ProjectSaved { path: String },
-    CheckpointTaken { id: u64, label: String },
+    ProjectChanged {
+        label: String,
+    },
+    ProjectSaved {
+        path: String,
+    },
+    CheckpointTaken {
+        id: u64,
+        label: String,
+    },
     Connected,
     Disconnected,
-    ViewChanged { view: DashboardView },
+    ViewChanged {
+        view: DashboardView,
+    },
+    /// An automatic save (after edits, or at shutdown) failed; the edits are still only in
+    /// memory, and the file on disk is what it was. Doors show it to the person.
+    AutoSaveFailed {
+        path: String,
+        problem: sextant_fsutil::WriteProblem,
+    },
 }
 
 /// A named snapshot of the project.
@@ -118,6 +133,11 @@ pub struct Workspace {
     pub(crate) sessions_db: Option<PathBuf>,
     /// Export parsed frames to this CSV file while connected (a setting, not project data).
     pub(crate) csv_export: Option<PathBuf>,
+    /// The counters of the last run's CSV export (kept after the run ends, so a failure
+    /// stays visible).
+    /// Why the last save failed, when it did (an automatic save tells the doors).
+    pub(crate) last_save_problem: Option<sextant_fsutil::WriteProblem>,
+    pub(crate) csv_export_run: Option<std::sync::Arc<sextant_devices::wiring::CsvExportStatus>>,
     pub(crate) view: DashboardView,
     /// What `dashboard.latestFrame` shows while paused.
     pub(crate) frozen: Option<serde_json::Value>,
@@ -162,6 +182,8 @@ impl Workspace {
             after_replay: None,
             sessions_db: None,
             csv_export: None,
+            csv_export_run: None,
+            last_save_problem: None,
             view: DashboardView::default(),
             frozen: None,
             scope: sextant_display::Scope::new(),
@@ -304,8 +326,11 @@ impl Workspace {
         let path = path.or_else(|| self.path.clone()).ok_or_else(|| {
             CommandError::failed("the project has no file yet; give a path to save it")
         })?;
-        save_atomic(&path, self.project.to_json_string().as_bytes())
-            .map_err(|e| CommandError::failed(e.to_string()))?;
+        save_atomic(&path, self.project.to_json_string().as_bytes()).map_err(|e| {
+            self.last_save_problem = Some(sextant_fsutil::WriteProblem::from_io(&e.source));
+            CommandError::failed(e.to_string())
+        })?;
+        self.last_save_problem = None;
         if self.path.as_deref() != Some(path.as_path()) {
             // Saved under a new name: the sources keep their credentials.
             let mut targets: Vec<_> = self
@@ -324,6 +349,23 @@ impl Workspace {
             path: path.display().to_string(),
         });
         Ok(path)
+    }
+
+    /// Tells the doors an automatic save failed, and why.
+    pub(crate) fn auto_save_failed(&mut self) {
+        let problem = self
+            .last_save_problem
+            .clone()
+            .unwrap_or(sextant_fsutil::WriteProblem {
+                kind: sextant_fsutil::WriteProblemKind::Other,
+                detail: "the project has no file".into(),
+            });
+        let path = self
+            .path
+            .as_ref()
+            .map(|p| p.display().to_string())
+            .unwrap_or_default();
+        self.events.push(Event::AutoSaveFailed { path, problem });
     }
 
     pub fn checkpoint(&mut self, label: &str) -> u64 {

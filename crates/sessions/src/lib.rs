@@ -35,6 +35,24 @@ pub use writer::{
     Feed, NewSession, SessionSink, SessionWriter, WriterOptions, WriterReport, WriterStats,
 };
 
+pub use sextant_fsutil::{WriteProblem, WriteProblemKind};
+
+/// Classifies a failed SQLite write the way every write is told to a person.
+pub fn write_problem(e: &rusqlite::Error) -> WriteProblem {
+    use rusqlite::ErrorCode;
+    let kind = match e.sqlite_error_code() {
+        Some(ErrorCode::DiskFull) => WriteProblemKind::DiskFull,
+        Some(ErrorCode::ReadOnly | ErrorCode::PermissionDenied | ErrorCode::CannotOpen) => {
+            WriteProblemKind::Denied
+        }
+        _ => WriteProblemKind::Other,
+    };
+    WriteProblem {
+        kind,
+        detail: e.to_string(),
+    }
+}
+
 /// A session's id in its database.
 pub type SessionId = i64;
 
@@ -66,6 +84,6 @@ pub enum SessionError {
         "sessions database error: {0}; if it persists, check free disk space and file permissions"
     )]
     Sql(#[from] rusqlite::Error),
-    #[error("could not write the export: {0}")]
+    #[error("could not write the export: {}; a file already at that path is unchanged", WriteProblem::from_io(.0))]
     Io(#[from] std::io::Error),
 }

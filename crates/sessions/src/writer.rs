@@ -35,7 +35,7 @@ use sextant_telemetry::Chunk;
 use sextant_telemetry::FrameEvent;
 use sextant_telemetry::FrameSink;
 
-use crate::{codec, schema, SessionError, SessionId};
+use crate::{codec, schema, SessionError, SessionId, WriteProblem};
 
 /// Tuning of a [`SessionWriter`].
 #[derive(Debug, Clone, Copy)]
@@ -85,10 +85,12 @@ pub struct WriterStats {
     pub commits: AtomicU64,
     /// Batches that failed to commit.
     pub errors: AtomicU64,
+    /// Why the last batch failed, while the failure lasts (a later commit clears it).
+    pub problem: std::sync::Mutex<Option<WriteProblem>>,
 }
 
 /// A writer's counts, live or final.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct WriterReport {
     pub id: SessionId,
@@ -104,6 +106,11 @@ pub struct WriterReport {
     pub dropped_frames: u64,
     /// Batches that failed to commit (their rows count as dropped).
     pub errors: u64,
+    /// Why the recording is not being saved right now (the disk is full…); absent while
+    /// commits succeed. The person is shown it: recording goes on and resumes saving by
+    /// itself once the cause is gone.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<WriteProblem>,
 }
 
 impl WriterStats {
@@ -116,6 +123,11 @@ impl WriterStats {
             dropped_chunks: self.dropped_chunks.load(Ordering::Relaxed),
             dropped_frames: self.dropped_frames.load(Ordering::Relaxed),
             errors: self.errors.load(Ordering::Relaxed),
+            problem: self
+                .problem
+                .lock()
+                .unwrap_or_else(|p| p.into_inner())
+                .clone(),
         }
     }
 }
@@ -469,6 +481,7 @@ impl Thread {
                     .fetch_add(next.bytes - self.totals.bytes, Ordering::Relaxed);
                 s.commits.fetch_add(1, Ordering::Relaxed);
                 self.totals = next;
+                *s.problem.lock().unwrap_or_else(|p| p.into_inner()) = None;
             }
             Err(e) => {
                 // The rows are lost; count them as dropped so the session says so, and
@@ -488,6 +501,8 @@ impl Thread {
                     .dropped_frames
                     .fetch_add(frames, Ordering::Relaxed);
                 self.stats.errors.fetch_add(1, Ordering::Relaxed);
+                *self.stats.problem.lock().unwrap_or_else(|p| p.into_inner()) =
+                    Some(crate::write_problem(&e));
                 tracing::error!(session = self.id, "recording a batch failed: {e}");
             }
         }

@@ -34,6 +34,42 @@ fn writer<W: Write>(out: W) -> csv::Writer<W> {
         .from_writer(out)
 }
 
+/// Rewrites a CSV this module wrote whose rows grew past its header (a live export whose
+/// datasets appeared after its first row: Quick Plot finding more channels) under the
+/// header `elapsed_s, columns…`, every row padded with empty fields to that width. Reads
+/// and writes one row at a time. Returns the rows copied.
+pub fn widen<R: io::Read, W: Write, S: AsRef<str>>(
+    input: R,
+    out: W,
+    columns: &[S],
+) -> io::Result<u64> {
+    let mut reader = csv::ReaderBuilder::new()
+        .flexible(true)
+        .has_headers(true)
+        .from_reader(input);
+    let mut out = writer(out);
+    out.write_field(TIME_COLUMN).map_err(io_error)?;
+    for c in columns {
+        out.write_field(c.as_ref()).map_err(io_error)?;
+    }
+    out.write_record(None::<&[u8]>).map_err(io_error)?;
+    let width = columns.len() + 1;
+    let mut record = csv::ByteRecord::new();
+    let mut rows = 0;
+    while reader.read_byte_record(&mut record).map_err(io_error)? {
+        for field in record.iter().take(width) {
+            out.write_field(field).map_err(io_error)?;
+        }
+        for _ in record.len()..width {
+            out.write_field([]).map_err(io_error)?;
+        }
+        out.write_record(None::<&[u8]>).map_err(io_error)?;
+        rows += 1;
+    }
+    out.flush()?;
+    Ok(rows)
+}
+
 fn io_error(e: csv::Error) -> io::Error {
     match e.into_kind() {
         csv::ErrorKind::Io(e) => e,
@@ -99,7 +135,20 @@ pub fn record(elapsed_s: f64, values: &[Value]) -> String {
 impl<W: Write> CsvWriter<W> {
     /// Starts a file whose columns are `elapsed_s` and then `columns` (e.g. `Group/Dataset`).
     pub fn new<S: AsRef<str>>(out: W, columns: &[S]) -> io::Result<Self> {
-        let mut out = writer(out);
+        Self::start(writer(out), columns)
+    }
+
+    /// [`CsvWriter::new`] for rows that may outgrow `columns` (datasets that appear during a
+    /// live run); [`widen`] gives the file its full header afterwards.
+    pub fn new_growing<S: AsRef<str>>(out: W, columns: &[S]) -> io::Result<Self> {
+        let out = csv::WriterBuilder::new()
+            .terminator(csv::Terminator::Any(b'\n'))
+            .flexible(true)
+            .from_writer(out);
+        Self::start(out, columns)
+    }
+
+    fn start<S: AsRef<str>>(mut out: csv::Writer<W>, columns: &[S]) -> io::Result<Self> {
         out.write_field(TIME_COLUMN).map_err(io_error)?;
         for c in columns {
             out.write_field(c.as_ref()).map_err(io_error)?;

@@ -504,6 +504,10 @@ const en = {
   "rec.csvExport": "CSV export",
   "rec.csvExportEnable": "Export every frame to CSV",
   "rec.csvHint": "Takes effect from the next connect.",
+  "rec.notSaving":
+    "Recording is not being saved: {why}. It keeps running and saves again by itself once it can; what could not be saved is counted.",
+  "rec.csvStopped":
+    "The CSV export stopped: {why}. {rows} rows were written to a .partial file beside it; a file left there by an earlier complete run is unchanged.",
   "rec.csvPathRequired": "Type the CSV file's path first.",
   "rec.csvEnabled": "CSV export to {path} from the next connect",
   "rec.csvDisabled": "CSV export off from the next connect",
@@ -1086,6 +1090,8 @@ const zh: Record<Key, string> = {
   "rec.csvExport": "CSV 导出",
   "rec.csvExportEnable": "将每一帧导出为 CSV",
   "rec.csvHint": "从下次连接开始生效。",
+  "rec.notSaving": "录制未能保存：{why}。录制仍在进行，条件恢复后会自动继续保存；未能保存的部分已计数。",
+  "rec.csvStopped": "CSV 导出已停止：{why}。已有 {rows} 行写入旁边的 .partial 文件；之前完整运行留下的文件保持不变。",
   "rec.csvPathRequired": "请先输入 CSV 文件路径。",
   "rec.csvEnabled": "下次连接起导出 CSV 到 {path}",
   "rec.csvDisabled": "下次连接起停止导出 CSV",

@@ -175,8 +175,11 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
         handles.push(handle);
     }
     let mut sinks: Vec<Box<dyn FrameSink>> = Vec::new();
+    ws.csv_export_run = None;
     if let Some(path) = &ws.csv_export {
-        sinks.push(Box::new(CsvSink::new(path.clone())));
+        let sink = CsvSink::new(path.clone());
+        ws.csv_export_run = Some(sink.status());
+        sinks.push(Box::new(sink));
     }
     if let Some(config) = project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
         let credentials = ws
@@ -628,7 +631,17 @@ fn csv_export_disable(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandEr
 }
 
 fn csv_export_status(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
-    Ok(json!({ "enabled": ws.csv_export.is_some(), "path": ws.csv_export }))
+    let mut status = json!({ "enabled": ws.csv_export.is_some(), "path": ws.csv_export });
+    // The export of the current run (or of the last one, once it ended): how far it got,
+    // and why it stopped when it did (a full disk), which the person is shown.
+    if let Some(run) = &ws.csv_export_run {
+        status["rows"] = json!(run.rows.load(std::sync::atomic::Ordering::Relaxed));
+        status["droppedRows"] = json!(run.dropped.load(std::sync::atomic::Ordering::Relaxed));
+        if let Some(problem) = run.problem() {
+            status["problem"] = json!(problem);
+        }
+    }
+    Ok(status)
 }
 
 fn mqtt_publisher_configure(ws: &mut Workspace, p: PublisherConfig) -> Result<Done, CommandError> {

@@ -4,7 +4,10 @@
 use std::path::{Path, PathBuf};
 
 #[derive(Debug, thiserror::Error)]
-#[error("could not save {path}: {source}")]
+#[error(
+    "could not save {path}: {}; the file on disk is unchanged",
+    sextant_fsutil::WriteProblem::from_io(source)
+)]
 pub struct SaveError {
     pub path: PathBuf,
     #[source]

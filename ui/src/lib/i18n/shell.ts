@@ -47,6 +47,11 @@ const en = {
     "This page was opened without the secret part of its address, so it cannot control Sextant. Open the address Sextant printed when it started – it ends in ?token=…",
   "access.refused":
     "This address is from an earlier start of Sextant: its secret no longer matches. Open the address Sextant printed when it started this time.",
+  "write.diskFull": "the disk is full – free some space",
+  "write.denied": "the folder does not allow writing there",
+  "write.other": "{detail}",
+  "shell.autoSaveFailed":
+    "Your latest project changes could not be saved: {why}. They are kept while Sextant runs, and the file on disk is unchanged; save again once this is fixed.",
 } satisfies Record<string, string>;
 
 export type Key = keyof typeof en;
@@ -96,6 +101,10 @@ const zh: Record<Key, string> = {
   "access.title": "请用 Sextant 启动时打印的地址打开",
   "access.missing": "此页面的地址缺少密钥部分，因此无法控制 Sextant。请打开 Sextant 启动时打印的地址（以 ?token=… 结尾）。",
   "access.refused": "此地址来自 Sextant 的上一次启动，其中的密钥已不再匹配。请打开 Sextant 本次启动时打印的地址。",
+  "write.diskFull": "磁盘已满——请释放一些空间",
+  "write.denied": "该文件夹不允许写入",
+  "write.other": "{detail}",
+  "shell.autoSaveFailed": "最近的项目修改未能保存：{why}。Sextant 运行期间这些修改仍会保留，磁盘上的文件保持不变；问题解决后请再次保存。",
 };
 
 export const strings = { en, zh };

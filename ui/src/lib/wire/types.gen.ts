@@ -1025,6 +1025,13 @@ export type BreakerState = "closed" | "open" | "halfOpen";
  */
 export type ModelPlace = "commandLine" | "environment" | "userModels" | "appData" | "installed";
 /**
+ * The kinds of [`WriteProblem`] a person does something different about.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "WriteProblemKind".
+ */
+export type WriteProblemKind = "diskFull" | "denied" | "other";
+/**
  * What a person's door asks of the credentials.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -2159,6 +2166,25 @@ export interface WriterReport {
    * Batches that failed to commit (their rows count as dropped).
    */
   errors: number;
+  /**
+   * Why the recording is not being saved right now (the disk is full…); absent while
+   * commits succeed. The person is shown it: recording goes on and resumes saving by
+   * itself once the cause is gone.
+   */
+  problem?: WriteProblem | null;
+}
+/**
+ * Why a write failed, as a person acts on it.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "WriteProblem".
+ */
+export interface WriteProblem {
+  kind: WriteProblemKind;
+  /**
+   * The system's own words, for a report; the UI words the kind.
+   */
+  detail: string;
 }
 /**
  * What `io.status` returns: whether a run is live, and each of its sources.
