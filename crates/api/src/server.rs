@@ -118,6 +118,26 @@ pub(crate) fn error_message(id: Value, code: ErrorCode, message: &str) -> Value 
            "error": {"code": code, "message": message}})
 }
 
+/// The `id` of a message refused before it was handled (over the rate limit), so the
+/// client waiting on that id hears the refusal instead of waiting for ever; `null` when
+/// the message is bigger than a message may be, is not JSON, or has no number or string
+/// id. One pass over bytes the guard already bounded, building nothing but the id.
+pub(crate) fn refused_id(message: &[u8], max_message_bytes: usize) -> Value {
+    #[derive(serde::Deserialize)]
+    struct IdOnly {
+        #[serde(default)]
+        id: Value,
+    }
+    if message.len() > max_message_bytes {
+        return Value::Null;
+    }
+    serde_json::from_slice::<IdOnly>(message)
+        .ok()
+        .map(|m| m.id)
+        .filter(|id| id.is_number() || id.is_string())
+        .unwrap_or(Value::Null)
+}
+
 fn response(id: Value, result: Result<Value, CommandError>) -> Value {
     match result {
         Ok(r) => json!({"type": "response", "id": id, "success": true, "result": r}),
@@ -246,7 +266,7 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions, 
                             &refused.message(),
                         )),
                         Ok(()) if !bucket.take(&limits) => Some(error_message(
-                            Value::Null,
+                            refused_id(&line, limits.max_message_bytes),
                             ErrorCode::BadRequest,
                             "rate limit exceeded; slow down",
                         )),

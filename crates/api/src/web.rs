@@ -45,7 +45,7 @@ use sextant_runtime::RuntimeHandle;
 use tokio::sync::{mpsc, watch};
 use tower_http::services::{ServeDir, ServeFile};
 
-use crate::server::{error_message, handle_line, Session};
+use crate::server::{error_message, handle_line, refused_id, Session};
 use crate::{ApiError, ApiOptions};
 
 struct Shared {
@@ -193,14 +193,11 @@ async fn serve(socket: WebSocket, shared: &Shared) {
         .map(|door| tokio::spawn(chat_worker(door.clone(), chat_rx, out.clone())));
     while let Some(msg) = source.next().await {
         let reply = match msg {
-            Ok(Message::Text(text)) if !bucket.take(&limits) => {
-                drop(text);
-                Some(error_message(
-                    Value::Null,
-                    ErrorCode::BadRequest,
-                    "rate limit exceeded; slow down",
-                ))
-            }
+            Ok(Message::Text(text)) if !bucket.take(&limits) => Some(error_message(
+                refused_id(text.as_bytes(), limits.max_message_bytes),
+                ErrorCode::BadRequest,
+                "rate limit exceeded; slow down",
+            )),
             Ok(Message::Text(text)) => {
                 on_text(text.as_str(), shared, &mut session, &chat_tx, &display_tx).await
             }

@@ -21,7 +21,7 @@ use tokio_tungstenite::tungstenite::http::StatusCode;
 use tokio_tungstenite::tungstenite::protocol::WebSocketConfig;
 use tokio_tungstenite::tungstenite::Message;
 
-use crate::server::{error_message, handle_line, Session};
+use crate::server::{error_message, handle_line, refused_id, Session};
 use crate::{ApiError, ApiOptions};
 
 pub struct WsServer {
@@ -111,7 +111,7 @@ async fn serve(stream: TcpStream, runtime: RuntimeHandle, options: &ApiOptions, 
             Ok(Message::Text(text)) => {
                 if !bucket.take(&limits) {
                     Some(error_message(
-                        Value::Null,
+                        refused_id(text.as_bytes(), limits.max_message_bytes),
                         ErrorCode::BadRequest,
                         "rate limit exceeded; slow down",
                     ))

@@ -265,13 +265,64 @@ async fn rate_and_client_limits_are_enforced() {
     }
     c.send(json!({"type": "command", "id": 9, "command": "project.validate"}))
         .await;
-    assert!(c.recv().await["error"]["message"]
+    let refused = c.recv().await;
+    assert!(refused["error"]["message"]
         .as_str()
         .unwrap()
         .contains("rate limit"));
+    // Answered by its id, so the caller's request does not wait for ever.
+    assert_eq!(refused["id"], 9, "{refused}");
     let mut second = Client::connect(&server).await;
     assert!(second.recv().await["error"]["message"]
         .as_str()
         .unwrap()
         .contains("too many clients"));
+}
+
+/// `Limits::max_batch` (256 by default): one command past it and the whole batch is
+/// refused by name, before any of its commands runs; at the cap every command runs.
+#[tokio::test]
+async fn a_batch_past_max_batch_is_refused_whole_and_one_at_the_cap_runs() {
+    let cap = Limits::default().max_batch;
+    assert_eq!(cap, 256);
+    let server = server(ApiOptions::default()).await;
+    let mut c = Client::connect(&server).await;
+    let adds = |n: usize| -> Vec<Value> {
+        (0..n)
+            .map(|i| json!({"id": i, "command": "project.group.add", "params": {"title": format!("G{i}")}}))
+            .collect()
+    };
+    let groups = |r: &Value| r["result"]["groups"].as_array().unwrap().len();
+
+    c.send(json!({"type": "batch", "id": "over", "commands": adds(cap + 1)}))
+        .await;
+    let r = c.recv().await;
+    assert_eq!(r["id"], "over", "{r}");
+    assert_eq!(
+        (r["type"].as_str(), r["success"].as_bool()),
+        (Some("response"), Some(false)),
+        "{r}"
+    );
+    assert_eq!(r["error"]["code"], "badRequest", "{r}");
+    let message = r["error"]["message"].as_str().unwrap();
+    assert!(
+        message.contains(&format!("at most {cap} commands")),
+        "{message}"
+    );
+    // Refused whole: not one of its commands ran.
+    assert_eq!(groups(&c.call(1, "project.get", json!({})).await), 0);
+
+    c.send(json!({"type": "batch", "id": "at", "commands": adds(cap)}))
+        .await;
+    let b = c.recv().await;
+    assert_eq!(
+        (b["type"].as_str(), &b["id"]),
+        (Some("batch"), &json!("at")),
+        "{b}"
+    );
+    let results = b["results"].as_array().unwrap();
+    assert_eq!(results.len(), cap);
+    assert!(results.iter().all(|r| r["success"] == true), "{b}");
+    assert_eq!(results[cap - 1]["id"], cap - 1);
+    assert_eq!(groups(&c.call(2, "project.get", json!({})).await), cap);
 }

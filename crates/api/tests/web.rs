@@ -612,3 +612,215 @@ async fn credentials_only_through_the_persons_page() {
     let r: Value = serde_json::from_slice(&line).unwrap();
     assert_eq!(r["success"], false, "{r}");
 }
+
+/// The commands the assistant sees, with `project.file` – which a chat's `create` asks
+/// before it writes – held until the test opens the gate; each time a call reaches the
+/// gate, `arrived` hears of it.
+struct Gate {
+    inner: sextant_runtime::RuntimeHandle,
+    open: tokio::sync::watch::Receiver<bool>,
+    arrived: tokio::sync::mpsc::UnboundedSender<()>,
+}
+
+impl sextant_commands::CommandDoor for Gate {
+    fn specs(&self) -> &[sextant_commands::CommandSpec] {
+        sextant_commands::CommandDoor::specs(&self.inner)
+    }
+
+    fn assess(&self, command: &str, params: &Value) -> Option<sextant_commands::Assessment> {
+        sextant_commands::CommandDoor::assess(&self.inner, command, params)
+    }
+
+    fn call_as<'a>(
+        &'a self,
+        caller: sextant_commands::Caller,
+        command: &'a str,
+        params: Value,
+        policy: sextant_commands::Policy,
+        approved: bool,
+    ) -> sextant_commands::BoxFuture<'a, Result<Value, sextant_commands::CommandError>> {
+        Box::pin(async move {
+            if command == "project.file" {
+                let _ = self.arrived.send(());
+                let mut open = self.open.clone();
+                let _ = open.wait_for(|open| *open).await;
+            }
+            sextant_commands::CommandDoor::call_as(
+                &self.inner,
+                caller,
+                command,
+                params,
+                policy,
+                approved,
+            )
+            .await
+        })
+    }
+}
+
+/// The next `n` responses (chat events and frames skipped), in the order they came.
+async fn responses(ws: &mut Ws, n: usize) -> Vec<Value> {
+    let mut out = Vec::new();
+    while out.len() < n {
+        if let Message::Text(t) = next(ws).await {
+            let v: Value = serde_json::from_str(&t).unwrap();
+            if v["type"] == "response" {
+                out.push(v);
+            }
+        }
+    }
+    out
+}
+
+/// The chat queue of one connection (`CHAT_QUEUE`, 32 requests): while the worker is held
+/// on one request, 32 more wait and each past them is refused at once with its own id –
+/// never dropped, never left hanging – and none of the refused ones runs later.
+#[tokio::test]
+async fn chat_requests_past_the_queue_are_refused_by_id_and_never_run() {
+    const CHAT_QUEUE: u64 = 32;
+    let (ui, data) = (ui_dir(), tempfile::tempdir().unwrap());
+    let runtime = Runtime::new(Workspace::new(Project::default())).spawn(None);
+    let (open, gate) = tokio::sync::watch::channel(false);
+    let (arrived_tx, mut arrived) = tokio::sync::mpsc::unbounded_channel();
+    let door = ChatDoor::open_with(
+        data.path(),
+        Gate {
+            inner: runtime.clone(),
+            open: gate,
+            arrived: arrived_tx,
+        },
+        sextant_secrets::SecretStore::encrypted_file(data.path()).unwrap(),
+    )
+    .unwrap();
+    let server = WebServer::bind(
+        "127.0.0.1:0".parse().unwrap(),
+        runtime,
+        ApiOptions::default(),
+        vec![],
+        ui.path(),
+        Some(Arc::new(door)),
+    )
+    .await
+    .unwrap();
+    let mut ws = connect(&server, None).await.unwrap();
+    let create =
+        |id: u64| json!({"type": "chat", "id": id, "op": "create", "title": format!("c{id}")});
+
+    // The worker takes request 1 and is held inside it: the queue is empty again.
+    ws.send(Message::text(create(1).to_string())).await.unwrap();
+    tokio::time::timeout(Duration::from_secs(10), arrived.recv())
+        .await
+        .expect("the first create reaches the gate")
+        .unwrap();
+    // Forty more at once: 2..=33 fill the queue, 34..=41 are past it.
+    let last = 41;
+    for id in 2..=last {
+        ws.send(Message::text(create(id).to_string()))
+            .await
+            .unwrap();
+    }
+    let refused = responses(&mut ws, (last - 1 - CHAT_QUEUE) as usize).await;
+    assert_eq!(
+        refused
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        (CHAT_QUEUE + 2..=last).collect::<Vec<_>>(),
+        "{refused:?}"
+    );
+    for r in &refused {
+        assert_eq!(r["success"], false, "{r}");
+        assert_eq!(r["error"]["code"], "badRequest", "{r}");
+        assert!(
+            r["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("too many chat requests waiting"),
+            "{r}"
+        );
+    }
+
+    // Let go: the held one and the 32 queued are answered, in order, and only they ran.
+    open.send(true).unwrap();
+    let answered = responses(&mut ws, (CHAT_QUEUE + 1) as usize).await;
+    assert_eq!(
+        answered
+            .iter()
+            .map(|r| r["id"].as_u64().unwrap())
+            .collect::<Vec<_>>(),
+        (1..=CHAT_QUEUE + 1).collect::<Vec<_>>()
+    );
+    assert!(
+        answered.iter().all(|r| r["success"] == true),
+        "{answered:?}"
+    );
+    let r = chat(&mut ws, 100, json!({"op": "list"})).await;
+    let titles: Vec<&str> = r["result"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(titles.len() as u64, CHAT_QUEUE + 1, "{r}");
+    for id in CHAT_QUEUE + 2..=last {
+        assert!(!titles.contains(&format!("c{id}").as_str()), "{r}");
+    }
+}
+
+/// `MODEL_LISTS` (2): model lists run beside the queue, two at a time; a third while two
+/// are still waiting on the provider is refused by id, and the queue is not held up.
+#[tokio::test]
+async fn a_third_model_list_while_two_are_in_flight_is_refused() {
+    let (ui, data) = (ui_dir(), tempfile::tempdir().unwrap());
+    // A provider that accepts connections and never answers: every list stays in flight.
+    let silent = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let provider = format!("http://{}", silent.local_addr().unwrap());
+    let (reached_tx, mut reached) = tokio::sync::mpsc::unbounded_channel();
+    let _held = tokio::spawn(async move {
+        let mut open = Vec::new();
+        while let Ok((socket, _)) = silent.accept().await {
+            open.push(socket);
+            let _ = reached_tx.send(());
+        }
+    });
+    let server = chat_server("127.0.0.1:0", ApiOptions::default(), ui.path(), data.path()).await;
+    let mut ws = connect(&server, None).await.unwrap();
+    let r = chat(
+        &mut ws,
+        1,
+        json!({"op": "setSettings", "baseUrl": provider, "model": "m", "apiKey": "k"}),
+    )
+    .await;
+    assert_eq!(r["success"], true, "{r}");
+
+    for id in 2..=4 {
+        let msg = json!({"type": "chat", "id": id, "op": "listModels"});
+        ws.send(Message::text(msg.to_string())).await.unwrap();
+    }
+    let list = json!({"type": "chat", "id": 5, "op": "list"});
+    ws.send(Message::text(list.to_string())).await.unwrap();
+    // The third is refused and the plain request behind it answered, while the first two
+    // still wait on the provider.
+    let got = responses(&mut ws, 2).await;
+    assert_eq!(got[0]["id"], 4, "{got:?}");
+    assert_eq!(got[0]["success"], false, "{got:?}");
+    assert_eq!(got[0]["error"]["code"], "badRequest", "{got:?}");
+    assert!(
+        got[0]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("already being fetched"),
+        "{got:?}"
+    );
+    assert_eq!(
+        (&got[1]["id"], &got[1]["success"]),
+        (&json!(5), &json!(true)),
+        "{got:?}"
+    );
+    for _ in 0..2 {
+        tokio::time::timeout(Duration::from_secs(10), reached.recv())
+            .await
+            .expect("the two lists in flight reach the provider")
+            .unwrap();
+    }
+}

@@ -133,3 +133,41 @@ async fn oversize_messages_are_refused_and_tokens_required_when_set() {
         "{r}"
     );
 }
+
+/// A request refused for going over the rate limit is answered by its own id (a page
+/// waits on that id; a `null` one left it waiting for ever).
+#[tokio::test]
+async fn a_rate_limited_request_is_answered_by_its_id() {
+    let server = server(ApiOptions {
+        limits: Limits {
+            rate_per_second: 0.5,
+            burst: 2.0,
+            ..Limits::default()
+        },
+        ..ApiOptions::default()
+    })
+    .await;
+    let mut ws = connect(&server, None).await.unwrap();
+    for id in 1..=4 {
+        ws.send(Message::text(
+            json!({"type": "command", "id": id, "command": "project.validate"}).to_string(),
+        ))
+        .await
+        .unwrap();
+    }
+    let mut refused = Vec::new();
+    for _ in 1..=4 {
+        let r = recv(&mut ws).await;
+        if r["success"] == false {
+            assert!(
+                r["error"]["message"]
+                    .as_str()
+                    .unwrap()
+                    .contains("rate limit"),
+                "{r}"
+            );
+            refused.push(r["id"].clone());
+        }
+    }
+    assert_eq!(refused, [json!(3), json!(4)]);
+}
