@@ -4,7 +4,7 @@ import { consentText } from "../src/lib/i18n/consent";
 import { describe, expect, it } from "vitest";
 import type { ChatEvent, ChatRequest } from "../src/lib/transport/types";
 import { CommandError } from "../src/lib/transport/types";
-import { ChatStore, type ChatBackend } from "../src/chat/store.svelte";
+import { ChatStore, MAX_TURN_EXTRAS, type ChatBackend } from "../src/chat/store.svelte";
 import {
   baseUrlForProvider,
   DEFAULT_MODEL,
@@ -424,6 +424,28 @@ describe("chat store: a turn", () => {
     await flush();
     expect(types(store.items)).toEqual(["user", "assistant", "usage", "user", "assistant", "usage"]);
     expect(store.items[5]).toMatchObject({ usage: { inputTokens: 10 } });
+  });
+
+  it("keeps the usage of the newest MAX_TURN_EXTRAS finished turns only", async () => {
+    const { svc, store } = await setup();
+    const n = MAX_TURN_EXTRAS + 3;
+    const log: { type: string; seq: number; text: string }[] = [];
+    // The service's usage rows are left out of the log, so each row shown is this page's own.
+    svc.handlers.history = () => ({ items: [...log], running: false, approvals: [] });
+    for (let i = 0; i < n; i++) {
+      await store.send(`q${i}`);
+      svc.emit(1, "usage", { inputTokens: i + 1, outputTokens: 1, cacheReadTokens: 0, cacheCreationTokens: 0 });
+      log.push({ type: "user", seq: 2 * i + 1, text: `q${i}` }, { type: "assistant", seq: 2 * i + 2, text: `a${i}` });
+      svc.emit(1, "turnEnded", { end: "finished", detail: "end_turn" });
+      await flush();
+    }
+    const usage = store.items.filter((i) => i.type === "usage") as Extract<ChatItem, { type: "usage" }>[];
+    expect(usage).toHaveLength(MAX_TURN_EXTRAS);
+    // The three oldest turns lost theirs; the newest kept its own.
+    expect(usage[0].usage.inputTokens).toBe(4);
+    expect(usage.at(-1)!.usage.inputTokens).toBe(n);
+    expect(store.items.at(-1)).toMatchObject({ type: "usage" });
+    expect(store.items.at(-2)).toMatchObject({ type: "assistant", text: `a${n - 1}` });
   });
 
   it("a failed turn shows its detail once, and the history's notice replaces it", async () => {

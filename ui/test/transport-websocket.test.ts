@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { WebSocketTransport, type SocketLike } from "../src/lib/transport/websocket";
+import { MAX_PENDING, WebSocketTransport, type SocketLike } from "../src/lib/transport/websocket";
 import { CommandError } from "../src/lib/transport/types";
 
 class FakeSocket implements SocketLike {
@@ -277,6 +277,45 @@ describe("WebSocket transport", () => {
     sockets[1].drop();
     await vi.advanceTimersByTimeAsync(10_000);
     expect(sockets).toHaveLength(2);
+  });
+
+  it("refuses a request past MAX_PENDING waiting at once, without sending it", async () => {
+    const { t, sockets } = setup();
+    const waiting = Array.from({ length: MAX_PENDING }, (_, i) => t.call("io.status", { i }));
+    sockets[0].open();
+    await flush();
+    expect(sockets[0].commands()).toHaveLength(MAX_PENDING);
+    const refused = t.call("io.status", { i: MAX_PENDING });
+    await expect(refused).rejects.toThrow(`Not sent: ${MAX_PENDING} requests are already waiting for Sextant's answer`);
+    expect(sockets[0].commands()).toHaveLength(MAX_PENDING);
+    expect((t as any).pending.size).toBe(MAX_PENDING);
+    // Once one is answered there is room again.
+    const first = sockets[0].commands()[0];
+    sockets[0].reply({ type: "response", id: first.id, success: true, result: "ok" });
+    await expect(waiting[0]).resolves.toBe("ok");
+    const next = t.call("io.status", { i: "next" });
+    await flush();
+    expect(sockets[0].commands().at(-1)).toMatchObject({ params: { i: "next" } });
+    expect((t as any).pending.size).toBe(MAX_PENDING);
+    sockets[0].drop();
+    await expect(next).rejects.toThrow(/lost/);
+    await Promise.allSettled(waiting);
+  });
+
+  it("a refusal by the server's rate limit answers the request it refused, by its id", async () => {
+    const { t, sockets } = setup();
+    const first = t.call("console.send", { data: "a" });
+    const second = t.call("console.send", { data: "b" });
+    sockets[0].open();
+    await flush();
+    const ids = sockets[0].sent.filter((m) => m.id > 0).map((m) => m.id);
+    sockets[0].reply({ type: "response", id: ids[1], success: false, error: { code: "badRequest", message: "rate limit exceeded; slow down" } });
+    await expect(second).rejects.toMatchObject({ code: "badRequest", message: "rate limit exceeded; slow down" });
+    // A refusal of a message that had no id (display options) fails no request.
+    sockets[0].reply({ type: "response", id: null, success: false, error: { code: "badRequest", message: "rate limit exceeded; slow down" } });
+    expect([...(t as any).pending.keys()]).toEqual([ids[0]]);
+    sockets[0].reply({ type: "response", id: ids[0], success: true, result: null });
+    await expect(first).resolves.toBeNull();
   });
 
   it("forPage derives the URL and token from the page location", () => {

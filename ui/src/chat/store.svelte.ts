@@ -39,6 +39,12 @@ export interface ChatBackend {
 }
 
 
+/** Finished turns whose extras are kept, over all chats; beyond it the oldest go. They are
+ *  kept for the page's lifetime, one per finished turn, so a page left open for weeks would
+ *  otherwise grow without end. Losing an old turn's extras only loses what this page counted
+ *  itself: the log's own usage rows and end notices, where it has them, still show. */
+export const MAX_TURN_EXTRAS = 200;
+
 /** What this UI adds to a turn: its token usage and how it ended (when not plainly). */
 interface TurnExtras {
   usage: Usage | null;
@@ -329,10 +335,7 @@ export class ChatStore {
     let byUser = this.extras.get(chat);
     if (this.finished?.chat === chat) {
       const lastUser = findLast(items, (i): i is Extract<ChatItem, { type: "user" }> => i.type === "user");
-      if (lastUser?.seq != null) {
-        if (!byUser) this.extras.set(chat, (byUser = new Map()));
-        byUser.set(lastUser.seq, this.finished.extras);
-      }
+      if (lastUser?.seq != null) byUser = keepExtras(this.extras, chat, lastUser.seq, this.finished.extras);
       this.finished = null;
     }
     // A running turn's usage so far is shown live, not as a finished turn's row.
@@ -653,6 +656,28 @@ export class ChatStore {
   private localKey() {
     return `l${this.localId++}`;
   }
+}
+
+/** Keeps `extras` for the turn of user message `seq` in `chat`, then drops the oldest beyond
+ *  `max` over all chats: the chat just added to counts as newest, and the first to lose its
+ *  oldest turns is the one added to longest ago. Returns the chat's map. */
+export function keepExtras<T>(all: Map<number, Map<number, T>>, chat: number, seq: number, extras: T, max = MAX_TURN_EXTRAS): Map<number, T> {
+  const byUser = all.get(chat) ?? new Map<number, T>();
+  all.delete(chat);
+  all.set(chat, byUser);
+  byUser.delete(seq);
+  byUser.set(seq, extras);
+  let total = 0;
+  for (const m of all.values()) total += m.size;
+  for (const [c, m] of all) {
+    for (const s of m.keys()) {
+      if (total <= max) return byUser;
+      m.delete(s);
+      total--;
+    }
+    all.delete(c);
+  }
+  return byUser;
 }
 
 /** The history's rows with each turn's extras after the turn's last row. A turn's end is

@@ -9,7 +9,9 @@ import type { Question } from "../wire/types.gen";
 import { CommandError, type Transport } from "./types";
 
 /** Asks the person `question` (the backend's English words; `detail`, when it sent one,
- *  the same question as data to word in their language); resolves with their answer. */
+ *  the same question as data to word in their language); resolves with their answer, or
+ *  rejects when the question cannot be put (too many waiting): the call then fails with
+ *  that reason and is not run. */
 export type Asker = (question: string, detail?: Question) => Promise<boolean>;
 
 /** `inner`, with `needsConfirmation` answers turned into a question to the person. */

@@ -12,6 +12,7 @@ import {
   type Unsubscribe,
 } from "./types";
 import type { CredentialStatus, CredentialsRequest } from "../wire/types.gen";
+import { t } from "../i18n/index.svelte";
 
 type Pending = { resolve: (v: unknown) => void; reject: (e: Error) => void };
 
@@ -29,6 +30,12 @@ export type SocketFactory = (url: string) => SocketLike;
 
 /** The `chat` of the transport's own `resync` event (not a real chat id). */
 export const RESYNC_CHAT = -1;
+
+/** Requests waiting for their answer at once, at most. One past it is refused at once (never
+ *  sent): a page that sends far faster than the server answers is stuck, and each entry
+ *  would otherwise be kept until the socket drops. The server's own burst is 1000
+ *  messages, so an ordinary page never comes near it. */
+export const MAX_PENDING = 1024;
 
 export class WebSocketTransport implements Transport {
   readonly kind = "websocket" as const;
@@ -137,6 +144,7 @@ export class WebSocketTransport implements Transport {
   /** Sends `build(id)` with a fresh id and waits for the response with that id. */
   private async request<T>(build: (id: number) => Record<string, unknown>): Promise<T> {
     await this.connect();
+    if (this.pending.size >= MAX_PENDING) throw new Error(t("transport.tooManyWaiting", { max: MAX_PENDING }));
     const id = this.nextId++;
     return new Promise<T>((resolve, reject) => {
       this.pending.set(id, { resolve: resolve as (v: unknown) => void, reject });
