@@ -26,6 +26,6 @@ pub mod user_file;
 mod workspace;
 
 pub use credentials::CredentialVault;
-pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, MAX_JOBS, UI_POLICY};
+pub use runtime::{Caller, Consent, Runtime, RuntimeHandle, MAX_JOBS, MAX_WAITING_JOBS, UI_POLICY};
 pub use safeguards::{Safeguards, TrustStore};
 pub use workspace::{Checkpoint, DashboardView, Event, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};

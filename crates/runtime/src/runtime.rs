@@ -37,6 +37,11 @@ pub use sextant_commands::Caller;
 /// owner task, so a flood of them slows only each other.
 pub const MAX_JOBS: usize = 4;
 
+/// How many deferred jobs may wait for a turn beyond the [`MAX_JOBS`] running. A door whose
+/// library spawns a task per request (MCP) could otherwise queue without end, each waiter
+/// holding its closure; past this the call is refused at once, saying why.
+pub const MAX_WAITING_JOBS: usize = 64;
+
 /// How far a person has approved a call.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Consent {
@@ -577,6 +582,8 @@ async fn owner(
     // Jobs come back here to be finished; the owner holds a sender, so this never ends.
     let (done_tx, mut done_rx) = mpsc::unbounded_channel::<JobDone>();
     let jobs = Arc::new(Semaphore::new(MAX_JOBS));
+    // Jobs running or waiting for a turn.
+    let queued = Arc::new(std::sync::atomic::AtomicUsize::new(0));
     let mut seen_revision = rt.workspace.revision();
     let mut due: Option<tokio::time::Instant> = None;
     loop {
@@ -598,7 +605,7 @@ async fn owner(
                                 let _ = req.reply.send(result);
                             }
                             Begun::Later(pending) => {
-                                run_job(pending, req.reply, jobs.clone(), done_tx.clone());
+                                run_job(pending, req.reply, jobs.clone(), queued.clone(), done_tx.clone());
                             }
                         }
                     }
@@ -667,9 +674,25 @@ fn run_job(
     pending: Pending,
     reply: oneshot::Sender<Result<Value, CommandError>>,
     jobs: Arc<Semaphore>,
+    queued: Arc<std::sync::atomic::AtomicUsize>,
     done: mpsc::UnboundedSender<JobDone>,
 ) {
+    use std::sync::atomic::Ordering;
     let Pending { job, ticket } = pending;
+    if queued.fetch_add(1, Ordering::SeqCst) >= MAX_JOBS + MAX_WAITING_JOBS {
+        queued.fetch_sub(1, Ordering::SeqCst);
+        // Refused through the owner like any finished job, so its ticket is let go of.
+        let busy = Err(CommandError::failed(format!(
+            "Sextant is busy: {MAX_JOBS} long commands (file reads, dry runs, exports) are \
+             running and {MAX_WAITING_JOBS} more are waiting; try again when they finish"
+        )));
+        let _ = done.send(JobDone {
+            ticket,
+            then: busy,
+            reply,
+        });
+        return;
+    }
     tokio::spawn(async move {
         // Waits for its turn here, on a task of its own: the owner goes on meanwhile.
         let _turn = jobs.acquire_owned().await;
@@ -679,6 +702,7 @@ fn run_job(
                 ticket.command
             )))
         });
+        queued.fetch_sub(1, Ordering::SeqCst);
         // Only a runtime that shut down is gone; the caller's reply says so then.
         let _ = done.send(JobDone {
             ticket,

@@ -135,6 +135,9 @@ pub struct Workspace {
     pub(crate) csv_export: Option<PathBuf>,
     /// The counters of the last run's CSV export (kept after the run ends, so a failure
     /// stays visible).
+    /// The checkpoint the newest one pushed out of the ring, and that newest one's id: put
+    /// back if the newest is discarded (its call changed nothing).
+    evicted_checkpoint: Option<(u64, Checkpoint)>,
     /// Why the last save failed, when it did (an automatic save tells the doors).
     pub(crate) last_save_problem: Option<sextant_fsutil::WriteProblem>,
     pub(crate) csv_export_run: Option<std::sync::Arc<sextant_devices::wiring::CsvExportStatus>>,
@@ -184,6 +187,7 @@ impl Workspace {
             csv_export: None,
             csv_export_run: None,
             last_save_problem: None,
+            evicted_checkpoint: None,
             view: DashboardView::default(),
             frozen: None,
             scope: sextant_display::Scope::new(),
@@ -377,8 +381,12 @@ impl Workspace {
             taken: SystemTime::now(),
             project: self.project.clone(),
         });
+        // The one pushed out is kept aside until this checkpoint is known to stay: a call
+        // that changes nothing discards its checkpoint, and must not cost the oldest one.
+        self.evicted_checkpoint = None;
         while self.checkpoints.len() > CHECKPOINT_LIMIT {
-            self.checkpoints.pop_front();
+            let oldest = self.checkpoints.pop_front();
+            self.evicted_checkpoint = oldest.map(|c| (id, c));
         }
         self.events.push(Event::CheckpointTaken {
             id,
@@ -396,6 +404,11 @@ impl Workspace {
             .is_some_and(|c| c.id == id && c.project == self.project)
         {
             self.checkpoints.pop_back();
+            if let Some((by, oldest)) = self.evicted_checkpoint.take() {
+                if by == id {
+                    self.checkpoints.push_front(oldest);
+                }
+            }
             self.events
                 .retain(|e| !matches!(e, Event::CheckpointTaken { id: i, .. } if *i == id));
         }

@@ -331,3 +331,50 @@ async fn dry_runs_over_the_frame_cap_are_refused_naming_it() {
     .unwrap();
     assert_eq!(out["frames"], MAX_PREVIEW_FRAMES);
 }
+
+/// Deferred jobs past [`MAX_JOBS`] running and [`MAX_WAITING_JOBS`] waiting are refused at
+/// once, saying why, instead of queueing without end (a door that spawns a task per
+/// request, as MCP does, could otherwise pile them up); every other call is answered; and
+/// once they are done the count is back to nothing waiting.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn jobs_past_the_waiting_cap_are_refused_at_once_and_the_rest_run() {
+    use sextant_runtime::{MAX_JOBS, MAX_WAITING_JOBS};
+    let h = runtime();
+    const OVER: usize = 6;
+    // Each spins until the script's time runs out: half a second of work, while the
+    // whole batch is handed in within milliseconds.
+    let slow = dry_run(1, "function parse(f) while true do end end");
+    let calls: Vec<_> = (0..MAX_JOBS + MAX_WAITING_JOBS + OVER)
+        .map(|_| {
+            let (h, params) = (h.clone(), slow.clone());
+            tokio::spawn(async move { call(&h, "project.frameParser.dryRun", params).await })
+        })
+        .collect();
+    let mut refused = Vec::new();
+    for c in calls {
+        if let Err(e) = c.await.unwrap() {
+            refused.push(e.message);
+        }
+    }
+    assert!(
+        !refused.is_empty() && refused.len() <= OVER,
+        "{} refused of {}: {refused:?}",
+        refused.len(),
+        MAX_JOBS + MAX_WAITING_JOBS + OVER
+    );
+    for message in &refused {
+        assert!(message.starts_with("Sextant is busy"), "{message}");
+        assert!(message.contains(&MAX_WAITING_JOBS.to_string()), "{message}");
+    }
+    // Nothing is left counted: as many quick jobs as may wait all run.
+    let quick = dry_run(1, "function parse(f) return {f} end");
+    let calls: Vec<_> = (0..MAX_JOBS + MAX_WAITING_JOBS)
+        .map(|_| {
+            let (h, params) = (h.clone(), quick.clone());
+            tokio::spawn(async move { call(&h, "project.frameParser.dryRun", params).await })
+        })
+        .collect();
+    for c in calls {
+        c.await.unwrap().expect("a job within the cap runs");
+    }
+}
