@@ -20,9 +20,19 @@ const FILE_NAME: &str = "script.js";
 const LINE_MARKER: &str = "script.js:";
 
 /// Promise jobs run after the top level and after each call, at most this many at a time
-/// (the watchdog still bounds their total time). Jobs left behind would otherwise pile up
-/// frame after frame.
+/// (the watchdog still bounds their total time). A call whose jobs go past it fails, and the
+/// jobs left are dropped with the engine, which starts afresh: they would otherwise run in
+/// the next call, and pile up frame after frame.
 const MAX_JOBS_PER_CALL: usize = 10_000;
+
+/// Why a call (`where_`: "in one call") or the top level was stopped at
+/// [`MAX_JOBS_PER_CALL`].
+fn jobs_message(where_: &str) -> String {
+    format!(
+        "more than {MAX_JOBS_PER_CALL} promise jobs ran {where_} (a promise chain that keeps \
+         queueing itself?)"
+    )
+}
 
 /// The cached entry function.
 ///
@@ -45,6 +55,10 @@ pub(crate) struct JsEngine {
     watchdog: Arc<Watchdog>,
     limits: Limits,
     name: &'static str,
+    /// What the engine was made from, to start it afresh when jobs are dropped.
+    source: Arc<str>,
+    host: Arc<dyn Host>,
+    entry_kind: Entry,
 }
 
 impl Drop for JsEngine {
@@ -78,16 +92,29 @@ impl JsEngine {
         let context = Context::full(&runtime).map_err(setup_error)?;
 
         watchdog.arm(limits.call_timeout());
+        let globals_host = Arc::clone(&host);
         let handle = context.with(|ctx| {
             let fail = |e| classify(&ctx, e, &watchdog, limits, ScriptErrorKind::Compile);
-            install_globals(&ctx, host).map_err(fail)?;
+            install_globals(&ctx, globals_host).map_err(fail)?;
             let mut options = EvalOptions::default();
             options.global = true;
             options.strict = false;
             options.filename = Some(FILE_NAME.to_owned());
             ctx.eval_with_options::<(), _>(source, options)
                 .map_err(fail)?;
-            run_jobs(&ctx);
+            if run_jobs(&ctx) == Jobs::Capped {
+                let message = if watchdog.tripped() {
+                    limits.timeout_message()
+                } else {
+                    jobs_message("at the top level")
+                };
+                return Err(ScriptError::new(
+                    ScriptErrorKind::Timeout,
+                    Language::JavaScript,
+                    None,
+                    message,
+                ));
+            }
             // Evaluated rather than read from `globalThis` so that `const parse = ...` and
             // `let parse = ...` (global lexical bindings, not properties) count too.
             let name = entry.name();
@@ -116,7 +143,28 @@ impl JsEngine {
             watchdog,
             limits,
             name: entry.name(),
+            source: Arc::from(source),
+            host,
+            entry_kind: entry,
         })
+    }
+
+    /// This engine again, as compiled: its queued jobs and its globals gone, its top level
+    /// run again. Kept as it is when that fails; the reason is returned.
+    fn restart(&mut self) -> Result<(), String> {
+        let source = Arc::clone(&self.source);
+        match JsEngine::new(
+            &source,
+            self.limits,
+            Arc::clone(&self.host),
+            self.entry_kind,
+        ) {
+            Ok(fresh) => {
+                *self = fresh;
+                Ok(())
+            }
+            Err(e) => Err(e.to_string()),
+        }
     }
 
     pub(crate) fn call_parse(&mut self, input: FrameInput<'_>) -> Result<Vec<Cell>, ScriptError> {
@@ -178,15 +226,15 @@ impl JsEngine {
         };
         let (watchdog, limits) = (&self.watchdog, self.limits);
         watchdog.arm(limits.call_timeout());
-        let result = self.context.with(|ctx| {
+        let (result, jobs) = self.context.with(|ctx| {
             let result = entry
                 .clone()
                 .restore(&ctx)
                 .and_then(|f| body(&ctx, f))
                 .map_err(|e| classify(&ctx, e, watchdog, limits, ScriptErrorKind::Runtime));
-            run_jobs(&ctx);
+            let jobs = run_jobs(&ctx);
             // A job that ran out the clock makes the call a timeout even if `parse` returned.
-            match result {
+            let result = match result {
                 Ok(_) if watchdog.tripped() => Err(ScriptError::new(
                     ScriptErrorKind::Timeout,
                     Language::JavaScript,
@@ -194,9 +242,34 @@ impl JsEngine {
                     limits.timeout_message(),
                 )),
                 other => other,
-            }
+            };
+            (result, jobs)
         });
         watchdog.disarm();
+        let result = if jobs == Jobs::Capped {
+            // QuickJS cannot take jobs out of its queue: the ones left go with the engine.
+            let message = match self.restart() {
+                Ok(()) => format!(
+                    "{}; the jobs left were dropped and the script started afresh",
+                    jobs_message("in one call")
+                ),
+                Err(why) => format!(
+                    "{}; the script could not start afresh to drop the jobs left: {why}",
+                    jobs_message("in one call")
+                ),
+            };
+            match result {
+                Ok(_) => Err(ScriptError::new(
+                    ScriptErrorKind::Timeout,
+                    Language::JavaScript,
+                    None,
+                    message,
+                )),
+                other => other,
+            }
+        } else {
+            result
+        };
         if matches!(&result, Err(e) if e.kind == ScriptErrorKind::OutOfMemory) {
             // Whatever the failed call built is unreachable now; collect cycles so the next
             // call starts with the memory back.
@@ -206,12 +279,26 @@ impl JsEngine {
     }
 }
 
-/// Runs queued promise jobs; a job's exception is dropped, as an unhandled rejection is.
-fn run_jobs(ctx: &Ctx<'_>) {
+/// Whether the queued promise jobs all ran.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Jobs {
+    Settled,
+    /// [`MAX_JOBS_PER_CALL`] ran and more were queued.
+    Capped,
+}
+
+/// Runs queued promise jobs, at most [`MAX_JOBS_PER_CALL`] of them (and one more, to learn
+/// whether any was left); a job's exception is dropped, as an unhandled rejection is.
+fn run_jobs(ctx: &Ctx<'_>) -> Jobs {
     for _ in 0..MAX_JOBS_PER_CALL {
         if !ctx.execute_pending_job() {
-            break;
+            return Jobs::Settled;
         }
+    }
+    if ctx.execute_pending_job() {
+        Jobs::Capped
+    } else {
+        Jobs::Settled
     }
 }
 

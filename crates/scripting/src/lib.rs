@@ -37,7 +37,9 @@
 //!   watchdog looks. Lua's pattern
 //!   functions (`string.find/match/gmatch/gsub`) are the sandbox's own, which the watchdog
 //!   reaches inside the match; one that exhausts its step budget also fails the call with
-//!   [`ScriptErrorKind::Timeout`].
+//!   [`ScriptErrorKind::Timeout`]. So does a JavaScript call whose promise jobs go past
+//!   10 000: the jobs left are dropped with its engine, which starts afresh (its top level
+//!   runs again), so none runs in a later call.
 //! * Memory: an engine allocating beyond [`Limits::memory_bytes`] fails the call with
 //!   [`ScriptErrorKind::OutOfMemory`]; the process is never aborted.
 //! * Host functions available as globals in both languages: `tableGet(table, name)`,

@@ -265,3 +265,53 @@ fn looping_promise_job_counts_as_timeout() {
         ScriptErrorKind::Timeout
     );
 }
+
+/// `MAX_JOBS_PER_CALL` (10 000 promise jobs): a call whose jobs go past it fails with an
+/// error that says so – not a silent success that leaves the rest queued for the next
+/// frame – and the call after it runs on a clean engine: nothing it left behind runs then.
+#[test]
+fn promise_jobs_past_the_cap_fail_the_call_and_the_next_call_is_clean() {
+    let source = r#"
+        let ran = 0;
+        function parse(f) {
+          if (f.startsWith("chain ")) {
+            let p = Promise.resolve();
+            for (let i = 0; i < Number(f.slice(6)); i++) p = p.then(() => { ran++; });
+          }
+          if (f === "forever") {
+            const again = () => { ran++; Promise.resolve().then(again); };
+            again();
+          }
+          return [ran];
+        }
+    "#;
+    // Time enough for any machine: only the job cap may end these calls.
+    let limits = Limits {
+        timeout: Duration::from_secs(60),
+        ..test_limits()
+    };
+    let compile = |source: &str| {
+        ScriptParser::compile(Language::JavaScript, source, limits, Arc::new(NoHost))
+    };
+    let mut p = compile(source).unwrap();
+    // At the cap: every job runs and the call succeeds.
+    assert_eq!(parse_text(&mut p, "chain 10000"), vec![nums(&[0.0])]);
+    assert_eq!(parse_text(&mut p, "count"), vec![nums(&[10000.0])]);
+    for flood in ["chain 10001", "forever"] {
+        let err = p.parse(FrameInput::Text(flood)).unwrap_err();
+        assert_eq!(err.kind, ScriptErrorKind::Timeout, "{flood}: {err}");
+        assert!(err.message.contains("10000 promise jobs"), "{flood}: {err}");
+        // The jobs it left were dropped with the engine, which started afresh: none runs
+        // in the calls after it.
+        assert_eq!(parse_text(&mut p, "count"), vec![nums(&[0.0])], "{flood}");
+        assert_eq!(parse_text(&mut p, "count"), vec![nums(&[0.0])], "{flood}");
+        assert!(!p.is_disabled());
+    }
+    // A script whose top level floods does not compile.
+    let err =
+        compile("const again = () => Promise.resolve().then(again); again(); function parse(f) {}")
+            .err()
+            .expect("a flooding top level fails to compile");
+    assert_eq!(err.kind, ScriptErrorKind::Timeout, "{err}");
+    assert!(err.message.contains("10000 promise jobs"), "{err}");
+}
