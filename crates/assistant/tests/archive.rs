@@ -1084,3 +1084,92 @@ fn pages_read_while_chats_grow_never_repeat_or_skip_a_hit() {
     assert!(page.hits.iter().all(|h| h.chat != gone));
     assert!(page.hits.iter().all(|h| !first.contains(&(h.chat, h.seq))));
 }
+
+/// `MAX_PAGE` (100): a page asked for past it is refused by name, not cut silently; a page
+/// of exactly `MAX_PAGE` holds that many hits and a cursor to the rest.
+#[test]
+fn a_page_past_max_page_is_refused_and_one_at_it_is_full() {
+    use sextant_assistant::chatlog::archive::MAX_PAGE;
+    assert_eq!(MAX_PAGE, 100);
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("many").unwrap();
+    for i in 0..=MAX_PAGE {
+        log.append(chat, &Event::user(format!("sensor reading {i}")))
+            .unwrap();
+    }
+    let page = |limit: usize, cursor: Option<String>| SearchRequest {
+        query: "sensor reading".into(),
+        limit: Some(limit),
+        cursor,
+        ..Default::default()
+    };
+    for limit in [MAX_PAGE + 1, 10 * MAX_PAGE, 0] {
+        match log.search_sessions(&page(limit, None)) {
+            Err(ChatLogError::Invalid(message)) => assert_eq!(
+                message,
+                format!("a search page holds 1 to {MAX_PAGE} hits, not {limit}")
+            ),
+            other => panic!("limit {limit}: expected a refusal, got {other:?}"),
+        }
+    }
+    let first = log.search_sessions(&page(MAX_PAGE, None)).unwrap();
+    assert_eq!(first.hits.len(), MAX_PAGE);
+    let rest = log
+        .search_sessions(&page(MAX_PAGE, first.next_cursor.clone()))
+        .unwrap();
+    assert_eq!(rest.hits.len(), 1);
+    assert!(rest.next_cursor.is_none());
+    let mut seen: Vec<Seq> = first.hits.iter().chain(&rest.hits).map(|h| h.seq).collect();
+    seen.sort();
+    assert_eq!(seen, (1..=MAX_PAGE as Seq + 1).collect::<Vec<_>>());
+}
+
+/// At most `MAX_RESULT_SETS` searches keep their result sets for next pages (each holds up
+/// to 800 KB, and a client may search as fast as its door allows): the oldest one's
+/// cursor is refused, saying to search again, and every newer one still pages.
+#[test]
+fn only_the_newest_result_sets_are_kept() {
+    use sextant_assistant::chatlog::MAX_RESULT_SETS;
+    let (_dir, path) = db();
+    let mut log = ChatLog::open(&path).unwrap();
+    let chat = log.create_chat("bench").unwrap();
+    for i in 0..4 {
+        log.append(chat, &Event::user(format!("sensor reading {i}")))
+            .unwrap();
+    }
+    let request = |cursor: Option<String>| SearchRequest {
+        query: "sensor reading".into(),
+        limit: Some(1),
+        cursor,
+        ..Default::default()
+    };
+    let cursors: Vec<String> = (0..=MAX_RESULT_SETS)
+        .map(|_| {
+            log.search_sessions(&request(None))
+                .unwrap()
+                .next_cursor
+                .unwrap()
+        })
+        .collect();
+    let oldest = log
+        .search_sessions(&request(Some(cursors[0].clone())))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        oldest.contains("no longer kept") && oldest.contains("search again"),
+        "{oldest}"
+    );
+    for cursor in &cursors[1..] {
+        let page = log.search_sessions(&request(Some(cursor.clone()))).unwrap();
+        assert_eq!(page.hits.len(), 1);
+    }
+    let conn = rusqlite_count(&path);
+    assert_eq!(conn, MAX_RESULT_SETS as i64);
+}
+
+fn rusqlite_count(path: &std::path::Path) -> i64 {
+    let conn = rusqlite::Connection::open(path).unwrap();
+    conn.query_row("SELECT count(*) FROM archive_result_sets", [], |r| r.get(0))
+        .unwrap()
+}

@@ -344,3 +344,51 @@ fn client_debug_never_shows_the_key() {
         assert!(!shown.contains("0123456789"), "{shown}");
     }
 }
+
+/// `MAX_ERROR_BODY` in `src/http.rs`: the most of an error response's body the client reads.
+const MAX_ERROR_BODY: usize = 64 * 1024;
+
+/// An error response with a megabyte body: the client reads at most `MAX_ERROR_BODY` of it,
+/// so the error stays small whatever the server sends, and still names the status. The JSON
+/// case fails if the whole body is read: its message is then the megabyte itself.
+#[tokio::test]
+async fn a_megabyte_error_body_gives_a_bounded_error_that_names_the_status() {
+    const MIB: usize = 1024 * 1024;
+    let json_body = format!(
+        r#"{{"type":"error","error":{{"type":"invalid_request_error","message":"{}"}}}}"#,
+        "x".repeat(MIB)
+    );
+    let cases = [
+        (400, json_body, "HTTP 400"),
+        (418, "y".repeat(MIB), "HTTP 418"),
+    ];
+    for (status, text, named) in cases {
+        let script: Script = serde_json::from_value(json!({
+            "turns": [{"status": status, "text": text}]
+        }))
+        .unwrap();
+        let server = ScriptServer::start(script).await;
+        let mut config = AnthropicConfig::new(ApiKey::new(KEY));
+        config.base_url = server.url();
+        config.http = common::fast_http();
+        let client = AnthropicClient::new(config).unwrap();
+        let error = client
+            .stream(&Request::new("claude-test", 16))
+            .await
+            .err()
+            .expect("an error");
+        let shown = error.to_string();
+        assert!(
+            shown.len() <= MAX_ERROR_BODY + 512,
+            "HTTP {status}: an error of {} bytes",
+            shown.len()
+        );
+        assert!(shown.contains(named), "{}", &shown[..shown.len().min(300)]);
+        match (status, &error) {
+            (400, ProviderError::BadRequest { .. }) => {}
+            (418, ProviderError::Http { status: 418, .. }) => {}
+            (_, other) => panic!("HTTP {status}: unexpected {other:?}"),
+        }
+        assert_eq!(server.requests().len(), 1, "HTTP {status} is not retried");
+    }
+}

@@ -277,6 +277,9 @@ type Ranked = Vec<(f64, i64)>;
 const MAX_RESULT_SET: usize = 50_000;
 /// How long a result set is kept for its next pages.
 const RESULT_SET_TTL_MS: i64 = 60 * 60 * 1000;
+/// How many result sets are kept at once (the newest): each holds up to 800 KB, and any
+/// client may search as fast as its door allows, so the hour alone does not bound them.
+pub const MAX_RESULT_SETS: usize = 64;
 
 /// The request as a cursor binds it: the query normalised (NFKC, lower case, spaces
 /// collapsed), the scope, the filter (sets already sorted) and the page size.
@@ -472,7 +475,7 @@ fn resume(
         .map_err(|e| ChatLogError::from_sql(e, path))?;
     let blob = blob.ok_or_else(|| {
         ChatLogError::Invalid(
-            "this search is more than an hour old; search again without a cursor".into(),
+            "this search is no longer kept (it is more than an hour old, or many searches came after it); search again without a cursor".into(),
         )
     })?;
     let ranked = blob
@@ -506,7 +509,12 @@ fn keep_result_set(
         "INSERT INTO archive_result_sets (made_unix_ms, request, ranked) VALUES (?1, ?2, ?3)",
         params![now_ms, hash, blob],
     )?;
-    Ok(tx.last_insert_rowid())
+    let id = tx.last_insert_rowid();
+    tx.execute(
+        "DELETE FROM archive_result_sets WHERE id <= ?1",
+        [id - MAX_RESULT_SETS as i64],
+    )?;
+    Ok(id)
 }
 
 /// The index rows of one chat (`None`: every chat's rows may match).
@@ -922,4 +930,43 @@ pub fn snippet(text: &str, marks: &HashSet<String>) -> Vec<SnippetPart> {
         push("…", false);
     }
     parts
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `MAX_RESULT_SET` (50 000): a first page's ranked matches are kept for the next pages
+    /// up to the cap, best first, and the pages read back exactly that many. Through the
+    /// store's own functions: 50 001 real matching events would take minutes to append.
+    #[test]
+    fn a_result_set_is_cut_at_max_result_set() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut log = ChatLog::open(dir.path().join("chats.sqlite")).unwrap();
+        let key = log.install_key().unwrap();
+        let path = log.path.clone();
+        let tx = log.conn.transaction().unwrap();
+        let kept = |n: usize| -> Ranked {
+            // Best (most negative) first, as `ranked_matches` orders them.
+            let ranked: Ranked = (0..n as i64).map(|i| (i as f64 - 1e6, i + 1)).collect();
+            let set =
+                keep_result_set(&tx, "request", &ranked, super::super::store::now_ms()).unwrap();
+            let body = CursorBody {
+                r: "request".into(),
+                set,
+                pos: 0,
+            };
+            let cursor = encode_cursor(&key, &body);
+            let (_, read, from) = resume(&tx, &key, &cursor, "request", &path).unwrap();
+            assert_eq!(from, 0);
+            let expected = &ranked[..n.min(MAX_RESULT_SET)];
+            assert_eq!(read.as_slice(), expected, "a set of {n}");
+            read
+        };
+        assert_eq!(MAX_RESULT_SET, 50_000);
+        assert_eq!(kept(MAX_RESULT_SET + 1).len(), MAX_RESULT_SET);
+        assert_eq!(kept(3 * MAX_RESULT_SET).len(), MAX_RESULT_SET);
+        // Under the cap, every match is kept.
+        assert_eq!(kept(MAX_RESULT_SET - 1).len(), MAX_RESULT_SET - 1);
+    }
 }

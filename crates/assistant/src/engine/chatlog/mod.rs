@@ -13,7 +13,9 @@ mod fold;
 pub mod schema;
 mod store;
 
-pub use archive::{SearchFilter, SearchHit, SearchPage, SearchRequest, SnippetPart, Visibility};
+pub use archive::{
+    SearchFilter, SearchHit, SearchPage, SearchRequest, SnippetPart, Visibility, MAX_RESULT_SETS,
+};
 pub use cite::{CitedBy, HitRef, MAX_CITED_CHATS, MAX_SNAPSHOT_BYTES};
 pub use event::{kinds, Event, LoggedEvent, Seq, Structural};
 pub use fold::{
