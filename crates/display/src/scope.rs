@@ -512,4 +512,132 @@ mod tests {
         assert!(sink.pending.console.is_empty());
         assert_eq!(lock(&scope.state).console.len(), most);
     }
+
+    fn one_dataset() -> Vec<DatasetInfo> {
+        vec![DatasetInfo {
+            id: "d".into(),
+            title: "D".into(),
+            group: "G".into(),
+            units: String::new(),
+            source: Some(0),
+            slot: Some(0),
+        }]
+    }
+
+    /// Frame `i`: at `i` ms, value `i`.
+    fn push(sink: &mut ScopeSink, i: usize, datasets: &[DatasetInfo]) {
+        let values = [Value::Number(i as f64)];
+        sink.frame(
+            &FrameEvent {
+                source: 0,
+                timestamp: Timestamp {
+                    elapsed_ns: i as u64 * 1_000_000,
+                    unix_ns: 0,
+                },
+                values: &values,
+            },
+            datasets,
+        );
+    }
+
+    fn ms(i: usize) -> f64 {
+        Timestamp {
+            elapsed_ns: i as u64 * 1_000_000,
+            unix_ns: 0,
+        }
+        .elapsed_s()
+    }
+
+    #[test]
+    fn the_raw_window_keeps_exactly_the_newest_window_samples() {
+        let scope = Scope::new();
+        let mut sink = scope.sink();
+        let ds = one_dataset();
+        let pushed = WINDOW_SAMPLES + 10;
+        for i in 0..pushed {
+            push(&mut sink, i, &ds);
+        }
+        let s = lock(&scope.state);
+        let series = &s.series[0];
+        assert_eq!(series.t.len(), WINDOW_SAMPLES);
+        assert_eq!(series.v.len(), WINDOW_SAMPLES, "the columns stay aligned");
+        assert_eq!(series.v.front(), Some(&10.0), "the 10 oldest were dropped");
+        assert_eq!(series.t.front(), Some(&ms(10)));
+        assert_eq!(series.v.back(), Some(&((pushed - 1) as f64)));
+        assert!(
+            series
+                .v
+                .iter()
+                .enumerate()
+                .all(|(k, v)| *v == (k + 10) as f64),
+            "in order, no gaps"
+        );
+        assert_eq!(s.frames, pushed as u64, "every frame was counted");
+    }
+
+    /// The overview is fed through the sink like any run: 16 384 + 5 blocks of 256
+    /// samples (about 4.2 M frames; a few seconds unoptimised).
+    #[test]
+    fn the_overview_keeps_exactly_the_newest_overview_blocks() {
+        let scope = Scope::new();
+        let mut sink = scope.sink();
+        let ds = one_dataset();
+        let extra = 5;
+        let pushed = BLOCK * (OVERVIEW_BLOCKS + extra);
+        for i in 0..pushed {
+            push(&mut sink, i, &ds);
+        }
+        let s = lock(&scope.state);
+        let series = &s.series[0];
+        assert_eq!(series.overview.len(), OVERVIEW_BLOCKS);
+        assert!(
+            series.open.is_none(),
+            "the last block closed on its 256th sample"
+        );
+        // Block k covers samples k·BLOCK ..= k·BLOCK + BLOCK − 1; the first `extra` are gone.
+        for (n, b) in series.overview.iter().enumerate() {
+            let first = (n + extra) * BLOCK;
+            let last = first + BLOCK - 1;
+            assert_eq!((b.t0, b.t1), (ms(first), ms(last)), "block {n}");
+            assert_eq!((b.vmin, b.vmax), (first as f64, last as f64), "block {n}");
+        }
+        assert_eq!(series.t.len(), WINDOW_SAMPLES);
+    }
+
+    /// While a tick holds the state, the sink holds back at most PENDING_FRAMES frames,
+    /// dropping the oldest, and hands the rest over once the state is free.
+    #[test]
+    fn frames_held_back_during_a_tick_keep_exactly_the_newest_pending_frames() {
+        let scope = Scope::new();
+        let mut sink = scope.sink();
+        let ds = one_dataset();
+        push(&mut sink, 0, &ds);
+        let extra = 7;
+        let pushed = PENDING_FRAMES + extra;
+        {
+            let _tick = lock(&scope.state);
+            for i in 1..=pushed {
+                push(&mut sink, i, &ds);
+            }
+            assert_eq!(sink.pending.frames.len(), PENDING_FRAMES);
+            let oldest = sink.pending.frames.front().unwrap();
+            assert_eq!(oldest.1, vec![Value::Number((1 + extra) as f64)]);
+            assert_eq!(oldest.0, ms(1 + extra));
+            let newest = sink.pending.frames.back().unwrap();
+            assert_eq!(newest.1, vec![Value::Number(pushed as f64)]);
+        }
+        sink.finish();
+        assert!(sink.pending.frames.is_empty());
+        let s = lock(&scope.state);
+        assert_eq!(
+            s.frames,
+            1 + PENDING_FRAMES as u64,
+            "the dropped frames never reach the scope"
+        );
+        let v = &s.series[0].v;
+        assert_eq!(v.len(), WINDOW_SAMPLES);
+        assert_eq!(v.back(), Some(&(pushed as f64)));
+        // The window (as long as the backlog) holds exactly the frames kept back.
+        assert_eq!(v.front(), Some(&((1 + extra) as f64)));
+    }
 }
