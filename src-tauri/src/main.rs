@@ -31,17 +31,80 @@ use tauri::webview::PageLoadEvent;
 use tauri::{Manager, State, Webview};
 use tokio::sync::{mpsc, watch};
 
+/// Tasks that belong to a page: at most one per page and [`Stream`]; a new one replaces
+/// (and stops) the one before, and a page that loads again stops all of its own.
+struct PageTasks<T: Abort> {
+    tasks: HashMap<(String, Stream), T>,
+}
+
+/// A task that can be stopped from outside.
+trait Abort {
+    fn abort(&self);
+}
+
+impl Abort for tauri::async_runtime::JoinHandle<()> {
+    fn abort(&self) {
+        tauri::async_runtime::JoinHandle::abort(self)
+    }
+}
+
+impl<T: Abort> PageTasks<T> {
+    fn new() -> Self {
+        PageTasks {
+            tasks: HashMap::new(),
+        }
+    }
+
+    fn replace(&mut self, page: &str, stream: Stream, task: T) {
+        if let Some(old) = self.tasks.insert((page.to_owned(), stream), task) {
+            old.abort();
+        }
+    }
+
+    fn page_loading(&mut self, page: &str) {
+        self.tasks.retain(|(label, _), task| {
+            let keep = label != page;
+            if !keep {
+                task.abort();
+            }
+            keep
+        });
+    }
+}
+
+/// What a forwarder forwards.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Stream {
+    Events,
+    Chat,
+}
+
 struct Shell {
     runtime: RuntimeHandle,
     next_display: AtomicU32,
     /// The display of each page, by webview label.
     displays: Mutex<HashMap<String, PageDisplay>>,
+    /// The event forwarders of each page, by webview label and what they forward. Tauri
+    /// keeps a page's channels open while its webview lives, so a forwarder of a page that
+    /// reloaded would run (and hold its subscription) for ever: a page's are stopped when it
+    /// loads again or subscribes again, so there is at most one of each per page.
+    forwarders: Mutex<PageTasks<tauri::async_runtime::JoinHandle<()>>>,
     /// An error when the assistant's folder could not be opened (the reason is logged and
     /// returned to every chat request; the rest of the app works without it).
     chat: Result<Arc<ChatDoor>, sextant_commands::CommandError>,
 }
 
 impl Shell {
+    /// Runs `forwarder` as `webview`'s one forwarder of `stream`, stopping the one before.
+    fn forward_for(
+        &self,
+        webview: &Webview,
+        stream: Stream,
+        forwarder: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        let task = tauri::async_runtime::spawn(forwarder);
+        lock(&self.forwarders).replace(webview.label(), stream, task);
+    }
     fn chat(&self) -> Result<&Arc<ChatDoor>, sextant_commands::CommandError> {
         self.chat.as_ref().map_err(Clone::clone)
     }
@@ -75,13 +138,18 @@ async fn source_credentials(
 #[tauri::command]
 fn subscribe_chat(
     shell: State<'_, Shell>,
+    webview: Webview,
     channel: Channel<Value>,
 ) -> Result<(), sextant_commands::CommandError> {
     let events = shell.chat()?.service().subscribe();
     // Nothing is lost from the log, but a page that missed events (maybe a prompt or a
     // turn's end) re-reads what it shows on `resync`.
     let resync = json!({"chat": -1, "type": "resync"});
-    tauri::async_runtime::spawn(forward(events, channel, Some(resync)));
+    shell.forward_for(
+        &webview,
+        Stream::Chat,
+        forward(events, channel, Some(resync)),
+    );
     Ok(())
 }
 
@@ -193,14 +261,15 @@ fn display_stop(shell: State<'_, Shell>, webview: Webview, id: u32) {
 /// the new page's first `display` starts afresh (dataset list and console included).
 fn page_loading(webview: &Webview, shell: &Shell) {
     lock(&shell.displays).remove(webview.label());
+    lock(&shell.forwarders).page_loading(webview.label());
 }
 
 /// Forwards project and connection events to `channel` as JSON.
 #[tauri::command]
-fn subscribe_events(shell: State<'_, Shell>, channel: Channel<Value>) {
+fn subscribe_events(shell: State<'_, Shell>, webview: Webview, channel: Channel<Value>) {
     let events = shell.runtime.subscribe();
     // Project events say what changed, and the UI re-reads on the next one: a gap is fine.
-    tauri::async_runtime::spawn(forward(events, channel, None));
+    shell.forward_for(&webview, Stream::Events, forward(events, channel, None));
 }
 
 /// Sends each event to `channel` as JSON until the page goes away; after falling behind,
@@ -377,6 +446,7 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
         chat,
         next_display: AtomicU32::new(1),
         displays: Mutex::new(HashMap::new()),
+        forwarders: Mutex::new(PageTasks::new()),
     });
     let project = args.project.clone();
     let connect = demo || args.connect;
@@ -461,4 +531,55 @@ fn main() {
                 }
             }
         });
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::sync::atomic::AtomicBool;
+
+    /// A task that records being stopped.
+    struct Flag(Arc<AtomicBool>);
+
+    impl Abort for Flag {
+        fn abort(&self) {
+            self.0.store(true, Ordering::SeqCst);
+        }
+    }
+
+    fn flag() -> (Flag, Arc<AtomicBool>) {
+        let stopped = Arc::new(AtomicBool::new(false));
+        (Flag(stopped.clone()), stopped)
+    }
+
+    /// A page that reloads ten times keeps one forwarder of each kind, and the ones of the
+    /// pages before are stopped, not left forwarding to channels nobody reads.
+    #[test]
+    fn a_reloading_page_keeps_one_forwarder_of_each_kind() {
+        let mut tasks = PageTasks::new();
+        let mut stopped = Vec::new();
+        for _ in 0..10 {
+            tasks.page_loading("main");
+            for stream in [Stream::Events, Stream::Chat] {
+                let (task, flag) = flag();
+                tasks.replace("main", stream, task);
+                stopped.push(flag);
+            }
+        }
+        let (other, other_stopped) = flag();
+        tasks.replace("second", Stream::Events, other);
+        assert_eq!(tasks.tasks.len(), 3);
+        let running = stopped.iter().filter(|f| !f.load(Ordering::SeqCst)).count();
+        assert_eq!(running, 2, "the newest page's two forwarders run, no more");
+        // Subscribing again without a reload replaces too.
+        let (again, _) = flag();
+        tasks.replace("main", Stream::Events, again);
+        assert!(stopped[18].load(Ordering::SeqCst));
+        assert_eq!(tasks.tasks.len(), 3);
+        // Another page's reload leaves this one's alone.
+        tasks.page_loading("second");
+        assert!(other_stopped.load(Ordering::SeqCst));
+        assert!(!stopped[19].load(Ordering::SeqCst));
+        assert_eq!(tasks.tasks.len(), 2);
+    }
 }
