@@ -72,6 +72,9 @@ impl<T: Abort> PageTasks<T> {
     }
 }
 
+/// The desktop log file's size at most (then it is rotated, one earlier file kept).
+const LOG_FILE_BYTES: u128 = 1024 * 1024;
+
 /// What a forwarder forwards.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 enum Stream {
@@ -493,6 +496,10 @@ fn main() {
                     tauri_plugin_log::Target::new(tauri_plugin_log::TargetKind::Stderr),
                 ])
                 .level(log::LevelFilter::Info)
+                // Named here rather than left to the plugin's defaults: the log file never
+                // grows past this, and one earlier file is kept.
+                .max_file_size(LOG_FILE_BYTES)
+                .rotation_strategy(tauri_plugin_log::RotationStrategy::KeepOne)
                 .build(),
         )
         .plugin(tauri_plugin_dialog::init())
