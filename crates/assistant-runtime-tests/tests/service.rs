@@ -8,7 +8,7 @@ use sextant_assistant::chatlog::{kinds, ChatId, Event};
 use sextant_assistant::pipeline::ResultStatus;
 use sextant_assistant::service::{
     ChatService, Decider, ProviderKind, ServiceError, ServiceEvent, ServiceEventKind,
-    ServiceSettings, TurnEndKind,
+    ServiceSettings, TurnEndKind, EVENT_CAPACITY,
 };
 use sextant_commands::{Policy, Tier};
 use sextant_providers::script::{fixtures_dir, Script, ScriptServer};
@@ -908,4 +908,126 @@ async fn fifty_cuts_in_a_row_leave_every_call_answered() {
     // answered "not run".
     assert!(calls > 0, "no finished call reached the history: {last}");
     println!("{CUTS} cuts: the last request pairs {calls} calls with their results");
+}
+
+/// An Anthropic reply streaming `pieces` as one text block, one delta each.
+fn streamed_text(pieces: &[String]) -> Script {
+    let event = |name: &str, data: Value| json!({"event": name, "data": data});
+    let mut sse = vec![
+        event(
+            "message_start",
+            json!({"type": "message_start", "message": {"id": "msg_long", "type": "message",
+                "role": "assistant", "content": [], "usage": {"input_tokens": 10,
+                "output_tokens": 1, "cache_read_input_tokens": 0,
+                "cache_creation_input_tokens": 0}}}),
+        ),
+        event(
+            "content_block_start",
+            json!({"type": "content_block_start", "index": 0,
+                "content_block": {"type": "text", "text": ""}}),
+        ),
+    ];
+    sse.extend(pieces.iter().map(|p| {
+        event(
+            "content_block_delta",
+            json!({"type": "content_block_delta", "index": 0,
+                "delta": {"type": "text_delta", "text": p}}),
+        )
+    }));
+    sse.push(event(
+        "content_block_stop",
+        json!({"type": "content_block_stop", "index": 0}),
+    ));
+    sse.push(event(
+        "message_delta",
+        json!({"type": "message_delta", "delta": {"stop_reason": "end_turn",
+            "stop_sequence": null}, "usage": {"output_tokens": pieces.len()}}),
+    ));
+    sse.push(event("message_stop", json!({"type": "message_stop"})));
+    serde_json::from_value(json!({
+        "description": "A reply of many small text deltas, more events than a subscriber may fall behind.",
+        "turns": [{"sse": sse}]
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn a_subscriber_that_falls_more_than_event_capacity_behind_lags_and_resyncs_from_the_history()
+{
+    // Twice the capacity and more, each piece distinct (no loop for the runaway guard).
+    let pieces: Vec<String> = (0..2 * EVENT_CAPACITY + 100)
+        .map(|i| format!("w{i:05} "))
+        .collect();
+    // What a person sees of it: the last piece's space is never shown, nor logged.
+    let shown = pieces.concat().trim_end().to_string();
+    let mut s = setup(streamed_text(&pieces), |_| {}).await;
+    // `s.events` is the subscriber that reads nothing while the turn runs.
+    let turn = s.service.send(s.chat, "Say a lot").await.unwrap();
+    let report = turn.wait().await.unwrap();
+    assert!(
+        matches!(
+            report.end,
+            sextant_assistant::conversation::TurnEnd::Finished { .. }
+        ),
+        "a subscriber that does not read never holds a turn up: {:?}",
+        report.end
+    );
+
+    let missed = match s.events.recv().await {
+        Err(broadcast::error::RecvError::Lagged(n)) => n,
+        other => panic!("a subscriber past the capacity did not lag: {other:?}"),
+    };
+    // What it still gets is exactly the newest EVENT_CAPACITY events, ending the turn.
+    let mut kept = Vec::new();
+    loop {
+        match s.events.try_recv() {
+            Ok(e) => kept.push(e.kind),
+            Err(broadcast::error::TryRecvError::Empty) => break,
+            Err(e) => panic!("{e:?} after the lag"),
+        }
+    }
+    assert_eq!(
+        kept.len(),
+        EVENT_CAPACITY,
+        "the newest EVENT_CAPACITY are kept"
+    );
+    assert_eq!(ended(&kept), TurnEndKind::Finished);
+    assert_eq!(
+        missed as usize + kept.len(),
+        pieces.len() + 3,
+        "missed and kept are every event published: the first usage, a delta a piece, \
+         the final usage and turnEnded"
+    );
+    let deltas: Vec<(u64, String)> = kept
+        .iter()
+        .filter_map(|e| match e {
+            ServiceEventKind::TextDelta { text, at } => Some((*at, text.clone())),
+            _ => None,
+        })
+        .collect();
+    let first_at = deltas[0].0;
+    assert!(
+        first_at > 0,
+        "the start of the reply was among what it missed"
+    );
+
+    // The documented resync: re-read the history, which has the whole reply; the deltas
+    // still queued say by `at` where they go, so a page skips what the history holds.
+    let history = s.service.history(s.chat).unwrap();
+    let reply = history
+        .iter()
+        .rev()
+        .find_map(|item| match item {
+            sextant_assistant::chatlog::UiItem::Assistant { text, .. } => Some(text.clone()),
+            _ => None,
+        })
+        .expect("the reply is in the history");
+    assert!(reply == shown, "the history holds the whole reply");
+    let mut at = first_at;
+    for (start, text) in &deltas {
+        assert_eq!(*start, at, "the kept deltas follow each other");
+        assert_eq!(&reply[at as usize..][..text.len()], text);
+        at += text.len() as u64;
+    }
+    assert_eq!(at, reply.len() as u64, "and reach the reply's end");
 }

@@ -55,7 +55,7 @@ use crate::mechanisms::{self, TurnInputs, TurnParts, TurnServices};
 
 /// How many events a subscriber may fall behind before it misses some (it then gets
 /// `RecvError::Lagged` and should re-read [`ChatService::history`]).
-const EVENT_CAPACITY: usize = 1024;
+pub const EVENT_CAPACITY: usize = 1024;
 
 pub use crate::settings::{ConstrainedCalls, Limits, Mechanisms, ProviderKind, ServiceSettings};
 

@@ -26,6 +26,14 @@ use crate::source::Chunk;
 /// so consumers need not depend on the drivers).
 pub use sextant_telemetry::sink::FrameSink;
 
+/// Chunks queued for the capture writer thread; a chunk past a full queue is dropped and
+/// counted in [`WiringStats::capture_dropped`].
+pub const CAPTURE_QUEUE_CHUNKS: usize = 65_536;
+
+/// Rows queued for a live CSV export's writer thread; a row past a full queue is dropped
+/// and counted in [`CsvExportStatus::dropped`].
+pub const CSV_QUEUE_ROWS: usize = 65_536;
+
 /// Counters of the wiring itself.
 #[derive(Debug, Default)]
 pub struct WiringStats {
@@ -191,7 +199,7 @@ fn spawn_capture(
     mut writer: CaptureWriter<std::io::BufWriter<std::fs::File>>,
     stats: Arc<WiringStats>,
 ) -> mpsc::Sender<(u16, Timestamp, Bytes)> {
-    let (tx, mut rx) = mpsc::channel::<(u16, Timestamp, Bytes)>(65_536);
+    let (tx, mut rx) = mpsc::channel::<(u16, Timestamp, Bytes)>(CAPTURE_QUEUE_CHUNKS);
     thread::Builder::new()
         .name("capture".into())
         .spawn(move || {
@@ -268,11 +276,17 @@ impl CsvSink {
     }
 
     fn start(&mut self, columns: Vec<String>) {
-        let (tx, rx) = std::sync::mpsc::sync_channel::<(f64, Vec<Value>)>(65_536);
+        let (tx, rx) = csv_queue();
+        self.writer = Some(self.spawn_writer(columns, rx));
+        self.tx = Some(tx);
+    }
+
+    /// The writer thread: writes the rows `rx` brings under the header `columns`.
+    fn spawn_writer(&self, columns: Vec<String>, rx: CsvReceiver) -> JoinHandle<()> {
         let path = self.path.clone();
         let status = self.status.clone();
         let latest = self.columns.clone();
-        self.writer = Some(thread::spawn(move || {
+        thread::spawn(move || {
             let run = || -> std::io::Result<()> {
                 let file = sextant_fsutil::StreamedFile::create(&path)?;
                 let mut csv = sextant_telemetry::csv::CsvWriter::new_growing(
@@ -301,9 +315,15 @@ impl CsvSink {
                     status.dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
-        }));
-        self.tx = Some(tx);
+        })
     }
+}
+
+type CsvReceiver = std::sync::mpsc::Receiver<(f64, Vec<Value>)>;
+
+/// The queue between a [`CsvSink`] and its writer thread: [`CSV_QUEUE_ROWS`] rows.
+fn csv_queue() -> (std::sync::mpsc::SyncSender<(f64, Vec<Value>)>, CsvReceiver) {
+    std::sync::mpsc::sync_channel(CSV_QUEUE_ROWS)
 }
 
 impl FrameSink for CsvSink {
@@ -334,5 +354,80 @@ impl FrameSink for CsvSink {
                 tracing::error!("CSV writer thread panicked");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn datasets() -> Vec<DatasetInfo> {
+        vec![DatasetInfo {
+            id: "v".into(),
+            title: "V".into(),
+            group: "G".into(),
+            units: String::new(),
+            source: Some(0),
+            slot: Some(0),
+        }]
+    }
+
+    fn row(sink: &mut CsvSink, i: usize, datasets: &[DatasetInfo]) {
+        let values = [Value::Number(i as f64)];
+        sink.frame(
+            &FrameEvent {
+                source: 0,
+                timestamp: Timestamp {
+                    elapsed_ns: i as u64 * 1_000_000,
+                    unix_ns: 0,
+                },
+                values: &values,
+            },
+            datasets,
+        );
+    }
+
+    /// A writer that cannot keep up, made certain: the sink's queue is the one `start`
+    /// makes, but its writer thread starts only once the rows are offered. Every row past
+    /// the full queue is dropped and counted; the queue's rows are all written.
+    #[test]
+    fn rows_past_a_full_csv_queue_are_dropped_and_counted() {
+        const PAST: usize = 100;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("live.csv");
+        let datasets = datasets();
+        let mut sink = CsvSink::new(&path);
+        let status = sink.status();
+        let columns: Vec<String> = datasets.iter().map(|d| d.column()).collect();
+        *sink.columns.lock().unwrap() = columns.clone();
+        sink.width = columns.len();
+        let (tx, rx) = csv_queue();
+        sink.tx = Some(tx);
+
+        for i in 0..CSV_QUEUE_ROWS + PAST {
+            row(&mut sink, i, &datasets);
+        }
+        assert_eq!(status.dropped.load(Ordering::SeqCst), PAST as u64);
+        assert_eq!(status.rows.load(Ordering::SeqCst), 0);
+
+        // The writer catches up: exactly the queue's rows reach the file, the oldest ones.
+        sink.writer = Some(sink.spawn_writer(columns, rx));
+        sink.finish();
+        assert!(status.problem().is_none(), "{:?}", status.problem());
+        assert_eq!(status.rows.load(Ordering::SeqCst), CSV_QUEUE_ROWS as u64);
+        assert_eq!(status.dropped.load(Ordering::SeqCst), PAST as u64);
+        let text = std::fs::read_to_string(&path).unwrap();
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines.len(), CSV_QUEUE_ROWS + 1);
+        assert_eq!(lines[0], "elapsed_s,G/V");
+        assert_eq!(lines[1], "0.000000,0");
+        assert_eq!(
+            lines[CSV_QUEUE_ROWS],
+            format!(
+                "{:.6},{}",
+                (CSV_QUEUE_ROWS - 1) as f64 / 1000.0,
+                CSV_QUEUE_ROWS - 1
+            )
+        );
     }
 }

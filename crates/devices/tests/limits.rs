@@ -1,6 +1,7 @@
-//! The chunk queues, pushed past: a source whose consumer does not read, and a pipeline
-//! thread that is stuck, drop chunks once their queue is full and count every one, so
-//! what arrived plus what was dropped is exactly what was read.
+//! The chunk queues, pushed past: a source whose consumer does not read, a pipeline
+//! thread that is stuck, and a capture writer stuck on its file drop chunks once their
+//! queue is full and count every one, so what arrived plus what was dropped is exactly
+//! what was read. (The live CSV export's queue is proved in `wiring.rs`'s unit tests.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
@@ -154,4 +155,118 @@ async fn a_full_wiring_queue_drops_and_counts_what_the_pipeline_cannot_take() {
         read,
         "{source:?}, wiring dropped {dropped}"
     );
+}
+
+/// The capture writer thread stuck on its file, made certain: the capture goes into a
+/// named pipe nobody reads, and the first chunk is far larger than a pipe holds, so the
+/// writer takes it off the queue and waits inside writing it. Then exactly
+/// `CAPTURE_QUEUE_CHUNKS` more fit in the queue; every chunk past that is dropped and
+/// counted, and once the pipe is read the capture holds exactly the chunks not dropped.
+#[cfg(target_os = "linux")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_full_capture_queue_drops_and_counts_what_the_writer_cannot_take() {
+    use std::io::Read;
+    use std::os::unix::ffi::OsStrExt;
+
+    use bytes::Bytes;
+    use sextant_devices::capture::{CaptureReader, CaptureWriter};
+    use sextant_devices::wiring::CAPTURE_QUEUE_CHUNKS;
+    use sextant_telemetry::Timestamp;
+
+    const PAST: usize = 100;
+    // A pipe holds 64 KiB by default (1 MiB at most without privileges).
+    const BIG: usize = 4 << 20;
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("capture.fifo");
+    let c_path = std::ffi::CString::new(fifo.as_os_str().as_bytes()).unwrap();
+    // SAFETY: a NUL-terminated path that lives across the call.
+    assert_eq!(unsafe { libc::mkfifo(c_path.as_ptr(), 0o600) }, 0);
+    // Opening either end of a named pipe waits for the other.
+    let reader = {
+        let fifo = fifo.clone();
+        std::thread::spawn(move || std::fs::File::open(fifo).unwrap())
+    };
+    let file = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    let mut reader = reader.join().unwrap();
+    let capture = CaptureWriter::new(std::io::BufWriter::new(file)).unwrap();
+
+    let sent = CAPTURE_QUEUE_CHUNKS + PAST + 1;
+    let (input, chunks) = tokio::sync::mpsc::channel(sent);
+    let wiring = Wiring::start(
+        Pipeline::new(&demo_project()).unwrap(),
+        vec![(0, chunks)],
+        Vec::new(),
+        WiringOptions {
+            capture: Some(capture),
+            ..WiringOptions::default()
+        },
+    );
+    let stats = wiring.stats.clone();
+    let chunk = |data: Bytes, i: usize| Chunk {
+        data,
+        timestamp: Timestamp {
+            elapsed_ns: i as u64,
+            unix_ns: 0,
+        },
+    };
+    input
+        .send(chunk(Bytes::from(vec![b'x'; BIG]), 0))
+        .await
+        .unwrap();
+    // Bytes in the pipe: the writer has taken the big chunk and is inside writing it,
+    // where it stays while the pipe is full (the rest of 4 MiB will not fit).
+    let (head, mut reader) = tokio::task::spawn_blocking(move || {
+        let mut head = [0u8; 1];
+        reader.read_exact(&mut head).unwrap();
+        (head, reader)
+    })
+    .await
+    .unwrap();
+
+    let small = Bytes::from_static(b"y");
+    for i in 1..sent {
+        input.send(chunk(small.clone(), i)).await.unwrap();
+    }
+    drop(input);
+    // The pipeline thread ends once the forwarder has offered the capture every chunk.
+    tokio::task::spawn_blocking(move || wiring.join())
+        .await
+        .unwrap();
+    assert_eq!(
+        stats.capture_dropped.load(Ordering::SeqCst),
+        PAST as u64,
+        "exactly the chunks past a full queue are dropped, and counted"
+    );
+
+    // Reading the pipe lets the writer go on: the capture holds every chunk not dropped,
+    // the queue's in the order they came.
+    let rest = tokio::task::spawn_blocking(move || {
+        let mut rest = Vec::new();
+        reader.read_to_end(&mut rest).unwrap();
+        rest
+    })
+    .await
+    .unwrap();
+    let bytes = [&head[..], &rest].concat();
+    let mut records = CaptureReader::new(&bytes[..]).unwrap();
+    let first = records.next_record().unwrap().expect("the big chunk");
+    assert_eq!(first.data.len(), BIG);
+    let mut held = Vec::new();
+    while let Some(r) = records.next_record().unwrap() {
+        assert_eq!(&r.data[..], b"y");
+        held.push(r.timestamp.elapsed_ns);
+    }
+    let expected: Vec<u64> = (1..=CAPTURE_QUEUE_CHUNKS as u64).collect();
+    assert_eq!(
+        held.len(),
+        CAPTURE_QUEUE_CHUNKS,
+        "the queue held exactly its size"
+    );
+    assert!(held == expected, "the queue's chunks, in order");
+    assert_eq!(
+        1 + held.len() + PAST,
+        sent,
+        "written plus dropped is what was sent"
+    );
+    assert_eq!(stats.capture_errors.load(Ordering::SeqCst), 0);
 }

@@ -1,5 +1,6 @@
 //! The store's behaviour on a real SQLite file: scopes, replacement, atomicity, vectors
-//! that arrive late, a changed embedder, and the embedder endpoint over real HTTP.
+//! that arrive late, a changed embedder, the candidate budget, and the embedder endpoint
+//! over real HTTP (and its timeout).
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpListener;
@@ -9,7 +10,8 @@ use std::sync::Arc;
 use rusqlite::Connection;
 use sextant_retrieval::diagnostics::{Collector, Degradation, Purpose};
 use sextant_retrieval::embed::{EmbedError, Embedder, Profile};
-use sextant_retrieval::endpoint::EndpointEmbedder;
+use sextant_retrieval::endpoint::{EndpointEmbedder, TIMEOUT};
+use sextant_retrieval::store::CANDIDATES;
 use sextant_retrieval::{Doc, Index, LexiconEmbedder, Query, Scope, Track};
 
 fn open() -> (tempfile::TempDir, Connection) {
@@ -473,4 +475,93 @@ fn rows_without_vectors_are_reported_on_every_search_until_filled() {
     }
     let health = collector.snapshot(None);
     assert_eq!(health.scopes[0].degradations[&Degradation::VectorCold], 3);
+}
+
+/// Every candidate count, summed over the scopes the collector saw.
+fn budget_exhausted(collector: &Collector) -> u64 {
+    collector
+        .snapshot(None)
+        .scopes
+        .iter()
+        .map(|s| s.degradations[&Degradation::CandidateBudgetExhausted])
+        .sum()
+}
+
+#[test]
+fn a_search_over_more_than_candidates_matching_rows_ranks_at_most_candidates() {
+    let (_dir, conn) = open();
+    let collector = Arc::new(Collector::new());
+    let index = Index::new("facts", Arc::new(LexiconEmbedder::new()), collector.clone()).unwrap();
+    index.create(&conn).unwrap();
+    // Every row matches alike (same text), so ties order by id: the first CANDIDATES ids
+    // are the ones a capped track brings, and nothing else may come back.
+    let many = 2 * CANDIDATES + 20;
+    let ids: Vec<String> = (0..many).map(|i| format!("r{i:03}")).collect();
+    let few = CANDIDATES - 1;
+    let few_ids: Vec<String> = (0..few).map(|i| format!("f{i:03}")).collect();
+    let text = "the uart bitrate is 57600";
+    let docs: Vec<Doc> = ids
+        .iter()
+        .map(|id| doc(id, "many", text))
+        .chain(few_ids.iter().map(|id| doc(id, "few", text)))
+        .collect();
+    index.put(&conn, &docs).unwrap();
+    let found = |scope: &str, track: Track| -> Vec<String> {
+        index
+            .search(
+                &conn,
+                &Query {
+                    scope: Scope::One(scope),
+                    text: "uart bitrate",
+                    track,
+                    limit: 10 * many,
+                    purpose: Purpose::Search,
+                },
+            )
+            .unwrap()
+            .into_iter()
+            .map(|h| h.id)
+            .collect()
+    };
+
+    // Under the budget: every matching row is ranked, and nothing is reported.
+    for track in Track::ALL {
+        assert_eq!(found("few", track), few_ids, "{track:?}");
+    }
+    assert_eq!(budget_exhausted(&collector), 0);
+
+    // Over it: each track brings exactly CANDIDATES, so no search returns more, and the
+    // full-text track says its budget ran out.
+    for track in Track::ALL {
+        assert_eq!(found("many", track), ids[..CANDIDATES], "{track:?}");
+    }
+    let fts_searches = Track::ALL.iter().filter(|t| **t != Track::Vector).count();
+    assert_eq!(budget_exhausted(&collector), fts_searches as u64);
+}
+
+#[test]
+fn an_endpoint_that_accepts_and_never_answers_times_out() {
+    // Accepts, reads the request, and holds the connection open without a word until the
+    // client gives up (its read then ends).
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/v1", listener.local_addr().unwrap());
+    let silent = std::thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let mut sink = [0u8; 4096];
+        while matches!(stream.read(&mut sink), Ok(n) if n > 0) {}
+    });
+    let e = EndpointEmbedder::new(&url, "m", 3, None);
+    // Waits for the timeout on a thread, so a missing timeout fails the test instead of
+    // hanging it: a deadline for an answer at all, far past TIMEOUT, not a measure of it.
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(e.embed(&["hello"]));
+    });
+    let result = rx
+        .recv_timeout(TIMEOUT * 6)
+        .expect("the embedder call never gave up");
+    let err = result.expect_err("a silent endpoint gave vectors");
+    assert!(matches!(err, EmbedError::Timeout), "{err:?}");
+    assert_eq!(err.to_string(), "the embedder did not answer in time");
+    silent.join().unwrap();
 }

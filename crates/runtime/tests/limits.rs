@@ -1,9 +1,12 @@
 //! The runtime's caps, pushed past: undo history, checkpoints, and the live tail (frames
-//! and each source's raw bytes) keep exactly their newest entries and drop the oldest.
+//! and each source's raw bytes) keep exactly their newest entries and drop the oldest;
+//! text handed to `project.openContent` and the CSV `sessions.csv` hands over are refused
+//! one byte past their cap, naming it, and taken at it.
 
 use bytes::Bytes;
 use serde_json::{json, Value};
-use sextant_commands::{ErrorCode, Policy};
+use sextant_commands::{CommandError, ErrorCode, Policy};
+use sextant_runtime::commands::{MAX_CSV_BYTES, MAX_OPEN_CONTENT_BYTES};
 use sextant_runtime::tail::{Tail, TAIL_BYTES, TAIL_FRAMES};
 use sextant_runtime::{Caller, Runtime, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};
 use sextant_telemetry::pipeline::DatasetInfo;
@@ -207,4 +210,153 @@ fn the_tail_keeps_the_newest_tail_bytes_of_each_source() {
     assert_eq!(now.len(), TAIL_BYTES);
     assert_eq!(now[..TAIL_BYTES - 5], all[all.len() - TAIL_BYTES + 5..]);
     assert_eq!(now[TAIL_BYTES - 5..], [0xEE; 5]);
+}
+
+/// Runs a command whose params or answer are megabytes: a failure names the command, not
+/// the whole text.
+fn run(rt: &mut Runtime, name: &str, params: Value) -> Result<Value, CommandError> {
+    rt.execute(Caller::Ui, name, params, edits(), true)
+}
+
+#[test]
+fn open_content_one_byte_past_its_cap_is_refused_naming_it_and_at_the_cap_opens() {
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    call(&mut rt, "project.setTitle", json!({"title": "Padded"}));
+    let text = rt.workspace.project().to_json_string();
+    call(&mut rt, "project.new", json!({}));
+    assert!(text.len() < MAX_OPEN_CONTENT_BYTES);
+    // A real project, padded with JSON whitespace to exactly the cap.
+    let mut at_cap = text.clone();
+    at_cap.push_str(&" ".repeat(MAX_OPEN_CONTENT_BYTES - text.len()));
+    assert_eq!(at_cap.len(), MAX_OPEN_CONTENT_BYTES);
+    let mut over = at_cap.clone();
+    over.push(' ');
+
+    let e = run(
+        &mut rt,
+        "project.openContent",
+        json!({"name": "big.json", "content": over}),
+    )
+    .expect_err("one byte over the cap was taken");
+    assert_eq!(e.code, ErrorCode::InvalidParams, "{e:?}");
+    assert_eq!(e.path.as_deref(), Some("content"), "{e:?}");
+    assert!(
+        e.message
+            .contains(&format!("over {} MiB", MAX_OPEN_CONTENT_BYTES >> 20)),
+        "the refusal names the cap: {e:?}"
+    );
+    assert_eq!(
+        rt.workspace.project().title,
+        "Untitled",
+        "the open project stays"
+    );
+
+    let opened = run(
+        &mut rt,
+        "project.openContent",
+        json!({"name": "big.json", "content": at_cap}),
+    )
+    .unwrap_or_else(|e| panic!("exactly at the cap was refused: {e:?}"));
+    assert_eq!(opened["ok"], true, "{opened}");
+    assert_eq!(rt.workspace.project().title, "Padded");
+}
+
+/// Records a session whose CSV export is exactly `bytes` long: one text column, every row
+/// at `elapsed_s` 0, texts of 64 KiB and a last one that makes up the rest.
+fn session_with_csv_of(db: &std::path::Path, bytes: usize) -> i64 {
+    use sextant_sessions::{NewSession, SessionWriter, WriterOptions};
+    use sextant_telemetry::Value as Cell;
+    let writer = SessionWriter::start(
+        db,
+        NewSession {
+            title: format!("{bytes} bytes"),
+            project: Project::default(),
+            tags: Vec::new(),
+        },
+        WriterOptions::default(),
+    )
+    .unwrap();
+    let feed = writer.feed();
+    let column = DatasetInfo {
+        id: "t".into(),
+        title: "T".into(),
+        group: "G".into(),
+        units: String::new(),
+        source: Some(0),
+        slot: Some(0),
+    };
+    assert!(feed.columns(std::slice::from_ref(&column)));
+    let header = "elapsed_s,G/T\n".len();
+    // `0.000000,` + the text + `\n`; plain letters are never quoted.
+    let row = |text: usize| "0.000000,".len() + text + 1;
+    const TEXT: usize = 64 << 10;
+    let mut left = bytes - header;
+    let mut texts = Vec::new();
+    while left > 0 {
+        let text = if left >= row(TEXT) + row(0) {
+            TEXT
+        } else {
+            left - row(0)
+        };
+        texts.push(text);
+        left -= row(text);
+    }
+    for &text in &texts {
+        let values = [Cell::Text("x".repeat(text))];
+        assert!(feed.frame(&FrameEvent {
+            source: 0,
+            timestamp: Timestamp::default(),
+            values: &values,
+        }));
+    }
+    let id = writer.id();
+    drop(feed);
+    let report = writer.close().unwrap();
+    assert_eq!(report.frames, texts.len() as u64, "{report:?}");
+    assert_eq!(report.dropped_frames, 0, "{report:?}");
+    id
+}
+
+#[test]
+fn a_session_csv_one_byte_past_its_cap_is_refused_naming_it_and_at_the_cap_is_handed_over() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.sqlite");
+    let at_cap = session_with_csv_of(&db, MAX_CSV_BYTES);
+    let over = session_with_csv_of(&db, MAX_CSV_BYTES + 1);
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    run(&mut rt, "sessions.setDatabase", json!({"path": db})).unwrap();
+
+    let e = run(&mut rt, "sessions.csv", json!({"id": over}))
+        .expect_err("a CSV one byte over the cap was handed over");
+    assert_eq!(e.code, ErrorCode::Failed, "{e:?}");
+    assert!(
+        e.message
+            .contains(&format!("over {} MiB", MAX_CSV_BYTES >> 20)),
+        "the refusal names the cap: {e:?}"
+    );
+    assert!(
+        e.message.contains("export it to a file"),
+        "and the way out: {e:?}"
+    );
+    // The way out works: the same session exports to a file, one byte over the cap.
+    let file = dir.path().join("over.csv");
+    let exported = run(
+        &mut rt,
+        "sessions.exportCsv",
+        json!({"id": over, "path": file}),
+    )
+    .unwrap();
+    assert_eq!(
+        std::fs::metadata(&file).unwrap().len(),
+        MAX_CSV_BYTES as u64 + 1,
+        "{exported}"
+    );
+
+    let download = run(&mut rt, "sessions.csv", json!({"id": at_cap}))
+        .unwrap_or_else(|e| panic!("a CSV exactly at the cap was refused: {e:?}"));
+    let csv = download["csv"].as_str().unwrap();
+    assert_eq!(csv.len(), MAX_CSV_BYTES);
+    assert!(csv.starts_with("elapsed_s,G/T\n0.000000,xxx"));
+    assert!(csv.ends_with("xxx\n"));
+    assert_eq!(download["rows"], csv.lines().count() as u64 - 1);
 }

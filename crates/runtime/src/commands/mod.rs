@@ -21,6 +21,8 @@ use sextant_commands::{CommandError, CommandSpec, Registry};
 use crate::Workspace;
 
 pub use io::{IoStatus, SourceStatus};
+pub use project::MAX_OPEN_CONTENT_BYTES;
+pub use sessions::MAX_CSV_BYTES;
 
 /// The registry with every command.
 pub fn registry() -> Registry<Workspace> {

@@ -265,14 +265,21 @@ const PROJECT_OPEN_CONTENT: &str =
     "Opens a project from its text (a file dropped on a browser window, which has no path): \
     a Sextant project, or a Serial Studio one imported. It has no file until saved.";
 
+/// The largest text `project.openContent` takes (bytes of UTF-8); more is refused
+/// before it is parsed.
+pub const MAX_OPEN_CONTENT_BYTES: usize = 16 << 20;
+
 fn project_open_content(
     _: &mut Workspace,
     p: ContentParams,
 ) -> Result<Deferred<Workspace, Opened>, CommandError> {
-    if p.content.len() > 16 * 1024 * 1024 {
+    if p.content.len() > MAX_OPEN_CONTENT_BYTES {
         return Err(CommandError::invalid(
             "content",
-            "a project file over 16 MiB is not a project file",
+            format!(
+                "a project file over {} MiB is not a project file",
+                MAX_OPEN_CONTENT_BYTES >> 20
+            ),
         ));
     }
     let name = p.name;

@@ -140,7 +140,7 @@ struct SessionCsv {
 }
 
 /// The largest CSV `sessions.csv` hands over; a bigger one is exported to a file.
-const MAX_CSV_BYTES: usize = 64 << 20;
+pub const MAX_CSV_BYTES: usize = 64 << 20;
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
