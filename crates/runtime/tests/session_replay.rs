@@ -132,9 +132,11 @@ async fn a_recorded_simulator_session_replays_to_the_same_csv() {
     let replayed = again.close().unwrap();
     assert_eq!(replayed.chunks, live.chunks);
     assert_eq!(replayed.frames, live.frames);
+    let replayed_text = std::fs::read_to_string(&replay_csv).unwrap();
     assert!(
-        std::fs::read_to_string(&replay_csv).unwrap() == recorded,
-        "the replayed pipeline's CSV differs from the recorded session's"
+        replayed_text == recorded,
+        "the replayed pipeline's CSV differs from the recorded session's: {}",
+        first_difference(&replayed_text, &recorded)
     );
     assert!(
         csv_of(&store, replayed.id) == recorded,
@@ -232,4 +234,15 @@ async fn a_session_replay_paces_pauses_steps_and_seeks() {
         .wait_for(|s| matches!(s, Status::Error(_)))
         .await;
     assert!(st.to_string().contains("no session 999"), "{st}");
+}
+
+/// Where two CSV texts first differ, for the failure message.
+fn first_difference(a: &str, b: &str) -> String {
+    let (la, lb): (Vec<&str>, Vec<&str>) = (a.lines().collect(), b.lines().collect());
+    for (i, (x, y)) in la.iter().zip(&lb).enumerate() {
+        if x != y {
+            return format!("line {i}: {x:?} vs {y:?}");
+        }
+    }
+    format!("{} lines vs {}", la.len(), lb.len())
 }
