@@ -5,7 +5,7 @@ mod common;
 use std::io::{Read, Write};
 use std::time::Duration;
 
-use common::{require, wait_until, PtyPair};
+use common::{collect, require, wait_until, PtyPair};
 use sextant_devices::serial::SerialDriver;
 use sextant_devices::wiring::{Wiring, WiringOptions};
 use sextant_devices::{Reconnect, RunOptions, Source, Status};
@@ -29,20 +29,6 @@ fn fast_reconnect() -> RunOptions {
         },
         ..RunOptions::default()
     }
-}
-
-async fn collect(source: &mut Source, want: usize, timeout: Duration) -> Vec<u8> {
-    let mut got = Vec::with_capacity(want);
-    let _ = tokio::time::timeout(timeout, async {
-        while got.len() < want {
-            match source.chunks.recv().await {
-                Some(c) => got.extend_from_slice(&c.data),
-                None => break,
-            }
-        }
-    })
-    .await;
-    got
 }
 
 /// The normal path of the baud rate read-back: every rate, standard or not, reads back as

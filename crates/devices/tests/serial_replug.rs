@@ -9,7 +9,7 @@ mod common;
 use std::io::Write;
 use std::time::Duration;
 
-use common::{require, PtyPair};
+use common::{collect, require, PtyPair};
 use sextant_devices::serial::SerialDriver;
 use sextant_devices::{Reconnect, RunOptions, Source, Status};
 use sextant_telemetry::project::SerialSettings;
@@ -29,20 +29,6 @@ fn threads() -> usize {
         .find_map(|l| l.strip_prefix("Threads:"))
         .and_then(|n| n.trim().parse().ok())
         .expect("/proc/self/status names the thread count")
-}
-
-async fn read_line(source: &mut Source, want: &[u8]) -> Vec<u8> {
-    let mut got = Vec::new();
-    let _ = tokio::time::timeout(Duration::from_secs(10), async {
-        while got.len() < want.len() {
-            match source.chunks.recv().await {
-                Some(c) => got.extend_from_slice(&c.data),
-                None => break,
-            }
-        }
-    })
-    .await;
-    got
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -88,7 +74,7 @@ async fn a_hundred_replugs_leave_descriptors_and_threads_flat() {
                 .unwrap();
             peer.write_all(line.as_bytes()).unwrap();
         }
-        let got = read_line(&mut source, line.as_bytes()).await;
+        let got = collect(&mut source, line.len(), Duration::from_secs(10)).await;
         assert_eq!(
             String::from_utf8_lossy(&got),
             line,

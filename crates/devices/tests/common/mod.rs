@@ -45,6 +45,26 @@ pub fn require(program: &str, package: &str) -> bool {
     found
 }
 
+/// Reads `source`'s chunks until `want` bytes have arrived, the source ends or `timeout`
+/// passes; what arrived.
+pub async fn collect(
+    source: &mut sextant_devices::Source,
+    want: usize,
+    timeout: Duration,
+) -> Vec<u8> {
+    let mut got = Vec::with_capacity(want);
+    let _ = tokio::time::timeout(timeout, async {
+        while got.len() < want {
+            match source.chunks.recv().await {
+                Some(c) => got.extend_from_slice(&c.data),
+                None => break,
+            }
+        }
+    })
+    .await;
+    got
+}
+
 /// Polls `cond` every 10 ms until it holds or `timeout` passes.
 pub fn wait_until(timeout: Duration, mut cond: impl FnMut() -> bool) -> bool {
     let end = Instant::now() + timeout;
