@@ -812,6 +812,101 @@ test("an alarm hovering at its threshold toasts once, in a corner that covers no
   await page.close();
 });
 
+test("plots ask for what they can show: two points a pixel on screen, nothing off screen or in a hidden page", async () => {
+  // Eight plots stacked full width: at 800 px high most are below the fold. The points
+  // setting says 10 000; a plot about 1 100 px wide can show no more than ~2 200.
+  const project = (await import("./harness.mjs")).demoProject();
+  const channels = Array.from({ length: 8 }, (_, i) => ({ name: `ch${i + 1}`, waveform: "sine", frequencyHz: 1 + i, amplitude: 1, offset: i, noise: 0.05 }));
+  project.sources = [{ ...project.sources[0], connection: { type: "simulator", frameRateHz: 2000, channels, gps: false, imu: false, seed: 5 } }];
+  project.groups = [{ id: "grp-1", title: "Channels", widget: "none", datasets: channels.map((c, i) => ({ id: `ds-${i + 1}`, title: c.name, units: "", index: i + 1, graph: true })) }];
+  project.workspaces = [{ id: "ws-1", title: "Stack", tiles: channels.map((_, i) => ({ dataset: `ds-${i + 1}`, x: 0, y: i * 3, w: 12, h: 3 })) }];
+  project.actions = [];
+  const file = join(dir, "stacked-plots.json");
+  writeFileSync(file, JSON.stringify({ ...project, title: "Stacked plots" }));
+  page = await fresh(base, { points: 10000 });
+  // What the page asks the backend for, as it goes on the wire.
+  await page.evaluate(() => {
+    window.__display = [];
+    const send = WebSocket.prototype.send;
+    WebSocket.prototype.send = function (d) {
+      if (typeof d === "string" && d.includes('"type":"display"')) window.__display.push(JSON.parse(d));
+      return send.call(this, d);
+    };
+  });
+  await nav(page, "project");
+  await page.fill('[data-testid="project-path"]', file);
+  await page.click('[data-testid="project-open-path"]');
+  await discardIfAsked(page);
+  await page.locator('[data-testid="tree-group"]', { hasText: "Channels" }).first().waitFor();
+  await nav(page, "connect");
+  if (await page.locator('[data-testid="disconnect"]').isVisible()) await page.click('[data-testid="disconnect"]');
+  await page.click('[data-testid="connect"]');
+  await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 8000 });
+  await nav(page, "dashboard");
+  const tiles = page.locator('[data-testid="widget"]');
+  await waitFor("eight plots", async () => (await tiles.count()) === 8);
+  const last = () => page.evaluate(() => window.__display.at(-1));
+  // Which tiles are on screen, and the widest plot area in device pixels.
+  const onScreen = () => page.evaluate(() => [...document.querySelectorAll('[data-testid="widget"]')].map((t) => {
+    const r = t.getBoundingClientRect();
+    return r.bottom > 0 && r.top < innerHeight;
+  }));
+  const canvasWidth = await page.evaluate(() => Math.max(...[...document.querySelectorAll('[data-testid="widget"] canvas')].map((c) => c.width)));
+  const asked = async () => {
+    const m = await last();
+    return Object.values(m.windows);
+  };
+  await waitFor("windows asked for the plots on screen only", async () => {
+    const [w, seen] = [await asked(), await onScreen()];
+    return w.length === 8 && w.filter((n) => n > 0).length === seen.filter(Boolean).length;
+  }, 10000, 200);
+  const shown = (await onScreen()).filter(Boolean).length;
+  assert.ok(shown >= 1 && shown < 8, `${shown} of 8 tiles on screen`);
+  for (const n of await asked()) assert.ok(n === 0 || (n >= 2 * canvasWidth * 0.8 && n <= 2 * canvasWidth + 256), `${n} points for a ${canvasWidth}-pixel plot`);
+  assert.ok(Math.max(...(await asked())) < 10000, "fewer than the points setting");
+  assert.equal((await last()).console, false, "no console shown: no console bytes");
+
+  // An off-screen plot draws nothing; an on-screen one moves.
+  const look = (i) => page.evaluate((i) => {
+    const c = document.querySelectorAll('[data-testid="widget"] canvas')[i];
+    const d = c.getContext("2d").getImageData(0, 0, c.width, c.height).data;
+    let h = 0;
+    for (let k = 0; k < d.length; k += 4) h = (Math.imul(h, 31) + d[k] + d[k + 3]) | 0;
+    return h;
+  }, i);
+  const [top0, bottom0] = [await look(0), await look(7)];
+  await sleep(1000);
+  assert.notEqual(await look(0), top0, "the plot on screen moves");
+  assert.equal(await look(7), bottom0, "the plot below the fold is not drawn");
+  // Scrolled into view, it asks for its window and draws.
+  await tiles.nth(7).scrollIntoViewIfNeeded();
+  await waitFor("the last plot's window asked for", async () => (await onScreen())[7] && (await asked()).filter((n) => n > 0).length === (await onScreen()).filter(Boolean).length, 10000, 200);
+  const b1 = await look(7);
+  await waitFor("the last plot drawing", async () => (await look(7)) !== b1, 5000, 200);
+
+  // A hidden page (a background tab, a minimised window) asks for no window at all.
+  await page.evaluate(() => {
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "hidden" });
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  await waitFor("no windows while hidden", async () => (await asked()).every((n) => n === 0), 5000, 100);
+  await page.evaluate(() => {
+    Object.defineProperty(document, "visibilityState", { configurable: true, get: () => "visible" });
+    document.dispatchEvent(new Event("visibilitychange"));
+  });
+  await waitFor("windows again when shown", async () => (await asked()).some((n) => n > 0), 5000, 100);
+
+  // The console, opened, gets the device's bytes; closed, not.
+  await page.click('[data-testid="open-console"]');
+  await waitFor("console bytes asked for", async () => (await last()).console === true, 5000, 100);
+  await page.locator(".console-panel pre").filter({ hasText: "," }).waitFor({ timeout: 8000 });
+  await page.click('[data-testid="open-console"]');
+  await waitFor("console bytes no longer asked for", async () => (await last()).console === false, 5000, 100);
+  await nav(page, "connect");
+  await page.click('[data-testid="disconnect"]');
+  await page.close();
+});
+
 test("at 1024 px with the assistant open, tiles reflow wide enough to read, legends whole", async () => {
   const demo = await serve(["--demo"]);
   try {

@@ -47,7 +47,7 @@ describe("live display", () => {
     const release = live.acquire();
     await wait();
     expect(subs).toHaveLength(1);
-    expect(subs[0].options).toMatchObject({ refreshHz: 60, points: 1000, timeRangeS: 10, raw: {} });
+    expect(subs[0].options).toMatchObject({ refreshHz: 60, points: 1000, timeRangeS: 10, raw: {}, windows: {}, console: false });
 
     const draws: number[] = [];
     const off = live.register((s) => draws.push(s.lastSeq));
@@ -128,5 +128,59 @@ describe("live display", () => {
     offBad();
     offOk();
     release();
+  });
+
+  it("asks each dataset's window at the size its plots draw, none for the rest, all for an export", async () => {
+    const release = live.acquire();
+    await wait();
+    subs.at(-1)!.handler(frame(7, true));
+    await wait();
+    // Nothing draws a window yet: none is sent for either dataset.
+    expect(subs.at(-1)!.options.windows).toEqual({ 0: 0, 1: 0 });
+    const narrow = live.requestWindow("a", 768);
+    const wide = live.requestWindow("a", 1536);
+    await wait();
+    expect(subs.at(-1)!.options.windows).toEqual({ 0: 1536, 1: 0 });
+    wide();
+    await wait();
+    expect(subs.at(-1)!.options.windows).toEqual({ 0: 768, 1: 0 });
+    // An export wants every window whole, until it is done.
+    const exporting = live.requestAllWindows();
+    await wait();
+    const sub = subs.at(-1)!;
+    expect(sub.options.windows).toEqual({});
+    sub.handler(frame(8));
+    sub.handler(frame(9));
+    const done = await exporting;
+    done();
+    await wait();
+    expect(subs.at(-1)!.options.windows).toEqual({ 0: 768, 1: 0 });
+    narrow();
+    release();
+  });
+
+  it("asks for the console's bytes only while a console is mounted", async () => {
+    const release = live.acquire();
+    await wait();
+    expect(subs.at(-1)!.options.console).toBe(false);
+    const a = live.requestConsole();
+    const b = live.requestConsole();
+    await wait();
+    expect(subs.at(-1)!.options.console).toBe(true);
+    a();
+    a(); // a second release of the same request changes nothing
+    await wait();
+    expect(subs.at(-1)!.options.console).toBe(true);
+    b();
+    await wait();
+    expect(subs.at(-1)!.options.console).toBe(false);
+    release();
+  });
+
+  it("a hidden page asks for no windows", () => {
+    const meta2 = [{ index: 0 }, { index: 3 }];
+    expect(live.windowsFor(meta2, { 0: 512, 3: 1024 }, false)).toEqual({ 0: 512, 3: 1024 });
+    expect(live.windowsFor(meta2, { 0: 512 }, false)).toEqual({ 0: 512, 3: 0 });
+    expect(live.windowsFor(meta2, { 0: 512, 3: 1024 }, true)).toEqual({ 0: 0, 3: 0 });
   });
 });

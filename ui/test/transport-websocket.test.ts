@@ -136,7 +136,7 @@ describe("WebSocket transport", () => {
     const events: unknown[] = [];
     t.onEvent((e) => events.push(e));
     const frames: ArrayBuffer[] = [];
-    const opts = { refreshHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } };
+    const opts = { refreshHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 }, windows: {}, console: true };
     const started = t.display(opts, (f) => frames.push(f));
     sockets[0].open();
     await started;
@@ -145,13 +145,13 @@ describe("WebSocket transport", () => {
     sockets[0].onmessage?.({ data: buf });
     expect(events).toEqual([{ event: "projectChanged" }]);
     expect(frames[0]).toBe(buf);
-    expect(sockets[0].sent.filter((m) => m.type === "display").at(-1)).toMatchObject({ refreshHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 } });
+    expect(sockets[0].sent.filter((m) => m.type === "display").at(-1)).toMatchObject({ refreshHz: 30, points: 500, timeRangeS: 5, raw: { 3: 1024 }, windows: {}, console: true });
   });
 
   it("re-sends the display request after a reconnect", async () => {
     vi.useFakeTimers();
     const { t, sockets } = setup();
-    const opts = { refreshHz: 60, points: 1000, timeRangeS: 10, raw: {} };
+    const opts = { refreshHz: 60, points: 1000, timeRangeS: 10, raw: {}, windows: {}, console: true };
     const started = t.display(opts, () => {});
     sockets[0].open();
     await started;
@@ -168,10 +168,10 @@ describe("WebSocket transport", () => {
 
   it("stopping the display sends stop once, and only for the current handler", async () => {
     const { t, sockets } = setup();
-    const first = t.display({ refreshHz: 60, points: 10, timeRangeS: 1, raw: {} }, () => {});
+    const first = t.display({ refreshHz: 60, points: 10, timeRangeS: 1, raw: {}, windows: {}, console: true }, () => {});
     sockets[0].open();
     const stopFirst = await first;
-    const stopSecond = await t.display({ refreshHz: 30, points: 10, timeRangeS: 1, raw: {} }, () => {});
+    const stopSecond = await t.display({ refreshHz: 30, points: 10, timeRangeS: 1, raw: {}, windows: {}, console: true }, () => {});
     stopFirst();
     expect(sockets[0].sent.some((m) => m.stop)).toBe(false);
     stopSecond();

@@ -8,7 +8,8 @@ import { horizon, normalizeAttitude } from "../src/widgets/math/attitude";
 import { clockText } from "../src/widgets/math/clock";
 import { magnitude } from "../src/widgets/math/vector";
 import { toCsv } from "../src/widgets/math/csv";
-import { Aligner, Counter, legendReading, normalise, padRange, yRange } from "../src/widgets/plotdata";
+import { Aligner, Counter, legendReading, normalise, padRange, stickyRange, windowPoints, yRange } from "../src/widgets/plotdata";
+import { NARROW_AFTER, stickyWidth } from "../src/widgets/axes";
 
 const DEG = Math.PI / 180;
 
@@ -373,5 +374,48 @@ describe("legend reading", () => {
     expect(legendReading(true, raw, 1, 9)).toBe(2);
     expect(legendReading(true, raw, null, 9)).toBeNaN();
     expect(legendReading(true, raw, 5, 9)).toBeNaN();
+  });
+});
+
+describe("a plot's steadiness under live data", () => {
+  it("keeps the autoscaled range while the data fills it, and follows when it does not", () => {
+    expect(stickyRange(null, [0, 10])).toEqual([0, 10]);
+    expect(stickyRange([0, 10], null)).toEqual([0, 10]);
+    // Noise moving the extremes inside the range: kept.
+    expect(stickyRange([0, 10], [0.5, 9.7])).toEqual([0, 10]);
+    // Out of it at either end: the data's own range.
+    expect(stickyRange([0, 10], [0.5, 10.2])).toEqual([0.5, 10.2]);
+    expect(stickyRange([0, 10], [-1, 9])).toEqual([-1, 9]);
+    // Shrunk to under half of it: re-fitted, so a small signal is not a flat line.
+    expect(stickyRange([0, 10], [4, 8])).toEqual([4, 8]);
+    expect(stickyRange([0, 10], [4, 9.5])).toEqual([0, 10]);
+  });
+
+  it("widens the y axis at once and narrows it only after a second of narrower labels", () => {
+    const mem: { _narrower?: number } = {};
+    expect(stickyWidth(undefined, 40, mem)).toBe(40);
+    expect(stickyWidth(40, 52, mem)).toBe(52);
+    let w = 52;
+    for (let i = 1; i < NARROW_AFTER; i++) w = stickyWidth(w, 40, mem);
+    expect(w).toBe(52);
+    // A wider frame in between starts the count again.
+    expect(stickyWidth(w, 52, mem)).toBe(52);
+    for (let i = 1; i < NARROW_AFTER; i++) w = stickyWidth(w, 40, mem);
+    expect(w).toBe(52);
+    expect(stickyWidth(w, 40, mem)).toBe(40);
+  });
+
+  it("asks for two points per pixel, in steps, whatever the points setting", () => {
+    expect(windowPoints(400)).toBe(1024);
+    expect(windowPoints(384)).toBe(768);
+    expect(windowPoints(385)).toBe(1024);
+    expect(windowPoints(1920)).toBe(3840);
+    expect(windowPoints(0)).toBe(1024);
+    expect(windowPoints(NaN)).toBe(1024);
+    for (const px of [1, 37, 333, 1000, 2561]) {
+      const n = windowPoints(px);
+      expect(n).toBeGreaterThanOrEqual(2 * px);
+      expect(n - 2 * px).toBeLessThan(256);
+    }
   });
 });

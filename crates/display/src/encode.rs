@@ -287,7 +287,8 @@ impl Encoder {
     /// One dataset block: its window reduced to about `2 * buckets` points (the min and
     /// max of each bucket, in time order, so spikes survive) – from the overview for the
     /// part older than the raw samples, buckets shared by time span – and its newest `raw`
-    /// samples as they are. `span`: (buckets, window length in seconds).
+    /// samples as they are. `span`: (buckets, window length in seconds); no buckets sends
+    /// no window, only the newest value and the raw samples.
     pub fn dataset(
         &mut self,
         index: u32,
@@ -299,7 +300,9 @@ impl Encoder {
     ) {
         self.points.clear();
         let mut raw_buckets = buckets;
-        if overview.len() > 0 {
+        if buckets == 0 {
+            // Nothing drawn from this dataset's window.
+        } else if overview.len() > 0 {
             let old_from = overview.get(overview.start).t0;
             let old_to = w.first_time().unwrap_or(old_from);
             let share = ((old_to - old_from) / span_s.max(f64::MIN_POSITIVE)).clamp(0.0, 1.0);
@@ -307,7 +310,9 @@ impl Encoder {
             raw_buckets = buckets.saturating_sub(old_buckets).max(1);
             decimate_blocks(overview, old_buckets, &mut self.points);
         }
-        decimate_samples(w, raw_buckets, &mut self.points);
+        if buckets > 0 {
+            decimate_samples(w, raw_buckets, &mut self.points);
+        }
         let raw = raw.min(w.total());
         let n = self.points.len();
         self.buf.extend_from_slice(&index.to_le_bytes());

@@ -41,6 +41,15 @@ pub struct DisplayOptions {
     pub time_range_s: f64,
     /// Dataset index → how many newest samples to send undecimated too.
     pub raw: BTreeMap<u32, u32>,
+    /// Dataset index → the most window points to send for it, below `points`: a plot
+    /// needs no more than about two per pixel of its width, whatever `points` says, and a
+    /// dataset no plot draws needs none (0: only its newest value). Datasets not listed
+    /// get `points`.
+    pub windows: BTreeMap<u32, u32>,
+    /// Whether to send the console's bytes: only a page showing a console needs them, and a
+    /// fast text device sends megabytes a second. Turned on later, the bytes still kept
+    /// (up to [`CONSOLE_BYTES`]) arrive first.
+    pub console: bool,
 }
 
 impl Default for DisplayOptions {
@@ -50,6 +59,8 @@ impl Default for DisplayOptions {
             points: 1000,
             time_range_s: 10.0,
             raw: BTreeMap::new(),
+            windows: BTreeMap::new(),
+            console: true,
         }
     }
 }
@@ -293,7 +304,7 @@ impl Scope {
         } else {
             sub.console_next
         };
-        let has_console = s.console.back().is_some_and(|r| r.id >= console_from);
+        let has_console = options.console && s.console.back().is_some_and(|r| r.id >= console_from);
         if !fresh && !has_console && sub.frames == s.frames {
             return None;
         }
@@ -313,12 +324,21 @@ impl Scope {
         }
         let now = s.now.unwrap_or(0.0);
         let from_t = now - options.time_range_s;
-        let buckets = (options.points as usize / 2).max(1);
         for (i, series) in s.series.iter().enumerate() {
             let raw = options
                 .raw
                 .get(&(i as u32))
                 .map_or(0, |&n| (n as usize).min(WINDOW_SAMPLES));
+            let points = options
+                .windows
+                .get(&(i as u32))
+                .map_or(options.points, |&n| n.min(options.points));
+            // Two points (a min and a max) per bucket; no buckets: no window at all.
+            let buckets = if points == 0 {
+                0
+            } else {
+                (points as usize / 2).max(1)
+            };
             let window = Window::new(&series.t, &series.v, from_t);
             enc.dataset(
                 i as u32,
@@ -329,13 +349,17 @@ impl Scope {
                 raw,
             );
         }
-        for r in s.console.iter().filter(|r| r.id >= console_from) {
-            enc.console(r.t, r.source, &r.bytes);
+        if options.console {
+            for r in s.console.iter().filter(|r| r.id >= console_from) {
+                enc.console(r.t, r.source, &r.bytes);
+            }
         }
         sub.generation = Some(s.generation);
         sub.columns_rev = s.columns_rev;
         sub.frames = s.frames;
-        sub.console_next = s.next_console_id;
+        if options.console {
+            sub.console_next = s.next_console_id;
+        }
         sub.seq = sub.seq.wrapping_add(1);
         Some(enc.finish())
     }

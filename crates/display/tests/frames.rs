@@ -207,6 +207,59 @@ fn windows_are_decimated_with_spikes_kept_and_raw_tails_aligned() {
     }
 }
 
+/// A plot asks for about two points per pixel of its width, whatever `points` stores; a
+/// dataset no plot draws is sent without a window; the raw tail and newest value still come.
+#[test]
+fn each_dataset_gets_the_window_its_plot_can_show() {
+    let scope = Scope::new();
+    let mut sink = scope.sink();
+    let ds = info(3);
+    for i in 0..20_000 {
+        let t = i as f64 / 1000.0;
+        let spike = if i == 15_000 { 1000.0 } else { (t * 3.0).sin() };
+        push(
+            &mut sink,
+            t,
+            &[Value::Number(spike), Value::Number(t), Value::Number(-t)],
+            &ds,
+        );
+    }
+    let mut opts = DisplayOptions {
+        points: 10_000,
+        ..DisplayOptions::default()
+    };
+    opts.windows.insert(0, 800); // a 400-pixel plot
+    opts.windows.insert(1, 0); // drawn by nothing that needs a window
+    opts.windows.insert(2, 50_000); // more than `points`: `points` holds
+    opts.raw.insert(1, 16);
+    let f = decode(&scope.frame(&opts, &mut scope.subscribe()).unwrap());
+    let (b0, b1, b2) = (&f.blocks[0], &f.blocks[1], &f.blocks[2]);
+    assert!(
+        (400..=800).contains(&b0.t.len()),
+        "{} points for an 800-point window",
+        b0.t.len()
+    );
+    assert!(
+        b0.v.contains(&1000.0),
+        "the spike survives the coarser window"
+    );
+    assert_eq!(*b0.t.last().unwrap(), 19.999, "the window reaches now");
+    assert!(
+        b1.t.is_empty() && b1.v.is_empty(),
+        "no window: {}",
+        b1.t.len()
+    );
+    assert_eq!(b1.last, 19.999, "its newest value still comes");
+    assert_eq!(b1.raw_t.len(), 16, "and its raw tail");
+    assert!(
+        (5_000..=10_000).contains(&b2.t.len()),
+        "{} points, at most `points`",
+        b2.t.len()
+    );
+    let o: DisplayOptions = serde_json::from_str(r#"{"windows": {"3": 640}}"#).unwrap();
+    assert_eq!(o.windows.get(&3), Some(&640));
+}
+
 #[test]
 fn text_values_leave_a_gap_and_travel_as_text() {
     let scope = Scope::new();
@@ -300,6 +353,45 @@ fn console_bytes_arrive_once_per_subscriber_and_stay_bounded() {
         "kept {kept}"
     );
     assert_eq!(f.console.last().unwrap().0, 100.0);
+}
+
+/// A page showing no console does not get the device's bytes (a fast text device sends
+/// megabytes a second); when it opens one, the bytes still kept arrive first.
+#[test]
+fn console_bytes_come_only_to_a_page_that_shows_them() {
+    let scope = Scope::new();
+    let mut sink = scope.sink();
+    let chunk = |t: f64, data: &[u8]| Chunk {
+        data: Bytes::copy_from_slice(data),
+        timestamp: ts(t),
+    };
+    let ds = info(1);
+    let quiet = DisplayOptions {
+        console: false,
+        ..DisplayOptions::default()
+    };
+    let mut sub = scope.subscribe();
+    sink.chunk(0, &chunk(0.1, b"one\n"));
+    push(&mut sink, 0.1, &[Value::Number(1.0)], &ds);
+    let f = decode(&scope.frame(&quiet, &mut sub).unwrap());
+    assert!(f.console.is_empty(), "{:?}", f.console);
+    sink.chunk(0, &chunk(0.2, b"two\n"));
+    assert!(
+        scope.frame(&quiet, &mut sub).is_none(),
+        "console bytes alone wake no one who does not show them"
+    );
+    let f = decode(&scope.frame(&DisplayOptions::default(), &mut sub).unwrap());
+    assert_eq!(
+        f.console,
+        vec![(0.1, 0, b"one\n".to_vec()), (0.2, 0, b"two\n".to_vec())],
+        "opened later: what is kept arrives"
+    );
+    let o: DisplayOptions = serde_json::from_str(r#"{"console": false}"#).unwrap();
+    assert!(!o.console);
+    assert!(
+        DisplayOptions::default().console,
+        "an older page gets the console"
+    );
 }
 
 #[test]

@@ -17,15 +17,50 @@ export function uplotValues(suffix = "") {
   return (_u: uPlot, splits: number[], _axisIdx: number, _space: number, incr: number) => tickLabels(splits, incr, suffix);
 }
 
-/** A y axis's width for uPlot's `size` option: measured with the axis's own font. */
+/** What a y axis remembers between frames: its labels and their width, and how many frames
+ *  in a row it could have been narrower. */
+interface AxisMemory {
+  _size?: number;
+  font?: unknown;
+  _labels?: string;
+  _need?: number;
+  _width?: number;
+  _narrower?: number;
+}
+
+/** Frames a y axis must have been too wide in a row before it narrows (about a second at
+ *  60 Hz): a width that changes makes uPlot resize the whole canvas, and labels whose width
+ *  flickers (−0.5 / 0.5) would do that every few frames. */
+export const NARROW_AFTER = 60;
+
+/** A y axis's width for uPlot's `size` option: measured with the axis's own font, once per
+ *  set of labels; it widens at once (a label is never cut) and narrows only after
+ *  [`NARROW_AFTER`] frames. */
 export function uplotAxisSize(self: uPlot, values: string[] | null, axisIdx: number, cycleNum: number): number {
-  const ax = self.axes[axisIdx] as uPlot.Axis & { _size?: number; font?: unknown };
+  const ax = self.axes[axisIdx] as uPlot.Axis & AxisMemory;
   // uPlot asks until the size settles; a size that flips between cycles is kept.
   if (cycleNum > 1 && ax._size) return ax._size;
-  const font = Array.isArray(ax.font) ? String(ax.font[0]) : typeof ax.font === "string" ? ax.font : "12px system-ui";
-  const dpr = globalThis.devicePixelRatio || 1;
-  self.ctx.font = font; // uPlot scales its fonts by the device pixel ratio
-  return axisWidth(values ?? [], (s) => self.ctx.measureText(s).width / dpr, { tick: TICK, gap: GAP });
+  const labels = (values ?? []).join("\n");
+  if (labels !== ax._labels || ax._need == null) {
+    const font = Array.isArray(ax.font) ? String(ax.font[0]) : typeof ax.font === "string" ? ax.font : "12px system-ui";
+    const dpr = globalThis.devicePixelRatio || 1;
+    self.ctx.font = font; // uPlot scales its fonts by the device pixel ratio
+    ax._need = axisWidth(values ?? [], (s) => self.ctx.measureText(s).width / dpr, { tick: TICK, gap: GAP });
+    ax._labels = labels;
+  }
+  return (ax._width = stickyWidth(ax._width, ax._need, ax));
+}
+
+/** The width to use given the one in use and the one the labels need (pure, for tests). */
+export function stickyWidth(current: number | undefined, need: number, memory: { _narrower?: number }): number {
+  if (current == null || need >= current) {
+    memory._narrower = 0;
+    return need;
+  }
+  memory._narrower = (memory._narrower ?? 0) + 1;
+  if (memory._narrower < NARROW_AFTER) return current;
+  memory._narrower = 0;
+  return need;
 }
 
 /** Options of a chart's x (bottom) and y (left) axes in the theme's colours, `titles` being

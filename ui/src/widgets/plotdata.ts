@@ -105,3 +105,22 @@ export function legendReading(hovering: boolean, raw: ArrayLike<number> | undefi
   if (idx == null || !raw || idx < 0 || idx >= raw.length) return NaN;
   return raw[idx];
 }
+
+/** The y range to show, given the one shown and the data's own (padded) range: the shown
+ *  one is kept while the data fits inside it and fills at least `fill` of its height, so
+ *  autoscale follows the signal without re-scaling (and re-labelling) the axis on every
+ *  frame as a noisy signal's extremes move. No data keeps what is shown. */
+export function stickyRange(shown: [number, number] | null, fit: [number, number] | null, fill = 0.5): [number, number] | null {
+  if (!fit) return shown;
+  if (!shown) return fit;
+  const [a, b] = shown, [lo, hi] = fit;
+  return lo >= a && hi <= b && hi - lo >= fill * (b - a) ? shown : fit;
+}
+
+/** Window points a plot `widthPx` wide asks the backend for: two per pixel (a bucket's
+ *  min and max), rounded up to a multiple of 256 so a resize does not re-subscribe at every
+ *  pixel. An unmeasured plot (0) asks for a modest 1024 until it is laid out. */
+export function windowPoints(widthPx: number): number {
+  const w = Number.isFinite(widthPx) && widthPx > 0 ? widthPx : 512;
+  return Math.ceil((2 * w) / 256) * 256;
+}

@@ -26,6 +26,12 @@ export const liveState = $state({
 
 export const store = new LiveStore();
 const raw = new RawRequests();
+/** Window points each mounted, visible plot can show (about two per pixel of its width). */
+const windows = new RawRequests();
+/** Callers that want every dataset's whole window for now (the dashboard's CSV export). */
+let allWindows = 0;
+/** Mounted consoles: without one, the device's bytes are not sent. */
+let consoles = 0;
 const drawers = new Set<Drawer>();
 let users = 0;
 let unsubscribe: Unsubscribe | null = null;
@@ -35,7 +41,11 @@ let rafId = 0;
 let lastFrameAt = 0;
 let forceAll = false;
 
-const stats = { fps: 0, drawnFrames: 0, lastSeq: -1, framesReceived: 0 };
+/** What the benchmark reads (`window.__sextantStats`): frames drawn and received, where the
+ *  page's time went – milliseconds spent decoding frames and in widgets' draws, summed since
+ *  start – and when (ms since the epoch) the first frame with device data was drawn, for
+ *  start-up time. Two `performance.now()` calls a frame; nothing else is timed. */
+const stats = { fps: 0, drawnFrames: 0, lastSeq: -1, framesReceived: 0, bytesReceived: 0, decodeMs: 0, drawMs: 0, firstDrawnAt: 0 };
 let fpsWindowStart = 0;
 let fpsCount = 0;
 
@@ -45,13 +55,29 @@ function options(): DisplayOptions {
     points: settings.points,
     timeRangeS: settings.timeRangeS,
     raw: raw.resolve(store.byId),
+    windows: allWindows > 0 ? {} : windowsFor(store.meta, windows.resolve(store.byId), pageHidden()),
+    console: consoles > 0,
   };
+}
+
+const pageHidden = () => typeof document !== "undefined" && document.visibilityState === "hidden";
+
+/** Window points per dataset: what the plots drawing it asked for, and none for a dataset
+ *  no plot on screen draws, or for any while the page is hidden (a background tab or a
+ *  minimised window draws nothing; newest values keep coming for the alarm watchers). */
+export function windowsFor(meta: { index: number }[], asked: Record<number, number>, hidden: boolean): Record<number, number> {
+  const out: Record<number, number> = {};
+  for (const m of meta) out[m.index] = hidden ? 0 : (asked[m.index] ?? 0);
+  return out;
 }
 
 function onFrame(buffer: ArrayBuffer) {
   const metaBefore = store.metaVersion;
+  const t0 = performance.now();
   store.ingest(buffer);
   lastFrameAt = performance.now();
+  stats.decodeMs += lastFrameAt - t0;
+  stats.bytesReceived += buffer.byteLength;
   if (store.metaVersion !== metaBefore) {
     liveState.metaVersion = store.metaVersion;
     // Raw requests name datasets by id; indexes are known only now.
@@ -125,6 +151,7 @@ function loop(ts: number) {
     const v = store.version;
     const all = forceAll && !paused;
     if (!paused) forceAll = false;
+    const t0 = performance.now();
     for (const d of drawers) {
       if ((d.drawn === v && !all) || (paused && !d.always)) continue;
       d.drawn = v;
@@ -137,7 +164,9 @@ function loop(ts: number) {
       // Watchers are not drawing: pause must freeze the count the benchmark reads.
       if (!d.always) drew = true;
     }
+    stats.drawMs += performance.now() - t0;
     if (drew) {
+      if (!stats.firstDrawnAt && store.deviceFrames > 0) stats.firstDrawnAt = Date.now();
       stats.drawnFrames++;
       fpsCount++;
     }
@@ -146,6 +175,37 @@ function loop(ts: number) {
     stats.fps = Math.round((fpsCount * 1000) / Math.max(1, ts - fpsWindowStart));
     fpsCount = 0;
     fpsWindowStart = ts;
+  }
+}
+
+let watchTimer: ReturnType<typeof setInterval> | null = null;
+
+/** A hidden page gets no animation frames, so the loop stops; the alarm watchers still run
+ *  (twice a second, as fast as a background tab's timers go) and the windows are not sent. */
+function onVisibility() {
+  scheduleResubscribe();
+  if (pageHidden()) {
+    watchTimer ??= setInterval(runWatchers, 500);
+  } else {
+    stopWatching();
+    invalidate();
+  }
+}
+
+function stopWatching() {
+  if (watchTimer) clearInterval(watchTimer);
+  watchTimer = null;
+}
+
+function runWatchers() {
+  for (const d of drawers) {
+    if (!d.always || d.drawn === store.version) continue;
+    d.drawn = store.version;
+    try {
+      d.fn(store);
+    } catch (e) {
+      console.error("alarm watcher failed", e);
+    }
   }
 }
 
@@ -159,6 +219,7 @@ export function acquire(): () => void {
     (globalThis as any).__sextantValue = (id: string) => store.value(id);
     void subscribe();
     if (!rafId && typeof requestAnimationFrame === "function") rafId = requestAnimationFrame(loop);
+    if (typeof document !== "undefined") document.addEventListener("visibilitychange", onVisibility);
   }
   let released = false;
   return () => {
@@ -171,6 +232,8 @@ export function acquire(): () => void {
       stopStream();
       cancelAnimationFrame(rafId);
       rafId = 0;
+      if (typeof document !== "undefined") document.removeEventListener("visibilitychange", onVisibility);
+      stopWatching();
     }
   };
 }
@@ -185,6 +248,56 @@ export function register(fn: DrawFn, opts: { always?: boolean } = {}): () => voi
 /** Redraws everyone on the next tick (resize, theme change, un-pause). */
 export function invalidate() {
   forceAll = true;
+}
+
+/** Asks for up to `n` window points of a dataset while a plot shows it; the backend sends
+ *  no more than the largest request (and than the points setting). Release when the plot
+ *  is unmounted or scrolled out of view. */
+export function requestWindow(id: string, n: number): () => void {
+  const release = windows.add(id, n);
+  scheduleResubscribe();
+  return () => {
+    release();
+    scheduleResubscribe();
+  };
+}
+
+/** Every dataset's whole window (at the points setting), from the first frame after this
+ *  resolves until the returned release is called: what a CSV of the dashboard exports,
+ *  including datasets no plot draws. */
+export async function requestAllWindows(): Promise<() => void> {
+  allWindows++;
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    allWindows--;
+    scheduleResubscribe();
+  };
+  await subscribe();
+  // A frame already on its way may predate the new options: wait for the second one (or
+  // give up after 2 s – nothing arriving means nothing newer to export).
+  const seen = store.framesReceived;
+  const until = performance.now() + 2000;
+  await new Promise<void>((done) => {
+    const check = () => (store.framesReceived >= seen + 2 || performance.now() > until ? done() : setTimeout(check, 16));
+    check();
+  });
+  return release;
+}
+
+/** Asks for the console's bytes while a console is mounted; the bytes the backend still
+ *  keeps arrive first. */
+export function requestConsole(): () => void {
+  consoles++;
+  void subscribe();
+  let released = false;
+  return () => {
+    if (released) return;
+    released = true;
+    consoles--;
+    scheduleResubscribe();
+  };
 }
 
 /** Asks for `n` undecimated newest samples of a dataset while the widget is mounted. */

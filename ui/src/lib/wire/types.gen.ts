@@ -2315,6 +2315,25 @@ export interface DisplayOptions {
      */
     [k: string]: number;
   };
+  /**
+   * Dataset index → the most window points to send for it, below `points`: a plot
+   * needs no more than about two per pixel of its width, whatever `points` says, and a
+   * dataset no plot draws needs none (0: only its newest value). Datasets not listed
+   * get `points`.
+   */
+  windows: {
+    /**
+     * This interface was referenced by `undefined`'s JSON-Schema definition
+     * via the `patternProperty` "^\d+$".
+     */
+    [k: string]: number;
+  };
+  /**
+   * Whether to send the console's bytes: only a page showing a console needs them, and a
+   * fast text device sends megabytes a second. Turned on later, the bytes still kept
+   * (up to [`CONSOLE_BYTES`]) arrive first.
+   */
+  console: boolean;
 }
 /**
  * The assistant's mechanisms, each its own persisted setting (spec 20, "Settings"), all on
