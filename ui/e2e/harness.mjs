@@ -127,6 +127,29 @@ export function demoProject() {
   return JSON.parse(r.stdout.toString());
 }
 
+/** The benchmarks' project: the simulator at `rate` frames/s with `plots` sine channels
+ *  (noise on each), every channel its own plot tile, four to a row. */
+export function loadProject({ plots = 16, rate = 100000 } = {}) {
+  const project = demoProject();
+  const channels = Array.from({ length: plots }, (_, i) => ({
+    name: `ch${i + 1}`, waveform: "sine", frequencyHz: 0.5 + i * 0.25, amplitude: 1, offset: i, noise: 0.05,
+  }));
+  project.sources = [{
+    ...project.sources[0],
+    connection: { type: "simulator", frameRateHz: rate, channels, gps: false, imu: false, seed: 3 },
+  }];
+  project.groups = [{
+    id: "grp-1", title: "Channels", widget: "none",
+    datasets: channels.map((c, i) => ({ id: `ds-${i + 1}`, title: c.name, units: "", index: i + 1, graph: true })),
+  }];
+  project.workspaces = [{
+    id: "ws-1", title: "Load",
+    tiles: channels.map((_, i) => ({ dataset: `ds-${i + 1}`, x: (i % 4) * 3, y: Math.floor(i / 4) * 3, w: 3, h: 3 })),
+  }];
+  project.actions = [];
+  return project;
+}
+
 export async function xvfb() {
   requireProgram("Xvfb", "xvfb");
   const display = `:${90 + Math.floor(Math.random() * 9)}`;

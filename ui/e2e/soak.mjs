@@ -1,0 +1,169 @@
+// The whole stack for an hour: the simulator at 100 000 frames/s through a release `sextant
+// serve` with a 16-plot dashboard open in Chromium, recording to a session and exporting
+// CSV. Samples the resident memory of every process once a minute and prints the curve;
+// writes target/e2e/soak.json.
+//
+//   node ui/e2e/soak.mjs [--minutes 60] [--rate 100000] [--every 60]
+//
+// Disk: an hour at 100 000 frames/s is ~100 GB of session and CSV. The soak keeps it
+// bounded the way a long-running user would: recording goes into a new session every 5
+// minutes and the finished one is deleted; the CSV file is emptied (truncated in place –
+// the export keeps writing at its offset into a sparse file) at each sample. Neither is
+// what is measured; what is measured is whether anything grows.
+import { readFileSync, readdirSync, truncateSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+import { artifacts, loadProject, repo, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor } from "./harness.mjs";
+
+const arg = (name, d) => {
+  const i = process.argv.indexOf(`--${name}`);
+  return i > 0 ? Number(process.argv[i + 1]) : d;
+};
+const minutes = arg("minutes", 60), rate = arg("rate", 100000), everyS = arg("every", 60);
+const ROTATE_S = 300;
+
+const dir = tempDir("sextant-soak-");
+const projectPath = join(dir, "soak.json");
+writeFileSync(projectPath, JSON.stringify(loadProject({ plots: 16, rate })));
+const csvPath = join(dir, "soak.csv");
+
+const port = 8000 + Math.floor(Math.random() * 90);
+const server = start("soak-serve", sextantBin, [
+  "serve", "--http-port", String(port), "--ui", join(repo, "ui/dist"), "--project", projectPath,
+  "--data-dir", join(dir, "assistant"), "--allow-folder", dir,
+], { cwd: dir });
+const url = await servedUrl(server);
+const browser = await chromium.launch({
+  executablePath: requireProgram("chromium", "chromium"),
+  args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+});
+const page = await (await browser.newContext({ viewport: { width: 1600, height: 1000 } })).newPage();
+await page.addInitScript(() => localStorage.setItem("sextant.settings", JSON.stringify({ theme: "light", language: "en", refreshHz: 60, points: 10000, timeRangeS: 10 })));
+await page.goto(url);
+await page.waitForSelector(".shell");
+
+/** One command through the page's own WebSocket door, approved as the page's person. */
+const call = (command, params = {}) =>
+  page.evaluate(async ([command, params]) => {
+    const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
+    await new Promise((r) => (ws.onopen = r));
+    ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
+    ws.send(JSON.stringify({ type: "command", id: 1, command, params, approved: true }));
+    const m = await new Promise((r) => (ws.onmessage = (m) => JSON.parse(m.data).id === 1 && r(JSON.parse(m.data))));
+    ws.close();
+    if (m.error) throw new Error(`${command}: ${JSON.stringify(m.error)}`);
+    return m.result;
+  }, [command, params]);
+
+await call("csvExport.enable", { path: csvPath });
+await call("io.connect");
+let session = (await call("sessions.startRecording", { title: "soak" })).id;
+let rotatedAt = Date.now();
+await waitFor("16 drawn plots", async () => (await page.locator('[data-testid="widget"] canvas').count()) >= 16, 20000);
+
+const rssKiB = (pid) => {
+  try {
+    return Number(readFileSync(`/proc/${pid}/status`, "utf8").match(/^VmRSS:\s+(\d+)/m)[1]);
+  } catch {
+    return 0;
+  }
+};
+/** Every process of the run, by role: the backend, and Chromium's by their --type. */
+function processes() {
+  const roles = { backend: [server.child.pid] };
+  for (const d of readdirSync("/proc")) {
+    if (!/^\d+$/.test(d)) continue;
+    let cmd;
+    try {
+      cmd = readFileSync(`/proc/${d}/cmdline`, "utf8").split("\0");
+    } catch {
+      continue;
+    }
+    if (!/chrom/.test(cmd[0] ?? "")) continue;
+    const pid = Number(d);
+    let p = pid, ours = false;
+    for (let i = 0; i < 10 && p > 1; i++) {
+      if (p === process.pid) ours = true; // Chromium is this script's child
+      try {
+        p = Number(readFileSync(`/proc/${p}/stat`, "utf8").split(") ")[1].split(" ")[1]);
+      } catch {
+        break;
+      }
+    }
+    if (!ours) continue;
+    // Chromium rewrites its children's command lines into one string: look for the flag in it.
+    const type = cmd.join(" ").match(/--type=(\S+)/)?.[1] ?? "browser";
+    (roles[`chromium-${type}`] ??= []).push(pid);
+  }
+  return Object.fromEntries(Object.entries(roles).map(([k, pids]) => [k, Math.round(pids.reduce((n, p) => n + rssKiB(p), 0) / 1024)]));
+}
+
+const samples = [];
+const t0 = Date.now();
+let sessionsDeleted = 0;
+const status = () => call("io.status");
+const stats = () => page.evaluate(() => ({ ...window.__sextantStats, t: performance.now() }));
+let lastStats = await stats();
+for (let k = 0; ; k++) {
+  const s = await status();
+  const now = await stats();
+  const fps = +(((now.drawnFrames - lastStats.drawnFrames) * 1000) / Math.max(1, now.t - lastStats.t)).toFixed(1);
+  lastStats = now;
+  const csv = await call("csvExport.status");
+  const sample = {
+    minute: +((Date.now() - t0) / 60000).toFixed(2),
+    rssMiB: processes(),
+    frames: s.sources.reduce((n, x) => n + x.frames, 0),
+    droppedChunks: s.sources.reduce((n, x) => n + x.droppedChunks, 0),
+    csvRows: csv.rows ?? null,
+    csvDroppedRows: csv.droppedRows ?? null,
+    dashboardFps: fps,
+  };
+  samples.push(sample);
+  console.log(JSON.stringify(sample));
+  if (Date.now() - t0 >= minutes * 60000) break;
+  // Bounded disk, as described at the top.
+  try {
+    truncateSync(`${csvPath}.partial`, 0);
+  } catch {}
+  if (Date.now() - rotatedAt >= ROTATE_S * 1000) {
+    await call("sessions.stopRecording");
+    const old = session;
+    session = (await call("sessions.startRecording", { title: "soak" })).id;
+    await call("sessions.delete", { id: old });
+    sessionsDeleted++;
+    rotatedAt = Date.now();
+  }
+  await sleep(Math.max(0, t0 + (k + 1) * everyS * 1000 - Date.now()));
+}
+const rec = await call("sessions.stopRecording");
+await call("io.disconnect");
+
+// Flatness: each process's RSS from minute 5 on, as the spread around its mean.
+const settled = samples.filter((s) => s.minute >= Math.min(5, minutes / 2));
+const flat = {};
+for (const role of Object.keys(samples.at(-1).rssMiB)) {
+  const xs = settled.map((s) => s.rssMiB[role]).filter((x) => x > 0);
+  if (!xs.length) continue;
+  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  flat[role] = { minMiB: Math.min(...xs), maxMiB: Math.max(...xs), spreadPercent: +(((Math.max(...xs) - Math.min(...xs)) / 2 / mean) * 100).toFixed(1) };
+}
+const last = samples.at(-1);
+const result = {
+  minutes, simulatorRateHz: rate, samples,
+  framesPerS: Math.round((last.frames - samples[0].frames) / ((last.minute - samples[0].minute) * 60 || 1)),
+  droppedChunks: last.droppedChunks,
+  csvDroppedRows: last.csvDroppedRows,
+  lastRecording: rec,
+  sessionsRotated: sessionsDeleted,
+  flatAfterSettling: flat,
+};
+console.log("\nRSS (MiB) per minute:");
+const roles = Object.keys(flat);
+console.log(["min", ...roles].join("\t"));
+for (const s of samples) console.log([s.minute, ...roles.map((r) => s.rssMiB[r] ?? "")].join("\t"));
+console.log(JSON.stringify({ ...result, samples: undefined }, null, 2));
+writeFileSync(join(artifacts, "soak.json"), JSON.stringify(result, null, 2));
+await browser.close();
+server.stop();
+process.exit(0);
