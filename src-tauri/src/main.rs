@@ -20,7 +20,7 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 use sextant_assistant::door::ChatDoor;
@@ -92,9 +92,13 @@ struct Shell {
     /// reloaded would run (and hold its subscription) for ever: a page's are stopped when it
     /// loads again or subscribes again, so there is at most one of each per page.
     forwarders: Mutex<PageTasks<tauri::async_runtime::JoinHandle<()>>>,
-    /// An error when the assistant's folder could not be opened (the reason is logged and
-    /// returned to every chat request; the rest of the app works without it).
-    chat: Result<Arc<ChatDoor>, sextant_commands::CommandError>,
+    /// The assistant, opened off the start path (its keyring probe can take seconds when
+    /// the keyring is slow or locked): the first chat request waits for it. An error when
+    /// its folder could not be opened (logged, and returned to every chat request; the rest
+    /// of the app works without it).
+    chat: tokio::sync::OnceCell<Result<Arc<ChatDoor>, sextant_commands::CommandError>>,
+    /// Where the assistant keeps its data.
+    chat_dir: Result<PathBuf, String>,
 }
 
 impl Shell {
@@ -108,8 +112,31 @@ impl Shell {
         let task = tauri::async_runtime::spawn(forwarder);
         lock(&self.forwarders).replace(webview.label(), stream, task);
     }
-    fn chat(&self) -> Result<&Arc<ChatDoor>, sextant_commands::CommandError> {
-        self.chat.as_ref().map_err(Clone::clone)
+    /// The assistant, opening it (on a blocking thread) if no one has yet.
+    async fn chat(&self) -> Result<Arc<ChatDoor>, sextant_commands::CommandError> {
+        let opened = self.chat.get_or_init(|| async {
+            let began = Instant::now();
+            let dir = self.chat_dir.clone();
+            let runtime = self.runtime.clone();
+            let opened = tauri::async_runtime::spawn_blocking(move || {
+                let dir = dir.map_err(|e| {
+                    sextant_commands::CommandError::failed(format!("no data folder: {e}"))
+                })?;
+                ChatDoor::open(&dir.join("assistant"), runtime).map(Arc::new)
+            })
+            .await
+            .unwrap_or_else(|e| {
+                Err(sextant_commands::CommandError::failed(format!(
+                    "the assistant could not start: {e}"
+                )))
+            });
+            match &opened {
+                Ok(_) => log::info!("the assistant opened in {} ms", began.elapsed().as_millis()),
+                Err(e) => log::error!("the assistant is unavailable: {}", e.message),
+            }
+            opened
+        });
+        opened.await.clone()
     }
 }
 
@@ -119,7 +146,7 @@ async fn chat(
     shell: State<'_, Shell>,
     request: Value,
 ) -> Result<Value, sextant_commands::CommandError> {
-    let door = shell.chat()?.clone();
+    let door = shell.chat().await?;
     door.handle(request).await
 }
 
@@ -139,12 +166,12 @@ async fn source_credentials(
 
 /// Forwards every chat's events to `channel`.
 #[tauri::command]
-fn subscribe_chat(
+async fn subscribe_chat(
     shell: State<'_, Shell>,
     webview: Webview,
     channel: Channel<Value>,
 ) -> Result<(), sextant_commands::CommandError> {
-    let events = shell.chat()?.service().subscribe();
+    let events = shell.chat().await?.service().subscribe();
     // Nothing is lost from the log, but a page that missed events (maybe a prompt or a
     // turn's end) re-reads what it shows on `resync`.
     let resync = json!({"chat": -1, "type": "resync"});
@@ -353,6 +380,31 @@ fn fix_unusable_locale() {
     }
 }
 
+/// WebKitGTK composites the page with OpenGL. Without a GPU to run it on – no DRM render
+/// node: a virtual machine, a remote desktop, a machine whose driver is missing – Mesa
+/// runs that OpenGL in software, and a dashboard of sixteen live plots drew 6 frames/s
+/// where WebKit's own non-composited drawing managed 30 (`./dev bench-ui --webview`). So
+/// without a render node, compositing is off, unless the person chose otherwise by
+/// setting the variable themselves.
+fn composite_only_with_a_gpu() {
+    if std::env::var_os(NO_COMPOSITING).is_none() && !has_render_node(Path::new("/dev/dri")) {
+        // Before any thread exists (the start of main), so no one reads it concurrently.
+        std::env::set_var(NO_COMPOSITING, "1");
+    }
+}
+
+const NO_COMPOSITING: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
+
+/// Whether `dir` (the kernel's DRM device folder) has a render node: a GPU that OpenGL
+/// can run on.
+fn has_render_node(dir: &Path) -> bool {
+    std::fs::read_dir(dir).is_ok_and(|entries| {
+        entries
+            .flatten()
+            .any(|e| e.file_name().to_string_lossy().starts_with("renderD"))
+    })
+}
+
 /// The folders files may be written in without asking (Documents, Downloads, Desktop; the
 /// open project's folder always), Sextant's own folder (the app data folder: settings,
 /// permissions, chats), which no command writes in, and the programs the person allowed,
@@ -429,6 +481,7 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
         workspace.set_sessions_db(Some(dir.join("sessions.sqlite")));
     }
     // The runtime's tasks live on Tauri's Tokio runtime.
+    let began = Instant::now();
     let runtime = tauri::async_runtime::block_on(async {
         let mut runtime = Runtime::with_safeguards(workspace, safeguards);
         // Beside the assistant's keys: one encrypted file where there is no keyring.
@@ -437,19 +490,20 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
         }
         runtime.spawn(Some(Duration::from_secs(1)))
     });
-    let chat = app
-        .path()
-        .app_data_dir()
-        .map_err(|e| sextant_commands::CommandError::failed(format!("no data folder: {e}")))
-        .and_then(|dir| ChatDoor::open(&dir.join("assistant"), runtime.clone()))
-        .map(Arc::new)
-        .inspect_err(|e| log::error!("the assistant is unavailable: {}", e.message));
+    // Everything here runs before the window loads its page: its cost is start-up time.
+    log::info!("the runtime started in {} ms", began.elapsed().as_millis());
     app.manage(Shell {
         runtime: runtime.clone(),
-        chat,
+        chat: tokio::sync::OnceCell::new(),
+        chat_dir: app.path().app_data_dir().map_err(|e| e.to_string()),
         next_display: AtomicU32::new(1),
         displays: Mutex::new(HashMap::new()),
         forwarders: Mutex::new(PageTasks::new()),
+    });
+    // The assistant opens beside the window, not before it.
+    let handle = app.handle().clone();
+    tauri::async_runtime::spawn(async move {
+        let _ = handle.state::<Shell>().chat().await;
     });
     let project = args.project.clone();
     let connect = demo || args.connect;
@@ -472,6 +526,7 @@ fn main() {
         std::process::exit(code);
     }
     fix_unusable_locale();
+    composite_only_with_a_gpu();
     let args = parse_args(argv);
     tauri::Builder::default()
         // First, so a second launch hands its file to this window and exits.
@@ -557,6 +612,21 @@ mod tests {
     fn flag() -> (Flag, Arc<AtomicBool>) {
         let stopped = Arc::new(AtomicBool::new(false));
         (Flag(stopped.clone()), stopped)
+    }
+
+    /// Compositing stays on only where a GPU can run it: a folder with a render node.
+    #[test]
+    fn a_render_node_is_what_says_there_is_a_gpu() {
+        let dir = tempfile::tempdir().unwrap();
+        assert!(!has_render_node(&dir.path().join("missing")), "no folder");
+        assert!(!has_render_node(dir.path()), "an empty folder");
+        std::fs::write(dir.path().join("card0"), b"").unwrap();
+        assert!(
+            !has_render_node(dir.path()),
+            "a display card alone renders nothing"
+        );
+        std::fs::write(dir.path().join("renderD128"), b"").unwrap();
+        assert!(has_render_node(dir.path()));
     }
 
     /// A page that reloads ten times keeps one forwarder of each kind, and the ones of the
