@@ -63,6 +63,59 @@ pub trait Embedder: Send + Sync {
     fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError>;
 }
 
+/// Remembers the vectors of the last [`RECENT_QUERIES`] single texts it embedded: a
+/// question is embedded once per scope searched (the memory searches two) and again for
+/// each request of a turn, and a neural embedder takes ~12 ms a time. Batches (documents
+/// being indexed) and long texts pass straight through, so it never holds more than
+/// [`RECENT_QUERIES`] × [`RECENT_QUERY_BYTES`] of text.
+pub struct RecentQueries {
+    inner: std::sync::Arc<dyn Embedder>,
+    recent: std::sync::Mutex<std::collections::VecDeque<(String, Vec<f32>)>>,
+}
+
+/// Texts [`RecentQueries`] keeps the vectors of.
+pub const RECENT_QUERIES: usize = 16;
+/// The longest text it keeps one for, in bytes (a question, not a document).
+pub const RECENT_QUERY_BYTES: usize = 4096;
+
+impl RecentQueries {
+    pub fn new(inner: std::sync::Arc<dyn Embedder>) -> RecentQueries {
+        RecentQueries {
+            inner,
+            recent: Default::default(),
+        }
+    }
+}
+
+impl Embedder for RecentQueries {
+    fn profile(&self) -> &Profile {
+        self.inner.profile()
+    }
+
+    fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+        let [text] = texts else {
+            return self.inner.embed(texts);
+        };
+        if text.len() > RECENT_QUERY_BYTES {
+            return self.inner.embed(texts);
+        }
+        let lock = || self.recent.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, v)) = lock().iter().find(|(t, _)| t == text) {
+            return Ok(vec![v.clone()]);
+        }
+        // Not held while the model runs: a slow embedding never blocks another lookup.
+        let vectors = self.inner.embed(texts)?;
+        if let [v] = vectors.as_slice() {
+            let mut recent = lock();
+            if recent.len() == RECENT_QUERIES {
+                recent.pop_front();
+            }
+            recent.push_back((text.to_string(), v.clone()));
+        }
+        Ok(vectors)
+    }
+}
+
 /// Cosine similarity of two unit vectors (their dot product); 0 for mismatched lengths.
 pub fn cosine(a: &[f32], b: &[f32]) -> f32 {
     if a.len() != b.len() {
@@ -383,6 +436,55 @@ fn fnv1a(bytes: &[u8]) -> u64 {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The lexicon embedder, counting the texts it is asked to embed.
+    struct Counting(LexiconEmbedder, std::sync::atomic::AtomicUsize);
+
+    impl Embedder for Counting {
+        fn profile(&self) -> &Profile {
+            self.0.profile()
+        }
+        fn embed(&self, texts: &[&str]) -> Result<Vec<Vec<f32>>, EmbedError> {
+            self.1
+                .fetch_add(texts.len(), std::sync::atomic::Ordering::SeqCst);
+            self.0.embed(texts)
+        }
+    }
+
+    #[test]
+    fn a_question_asked_again_is_not_embedded_again_and_documents_pass_through() {
+        let inner = std::sync::Arc::new(Counting(LexiconEmbedder::new(), Default::default()));
+        let e = RecentQueries::new(inner.clone());
+        let count = || inner.1.load(std::sync::atomic::Ordering::SeqCst);
+        let first = e.embed(&["why does the plot stop?"]).unwrap();
+        let again = e.embed(&["why does the plot stop?"]).unwrap();
+        assert_eq!(first, again, "the same vector");
+        assert_eq!(
+            first,
+            LexiconEmbedder::new()
+                .embed(&["why does the plot stop?"])
+                .unwrap()
+        );
+        assert_eq!(count(), 1, "embedded once");
+        // A batch (documents being indexed) and a long text are not kept.
+        e.embed(&["a", "b"]).unwrap();
+        e.embed(&["a", "b"]).unwrap();
+        let long = "x".repeat(RECENT_QUERY_BYTES + 1);
+        e.embed(&[&long]).unwrap();
+        e.embed(&[&long]).unwrap();
+        assert_eq!(count(), 1 + 4 + 2);
+        // It keeps the newest RECENT_QUERIES: the oldest is embedded again once they are more.
+        for i in 0..RECENT_QUERIES {
+            e.embed(&[&format!("question {i}")]).unwrap();
+        }
+        let before = count();
+        e.embed(&[&format!("question {}", RECENT_QUERIES - 1)])
+            .unwrap();
+        assert_eq!(count(), before, "a recent one is kept");
+        e.embed(&["why does the plot stop?"]).unwrap();
+        assert_eq!(count(), before + 1, "the oldest was let go");
+        assert_eq!(e.profile(), inner.profile());
+    }
 
     #[test]
     fn english_inflections_share_a_feature_and_code_stays_exact() {

@@ -23,5 +23,5 @@ pub mod store;
 pub mod synthetic;
 pub mod text;
 
-pub use embed::{Embedder, EmbedderKind, LexiconEmbedder, Profile};
+pub use embed::{Embedder, EmbedderKind, LexiconEmbedder, Profile, RecentQueries};
 pub use store::{Doc, Hit, Index, Query, Scope, Track};

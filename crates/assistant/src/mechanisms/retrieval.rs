@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, OnceLock};
 
 use sextant_retrieval::diagnostics::{Collector, EmbedderHealth, Fallback, Health, SearchedPlace};
-use sextant_retrieval::{Embedder, LexiconEmbedder};
+use sextant_retrieval::{Embedder, LexiconEmbedder, RecentQueries};
 
 pub struct Retrieval {
     collector: Arc<Collector>,
@@ -68,12 +68,17 @@ impl Retrieval {
     }
 
     fn chosen(&self) -> &(Arc<dyn Embedder>, Option<Fallback>) {
-        self.embedder.get_or_init(|| match &self.model_dir {
-            None => (
-                Arc::new(LexiconEmbedder::new()),
-                Some(Fallback::ModelNotFound),
-            ),
-            Some(dir) => load_model(dir),
+        self.embedder.get_or_init(|| {
+            let (embedder, fallback) = match &self.model_dir {
+                None => (
+                    Arc::new(LexiconEmbedder::new()) as Arc<dyn Embedder>,
+                    Some(Fallback::ModelNotFound),
+                ),
+                Some(dir) => load_model(dir),
+            };
+            // A question is embedded once per scope searched and per request of a turn.
+            let remembering: Arc<dyn Embedder> = Arc::new(RecentQueries::new(embedder));
+            (remembering, fallback)
         })
     }
 
