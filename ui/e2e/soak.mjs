@@ -5,12 +5,14 @@
 //
 //   node ui/e2e/soak.mjs [--minutes 60] [--rate 100000] [--every 60]
 //
-// Disk: an hour at 100 000 frames/s is ~100 GB of session and CSV. The soak keeps it
-// bounded the way a long-running user would: recording goes into a new session every 5
-// minutes and the finished one is deleted; the CSV file is emptied (truncated in place –
-// the export keeps writing at its offset into a sparse file) at each sample. Neither is
-// what is measured; what is measured is whether anything grows.
-import { readFileSync, readdirSync, truncateSync, writeFileSync } from "node:fs";
+// Disk: an hour at 100 000 frames/s is ~70 GB of sessions (~1.2 GB a minute) and ~40 GB of
+// CSV. The soak keeps it bounded: every 3 minutes recording moves to a new sessions
+// database file and the finished file is removed (deleting a session inside one database
+// frees no disk: SQLite keeps the pages, and the delete's WAL grows as large), and the CSV
+// file is emptied at each sample (truncated in place – the export keeps writing at its
+// offset into a sparse file). Neither is what is measured; what is measured is whether
+// anything grows.
+import { readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
 import { artifacts, loadProject, repo, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor } from "./harness.mjs";
@@ -20,7 +22,7 @@ const arg = (name, d) => {
   return i > 0 ? Number(process.argv[i + 1]) : d;
 };
 const minutes = arg("minutes", 60), rate = arg("rate", 100000), everyS = arg("every", 60);
-const ROTATE_S = 300;
+const ROTATE_S = 180;
 
 const dir = tempDir("sextant-soak-");
 const projectPath = join(dir, "soak.json");
@@ -55,9 +57,12 @@ const call = (command, params = {}) =>
     return m.result;
   }, [command, params]);
 
+let db = 0;
+const dbPath = (k) => join(dir, `sessions-${k}.sqlite`);
+await call("sessions.setDatabase", { path: dbPath(db) });
 await call("csvExport.enable", { path: csvPath });
 await call("io.connect");
-let session = (await call("sessions.startRecording", { title: "soak" })).id;
+await call("sessions.startRecording", { title: "soak" });
 let rotatedAt = Date.now();
 await waitFor("16 drawn plots", async () => (await page.locator('[data-testid="widget"] canvas').count()) >= 16, 20000);
 
@@ -100,7 +105,8 @@ function processes() {
 
 const samples = [];
 const t0 = Date.now();
-let sessionsDeleted = 0;
+let rotations = 0;
+const recordings = [];
 const status = () => call("io.status");
 const stats = () => page.evaluate(() => ({ ...window.__sextantStats, t: performance.now() }));
 let lastStats = await stats();
@@ -127,16 +133,17 @@ for (let k = 0; ; k++) {
     truncateSync(`${csvPath}.partial`, 0);
   } catch {}
   if (Date.now() - rotatedAt >= ROTATE_S * 1000) {
-    await call("sessions.stopRecording");
-    const old = session;
-    session = (await call("sessions.startRecording", { title: "soak" })).id;
-    await call("sessions.delete", { id: old });
-    sessionsDeleted++;
+    const began = Date.now();
+    recordings.push({ ...(await call("sessions.stopRecording")).session, stopMs: Date.now() - began });
+    await call("sessions.setDatabase", { path: dbPath(++db) });
+    await call("sessions.startRecording", { title: "soak" });
+    for (const end of ["", "-wal", "-shm"]) rmSync(dbPath(db - 1) + end, { force: true });
+    rotations++;
     rotatedAt = Date.now();
   }
   await sleep(Math.max(0, t0 + (k + 1) * everyS * 1000 - Date.now()));
 }
-const rec = await call("sessions.stopRecording");
+recordings.push((await call("sessions.stopRecording")).session);
 await call("io.disconnect");
 
 // Flatness: each process's RSS from minute 5 on, as the spread around its mean.
@@ -154,8 +161,10 @@ const result = {
   framesPerS: Math.round((last.frames - samples[0].frames) / ((last.minute - samples[0].minute) * 60 || 1)),
   droppedChunks: last.droppedChunks,
   csvDroppedRows: last.csvDroppedRows,
-  lastRecording: rec,
-  sessionsRotated: sessionsDeleted,
+  // Each recording's frames, and what it dropped (recording is 1 of the 3 consumers).
+  recordings,
+  recordingDroppedFrames: recordings.reduce((n, r) => n + (r?.droppedFrames ?? 0), 0),
+  rotations,
   flatAfterSettling: flat,
 };
 console.log("\nRSS (MiB) per minute:");
