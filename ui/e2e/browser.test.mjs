@@ -52,6 +52,14 @@ async function pick(p, button, file) {
   await (await chooser).setFiles(file);
 }
 
+/** Opens the project at `file` by typing its path on the Project screen, as a person can. */
+async function openByPath(p, file) {
+  await nav(p, "project");
+  await p.fill('[data-testid="project-path"]', file);
+  await p.click('[data-testid="project-open-path"]');
+  await discardIfAsked(p);
+}
+
 /** Opening, importing or starting a project replaces the open one: when it has unsaved
  *  edits (a test before left some), the app asks first – the tests discard them. */
 async function discardIfAsked(p) {
@@ -232,10 +240,7 @@ test("quick plot: a slower device beside a faster one reads its latest value, no
     ] }],
   }));
   page = await fresh(base, { points: 20 });
-  await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-open-path"]');
-  await discardIfAsked(page);
+  await openByPath(page, file);
   await page.locator('[data-testid="tree-dataset"]', { hasText: "Slow" }).first().waitFor();
   let i = 0;
   stopFeed = feed(pty.b, () => `${(12 + (i++ % 5) / 10).toFixed(1)}\n`, 250);
@@ -459,10 +464,7 @@ test("a shared project that runs a program asks before it runs, and remembers th
     groups: [{ id: "g", title: "Log", datasets: [{ id: "v", title: "V", index: 1 }] }],
   }));
   page = await fresh();
-  await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-open-path"]');
-  await discardIfAsked(page);
+  await openByPath(page, file);
   await page.locator('[data-testid="tree-source"]', { hasText: "Logger" }).first().waitFor();
   await nav(page, "connect");
   await page.click('[data-testid="connect"]');
@@ -766,10 +768,7 @@ test("an alarm hovering at its threshold toasts once, in a corner that covers no
   const file = join(dir, "hovering-alarm.json");
   writeFileSync(file, JSON.stringify({ ...project, title: "Hovering alarm" }));
   page = await fresh();
-  await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-open-path"]');
-  await discardIfAsked(page);
+  await openByPath(page, file);
   await page.locator('[data-testid="tree-group"]', { hasText: "Environment" }).first().waitFor();
   await nav(page, "dashboard");
   await page.evaluate(() => {
@@ -833,10 +832,7 @@ test("plots ask for what they can show: two points a pixel on screen, nothing of
       return send.call(this, d);
     };
   });
-  await nav(page, "project");
-  await page.fill('[data-testid="project-path"]', file);
-  await page.click('[data-testid="project-open-path"]');
-  await discardIfAsked(page);
+  await openByPath(page, file);
   await page.locator('[data-testid="tree-group"]', { hasText: "Channels" }).first().waitFor();
   await nav(page, "connect");
   if (await page.locator('[data-testid="disconnect"]').isVisible()) await page.click('[data-testid="disconnect"]');
