@@ -8,12 +8,13 @@ use std::sync::Arc;
 
 use criterion::{criterion_group, criterion_main, BatchSize, Criterion, Throughput};
 use sextant_scripting::{Limits, NoHost};
+use sextant_telemetry::csv::CsvWriter;
 use sextant_telemetry::decode::Decoded;
 use sextant_telemetry::parse::build_parser;
 use sextant_telemetry::pipeline::Pipeline;
 use sextant_telemetry::project::ParserConfig;
 use sextant_telemetry::series::SeriesStore;
-use sextant_telemetry::{Project, Rows, Timestamp};
+use sextant_telemetry::{Project, Rows, Timestamp, Value};
 
 const FRAMES: usize = 10_000;
 
@@ -120,9 +121,48 @@ fn pipeline(c: &mut Criterion) {
     group.finish();
 }
 
+/// CSV export (`CsvWriter`) of 8-value rows: decimals as a device sends them, and the
+/// 17-digit results of arithmetic on them (a script's `/ 10`), which take the rounding.
+fn csv_export(c: &mut Criterion) {
+    let rows: Vec<Vec<Value>> = frames()
+        .iter()
+        .map(|line| {
+            line.split(',')
+                .map(|f| Value::Number(f.parse().unwrap()))
+                .collect()
+        })
+        .collect();
+    let divided: Vec<Vec<Value>> = rows
+        .iter()
+        .map(|r| {
+            r.iter()
+                .map(|v| match v {
+                    Value::Number(n) => Value::Number(n / 10.0 + 0.1),
+                    other => other.clone(),
+                })
+                .collect()
+        })
+        .collect();
+    let columns: Vec<String> = (1..=8).map(|i| format!("G/F{i}")).collect();
+    let mut group = c.benchmark_group("csv");
+    group.throughput(Throughput::Elements(FRAMES as u64));
+    for (name, rows) in [("device-decimals-8", &rows), ("arithmetic-8", &divided)] {
+        group.bench_function(name, |b| {
+            b.iter(|| {
+                let mut w = CsvWriter::new(std::io::sink(), &columns).unwrap();
+                for (i, row) in rows.iter().enumerate() {
+                    w.write_row(i as f64 * 1e-5, row).unwrap();
+                }
+                w.rows()
+            })
+        });
+    }
+    group.finish();
+}
+
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(4));
-    targets = parsers, pipeline
+    targets = parsers, pipeline, csv_export
 }
 criterion_main!(benches);
