@@ -34,8 +34,10 @@ pub struct CommandSpec {
     pub name: String,
     pub description: String,
     pub tier: Tier,
-    pub params_schema: Value,
-    pub result_schema: Value,
+    // Shared: every tool surface and overlay a turn builds copies the specs, not the
+    // schemas (a plain comment: a doc comment would be published in the wire schema).
+    pub params_schema: Arc<Value>,
+    pub result_schema: Arc<Value>,
     /// The read-only command that previews this one, if any.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub dry_run: Option<String>,
@@ -280,8 +282,8 @@ impl<C> Registry<C> {
             name: name.to_string(),
             description: description.to_string(),
             tier,
-            params_schema: schema_of::<P>(),
-            result_schema: schema_of::<R>(),
+            params_schema: Arc::new(schema_of::<P>()),
+            result_schema: Arc::new(schema_of::<R>()),
             dry_run: None,
             examples: Vec::new(),
         };

@@ -188,8 +188,8 @@ mod tests {
             name: name.into(),
             description: format!("Does {name}."),
             tier,
-            params_schema,
-            result_schema: json!({}),
+            params_schema: Arc::new(params_schema),
+            result_schema: Arc::new(json!({})),
             dry_run: None,
             examples: Vec::new(),
         }

@@ -142,7 +142,7 @@ impl ProposeDoor {
                           presses Remember on it."
                     .to_string(),
             tier: sextant_commands::Tier::Safe,
-            params_schema: json!({
+            params_schema: Arc::new(json!({
                 "type": "object",
                 "properties": {
                     "category": {"type": "string", "enum": ["preference", "correction", "reference", "project"]},
@@ -151,12 +151,12 @@ impl ProposeDoor {
                 },
                 "required": ["category", "text"],
                 "additionalProperties": false
-            }),
-            result_schema: json!({
+            })),
+            result_schema: Arc::new(json!({
                 "type": "object",
                 "properties": {"queued": {"type": "boolean"}},
                 "required": ["queued"]
-            }),
+            })),
             dry_run: None,
             examples: Vec::new(),
         };

@@ -56,17 +56,17 @@ fn load_skill_spec() -> CommandSpec {
                 .join("; ")
         ),
         tier: Tier::Safe,
-        params_schema: json!({
+        params_schema: Arc::new(json!({
             "type": "object",
             "properties": {"name": {"type": "string", "enum": names}},
             "required": ["name"],
             "additionalProperties": false
-        }),
-        result_schema: json!({
+        })),
+        result_schema: Arc::new(json!({
             "type": "object",
             "properties": {"name": {"type": "string"}, "title": {"type": "string"}, "body": {"type": "string"}},
             "required": ["name", "title", "body"]
-        }),
+        })),
         dry_run: None,
         examples: Vec::new(),
     }
