@@ -141,8 +141,8 @@ impl Chat {
         let log = self.log.lock().unwrap();
         log.events(self.id)
             .unwrap()
-            .into_iter()
-            .map(|e| e.event)
+            .iter()
+            .map(|e| e.event.clone())
             .collect()
     }
 

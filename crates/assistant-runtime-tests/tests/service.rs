@@ -302,9 +302,9 @@ fn approvals(s: &Setup) -> Vec<Value> {
     let log = sextant_assistant::chatlog::ChatLog::open(s.dir.path().join("chats.sqlite")).unwrap();
     log.events(s.chat)
         .unwrap()
-        .into_iter()
-        .filter_map(|e| match e.event {
-            Event::Structural(st) if st.kind == kinds::APPROVAL => Some(st.payload),
+        .iter()
+        .filter_map(|e| match &e.event {
+            Event::Structural(st) if st.kind == kinds::APPROVAL => Some(st.payload.clone()),
             _ => None,
         })
         .collect()
@@ -409,6 +409,43 @@ async fn chats_survive_reopening_the_service() {
     assert_eq!(reopened.list_chats().unwrap(), chats);
 }
 
+/// Turns share one provider client while its provider, address and key stay the same –
+/// the second turn's request comes over the first's kept-alive connection – and a key the
+/// person changes reaches the very next request.
+#[tokio::test]
+async fn turns_share_the_provider_connection_until_the_key_changes() {
+    let text = Script::fixture("anthropic_text").turns[0].clone();
+    let script = Script {
+        description: "three text replies".into(),
+        turns: vec![text.clone(), text.clone(), text],
+    };
+    let mut s = setup(script, |_| {}).await;
+    for (message, key) in [("one", None), ("two", None), ("three", Some("sk-ant-new"))] {
+        if let Some(key) = key {
+            let mut settings = s.service.settings();
+            settings.api_key = Some(key.into());
+            s.service.set_settings(settings);
+        }
+        s.service.send(s.chat, message).await.unwrap();
+        let seen = drive(&mut s.events, |_| {}).await;
+        assert_eq!(ended(&seen), TurnEndKind::Finished, "{message}: {seen:?}");
+    }
+    let requests = s.server.requests();
+    let keys: Vec<_> = requests.iter().map(|r| r.header("x-api-key")).collect();
+    assert_eq!(
+        keys,
+        [Some("sk-ant-test"), Some("sk-ant-test"), Some("sk-ant-new")]
+    );
+    assert_eq!(
+        requests[0].peer, requests[1].peer,
+        "the second turn reuses the first's connection"
+    );
+    assert_ne!(
+        requests[1].peer, requests[2].peer,
+        "a new key builds a new client"
+    );
+}
+
 #[tokio::test]
 async fn a_second_send_is_refused_and_cancel_answers_every_call() {
     let mut s = setup(script("anthropic_one_edit"), |_| {}).await;
@@ -450,8 +487,8 @@ async fn a_second_send_is_refused_and_cancel_answers_every_call() {
     let events: Vec<Event> = log
         .events(s.chat)
         .unwrap()
-        .into_iter()
-        .map(|e| e.event)
+        .iter()
+        .map(|e| e.event.clone())
         .collect();
     let calls: Vec<&String> = events
         .iter()
@@ -850,8 +887,8 @@ async fn fifty_cuts_in_a_row_leave_every_call_answered() {
         let events: Vec<Event> = log
             .events(s.chat)
             .unwrap()
-            .into_iter()
-            .map(|e| e.event)
+            .iter()
+            .map(|e| e.event.clone())
             .collect();
         for id in events.iter().filter_map(|e| match e {
             Event::ToolCall { id, .. } => Some(id),

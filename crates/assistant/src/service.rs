@@ -299,6 +299,18 @@ struct Inner {
     /// named when it refused a request as too long (which wins: it is what the server
     /// really enforces).
     servers: Mutex<HashMap<(String, String), KnownServer>>,
+    /// The provider client of the last turn and what it was built from: reused while the
+    /// provider, address and key stay the same, so turns share its connection pool (no new
+    /// TCP and TLS handshake per turn) and do not rebuild its TLS configuration.
+    client: Mutex<Option<(ClientFor, Client)>>,
+}
+
+/// What a provider client is built from.
+#[derive(PartialEq, Eq)]
+struct ClientFor {
+    provider: crate::settings::ProviderKind,
+    base_url: String,
+    api_key: Option<String>,
 }
 
 /// What is known of one server and model.
@@ -538,8 +550,28 @@ impl ChatService {
                 memory: Mutex::new(None),
                 compliance: Mutex::new(Arc::new(Compliance::in_memory())),
                 servers: Mutex::new(HashMap::new()),
+                client: Mutex::new(None),
             }),
         })
+    }
+
+    /// The provider client for `settings`: the last one while it was built from the same
+    /// provider, address and key.
+    fn client(&self, settings: &ServiceSettings) -> Result<Client, ProviderError> {
+        let wanted = ClientFor {
+            provider: settings.provider,
+            base_url: settings.base_url.clone(),
+            api_key: settings.api_key.clone(),
+        };
+        let mut kept = lock(&self.inner.client);
+        if let Some((built_for, client)) = kept.as_ref() {
+            if *built_for == wanted {
+                return Ok(client.clone());
+            }
+        }
+        let client = settings.client()?;
+        *kept = Some((wanted, client.clone()));
+        Ok(client)
     }
 
     /// The install's key, kept in the chat database: what binds the door's settings file to
@@ -556,7 +588,7 @@ impl ChatService {
     /// Records a log-only event in a chat (a person's answer to a memory proposal, say).
     pub fn record(&self, chat: ChatId, kind: &str, payload: Value) -> Result<(), ServiceError> {
         let mut log = lock(&self.inner.log);
-        log.chat(chat)?;
+        log.check_exists(chat)?;
         log.append(chat, &Event::structural(kind, payload))?;
         Ok(())
     }
@@ -745,7 +777,7 @@ impl ChatService {
 
     /// The models the configured provider offers.
     pub async fn list_models(&self) -> Result<Vec<ModelInfo>, ServiceError> {
-        let client = self.settings().client()?;
+        let client = self.client(&self.settings())?;
         Ok(client.list_models().await?)
     }
 
@@ -817,7 +849,7 @@ impl ChatService {
         };
         // Checked after the turn is registered: a concurrent delete either saw the turn
         // and refused, or finished before this check.
-        lock(&self.inner.log).chat(chat)?;
+        lock(&self.inner.log).check_exists(chat)?;
         // The message this turn answers (for a retry, the last one in the log).
         let message = match &text {
             Some(t) => t.clone(),
@@ -974,7 +1006,7 @@ impl ChatService {
             pipeline = m.pipeline(pipeline, &commands);
         }
         let conversation = Conversation::new(
-            settings.client()?,
+            self.client(settings)?,
             self.inner.log.clone(),
             chat,
             Arc::new(pipeline),
@@ -1000,7 +1032,7 @@ impl ChatService {
         if let Some(facts) = lock(&self.inner.servers).get(&key).and_then(|k| k.facts) {
             return Some(facts);
         }
-        let Ok(Client::OpenAi(client)) = settings.client() else {
+        let Ok(Client::OpenAi(client)) = self.client(settings) else {
             return None;
         };
         let facts = client.probe(&settings.model).await;

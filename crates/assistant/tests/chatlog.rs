@@ -2,8 +2,8 @@
 
 use serde_json::json;
 use sextant_assistant::chatlog::{
-    fold, kinds, Block, ChatLog, ChatLogError, Event, Folded, LoggedEvent, Message, Role, Surface,
-    ToolStatus, UiItem, COMPACTION_SOURCE, INTERRUPTED,
+    fold, kinds, Block, ChatLog, ChatLogError, Event, Fold, Folded, LoggedEvent, Message, Role,
+    Surface, ToolStatus, UiItem, COMPACTION_SOURCE, INTERRUPTED,
 };
 use sextant_assistant::skills;
 
@@ -59,7 +59,7 @@ fn the_fold_after_reopening_equals_the_fold_before() {
     let after = log.fold(chat).unwrap();
     assert_eq!(after, before);
     // And the events read back are the events written.
-    let read: Vec<Event> = events_before.into_iter().map(|e| e.event).collect();
+    let read: Vec<Event> = events_before.iter().map(|e| e.event.clone()).collect();
     assert_eq!(read, conversation());
     // The history is well-formed: user, assistant(text, use), user(result), …
     let roles: Vec<Role> = after.history.iter().map(|m| m.role).collect();
@@ -775,4 +775,143 @@ fn tool_results_reach_the_model_in_an_envelope_stable_per_chat() {
     assert_eq!(log2.envelope(a).unwrap().nonce(), nonce);
     // Each chat its own nonce.
     assert_ne!(log2.envelope(b).unwrap().nonce(), nonce);
+}
+
+/// A handle keeps the logs it read and reads only what was appended since, by itself or by
+/// another handle; after every append its events and fold equal a fresh handle's, whatever
+/// the event (a compaction, a call left open, a reply).
+#[test]
+fn a_kept_log_reads_and_folds_like_a_fresh_one_after_every_append() {
+    let (_dir, path) = db();
+    let mut a = ChatLog::open(&path).unwrap();
+    let mut b = ChatLog::open(&path).unwrap();
+    let chat = a.create_chat("kept").unwrap();
+    let other = a.create_chat("other").unwrap();
+    let mut script = conversation();
+    script.extend([
+        Event::Compaction {
+            through: 5,
+            summary: "The user wants a temperature dataset.".into(),
+        },
+        Event::user("try again"),
+        Event::tool_call("t4", "project.get", json!({})),
+        Event::user("a question while the call is open"),
+        Event::tool_result("t4", r#"{"title":"Rover"}"#, false),
+        Event::assistant("Done."),
+    ]);
+    for (i, event) in script.iter().enumerate() {
+        // Alternate the writer, and write to another chat in between: each handle's kept
+        // log must take the other's appends and never another chat's.
+        let writer = if i % 2 == 0 { &mut a } else { &mut b };
+        writer.append(chat, event).unwrap();
+        writer.append(other, &Event::user("elsewhere")).unwrap();
+        // The reference: a fresh handle's log, folded from scratch to its end.
+        let fresh = ChatLog::open(&path).unwrap();
+        let mut whole = Fold::with_envelope(fresh.envelope(chat).unwrap());
+        for e in fresh.events(chat).unwrap().iter() {
+            whole.apply(e);
+        }
+        let expected = whole.finish();
+        for (name, handle) in [("a", &a), ("b", &b)] {
+            assert_eq!(
+                *handle.events(chat).unwrap(),
+                *fresh.events(chat).unwrap(),
+                "{name} after event {i}"
+            );
+            assert_eq!(
+                handle.fold(chat).unwrap(),
+                expected,
+                "{name} after event {i}"
+            );
+            assert_eq!(
+                handle.history(chat).unwrap(),
+                expected.history,
+                "{name} after event {i}"
+            );
+        }
+    }
+    assert_eq!(a.events(chat).unwrap().len(), script.len());
+}
+
+/// A chat deleted on another handle can have its id taken by the next chat: a handle that
+/// kept the old chat's log must not show it as the new chat's.
+#[test]
+fn a_deleted_chats_kept_log_is_never_read_as_the_chat_that_takes_its_id() {
+    let (_dir, path) = db();
+    let mut a = ChatLog::open(&path).unwrap();
+    let mut b = ChatLog::open(&path).unwrap();
+    let old = a.create_chat("old").unwrap();
+    for e in conversation() {
+        a.append(old, &e).unwrap();
+    }
+    assert_eq!(a.events(old).unwrap().len(), conversation().len());
+    a.fold(old).unwrap();
+    b.delete_chat(old).unwrap();
+    let new = b.create_chat("new").unwrap();
+    assert_eq!(new, old, "SQLite gives the freed id to the next chat");
+    b.append(new, &Event::user("a new chat")).unwrap();
+    let events: Vec<Event> = a
+        .events(new)
+        .unwrap()
+        .iter()
+        .map(|e| e.event.clone())
+        .collect();
+    assert_eq!(events, [Event::user("a new chat")]);
+    assert_eq!(a.fold(new).unwrap(), b.fold(new).unwrap());
+    assert_eq!(a.fold(new).unwrap().history.len(), 1);
+}
+
+/// Files from every earlier version open and reach the current one, including version 3
+/// files that builds since the result sets were added wrote with that table already made.
+#[test]
+fn every_earlier_schema_version_migrates_to_the_current_one() {
+    for (label, drop_result_sets) in [("3 with result sets", false), ("3 without", true)] {
+        let (_dir, path) = db();
+        let mut log = ChatLog::open(&path).unwrap();
+        let chat = log.create_chat("kept").unwrap();
+        log.append(chat, &Event::user("hello")).unwrap();
+        drop(log);
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        raw.execute_batch(
+            "UPDATE meta SET value = '3' WHERE key = 'schema_version';
+             DELETE FROM meta WHERE key = 'chats_deleted';
+             DROP TRIGGER count_deleted_chats;",
+        )
+        .unwrap();
+        if drop_result_sets {
+            raw.execute_batch("DROP TABLE archive_result_sets").unwrap();
+        }
+        drop(raw);
+        let mut log = ChatLog::open(&path).unwrap();
+        assert_eq!(log.events(chat).unwrap().len(), 1, "{label}");
+        let raw = rusqlite::Connection::open(&path).unwrap();
+        let (version, tables): (String, i64) = raw
+            .query_row(
+                "SELECT (SELECT value FROM meta WHERE key = 'schema_version'),
+                        (SELECT count(*) FROM sqlite_master WHERE name = 'archive_result_sets')",
+                [],
+                |r| Ok((r.get(0)?, r.get(1)?)),
+            )
+            .unwrap();
+        assert_eq!(
+            (version.as_str(), tables),
+            (
+                sextant_assistant::chatlog::schema::SCHEMA_VERSION
+                    .to_string()
+                    .as_str(),
+                1
+            ),
+            "{label}"
+        );
+        // And the deletion counter works on the migrated file.
+        log.delete_chat(chat).unwrap();
+        let deleted: String = raw
+            .query_row(
+                "SELECT value FROM meta WHERE key = 'chats_deleted'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(deleted, "1", "{label}");
+    }
 }

@@ -145,8 +145,8 @@ async fn run(script: &str, compaction: bool, budget_tokens: usize) -> Run {
         .unwrap()
         .events(chat)
         .unwrap()
-        .into_iter()
-        .map(|e| e.event)
+        .iter()
+        .map(|e| e.event.clone())
         .collect();
     let bodies = server.requests().iter().map(|r| r.json()).collect();
     Run {

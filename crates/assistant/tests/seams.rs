@@ -85,8 +85,8 @@ async fn turn(seams: Option<Seams>) -> (Vec<Event>, String, serde_json::Value) {
         .unwrap()
         .events(id)
         .unwrap()
-        .into_iter()
-        .map(|e| e.event)
+        .iter()
+        .map(|e| e.event.clone())
         .collect();
     let body = server.requests()[0].json();
     (events, shown, body)

@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::body::{Body, Bytes};
-use axum::extract::State;
+use axum::extract::{ConnectInfo, State};
 use axum::http::{HeaderMap, Method, StatusCode, Uri};
 use axum::response::Response;
 use futures_util::StreamExt;
@@ -112,6 +112,9 @@ pub struct RecordedRequest {
     pub headers: Vec<(String, String)>,
     pub body: Vec<u8>,
     pub at: Instant,
+    /// The client's address: two requests from one port came over one kept-alive
+    /// connection.
+    pub peer: std::net::SocketAddr,
 }
 
 impl RecordedRequest {
@@ -182,6 +185,7 @@ impl ScriptServer {
             .expect("bind 127.0.0.1:0");
         let addr = listener.local_addr().expect("local address");
         let task = tokio::spawn(async move {
+            let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
             let _ = axum::serve(listener, app).await;
         });
         ScriptServer { addr, shared, task }
@@ -206,6 +210,7 @@ impl Drop for ScriptServer {
 
 async fn respond(
     State(shared): State<Arc<Shared>>,
+    ConnectInfo(peer): ConnectInfo<std::net::SocketAddr>,
     method: Method,
     uri: Uri,
     headers: HeaderMap,
@@ -230,6 +235,7 @@ async fn respond(
                 .collect(),
             body: body.to_vec(),
             at: Instant::now(),
+            peer,
         });
         requests.len() - 1
     };

@@ -16,6 +16,12 @@ use crate::http::{self, error_chain, Call, HttpConfig};
 use crate::model::{Event, PartialToolCall};
 use crate::sse::{SseEvent, SseParser};
 
+/// After a reply's stop event, how long and how much of the rest of the body is read so the
+/// connection can be kept: a server that sends more, or holds the body open, loses its
+/// connection rather than delaying the turn.
+const DRAIN_WAIT: Duration = Duration::from_millis(50);
+const DRAIN_MAX_BYTES: usize = 64 * 1024;
+
 /// A streamed reply: events, then either [`Event::Stop`] or one error, then nothing.
 pub type EventStream = Pin<Box<dyn Stream<Item = Result<Event, ProviderError>> + Send>>;
 
@@ -159,7 +165,28 @@ impl<D: Decoder> State<D> {
             }
             self.decoder.event(event, &mut self.ready)?;
         }
+        if self.decoder.done() {
+            self.drain().await;
+        }
         Ok(())
+    }
+
+    /// Reads the rest of the body after the stop event – normally just its end, already on
+    /// the wire – briefly and boundedly, so the connection goes back to the client's pool for
+    /// the next request (no new TCP and TLS handshake) instead of being closed with the body
+    /// unread. Done here rather than on the next read: a caller may stop at the stop event.
+    async fn drain(&mut self) {
+        let body = &mut self.body;
+        let drain = async {
+            let mut left = DRAIN_MAX_BYTES;
+            while let Some(Ok(chunk)) = body.next().await {
+                left = match left.checked_sub(chunk.len()) {
+                    Some(left) => left,
+                    None => break,
+                };
+            }
+        };
+        let _ = tokio::time::timeout(DRAIN_WAIT, drain).await;
     }
 
     fn end(&mut self) -> Result<(), ProviderError> {

@@ -463,12 +463,15 @@ impl<M: ChatModel> Conversation<M> {
 
     /// The request the log would produce now: a fresh fold, budgeted.
     pub fn request(&self, prompt: &Prompt) -> Result<Request, ConversationError> {
-        let folded = self.lock().fold(self.chat).map_err(|e| self.log_error(e))?;
+        let history = self
+            .lock()
+            .history(self.chat)
+            .map_err(|e| self.log_error(e))?;
         // The seams' view of the history, then the budget on what is left.
         let budget = HistoryBudget {
             tokens: self.settings.history_budget_tokens,
         };
-        let messages = budget.transform(self.seams.history(to_provider(&folded.history)));
+        let messages = budget.transform(self.seams.history(to_provider(&history)));
         let tools = self.seams.tools(prompt.tools.clone());
         Ok(Request {
             model: self.settings.model.clone(),
@@ -582,13 +585,13 @@ impl<M: ChatModel> Conversation<M> {
         let Some(compactor) = &self.seams.compaction else {
             return Ok(());
         };
-        let events = self
-            .lock()
-            .events(self.chat)
-            .map_err(|e| self.log_error(e))?;
-        let view = self
-            .seams
-            .history(to_provider(&chatlog::fold(&events).history));
+        let (events, history) = {
+            let log = self.lock();
+            let events = log.events(self.chat).map_err(|e| self.log_error(e))?;
+            let history = log.history(self.chat).map_err(|e| self.log_error(e))?;
+            (events, history)
+        };
+        let view = self.seams.history(to_provider(&history));
         let tokens: usize = view.iter().map(estimate_tokens).sum();
         let budget = self.settings.history_budget_tokens;
         if tokens <= budget {

@@ -820,11 +820,24 @@ pub(crate) fn load_events(
     chat: ChatId,
     path: &std::path::Path,
 ) -> Result<Vec<LoggedEvent>, ChatLogError> {
+    load_events_after(conn, chat, 0, path)
+}
+
+/// The chat's events after `after`, in order, read on `conn`.
+pub(crate) fn load_events_after(
+    conn: &Connection,
+    chat: ChatId,
+    after: Seq,
+    path: &std::path::Path,
+) -> Result<Vec<LoggedEvent>, ChatLogError> {
     let rows = (|| -> rusqlite::Result<Vec<(i64, i64, String, String)>> {
         let mut stmt = conn.prepare_cached(
-            "SELECT seq, unix_ms, kind, payload FROM events WHERE chat = ?1 ORDER BY seq",
+            "SELECT seq, unix_ms, kind, payload FROM events WHERE chat = ?1 AND seq > ?2 \
+             ORDER BY seq",
         )?;
-        let rows = stmt.query_map([chat], |r| Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?)))?;
+        let rows = stmt.query_map(params![chat, after as i64], |r| {
+            Ok((r.get(0)?, r.get(1)?, r.get(2)?, r.get(3)?))
+        })?;
         rows.collect()
     })()
     .map_err(|e| ChatLogError::from_sql(e, path))?;

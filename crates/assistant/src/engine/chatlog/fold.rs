@@ -185,7 +185,7 @@ struct Item {
 }
 
 /// The state machine. Feed events in order with [`Fold::apply`], then [`Fold::finish`].
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub struct Fold {
     envelope: Envelope,
     /// Tool names by call id (a result's envelope names its tool).
@@ -235,6 +235,11 @@ impl Fold {
             seqs: Vec::new(),
             last_seq: 0,
         }
+    }
+
+    /// The envelope what came from outside is wrapped in.
+    pub fn envelope(&self) -> &Envelope {
+        &self.envelope
     }
 
     /// Folds the next event in: one handler per event kind.
@@ -513,38 +518,80 @@ impl Fold {
 
     pub fn finish(mut self) -> Folded {
         self.interrupt_open(false);
-        let mut history: Vec<Message> = Vec::new();
-        let mut current = HashSet::new();
-        for item in self.items {
-            current.insert(item.seq);
-            match history.last_mut() {
-                Some(m) if m.role == item.role => m.content.push(item.block),
-                _ => history.push(Message {
-                    role: item.role,
-                    content: vec![item.block],
-                }),
-            }
-        }
-        let surface = self
-            .seqs
-            .iter()
-            .map(|&seq| {
-                let label = if current.contains(&seq) {
-                    Surface::Current
-                } else if self.shadowed.contains(&seq) {
-                    Surface::Shadowed
-                } else {
-                    Surface::LogOnly
-                };
-                (seq, label)
-            })
-            .collect();
+        let surface = surface(&self.seqs, &self.shadowed, &self.items);
         Folded {
-            history,
+            history: messages(self.items),
             ui: self.ui,
             surface,
         }
     }
+
+    /// What [`Fold::finish`] would give now, leaving the fold to take more events (a chat's
+    /// kept fold): copies only what the result holds.
+    pub fn snapshot(&self) -> Folded {
+        let items: Vec<Item> = self.finished_items().collect();
+        Folded {
+            surface: surface(&self.seqs, &self.shadowed, &items),
+            history: messages(items),
+            ui: self.ui.clone(),
+        }
+    }
+
+    /// [`Fold::snapshot`]'s history alone: what a model request needs.
+    pub fn history(&self) -> Vec<Message> {
+        messages(self.finished_items())
+    }
+
+    /// The items `finish` ends with: those folded, then an interrupted result for each
+    /// call still open, then the citations that waited for them (as `interrupt_open`).
+    fn finished_items(&self) -> impl Iterator<Item = Item> + '_ {
+        let interrupted = self.open.iter().map(|(id, call_seq)| Item {
+            seq: *call_seq,
+            role: Role::User,
+            block: Block::ToolResult {
+                tool_use_id: id.clone(),
+                content: INTERRUPTED.to_string(),
+                is_error: true,
+            },
+        });
+        self.items
+            .iter()
+            .cloned()
+            .chain(interrupted)
+            .chain(self.deferred.iter().cloned())
+    }
+}
+
+/// Items as messages: consecutive items of one role make one message.
+fn messages(items: impl IntoIterator<Item = Item>) -> Vec<Message> {
+    let mut history: Vec<Message> = Vec::new();
+    for item in items {
+        match history.last_mut() {
+            Some(m) if m.role == item.role => m.content.push(item.block),
+            _ => history.push(Message {
+                role: item.role,
+                content: vec![item.block],
+            }),
+        }
+    }
+    history
+}
+
+/// Every event's label: in the history (`items`), shadowed by a later one, or log-only.
+fn surface(seqs: &[Seq], shadowed: &HashSet<Seq>, items: &[Item]) -> BTreeMap<Seq, Surface> {
+    let current: HashSet<Seq> = items.iter().map(|i| i.seq).collect();
+    seqs.iter()
+        .map(|&seq| {
+            let label = if current.contains(&seq) {
+                Surface::Current
+            } else if shadowed.contains(&seq) {
+                Surface::Shadowed
+            } else {
+                Surface::LogOnly
+            };
+            (seq, label)
+        })
+        .collect()
 }
 
 /// A tool's name as the envelope's `source` label: the model wrote it (an unknown tool's

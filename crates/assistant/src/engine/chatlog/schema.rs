@@ -20,13 +20,15 @@
 //!   and emptied of a chat in its delete's (a trigger). `meta.archive_generation` counts
 //!   every change to it; `meta.install_key` (random, 32 bytes hex) signs search cursors and
 //!   derives each chat's envelope nonce.
-//! - v4 `archive_result_sets`: a search's ranked matches, for its next pages (an hour).
 //! - v3 `archive_docs.surface` (`current`, `shadowed`, `log_only`; NULL: not yet labelled)
 //!   and `chats.labelled_seq`: each event's surface label as the fold gives it, kept so a
 //!   search filters by surface in SQL. A chat's labels are valid while its log ends at
 //!   `labelled_seq`; the first search after it grows folds it again. `meta.labels_version`
 //!   names the fold the labels came from: a build whose fold labels differently relabels
 //!   every chat.
+//! - v4 `archive_result_sets`: a search's ranked matches, for its next pages (an hour).
+//! - v5 `meta.chats_deleted`: how many chats were ever deleted (a trigger counts them), so
+//!   a handle's kept logs are dropped when an id may have been reused.
 
 use std::path::Path;
 use std::time::Duration;
@@ -35,8 +37,9 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 
 use crate::engine::chatlog::ChatLogError;
 
-/// The newest schema this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 3;
+/// The newest schema this build reads and writes: one version per migration step, so a
+/// step cannot be added without the version that makes older files take it.
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -101,9 +104,11 @@ ALTER TABLE chats ADD COLUMN labelled_seq INTEGER NOT NULL DEFAULT 0;
 "#;
 
 // The ranked matches of a search whose first page had a next one: the next pages go on in
-// this order, so appends never invalidate a cursor (kept an hour).
+// this order, so appends never invalidate a cursor (kept an hour). `IF NOT EXISTS`: builds
+// from before the version was derived from the steps created this table in files they
+// labelled version 3.
 const V4: &str = r#"
-CREATE TABLE archive_result_sets (
+CREATE TABLE IF NOT EXISTS archive_result_sets (
     id INTEGER PRIMARY KEY,
     made_unix_ms INTEGER NOT NULL,
     request TEXT NOT NULL,
@@ -111,8 +116,18 @@ CREATE TABLE archive_result_sets (
 );
 "#;
 
+// Chats deleted so far, by any connection. A deleted chat's id can be taken by the next
+// chat, so a handle that keeps chats' logs read (`ChatLog`) forgets them when this moves.
+const V5: &str = r#"
+INSERT INTO meta (key, value) VALUES ('chats_deleted', '0');
+CREATE TRIGGER count_deleted_chats AFTER DELETE ON chats
+BEGIN
+    UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'chats_deleted';
+END;
+"#;
+
 /// Step `n` brings a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1, V2, V3, V4];
+const MIGRATIONS: &[&str] = &[V1, V2, V3, V4, V5];
 
 /// Opens (creating if needed) and migrates the database at `path`.
 pub fn open(path: &Path) -> Result<Connection, ChatLogError> {

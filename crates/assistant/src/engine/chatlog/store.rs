@@ -5,6 +5,7 @@
 //! snapshots and never see half an append.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use rusqlite::{params, Connection, OptionalExtension, TransactionBehavior};
@@ -12,7 +13,7 @@ use serde::Serialize;
 
 use crate::engine::chatlog::archive;
 use crate::engine::chatlog::event::{Event, LoggedEvent, Seq};
-use crate::engine::chatlog::fold::{Fold, Folded};
+use crate::engine::chatlog::fold::{Fold, Folded, Message};
 use crate::engine::chatlog::{schema, ChatId, ChatLogError};
 use crate::engine::context::Envelope;
 
@@ -36,6 +37,44 @@ pub struct ChatLog {
     pub(super) path: PathBuf,
     /// Appends skip the archive's index (the benchmark's "index off" figure only).
     unindexed: bool,
+    /// What this handle has read of its recent chats' logs.
+    kept: Mutex<KeptLogs>,
+}
+
+/// The kept logs, most recently used first, and the database's count of deleted chats
+/// when they were read.
+#[derive(Default)]
+struct KeptLogs {
+    chats: Vec<Kept>,
+    deleted: i64,
+}
+
+/// How many chats' logs a handle keeps read and folded (the ones a person has open).
+const KEPT_CHATS: usize = 8;
+
+/// One chat's log as this handle last read it, and its fold. A log only grows (the
+/// database refuses to change or remove an event of a chat that exists), so a later read
+/// fetches only the events after the last one kept, whoever appended them, and the fold
+/// takes just those: a request of a 10 000-event chat neither reads nor folds it all again.
+/// A chat deleted on any connection (its id may be reused) drops every kept log.
+struct Kept {
+    chat: ChatId,
+    /// The last kept event's seq.
+    last: Seq,
+    events: Arc<Vec<LoggedEvent>>,
+    /// The fold of `events[..folded]`, unfinished, with the chat's envelope.
+    fold: Option<(Fold, usize)>,
+}
+
+impl Kept {
+    fn empty(chat: ChatId) -> Kept {
+        Kept {
+            chat,
+            last: 0,
+            events: Arc::new(Vec::new()),
+            fold: None,
+        }
+    }
 }
 
 pub(super) fn now_ms() -> i64 {
@@ -69,6 +108,7 @@ impl ChatLog {
             conn,
             path,
             unindexed: false,
+            kept: Mutex::default(),
         })
     }
 
@@ -122,8 +162,20 @@ impl ChatLog {
     /// key and the chat, so it is the same for every request of the chat (the provider's
     /// prompt cache holds) and unknowable to whoever wrote what it wraps.
     pub fn envelope(&self, chat: ChatId) -> Result<Envelope, ChatLogError> {
+        self.envelope_of(chat, self.created(chat)?)
+    }
+
+    /// The chat's creation time: what, with its id, names it for its whole life.
+    fn created(&self, chat: ChatId) -> Result<i64, ChatLogError> {
+        self.conn
+            .prepare_cached("SELECT created_unix_ms FROM chats WHERE id = ?1")
+            .and_then(|mut s| s.query_row([chat], |r| r.get(0)).optional())
+            .map_err(|e| self.sql(e))?
+            .ok_or(ChatLogError::NoChat(chat))
+    }
+
+    fn envelope_of(&self, chat: ChatId, created: i64) -> Result<Envelope, ChatLogError> {
         use hmac::Mac;
-        let created = self.chat(chat)?.created_unix_ms;
         let key = self.install_key()?;
         let mut mac = <hmac::Hmac<sha2::Sha256>>::new_from_slice(&key)
             .expect("HMAC takes a key of any length");
@@ -145,6 +197,11 @@ impl ChatLog {
             rows.collect()
         };
         run().map_err(|e| self.sql(e))
+    }
+
+    /// `NoChat` unless the chat exists: [`ChatLog::chat`] without counting its events.
+    pub fn check_exists(&self, id: ChatId) -> Result<(), ChatLogError> {
+        self.created(id).map(|_| ())
     }
 
     pub fn chat(&self, id: ChatId) -> Result<ChatSummary, ChatLogError> {
@@ -214,10 +271,46 @@ impl ChatLog {
         Ok(seq)
     }
 
-    /// A chat's log, in order.
-    pub fn events(&self, chat: ChatId) -> Result<Vec<LoggedEvent>, ChatLogError> {
-        self.chat(chat)?;
-        archive::load_events(&self.conn, chat, &self.path)
+    /// A chat's log, in order. Only the events appended since this handle last read the
+    /// chat are read from the database.
+    pub fn events(&self, chat: ChatId) -> Result<Arc<Vec<LoggedEvent>>, ChatLogError> {
+        self.created(chat)?;
+        let mut kept = self.kept_lock();
+        let entry = self.refreshed(&mut kept, chat)?;
+        Ok(entry.events.clone())
+    }
+
+    fn kept_lock(&self) -> std::sync::MutexGuard<'_, KeptLogs> {
+        self.kept.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The chat's kept log brought up to date, moved to the front of `kept`.
+    fn refreshed<'k>(
+        &self,
+        kept: &'k mut KeptLogs,
+        chat: ChatId,
+    ) -> Result<&'k mut Kept, ChatLogError> {
+        let deleted: i64 = self
+            .conn
+            .prepare_cached("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'chats_deleted'")
+            .and_then(|mut s| s.query_row([], |r| r.get(0)))
+            .map_err(|e| self.sql(e))?;
+        if deleted != kept.deleted {
+            kept.chats.clear();
+            kept.deleted = deleted;
+        }
+        let mut entry = match kept.chats.iter().position(|k| k.chat == chat) {
+            Some(i) => kept.chats.remove(i),
+            None => Kept::empty(chat),
+        };
+        let new = archive::load_events_after(&self.conn, chat, entry.last, &self.path)?;
+        if let Some(last) = new.last() {
+            entry.last = last.seq;
+            Arc::make_mut(&mut entry.events).extend(new);
+        }
+        kept.chats.insert(0, entry);
+        kept.chats.truncate(KEPT_CHATS);
+        Ok(&mut kept.chats[0])
     }
 
     /// Every tool call id the chat has used (a call id must name one call per chat: the
@@ -239,12 +332,33 @@ impl ChatLog {
     }
 
     /// The model history and UI projection of a chat, derived from its log.
+    /// Folds only the events appended since the last fold of the chat on this handle.
     pub fn fold(&self, chat: ChatId) -> Result<Folded, ChatLogError> {
-        let mut fold = Fold::with_envelope(self.envelope(chat)?);
-        for event in &self.events(chat)? {
+        self.with_fold(chat, Fold::snapshot)
+    }
+
+    /// The model's history of the chat: [`ChatLog::fold`]'s `history` alone, for a request.
+    pub fn history(&self, chat: ChatId) -> Result<Vec<Message>, ChatLogError> {
+        self.with_fold(chat, Fold::history)
+    }
+
+    /// `f` of the chat's fold, brought up to date with the events appended since it was
+    /// last used.
+    fn with_fold<T>(&self, chat: ChatId, f: impl FnOnce(&Fold) -> T) -> Result<T, ChatLogError> {
+        let created = self.created(chat)?;
+        let envelope = self.envelope_of(chat, created)?;
+        let mut kept = self.kept_lock();
+        let entry = self.refreshed(&mut kept, chat)?;
+        let (mut fold, folded) = match entry.fold.take() {
+            Some((fold, n)) if fold.envelope() == &envelope && n <= entry.events.len() => (fold, n),
+            _ => (Fold::with_envelope(envelope), 0),
+        };
+        for event in &entry.events[folded..] {
             fold.apply(event);
         }
-        Ok(fold.finish())
+        let out = f(&fold);
+        entry.fold = Some((fold, entry.events.len()));
+        Ok(out)
     }
 }
 
