@@ -274,7 +274,6 @@ impl ChatLog {
     /// A chat's log, in order. Only the events appended since this handle last read the
     /// chat are read from the database.
     pub fn events(&self, chat: ChatId) -> Result<Arc<Vec<LoggedEvent>>, ChatLogError> {
-        self.created(chat)?;
         let mut kept = self.kept_lock();
         let entry = self.refreshed(&mut kept, chat)?;
         Ok(entry.events.clone())
@@ -290,6 +289,10 @@ impl ChatLog {
         kept: &'k mut KeptLogs,
         chat: ChatId,
     ) -> Result<&'k mut Kept, ChatLogError> {
+        // One read snapshot for the chat, the deletion count and the new events: a chat
+        // deleted and its id reused between two of them cannot mix two chats' logs.
+        let snapshot = self.conn.unchecked_transaction().map_err(|e| self.sql(e))?;
+        self.created(chat)?;
         let deleted: i64 = self
             .conn
             .prepare_cached("SELECT CAST(value AS INTEGER) FROM meta WHERE key = 'chats_deleted'")
@@ -304,6 +307,8 @@ impl ChatLog {
             None => Kept::empty(chat),
         };
         let new = archive::load_events_after(&self.conn, chat, entry.last, &self.path)?;
+        // Only read: ending it either way changes nothing.
+        drop(snapshot);
         if let Some(last) = new.last() {
             entry.last = last.seq;
             Arc::make_mut(&mut entry.events).extend(new);
