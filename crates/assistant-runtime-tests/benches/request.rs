@@ -35,7 +35,9 @@
 //!   live-state block), `client` (the provider client each turn builds).
 //!
 //! The request body's bytes (and where they are: system, per-request blocks, tools,
-//! messages) are printed before the figures.
+//! messages) are printed before the figures, and so is the first request on a freshly
+//! opened door (nothing of the log kept yet, the question not embedded before): once per
+//! chat after the app starts.
 //!
 //! `cargo bench -p sextant-assistant-runtime-tests --bench request`
 
@@ -344,6 +346,34 @@ impl Fixture {
         start
     }
 
+    /// The first request of the chat on a freshly opened door, as after the app starts and
+    /// before the panel has shown the chat: nothing of the log is kept yet, and the
+    /// question's embedding is not remembered (the embedder itself has loaded, as the door
+    /// does while the person types). The median of `runs`, each on its own door.
+    async fn cold_first_request(&self, runs: usize) -> Duration {
+        let mut took = Vec::with_capacity(runs);
+        for _ in 0..runs {
+            let door = common::open_with(&self.data, self.runtime.clone());
+            // The door loads the embedder as it opens; a person types for longer than that.
+            while !door.retrieval().is_loaded() {
+                tokio::time::sleep(Duration::from_millis(5)).await;
+            }
+            let server = ScriptServer::start(refusals(1)).await;
+            let service = door.service();
+            let mut settings = service.settings();
+            settings.base_url = server.url();
+            service.set_settings(settings);
+            let start = Instant::now();
+            let turn = service.retry(self.chat).await.expect("a reply is owed");
+            turn.wait().await.expect("the turn ends");
+            let requests = server.requests();
+            assert_eq!(requests.len(), 1, "one request, no compaction");
+            took.push(requests[0].at - start);
+        }
+        took.sort();
+        took[took.len() / 2]
+    }
+
     /// `iters` turns against a fresh server; the sum of the times from each turn's start to
     /// the server having its request's body, and the last body. Checks that each turn made
     /// exactly one request (no compaction).
@@ -546,6 +576,14 @@ fn bench(c: &mut Criterion) {
         .into_iter()
         .map(|n| (n, rt.block_on(setup(n))))
         .collect();
+
+    for (n, fx) in &fixtures {
+        let cold = rt.block_on(fx.cold_first_request(5));
+        eprintln!(
+            "{n} events: the first request on a freshly opened door (the embedder loaded, the \
+             whole log read and folded once, the question embedded) took {cold:?} (median of 5)"
+        );
+    }
 
     let mut group = c.benchmark_group("request");
     group

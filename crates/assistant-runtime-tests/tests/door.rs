@@ -914,3 +914,35 @@ async fn use_provider(door: &ChatDoor, server: &ScriptServer) {
     )
     .await;
 }
+
+/// With the memory or the archive on, the door loads the embedder on a thread of its own
+/// as it opens, so the first turn's first request does not wait for the model; with both
+/// off, nothing loads it.
+#[tokio::test]
+async fn the_embedder_loads_as_the_door_opens_only_when_a_mechanism_searches() {
+    let dir = tempfile::tempdir().unwrap();
+    let rt = runtime();
+    let door = open(dir.path(), rt.clone());
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    while !door.retrieval().is_loaded() {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the embedder was not loaded within 30 s of opening the door"
+        );
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    ok(
+        &door,
+        json!({"op": "setSettings", "memory": false, "archiveTools": false}),
+    )
+    .await;
+    drop(door);
+
+    let reopened = open(dir.path(), rt);
+    assert!(!reopened.service().settings().mechanisms.memory);
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(
+        !reopened.retrieval().is_loaded(),
+        "nothing searches, so nothing loads the embedder"
+    );
+}

@@ -221,6 +221,17 @@ impl ChatDoor {
         let key = read_key(&secrets, &stored);
         service.set_settings(apply(&stored, service.settings(), key));
         let retrieval = std::sync::Arc::new(Retrieval::open(dir));
+        // The memory searches on a turn's first request and the archive on the model's
+        // asking: load the embedder now, off this thread, rather than have the first
+        // request of the first turn wait for it (~150 ms with the neural model). A request
+        // that comes first waits for this same load, never starts another.
+        let mechanisms = service.settings().mechanisms;
+        if mechanisms.memory || mechanisms.archive_tools {
+            let warm = retrieval.clone();
+            let _ = std::thread::Builder::new()
+                .name("embedder-load".into())
+                .spawn(move || drop(warm.embedder()));
+        }
         let memory = std::sync::Arc::new(Memory::new(dir.join(MEMORY_FILE), retrieval.clone()));
         service.set_memory(memory.clone());
         service.set_compliance(std::sync::Arc::new(Compliance::open(
@@ -239,6 +250,11 @@ impl ChatDoor {
 
     pub fn service(&self) -> &ChatService {
         &self.service
+    }
+
+    /// The embedder and retrieval health the memory and the archive share.
+    pub fn retrieval(&self) -> &std::sync::Arc<Retrieval> {
+        &self.retrieval
     }
 
     pub fn key_backend(&self) -> Backend {

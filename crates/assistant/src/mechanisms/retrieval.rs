@@ -57,6 +57,11 @@ impl Retrieval {
         r
     }
 
+    /// Whether the embedder has been chosen (and the model loaded, when there is one).
+    pub fn is_loaded(&self) -> bool {
+        self.embedder.get().is_some()
+    }
+
     pub fn collector(&self) -> &Arc<Collector> {
         &self.collector
     }
