@@ -185,7 +185,7 @@ struct Item {
 }
 
 /// The state machine. Feed events in order with [`Fold::apply`], then [`Fold::finish`].
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct Fold {
     envelope: Envelope,
     /// Tool names by call id (a result's envelope names its tool).
