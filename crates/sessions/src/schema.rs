@@ -17,8 +17,21 @@
 //! - `chunks`: raw bytes per source with elapsed and Unix timestamps.
 //! - `frames`: parsed values per frame ([`crate::codec`]), with elapsed time and source.
 //!
-//! Rows of `chunks` and `frames` are played and exported in rowid order, which is the
-//! order the pipeline saw them in.
+//! Version 2 adds blocks ([`crate::codec`] has their encodings):
+//!
+//! - `frame_blocks`: up to 1 024 parsed frames a row, with the first frame's time (what the
+//!   block's deltas count from), the earliest and latest time in it, and its frame count.
+//! - `chunk_blocks`: up to 1 024 raw chunks of one source a row, with the first chunk's
+//!   times, the earliest and latest elapsed time, the chunk and byte counts, the per-chunk
+//!   times (`times`) and the bytes (`data`).
+//!
+//! A recording at 100 000 frames/s wrote 100 000 rows (and as many index entries) a second
+//! into `frames`; a message source (CAN, UDP) as many into `chunks`. Blocks pay that cost
+//! once per block. Sessions recorded before version 2 keep their `frames` and `chunks`
+//! rows, which are still read; new ones are written as blocks.
+//!
+//! Rows of each table are played and exported in rowid order, which is the order the
+//! pipeline saw them in.
 
 use std::path::Path;
 use std::time::Duration;
@@ -28,7 +41,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior};
 use crate::SessionError;
 
 /// The newest schema this build reads and writes.
-pub const SCHEMA_VERSION: i64 = 1;
+pub const SCHEMA_VERSION: i64 = MIGRATIONS.len() as i64;
 
 const V1: &str = r#"
 CREATE TABLE meta (
@@ -79,8 +92,33 @@ CREATE TABLE frames (
 CREATE INDEX frames_by_session ON frames (session);
 "#;
 
+const V2: &str = r#"
+CREATE TABLE frame_blocks (
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    first_elapsed_ns INTEGER NOT NULL,
+    min_elapsed_ns INTEGER NOT NULL,
+    max_elapsed_ns INTEGER NOT NULL,
+    frame_count INTEGER NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX frame_blocks_by_session ON frame_blocks (session);
+CREATE TABLE chunk_blocks (
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    source INTEGER NOT NULL,
+    first_elapsed_ns INTEGER NOT NULL,
+    first_unix_ns INTEGER NOT NULL,
+    min_elapsed_ns INTEGER NOT NULL,
+    max_elapsed_ns INTEGER NOT NULL,
+    chunk_count INTEGER NOT NULL,
+    byte_count INTEGER NOT NULL,
+    times BLOB NOT NULL,
+    data BLOB NOT NULL
+);
+CREATE INDEX chunk_blocks_by_source ON chunk_blocks (session, source);
+"#;
+
 /// Step `n` brings a database from version `n` to `n + 1`.
-const MIGRATIONS: &[&str] = &[V1];
+const MIGRATIONS: &[&str] = &[V1, V2];
 
 /// Whether `path` holds a sessions database: a regular file in SQLite's format with the
 /// sessions tables (read only; a file that is not one is left untouched).

@@ -168,14 +168,19 @@ impl SessionStore {
             session: id,
             detail: format!("the embedded project is not JSON: {e}"),
         })?;
+        // Blocks (schema version 2 on) and single rows (recorded before it).
         let mut stmt = self.conn.prepare(
-            "SELECT source, count(*), total(length(bytes)) FROM chunks WHERE session = ?1 GROUP BY source ORDER BY source",
+            "SELECT source, total(n), total(b) FROM ( \
+                 SELECT source, 1 AS n, length(bytes) AS b FROM chunks WHERE session = ?1 \
+                 UNION ALL \
+                 SELECT source, chunk_count, byte_count FROM chunk_blocks WHERE session = ?1 \
+             ) GROUP BY source ORDER BY source",
         )?;
         let sources = stmt
             .query_map([id], |r| {
                 Ok(SourceSummary {
                     index: r.get::<_, i64>(0)?.max(0) as usize,
-                    chunks: r.get::<_, i64>(1)?.max(0) as u64,
+                    chunks: r.get::<_, f64>(1)?.max(0.0) as u64,
                     bytes: r.get::<_, f64>(2)?.max(0.0) as u64,
                 })
             })?
@@ -281,7 +286,14 @@ impl SessionStore {
     /// [`vacuum`]: SessionStore::vacuum
     pub fn delete(&mut self, id: SessionId) -> Result<(), SessionError> {
         let tx = self.conn.transaction()?;
-        for table in ["chunks", "frames", "datasets", "session_tags"] {
+        for table in [
+            "chunks",
+            "chunk_blocks",
+            "frames",
+            "frame_blocks",
+            "datasets",
+            "session_tags",
+        ] {
             tx.execute(&format!("DELETE FROM {table} WHERE session = ?1"), [id])?;
         }
         let n = tx.execute("DELETE FROM sessions WHERE id = ?1", [id])?;
@@ -306,37 +318,49 @@ impl SessionStore {
         mut f: impl FnMut(Timestamp, usize, &[Value]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
         self.ensure(id)?;
+        let corrupt = |detail: String| SessionError::Corrupt {
+            session: id,
+            detail,
+        };
+        let at = |elapsed_ns: u64| Timestamp {
+            elapsed_ns,
+            unix_ns: 0,
+        };
+        let mut n = 0u64;
         // Rowid order is the order the pipeline produced the frames in; the index on
-        // `session` keeps rowids sorted, so this needs no sort.
+        // `session` keeps rowids sorted, so neither query needs a sort. A session has rows
+        // in one of the two tables: `frames` if recorded before schema version 2.
         let mut stmt = self.conn.prepare(
             "SELECT elapsed_ns, source, vals FROM frames WHERE session = ?1 ORDER BY rowid",
         )?;
         let mut rows = stmt.query([id])?;
         let mut values = Vec::new();
-        let mut n = 0u64;
         while let Some(row) = rows.next()? {
             let elapsed_ns = row.get::<_, i64>(0)?.max(0) as u64;
             let source = row.get::<_, i64>(1)?.max(0) as usize;
             let blob = row
                 .get_ref(2)?
                 .as_blob()
-                .map_err(|e| SessionError::Corrupt {
-                    session: id,
-                    detail: format!("values are not a blob: {e}"),
-                })?;
-            codec::decode_into(blob, &mut values).map_err(|detail| SessionError::Corrupt {
-                session: id,
-                detail,
-            })?;
-            f(
-                Timestamp {
-                    elapsed_ns,
-                    unix_ns: 0,
-                },
-                source,
-                &values,
-            )?;
+                .map_err(|e| corrupt(format!("values are not a blob: {e}")))?;
+            codec::decode_into(blob, &mut values).map_err(corrupt)?;
+            f(at(elapsed_ns), source, &values)?;
             n += 1;
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT first_elapsed_ns, data FROM frame_blocks WHERE session = ?1 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query([id])?;
+        while let Some(row) = rows.next()? {
+            // The block wrote the time's bits as they were: read them back the same way.
+            let first_ns = row.get::<_, i64>(0)? as u64;
+            let blob = row
+                .get_ref(1)?
+                .as_blob()
+                .map_err(|e| corrupt(format!("a frame block is not a blob: {e}")))?;
+            n += codec::for_each_in_block(blob, first_ns, |source, t, values| {
+                f(at(t), source, values)
+            })
+            .map_err(corrupt)??;
         }
         Ok(n)
     }

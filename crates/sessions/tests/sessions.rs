@@ -111,15 +111,34 @@ fn sessions_list_tag_rename_and_delete() {
         "{gone}"
     );
     assert!(matches!(store.delete(a), Err(SessionError::NotFound(_))));
-    let rows_left: i64 = rusqlite::Connection::open(&db)
-        .unwrap()
-        .query_row(
-            "SELECT (SELECT count(*) FROM frames WHERE session = ?1) + (SELECT count(*) FROM session_tags WHERE session = ?1) + (SELECT count(*) FROM datasets WHERE session = ?1)",
-            [a],
-            |r| r.get(0),
+    // Every table that holds a session's rows, found from the schema (so a table added
+    // later is checked too), is empty of the deleted one and still has the other's.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT m.name FROM sqlite_master m, pragma_table_info(m.name) c \
+             WHERE m.type = 'table' AND c.name = 'session'",
         )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .collect::<Result<_, _>>()
         .unwrap();
-    assert_eq!(rows_left, 0, "a deleted session leaves no rows behind");
+    assert!(tables.len() >= 5, "{tables:?}");
+    for table in &tables {
+        let rows = |id: i64| -> i64 {
+            conn.query_row(
+                &format!("SELECT count(*) FROM {table} WHERE session = ?1"),
+                [id],
+                |r| r.get(0),
+            )
+            .unwrap()
+        };
+        assert_eq!(rows(a), 0, "a deleted session leaves no rows in {table}");
+        if ["frame_blocks", "datasets"].contains(&table.as_str()) {
+            assert!(rows(b) > 0, "the other session keeps its rows in {table}");
+        }
+    }
     store.vacuum().unwrap();
     assert_eq!(store.summary(b).unwrap().frames, 5);
 }
@@ -178,7 +197,11 @@ fn a_database_from_a_newer_schema_is_refused() {
     let text = e.to_string();
     assert!(matches!(e, SessionError::TooNew { .. }), "{e:?}");
     assert!(
-        text.contains("newer Sextant") && text.contains("schema version 2"),
+        text.contains("newer Sextant")
+            && text.contains(&format!(
+                "schema version {}",
+                sextant_sessions::SCHEMA_VERSION + 1
+            )),
         "{text}"
     );
     let e = SessionWriter::start(&db, new_session("new"), WriterOptions::default())
@@ -452,13 +475,165 @@ fn a_recorder_killed_mid_session_leaves_a_readable_database() {
     // Raw chunks and frames were committed in the same transactions.
     let chunks: i64 = rusqlite::Connection::open(&db)
         .unwrap()
-        .query_row("SELECT count(*) FROM chunks", [], |r| r.get(0))
+        .query_row(
+            "SELECT (SELECT count(*) FROM chunks) + (SELECT coalesce(sum(chunk_count), 0) FROM chunk_blocks)",
+            [],
+            |r| r.get(0),
+        )
         .unwrap();
     assert_eq!(chunks as u64, s.chunks);
     assert!(s.chunks.abs_diff(s.frames) <= 1, "{s:?}");
+    // Every committed chunk replays, in order, with its bytes and time.
+    let mut records = sextant_sessions::SessionRecords::open(&db, s.id, 0).unwrap();
+    assert_eq!(records.times().len() as u64, s.chunks);
+    for i in 0..records.times().len() {
+        let (bytes, t) = records.load(i).unwrap();
+        assert_eq!(&bytes[..], format!("{i}\n").as_bytes());
+        assert_eq!(t.elapsed_ns, i as u64 * 1_000_000);
+    }
     let integrity: String = rusqlite::Connection::open(&db)
         .unwrap()
         .query_row("PRAGMA integrity_check", [], |r| r.get(0))
         .unwrap();
     assert_eq!(integrity, "ok");
+}
+
+/// The tables as Sextant wrote them before schema version 2 (one row per frame and per
+/// chunk), to make the file an older build left behind.
+const SCHEMA_V1: &str = r#"
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL) WITHOUT ROWID;
+CREATE TABLE sessions (
+    id INTEGER PRIMARY KEY, title TEXT NOT NULL, started_unix_ns INTEGER NOT NULL,
+    ended_unix_ns INTEGER, project TEXT NOT NULL, first_elapsed_ns INTEGER,
+    last_elapsed_ns INTEGER, chunk_count INTEGER NOT NULL DEFAULT 0,
+    byte_count INTEGER NOT NULL DEFAULT 0, frame_count INTEGER NOT NULL DEFAULT 0,
+    dropped_chunks INTEGER NOT NULL DEFAULT 0, dropped_frames INTEGER NOT NULL DEFAULT 0
+);
+CREATE TABLE session_tags (
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    tag TEXT NOT NULL, PRIMARY KEY (session, tag)
+) WITHOUT ROWID;
+CREATE TABLE datasets (
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    position INTEGER NOT NULL, dataset_id TEXT NOT NULL, column_name TEXT NOT NULL,
+    units TEXT NOT NULL, PRIMARY KEY (session, position)
+) WITHOUT ROWID;
+CREATE TABLE chunks (
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    source INTEGER NOT NULL, elapsed_ns INTEGER NOT NULL, unix_ns INTEGER NOT NULL,
+    bytes BLOB NOT NULL
+);
+CREATE INDEX chunks_by_source ON chunks (session, source);
+CREATE TABLE frames (
+    session INTEGER NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    elapsed_ns INTEGER NOT NULL, source INTEGER NOT NULL, vals BLOB NOT NULL
+);
+CREATE INDEX frames_by_session ON frames (session);
+INSERT INTO meta VALUES ('schema_version', '1');
+"#;
+
+#[test]
+fn a_version_1_file_reads_as_before_and_records_new_sessions_in_blocks() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let ds = datasets();
+    {
+        let conn = rusqlite::Connection::open(&db).unwrap();
+        conn.execute_batch(SCHEMA_V1).unwrap();
+        conn.execute(
+            "INSERT INTO sessions (id, title, started_unix_ns, project, first_elapsed_ns, \
+             last_elapsed_ns, chunk_count, byte_count, frame_count) \
+             VALUES (1, 'old', 0, ?1, 5000000000, 5020000000, 3, 9, 3)",
+            [demo_project().to_json_string()],
+        )
+        .unwrap();
+        for (i, d) in ds.iter().enumerate() {
+            conn.execute(
+                "INSERT INTO datasets VALUES (1, ?1, ?2, ?3, ?4)",
+                rusqlite::params![i as i64, d.id, d.column(), d.units],
+            )
+            .unwrap();
+        }
+        for i in 0..3u64 {
+            let t = 5_000_000_000 + i * 10_000_000;
+            conn.execute(
+                "INSERT INTO chunks VALUES (1, 0, ?1, ?2, ?3)",
+                rusqlite::params![
+                    t as i64,
+                    1_700_000_000_000_000_000i64 + t as i64,
+                    format!("c{i}\n").into_bytes()
+                ],
+            )
+            .unwrap();
+            conn.execute(
+                "INSERT INTO frames VALUES (1, ?1, 0, ?2)",
+                rusqlite::params![
+                    t as i64,
+                    sextant_sessions::codec::encode(&values(i, ds.len()))
+                ],
+            )
+            .unwrap();
+        }
+    }
+    // The new session is recorded by this build, into the same file, after the old one.
+    let new = record_synthetic(&db, "new", 2_500);
+    let store = SessionStore::open(&db).unwrap();
+    let version: String = rusqlite::Connection::open(&db)
+        .unwrap()
+        .query_row(
+            "SELECT value FROM meta WHERE key = 'schema_version'",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(version, sextant_sessions::SCHEMA_VERSION.to_string());
+
+    // The old session: its rows, its CSV, its sources and its replay, as a v1 build read them.
+    let old = store.get(1).unwrap();
+    assert_eq!((old.summary.frames, old.summary.chunks), (3, 3));
+    assert_eq!(
+        old.sources,
+        vec![sextant_sessions::SourceSummary {
+            index: 0,
+            chunks: 3,
+            bytes: 9
+        }]
+    );
+    let csv = csv_of(&store, 1);
+    let lines: Vec<&str> = csv.lines().collect();
+    assert_eq!(lines.len(), 4, "{csv}");
+    assert!(
+        lines[1].starts_with("0.000000,\"row 0, \"\"quoted\"\"\",,2,"),
+        "{csv}"
+    );
+    assert!(lines[3].starts_with("0.020000,\"row 2, "), "{csv}");
+    let mut records = sextant_sessions::SessionRecords::open(&db, 1, 0).unwrap();
+    assert_eq!(records.times(), [0, 10_000_000, 20_000_000]);
+    let (bytes, t) = records.load(2).unwrap();
+    assert_eq!((&bytes[..], t.elapsed_ns), (&b"c2\n"[..], 20_000_000));
+
+    // The new session went into blocks, not rows, and reads back whole.
+    let conn = rusqlite::Connection::open(&db).unwrap();
+    let count = |sql: &str| -> i64 { conn.query_row(sql, [new], |r| r.get(0)).unwrap() };
+    assert_eq!(count("SELECT count(*) FROM frames WHERE session = ?1"), 0);
+    let blocks = count("SELECT count(*) FROM frame_blocks WHERE session = ?1");
+    assert!(
+        (3..=10).contains(&blocks),
+        "2 500 frames in {blocks} blocks"
+    );
+    assert_eq!(
+        count("SELECT sum(frame_count) FROM frame_blocks WHERE session = ?1"),
+        2_500
+    );
+    let mut seen = 0u64;
+    store
+        .for_each_frame(new, |t, source, v| {
+            assert_eq!((t.elapsed_ns, source), (seen * 10_000_000, 0));
+            assert_eq!(v, values(seen, ds.len()));
+            seen += 1;
+            Ok(())
+        })
+        .unwrap();
+    assert_eq!(seen, 2_500);
+    assert_eq!(csv_of(&store, new).lines().count(), 2_501);
 }
