@@ -67,15 +67,21 @@ enum Command {
         #[arg(long)]
         allow_process_sources: bool,
     },
-    /// Run a capture (or raw bytes) through a project's framing, parsing and transforms.
+    /// Run a capture (or raw bytes, or a message capture) through a project's framing,
+    /// parsing and transforms.
     Replay {
         /// A Sextant project, or a Serial Studio project (imported on the fly).
         #[arg(long)]
         project: PathBuf,
-        /// A capture recorded by `sextant run --record` (all its sources), or raw bytes:
-        /// `FILE` for the first source or `SOURCE_ID=FILE`; repeat per source.
+        /// A capture recorded by `sextant run --record` (all its sources), a message capture
+        /// (JSON Lines: `{"t": seconds, "source": id, "hex": bytes}` a message), or raw
+        /// bytes: `FILE` for the first source or `SOURCE_ID=FILE`; repeat per source.
         #[arg(long, required = true)]
         input: Vec<String>,
+        /// What the input is; `auto` tells a capture by its header and a message capture by
+        /// its `.jsonl` (or `.ndjson`) name, and reads anything else as raw bytes.
+        #[arg(long, value_enum, default_value_t = InputFormat::Auto)]
+        input_format: InputFormat,
         /// Write the parsed frames as CSV here (`-` for stdout).
         #[arg(long)]
         csv: Option<PathBuf>,
@@ -196,9 +202,10 @@ fn run(cli: Cli) -> Result<()> {
         Command::Replay {
             project,
             input,
+            input_format,
             csv,
             chunk,
-        } => replay(&project, &input, csv.as_deref(), chunk),
+        } => replay(&project, &input, input_format, csv.as_deref(), chunk),
         Command::Import { file, output } => import(&file, output.as_deref()),
         Command::Run {
             project,
@@ -890,28 +897,115 @@ fn open_csv(path: Option<&Path>, pipeline: &Pipeline) -> Result<Option<CsvWriter
     Ok(Some(CsvWriter::new(out, &columns)?))
 }
 
-fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usize) -> Result<()> {
-    let project = load_project(project_path)?;
-    let mut pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
-    if let [only] = inputs {
-        if sextant_devices::replay::is_capture(Path::new(only)) {
-            return replay_capture(&project, pipeline, Path::new(only), csv);
+/// The CSV a replay writes, if asked for. A quick-plot project learns its columns from its
+/// first frame, so the header waits for them, and rows parsed before it are held, not lost.
+struct ReplayCsv<'a> {
+    path: Option<&'a Path>,
+    writer: Option<CsvWriter<Box<dyn Write>>>,
+    held: Vec<(f64, Vec<Value>)>,
+    error: Option<std::io::Error>,
+}
+
+impl<'a> ReplayCsv<'a> {
+    fn new(path: Option<&'a Path>, pipeline: &Pipeline) -> Result<Self> {
+        let mut csv = ReplayCsv {
+            path,
+            writer: None,
+            held: Vec::new(),
+            error: None,
+        };
+        csv.after_push(pipeline)?;
+        Ok(csv)
+    }
+
+    /// One parsed frame's row.
+    fn row(&mut self, elapsed_s: f64, values: &[Value]) {
+        match self.writer.as_mut() {
+            Some(w) => {
+                if let Err(e) = w.write_row(elapsed_s, values) {
+                    self.error.get_or_insert(e);
+                }
+            }
+            None if self.path.is_some() => self.held.push((elapsed_s, values.to_vec())),
+            None => {}
         }
     }
-    let feeds = read_feeds(&project, inputs)?;
-    // Quick-plot projects learn their columns from the data, so the CSV header waits for
-    // the first frame.
-    let mut writer = if pipeline.datasets().is_empty() {
-        None
-    } else {
-        open_csv(csv, &pipeline)?
+
+    /// After each read: opens the file once the columns are known, and reports a failed
+    /// write.
+    fn after_push(&mut self, pipeline: &Pipeline) -> Result<()> {
+        if self.writer.is_none() && self.path.is_some() && !pipeline.datasets().is_empty() {
+            self.writer = open_csv(self.path, pipeline)?;
+            for (t, row) in std::mem::take(&mut self.held) {
+                self.row(t, &row);
+            }
+        }
+        match self.error.take() {
+            Some(e) => Err(e).context("could not write the CSV"),
+            None => Ok(()),
+        }
+    }
+
+    fn finish(mut self) -> Result<()> {
+        if let Some(w) = self.writer.as_mut() {
+            w.flush().context("could not write the CSV")?;
+        }
+        Ok(())
+    }
+}
+
+/// What `sextant replay --input` is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum InputFormat {
+    Auto,
+    /// Raw bytes, cut into `--chunk`-byte reads.
+    Bytes,
+    /// A capture from `sextant run --record`.
+    Capture,
+    /// JSON Lines, one message a line, each handed to its source as one read.
+    Messages,
+}
+
+fn replay(
+    project_path: &Path,
+    inputs: &[String],
+    format: InputFormat,
+    csv: Option<&Path>,
+    chunk: usize,
+) -> Result<()> {
+    let project = load_project(project_path)?;
+    let mut pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
+    let single = |what: &str| match inputs {
+        [only] => Ok(Path::new(only)),
+        _ => bail!("a {what} holds every source's data: give it as the one --input"),
     };
-    let mut pending_rows: Vec<(f64, Vec<Value>)> = Vec::new();
+    let format = match (format, inputs) {
+        (InputFormat::Auto, [only]) if sextant_devices::replay::is_capture(Path::new(only)) => {
+            InputFormat::Capture
+        }
+        (InputFormat::Auto, [only])
+            if sextant_devices::message_replay::is_message_capture(Path::new(only)) =>
+        {
+            InputFormat::Messages
+        }
+        (InputFormat::Auto, _) => InputFormat::Bytes,
+        (f, _) => f,
+    };
+    match format {
+        InputFormat::Capture => {
+            return replay_capture(&project, pipeline, single("capture")?, csv);
+        }
+        InputFormat::Messages => {
+            return replay_messages(&project, pipeline, single("message capture")?, csv);
+        }
+        InputFormat::Auto | InputFormat::Bytes => {}
+    }
+    let feeds = read_feeds(&project, inputs)?;
+    let mut out = ReplayCsv::new(csv, &pipeline)?;
     let started = Instant::now();
     let mut frames = 0u64;
     let mut offsets = vec![0usize; feeds.len()];
     let chunk = chunk.max(1);
-    let mut write_error = None;
     // Round-robin the sources chunk by chunk, as concurrent devices would interleave.
     loop {
         let mut progressed = false;
@@ -929,36 +1023,15 @@ fn replay(project_path: &Path, inputs: &[String], csv: Option<&Path>, chunk: usi
             };
             pipeline.push(*source, ts, &bytes[at..end], &mut |ev| {
                 frames += 1;
-                let elapsed = (frames - 1) as f64 * 0.001;
-                match writer.as_mut() {
-                    Some(w) => {
-                        if let Err(e) = w.write_row(elapsed, ev.values) {
-                            write_error.get_or_insert(e);
-                        }
-                    }
-                    None if csv.is_some() => pending_rows.push((elapsed, ev.values.to_vec())),
-                    None => {}
-                }
+                out.row((frames - 1) as f64 * 0.001, ev.values);
             });
-            if writer.is_none() && csv.is_some() && !pipeline.datasets().is_empty() {
-                writer = open_csv(csv, &pipeline)?;
-                if let Some(w) = writer.as_mut() {
-                    for (t, row) in pending_rows.drain(..) {
-                        w.write_row(t, &row)?;
-                    }
-                }
-            }
-        }
-        if let Some(e) = write_error.take() {
-            return Err(e).context("could not write the CSV");
+            out.after_push(&pipeline)?;
         }
         if !progressed {
             break;
         }
     }
-    if let Some(mut w) = writer {
-        w.flush()?;
-    }
+    out.finish()?;
     print_replay_summary(&project, &pipeline, frames, started.elapsed().as_secs_f64());
     Ok(())
 }
@@ -1002,6 +1075,42 @@ fn print_replay_summary(project: &Project, pipeline: &Pipeline, frames: u64, sec
     }
 }
 
+/// Replays a message capture: each line's bytes to the source it names, as one read, with
+/// its time.
+fn replay_messages(
+    project: &Project,
+    mut pipeline: Pipeline,
+    path: &Path,
+    csv: Option<&Path>,
+) -> Result<()> {
+    use sextant_devices::message_replay::MessageReader;
+    let file = File::open(path).with_context(|| format!("could not read {}", path.display()))?;
+    let mut reader = MessageReader::new(std::io::BufReader::with_capacity(256 * 1024, file), path);
+    let ids: Vec<&str> = project.sources.iter().map(|s| s.id.as_str()).collect();
+    let mut out = ReplayCsv::new(csv, &pipeline)?;
+    let started = Instant::now();
+    let mut frames = 0u64;
+    while let Some((_, message)) = reader.next_message()? {
+        let Some(source) = message.source.resolve(&ids) else {
+            bail!(
+                "{} line {}: the project has no {} (its sources: {})",
+                path.display(),
+                reader.line(),
+                message.source,
+                ids.join(", ")
+            );
+        };
+        pipeline.push(source, message.timestamp, &message.data, &mut |ev| {
+            frames += 1;
+            out.row(ev.timestamp.elapsed_s(), ev.values);
+        });
+        out.after_push(&pipeline)?;
+    }
+    out.finish()?;
+    print_replay_summary(project, &pipeline, frames, started.elapsed().as_secs_f64());
+    Ok(())
+}
+
 /// Replays a capture with its recorded timestamps, every record to its own source.
 fn replay_capture(
     project: &Project,
@@ -1010,14 +1119,9 @@ fn replay_capture(
     csv: Option<&Path>,
 ) -> Result<()> {
     let reader = sextant_devices::capture::CaptureReader::open(path)?;
-    let mut writer = if pipeline.datasets().is_empty() {
-        None
-    } else {
-        open_csv(csv, &pipeline)?
-    };
+    let mut out = ReplayCsv::new(csv, &pipeline)?;
     let started = Instant::now();
     let mut frames = 0u64;
-    let mut write_error = None;
     for record in reader {
         let record = record?;
         let source = record.source as usize;
@@ -1030,33 +1134,13 @@ fn replay_capture(
         }
         pipeline.push(source, record.timestamp, &record.data, &mut |ev| {
             frames += 1;
-            if let Some(w) = writer.as_mut() {
-                // Session time, as the live export writes it, so the two files compare equal.
-                if let Err(e) = w.write_row(ev.timestamp.elapsed_s(), ev.values) {
-                    write_error.get_or_insert(e);
-                }
-            }
+            // Session time, as the live export writes it, so the two files compare equal.
+            out.row(ev.timestamp.elapsed_s(), ev.values);
         });
-        if writer.is_none() && csv.is_some() && !pipeline.datasets().is_empty() {
-            writer = open_csv(csv, &pipeline)?;
-        }
-        if let Some(e) = write_error.take() {
-            return Err(e).context("could not write the CSV");
-        }
+        out.after_push(&pipeline)?;
     }
-    if let Some(mut w) = writer {
-        w.flush()?;
-    }
-    let secs = started.elapsed().as_secs_f64();
-    eprintln!(
-        "replayed {frames} frames in {secs:.3} s ({:.0} frames/s)",
-        frames as f64 / secs.max(1e-9)
-    );
-    for (i, s) in project.sources.iter().enumerate() {
-        if let Some(stats) = pipeline.stats(i) {
-            print_stats(&s.id, stats);
-        }
-    }
+    out.finish()?;
+    print_replay_summary(project, &pipeline, frames, started.elapsed().as_secs_f64());
     Ok(())
 }
 

@@ -775,3 +775,108 @@ fn models_install_puts_the_model_where_every_entry_point_looks() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// Compares CSV text cell by cell: the same header and row count, and in each cell the same
+/// text or numbers equal to 1e-9 (relative). No quoted fields in these fixtures.
+fn assert_same_values(case: &str, got: &str, want: &str) {
+    let rows = |t: &str| -> Vec<Vec<String>> {
+        t.lines()
+            .map(|l| l.split(',').map(str::to_string).collect())
+            .collect()
+    };
+    let (got, want) = (rows(got), rows(want));
+    assert_eq!(got.first(), want.first(), "{case}: the header");
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{case}:\n got {got:?}\nwant {want:?}"
+    );
+    for (r, (g, w)) in got.iter().zip(&want).enumerate().skip(1) {
+        assert_eq!(g.len(), w.len(), "{case} row {r}");
+        for (c, (a, b)) in g.iter().zip(w).enumerate() {
+            let same = match (a.parse::<f64>(), b.parse::<f64>()) {
+                (Ok(x), Ok(y)) => (x - y).abs() <= 1e-9 * y.abs().max(1.0),
+                _ => a == b,
+            };
+            assert!(same, "{case} row {r} {}: got `{a}`, want `{b}`", want[0][c]);
+        }
+    }
+}
+
+#[test]
+fn message_captures_replay_one_message_a_read_into_the_expected_values() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/messages");
+    let mut cases: Vec<PathBuf> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 2, "{cases:?}");
+    for case in &cases {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let want = std::fs::read_to_string(case.join("expected.csv")).unwrap();
+        // Named by the flag, and told by the `.jsonl` name alone.
+        for format in [Some("messages"), None] {
+            let out = dir.path().join(format!("{name}.csv"));
+            let (project, input) = (case.join("project.json"), case.join("capture.jsonl"));
+            let mut args = vec![
+                "replay",
+                "--project",
+                project.to_str().unwrap(),
+                "--input",
+                input.to_str().unwrap(),
+                "--csv",
+                out.to_str().unwrap(),
+            ];
+            if let Some(f) = format {
+                args.extend(["--input-format", f]);
+            }
+            let run = sextant(&args);
+            assert!(run.status.success(), "{name}: {}", text(&run.stderr));
+            let got = std::fs::read_to_string(&out).unwrap();
+            assert_same_values(&format!("{name} ({format:?})"), &got, &want);
+        }
+    }
+
+    // A line naming a source the project lacks, and a capture given with another input.
+    let case = root.join("udp-binary");
+    let bad = dir.path().join("bad.jsonl");
+    std::fs::write(
+        &bad,
+        "{\"t\":0,\"source\":\"udp\",\"hex\":\"0a00ff380000c03f\"}\n{\"t\":1,\"source\":\"can9\",\"hex\":\"00\"}\n",
+    )
+    .unwrap();
+    let project = case.join("project.json");
+    let run = sextant(&[
+        "replay",
+        "--project",
+        project.to_str().unwrap(),
+        "--input",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    let e = text(&run.stderr);
+    assert!(
+        e.contains("line 2") && e.contains("no source `can9`") && e.contains("its sources: udp"),
+        "{e}"
+    );
+    let run = sextant(&[
+        "replay",
+        "--project",
+        project.to_str().unwrap(),
+        "--input-format",
+        "messages",
+        "--input",
+        bad.to_str().unwrap(),
+        "--input",
+        bad.to_str().unwrap(),
+    ]);
+    assert!(!run.status.success());
+    assert!(
+        text(&run.stderr).contains("give it as the one --input"),
+        "{}",
+        text(&run.stderr)
+    );
+}

@@ -3,13 +3,14 @@
 //! Secrets never live in the project: a source that needs one (an MQTT password, a TLS
 //! client key) gets it from the [`Secrets`] the caller supplies.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use sextant_telemetry::project::{Connection, Source as SourceConfig};
 
 use crate::ble::BleDriver;
 use crate::csv_replay::{CsvReplayDriver, RowFormat};
+use crate::message_replay::{self, MessageReplayDriver};
 use crate::modbus::ModbusDriver;
 use crate::mqtt::MqttDriver;
 use crate::net::{TcpDriver, UdpDriver};
@@ -167,8 +168,19 @@ fn start_replay(
         reconnect: Reconnect::off(),
         ..options
     };
-    // A CSV export plays through the CSV player; anything else is a raw capture.
-    let source = if path.to_ascii_lowercase().ends_with(".csv") {
+    // A CSV export plays through the CSV player, a message capture (JSON Lines) one message
+    // at a time; anything else is a raw capture.
+    let source = if message_replay::is_message_capture(Path::new(path)) {
+        Source::spawn(
+            MessageReplayDriver {
+                path: PathBuf::from(path),
+                index: source_index,
+                id: config.id.clone(),
+                control: control.clone(),
+            },
+            options,
+        )
+    } else if path.to_ascii_lowercase().ends_with(".csv") {
         Source::spawn(
             CsvReplayDriver {
                 path: PathBuf::from(path),

@@ -19,6 +19,7 @@ pub mod capture;
 pub mod connect;
 pub mod csv_replay;
 pub mod dbc;
+pub mod message_replay;
 pub mod modbus;
 pub mod mqtt;
 pub mod net;

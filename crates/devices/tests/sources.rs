@@ -800,3 +800,89 @@ async fn a_live_csv_export_keeps_every_row_when_datasets_appear_mid_run() {
     assert_eq!(rows[4][1], "5");
     assert!(!dir.path().join("live.csv.partial").exists());
 }
+
+/// Every message capture in `fixtures/messages/` played through a replay source (the way a
+/// project whose source is a `.jsonl` replay plays it) at full speed into a fresh pipeline:
+/// each message is one read, so frames without delimiters come out whole, into the values
+/// worked out by hand.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn message_captures_replay_one_message_a_read_into_the_expected_values() {
+    use sextant_devices::message_replay::MessageReplayDriver;
+    let dir = tempfile::tempdir().unwrap();
+    let mut cases: Vec<_> = std::fs::read_dir(common::fixtures().join("messages"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 2, "{cases:?}");
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let project = sextant_telemetry::Project::load(&case.join("project.json"))
+            .expect("the case's project");
+        let out = dir.path().join(format!("{name}.csv"));
+        let replay = Source::spawn(
+            MessageReplayDriver {
+                path: case.join("capture.jsonl"),
+                index: 0,
+                id: project.sources[0].id.clone(),
+                control: ReplayControl::new(0.0),
+            },
+            RunOptions {
+                reconnect: Reconnect::off(),
+                ..RunOptions::default()
+            },
+        );
+        let (chunks, h) = replay.into_parts();
+        let wiring = Wiring::start(
+            Pipeline::new(&project).unwrap(),
+            vec![(0, chunks)],
+            vec![Box::new(CsvSink::new(&out))],
+            WiringOptions::default(),
+        );
+        h.wait_for(|s| *s == Status::Finished).await;
+        h.close().await;
+        wiring.join();
+        assert_csv_values(
+            &name,
+            &std::fs::read_to_string(&out).unwrap(),
+            &std::fs::read_to_string(case.join("expected.csv")).unwrap(),
+        );
+    }
+}
+
+/// Compares a CSV export with the expected one written by hand: the same header, the same
+/// number of rows, and in each cell the same text, or numbers equal to 1e-9 (relative), so
+/// `0.00` matches `0.000000` and `50.8` matches `50.800000000000004`. Panics naming the
+/// first difference.
+fn assert_csv_values(case: &str, got: &str, expected: &str) {
+    let rows = |text: &str| -> Vec<Vec<String>> {
+        csv::ReaderBuilder::new()
+            .has_headers(false)
+            .from_reader(text.as_bytes())
+            .records()
+            .map(|r| r.unwrap().iter().map(str::to_string).collect())
+            .collect()
+    };
+    let (got, want) = (rows(got), rows(expected));
+    assert_eq!(got.first(), want.first(), "{case}: the header");
+    assert_eq!(
+        got.len(),
+        want.len(),
+        "{case}: rows\n got {got:?}\nwant {want:?}"
+    );
+    for (r, (g, w)) in got.iter().zip(&want).enumerate().skip(1) {
+        assert_eq!(g.len(), w.len(), "{case} row {r}: {g:?} vs {w:?}");
+        for (c, (a, b)) in g.iter().zip(w).enumerate() {
+            let same = match (a.parse::<f64>(), b.parse::<f64>()) {
+                (Ok(x), Ok(y)) => (x - y).abs() <= 1e-9 * y.abs().max(1.0),
+                _ => a == b,
+            };
+            assert!(
+                same,
+                "{case} row {r} column {}: got `{a}`, want `{b}`",
+                want[0][c]
+            );
+        }
+    }
+}

@@ -637,3 +637,97 @@ fn a_version_1_file_reads_as_before_and_records_new_sessions_in_blocks() {
     assert_eq!(seen, 2_500);
     assert_eq!(csv_of(&store, new).lines().count(), 2_501);
 }
+
+/// A message source recorded into a session replays one message a read, as it was live:
+/// each of `fixtures/messages/`'s captures is played through a replay source into a wiring
+/// that exports CSV and records the session; then the session's chunks, loaded block by
+/// block, go through a fresh pipeline. Both that and the session's own CSV export equal the
+/// live CSV, byte for byte.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_sources_session_replays_one_message_a_read() {
+    use sextant_devices::message_replay::MessageReplayDriver;
+    use sextant_devices::replay::ReplayControl;
+    use sextant_devices::wiring::{CsvSink, Wiring, WiringOptions};
+    use sextant_devices::{Reconnect, RunOptions, Source, Status};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures/messages");
+    let mut cases: Vec<_> = std::fs::read_dir(&root)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.is_dir())
+        .collect();
+    cases.sort();
+    assert!(cases.len() >= 2, "{cases:?}");
+    for case in cases {
+        let name = case.file_name().unwrap().to_string_lossy().to_string();
+        let project = sextant_telemetry::Project::load(&case.join("project.json")).unwrap();
+        let live = dir.path().join(format!("{name}-live.csv"));
+        let writer = SessionWriter::start(
+            &db,
+            NewSession {
+                title: name.clone(),
+                project: project.clone(),
+                tags: Vec::new(),
+            },
+            WriterOptions::default(),
+        )
+        .unwrap();
+        let replay = Source::spawn(
+            MessageReplayDriver {
+                path: case.join("capture.jsonl"),
+                index: 0,
+                id: project.sources[0].id.clone(),
+                control: ReplayControl::new(0.0),
+            },
+            RunOptions {
+                reconnect: Reconnect::off(),
+                ..RunOptions::default()
+            },
+        );
+        let (chunks, h) = replay.into_parts();
+        let wiring = Wiring::start(
+            Pipeline::new(&project).unwrap(),
+            vec![(0, chunks)],
+            vec![Box::new(CsvSink::new(&live)), Box::new(writer.sink())],
+            WiringOptions::default(),
+        );
+        h.wait_for(|s| *s == Status::Finished).await;
+        h.close().await;
+        wiring.join();
+        let report = writer.close().unwrap();
+        let live = std::fs::read_to_string(&live).unwrap();
+        assert!(live.lines().count() > 3, "{name}: {live}");
+
+        let store = SessionStore::open(&db).unwrap();
+        assert_eq!(
+            csv_of(&store, report.id),
+            live,
+            "{name}: the session's export"
+        );
+        let mut records = sextant_sessions::SessionRecords::open(&db, report.id, 0).unwrap();
+        let messages = std::fs::read_to_string(case.join("capture.jsonl"))
+            .unwrap()
+            .lines()
+            .filter(|l| !l.trim().is_empty())
+            .count();
+        assert_eq!(
+            records.times().len(),
+            messages,
+            "{name}: one chunk per message"
+        );
+        let mut pipeline = Pipeline::new(&project).unwrap();
+        let columns: Vec<String> = pipeline.datasets().iter().map(|d| d.column()).collect();
+        let mut out = sextant_telemetry::csv::CsvWriter::new(Vec::new(), &columns).unwrap();
+        for i in 0..records.times().len() {
+            let (bytes, t) = records.load(i).unwrap();
+            pipeline.push(0, t, &bytes, &mut |ev| {
+                out.write_row(ev.timestamp.elapsed_s(), ev.values).unwrap();
+            });
+        }
+        out.flush().unwrap();
+        let replayed = String::from_utf8(out.into_inner().unwrap()).unwrap();
+        assert_eq!(replayed, live, "{name}: the session replayed");
+    }
+}

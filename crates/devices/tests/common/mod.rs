@@ -257,3 +257,9 @@ pub fn make_client_certs(dir: &std::path::Path) {
     run("openssl x509 -req -in client.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out client-v1.pem -days 2");
     run("chmod 0644 client.pem client.key");
 }
+
+/// The repository's `fixtures/` folder.
+pub fn fixtures() -> std::path::PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
+}
+
