@@ -262,4 +262,3 @@ pub fn make_client_certs(dir: &std::path::Path) {
 pub fn fixtures() -> std::path::PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fixtures")
 }
-
