@@ -11,9 +11,10 @@ const draft = (d: Dataset, over: Partial<Draft> = {}): Draft => ({ ...draftOf(d)
 
 describe("what a tile offers", () => {
   const cases: [string, Parameters<typeof menuFor>[0], Field[][] | null, boolean | null][] = [
-    ["time plot", { kind: "plot", datasetRef: ds() }, [["range", "units"]], true],
+    ["time plot: range, units and the scope's settings", { kind: "plot", datasetRef: ds() }, [["range", "units", "join", "log", "peaks", "trigger"]], true],
+    ["sample plot: no trigger (it has no time)", { kind: "plot", datasetRef: ds({ xAxis: { mode: "samples" } }) }, [["range", "units", "join", "log", "peaks"]], true],
     ["XY plot (against another dataset)", { kind: "plot", datasetRef: ds({ xAxis: { mode: "dataset", id: "ds-2" } }) }, [["units"]], true],
-    ["multi-plot: each dataset's units", { kind: "multiplot", groupRef: { id: "g", title: "G", datasets: [ds(), ds({ id: "ds-2" })] } }, [["units"], ["units"]], true],
+    ["multi-plot: each dataset's units", { kind: "multiplot", groupRef: { id: "g", title: "G", datasets: [ds(), ds({ id: "ds-2" })] } }, [["units", "join"], ["units", "join"]], true],
     ["FFT: units and its window", { kind: "fft", datasetRef: ds() }, [["units", "window"]], false],
     ["gauge", { kind: "gauge", datasetRef: ds() }, [["range", "units"]], false],
     ["meter", { kind: "meter", datasetRef: ds() }, [["range", "units"]], false],
@@ -69,6 +70,15 @@ describe("building the changes", () => {
     ["an FFT window from the list", ds(), ["window"], { window: "4096" }, { fftSamples: 4096 }, true],
     ["an FFT window not on the list is refused", ds(), ["window"], { window: "1000" }, { window: "tile.err.window" }, false],
     ["the dataset's own unusual window is kept as it is", ds({ fftSamples: 100 }), ["window"], { window: "100" }, {}, true],
+    ["steps instead of lines", ds(), ["join"], { interpolation: "step" }, { interpolation: "step" }, true],
+    ["lines again are sent, dots kept are not", ds({ interpolation: "none" }), ["join"], { interpolation: "none" }, {}, true],
+    ["a log axis and a peak hold", ds(), ["log", "peaks"], { log: true, peakHold: true }, { log: true, peakHold: true }, true],
+    ["a trigger, whole", ds(), ["trigger"], { trigger: "single", edge: "falling", level: "-1.5", pre: "25" }, { trigger: { dataset: null, edge: "falling", level: -1.5, preTrigger: 0.25, mode: "single" } }, true],
+    ["a trigger keeps the dataset it watches", ds({ trigger: { dataset: "ds-9", level: 1, edge: "rising", preTrigger: 0.5, mode: "auto" } }), ["trigger"], { trigger: "normal", level: "2" }, { trigger: { dataset: "ds-9", edge: "rising", level: 2, preTrigger: 0.5, mode: "normal" } }, true],
+    ["an unchanged trigger is not sent", ds({ trigger: { level: 1, mode: "auto", preTrigger: 0.5, edge: "rising" } }), ["trigger"], {}, {}, true],
+    ["off removes the trigger", ds({ trigger: { level: 1, mode: "auto", preTrigger: 0.5, edge: "rising" } }), ["trigger"], { trigger: "off" }, { trigger: null }, true],
+    ["a trigger needs a level and a share from 0 to 100", ds(), ["trigger"], { trigger: "auto", level: "", pre: "150" }, { level: "tile.err.required", pre: "tile.err.percent" }, false],
+    ["settings the tile does not offer are ignored", ds(), ["units"], { log: true, trigger: "auto", level: "x" }, {}, true],
   ];
   it.each(rows)("%s", (_name, d, fields, over, expected, ok) => {
     const r = buildChanges(d, fields, draft(d, over));
@@ -77,7 +87,7 @@ describe("building the changes", () => {
     else expect(r.errors).toEqual(expected);
   });
   it("every error is a dashboard string in both languages", () => {
-    for (const k of ["tile.err.order", "tile.err.number", "tile.err.required", "tile.err.window"] as const) {
+    for (const k of ["tile.err.order", "tile.err.number", "tile.err.required", "tile.err.window", "tile.err.percent"] as const) {
       expect(strings.en[k]).toBeTruthy();
       expect(strings.zh[k]).toBeTruthy();
     }

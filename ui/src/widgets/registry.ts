@@ -26,7 +26,7 @@ export interface TileData {
   /** The group's datasets, or the one dataset. */
   datasets: Dataset[];
   /** `datasets` as plot series. */
-  series: { id: string; title: string; units: string }[];
+  series: { id: string; title: string; units: string; interpolation?: "linear" | "step" | "stem" | "none" }[];
   /** A file-name-safe name for exports. */
   name: string;
   /** A dataset's title by id (an XY plot's X axis). */
@@ -116,6 +116,9 @@ export const WIDGETS = [
         name: t.name,
         mode: d.xAxis?.mode === "samples" ? "samples" : "time",
         range: d.min != null && d.max != null ? [d.min, d.max] : null,
+        log: d.log ?? false,
+        trigger: d.trigger ?? null,
+        peakHold: d.peakHold ?? false,
       });
     },
   },

@@ -141,7 +141,10 @@ pub enum Connection {
         path: String,
     },
     Simulator(SimulatorSettings),
+    /// Plays a recording as if the device were sending it.
     Replay {
+        /// A capture (`sextant run --record`), a CSV export (`.csv`), or a message capture
+        /// (`.jsonl`: one message a line, handed to the source whole).
         path: String,
         #[serde(default = "one")]
         speed: f64,
@@ -786,14 +789,88 @@ pub struct Dataset {
     pub fft_samples: u32,
     pub led: bool,
     pub led_threshold: Option<f64>,
+    /// Its plot has a logarithmic y axis (Serial Studio's `log`).
     pub log: bool,
     pub min: Option<f64>,
     pub max: Option<f64>,
     pub alarms: Vec<AlarmBand>,
     pub transform: Option<Transform>,
     pub x_axis: XAxis,
+    // A plain comment: a doc comment here would make the generated TypeScript type of the
+    // field an intersection no string satisfies (the enum's own doc says what it is).
+    #[serde(skip_serializing_if = "is_default")]
+    pub interpolation: Interpolation,
+    /// Its plot shows a window aligned on an edge, like an oscilloscope's trigger.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub trigger: Option<Trigger>,
+    /// Its plot keeps the highest and lowest values seen (since switched on or reset).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub peak_hold: bool,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+fn is_default<T: Default + PartialEq>(v: &T) -> bool {
+    *v == T::default()
+}
+
+/// How a dataset's plot joins its points (`linear` when the dataset does not say).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Interpolation {
+    /// Straight lines between the points.
+    #[default]
+    Linear,
+    /// Each value held until the next (a sample-and-hold staircase).
+    Step,
+    /// A vertical line from zero to each point, with a dot on top.
+    Stem,
+    /// Dots only, nothing between them.
+    None,
+}
+
+/// Which way a trigger's level is crossed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TriggerEdge {
+    #[default]
+    Rising,
+    Falling,
+}
+
+/// When a triggered plot redraws.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum TriggerMode {
+    /// On each new edge; with no edge in the data, the plot rolls as if untriggered.
+    #[default]
+    Auto,
+    /// On each new edge; with no edge, the last triggered window stays.
+    Normal,
+    /// Once, on the first edge after it is armed; it stays until armed again.
+    Single,
+}
+
+/// An oscilloscope trigger on a time plot.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Trigger {
+    /// The dataset whose edge triggers; the plotted one when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub dataset: Option<String>,
+    #[serde(default)]
+    pub edge: TriggerEdge,
+    /// The value the edge crosses.
+    pub level: f64,
+    /// How much of the window lies before the edge, from 0 to 1.
+    #[serde(default = "half")]
+    pub pre_trigger: f64,
+    #[serde(default)]
+    pub mode: TriggerMode,
+}
+
+fn half() -> f64 {
+    0.5
 }
 
 impl Default for Dataset {
@@ -818,6 +895,9 @@ impl Default for Dataset {
             alarms: Vec::new(),
             transform: None,
             x_axis: XAxis::Time,
+            interpolation: Interpolation::Linear,
+            trigger: None,
+            peak_hold: false,
             extra: Extra::new(),
         }
     }

@@ -181,6 +181,31 @@ fn validate_dataset<'p>(d: &'p Dataset, at: &str, refs: &References, r: &mut Rep
             );
         }
     }
+    if let Some(t) = &d.trigger {
+        if !t.level.is_finite() {
+            r.push(
+                format!("{at}.trigger.level"),
+                "the trigger level must be a number".into(),
+            );
+        }
+        if !(0.0..=1.0).contains(&t.pre_trigger) {
+            r.push(
+                format!("{at}.trigger.preTrigger"),
+                format!(
+                    "{} is not a share of the window: use 0 (the edge at the left) to 1 (at the right)",
+                    t.pre_trigger
+                ),
+            );
+        }
+        if let Some(id) = &t.dataset {
+            if !refs.dataset_ids.contains(id.as_str()) {
+                r.push(
+                    format!("{at}.trigger.dataset"),
+                    format!("no dataset has id `{id}`"),
+                );
+            }
+        }
+    }
     if let Some(t) = &d.transform {
         if t.code.trim().is_empty() {
             r.push(

@@ -4,14 +4,22 @@
  *
  *  Only fields the project model has (`Dataset` in `lib/wire/types.gen.ts`): `min`/`max`
  *  (the y range of a time plot, the scale of a gauge, meter or bar), `units`, and an FFT
- *  tile's `fftSamples` (its window – the FFT's own points). The model has no per-plot
- *  points, scale or line style, so the menu offers none; a plot's points follow the
- *  dashboard's Points setting and the menu says so. Groups have no plot settings of their
- *  own: a group tile offers its datasets' settings, one section each. */
+ *  tile's `fftSamples` (its window – the FFT's own points), and a plot's oscilloscope
+ *  settings: `interpolation` (a multiplot's too, per series), `log` (a log y axis),
+ *  `peakHold` and, on a time plot, the `trigger` (mode, edge, level, pre-trigger share;
+ *  the dataset it watches is set in the project editor and kept here). The model has no
+ *  per-plot points; a plot's points follow the dashboard's Points setting and the menu
+ *  says so. Groups have no plot settings of their own: a group tile offers its datasets'
+ *  settings, one section each. */
 import type { Dataset, Group } from "../../lib/model";
 import type { Key } from "../strings";
 
-export type Field = "range" | "units" | "window";
+export type Field = "range" | "units" | "window" | "join" | "log" | "peaks" | "trigger";
+
+export const INTERPOLATIONS = ["linear", "step", "stem", "none"] as const;
+export type InterpolationKind = (typeof INTERPOLATIONS)[number];
+export const TRIGGER_MODES = ["off", "auto", "normal", "single"] as const;
+export type TriggerChoice = (typeof TRIGGER_MODES)[number];
 
 /** How the range reads when it is not fixed: a plot fits its data, a gauge or bar falls
  *  back to 0–100 (`widgets/math/scale.ts` `rangeOf`). */
@@ -50,12 +58,13 @@ export function menuFor(tile: TileLike): TileMenu | null {
       const d = tile.datasetRef;
       // A plot against another dataset (XY) draws both axes from the data: units only.
       const xy = d?.xAxis?.mode === "dataset";
-      const fields: Field[] = d && !xy ? ["range", "units"] : ["units"];
+      const time = (d?.xAxis?.mode ?? "time") === "time";
+      const fields: Field[] = d && !xy ? ["range", "units", "join", "log", "peaks", ...(time ? (["trigger"] as Field[]) : [])] : ["units"];
       return { sections: each(fields), auto: "fit", followsPoints: true };
     }
     case "multiplot":
       // One shared y axis fitted to the data (or each series scaled on its own): no range.
-      return { sections: each(["units"]), auto: "fit", followsPoints: true };
+      return { sections: each(["units", "join"]), auto: "fit", followsPoints: true };
     case "fft":
       return tile.datasetRef ? { sections: each(["units", "window"]), auto: "fit", followsPoints: false } : null;
     case "gauge":
@@ -74,6 +83,14 @@ export interface Draft {
   max: string;
   units: string;
   window: string;
+  interpolation: InterpolationKind;
+  log: boolean;
+  peakHold: boolean;
+  trigger: TriggerChoice;
+  edge: "rising" | "falling";
+  level: string;
+  /** Percent of the window before the edge. */
+  pre: string;
 }
 
 export function draftOf(d: Dataset): Draft {
@@ -85,6 +102,13 @@ export function draftOf(d: Dataset): Draft {
     max: d.max != null ? String(d.max) : "",
     units: d.units ?? "",
     window: String(d.fftSamples ?? 1024),
+    interpolation: (d.interpolation ?? "linear") as InterpolationKind,
+    log: d.log ?? false,
+    peakHold: d.peakHold ?? false,
+    trigger: d.trigger ? ((d.trigger.mode ?? "auto") as TriggerChoice) : "off",
+    edge: d.trigger?.edge ?? "rising",
+    level: d.trigger ? String(d.trigger.level) : "0",
+    pre: String(Math.round((d.trigger?.preTrigger ?? 0.5) * 1000) / 10),
   };
 }
 
@@ -97,7 +121,7 @@ export function parseNumber(text: string): number | undefined {
   return Number.isFinite(n) ? n : undefined;
 }
 
-export type Errors = Partial<Record<"min" | "max" | "window", Key>>;
+export type Errors = Partial<Record<"min" | "max" | "window" | "level" | "pre", Key>>;
 
 export type Built = { ok: true; changes: Record<string, unknown> } | { ok: false; errors: Errors };
 
@@ -134,6 +158,27 @@ export function buildChanges(d: Dataset, fields: readonly Field[], draft: Draft)
     // The listed sizes, or the dataset's own (kept as it is).
     if (n === undefined || (n !== d.fftSamples && !(FFT_WINDOWS as readonly number[]).includes(n))) errors.window = "tile.err.window";
     else if (n !== d.fftSamples) changes.fftSamples = n;
+  }
+  if (fields.includes("join") && draft.interpolation !== (d.interpolation ?? "linear")) changes.interpolation = draft.interpolation;
+  if (fields.includes("log") && draft.log !== (d.log ?? false)) changes.log = draft.log;
+  if (fields.includes("peaks") && draft.peakHold !== (d.peakHold ?? false)) changes.peakHold = draft.peakHold;
+  if (fields.includes("trigger")) {
+    if (draft.trigger === "off") {
+      if (d.trigger) changes.trigger = null;
+    } else {
+      const level = parseNumber(draft.level), pre = parseNumber(draft.pre);
+      if (level === undefined) errors.level = draft.level.trim() ? "tile.err.number" : "tile.err.required";
+      if (pre === undefined || pre < 0 || pre > 100) errors.pre = "tile.err.percent";
+      if (level !== undefined && pre !== undefined && pre >= 0 && pre <= 100) {
+        // The whole trigger (a merge patch would keep keys left out); the dataset it
+        // watches is kept as the project has it.
+        const next = { dataset: d.trigger?.dataset ?? null, edge: draft.edge, level, preTrigger: pre / 100, mode: draft.trigger };
+        const cur = d.trigger;
+        const same =
+          cur && (cur.edge ?? "rising") === next.edge && cur.level === next.level && Math.abs((cur.preTrigger ?? 0.5) - next.preTrigger) < 1e-9 && (cur.mode ?? "auto") === next.mode;
+        if (!same) changes.trigger = next;
+      }
+    }
   }
   return Object.keys(errors).length ? { ok: false, errors } : { ok: true, changes };
 }

@@ -67,6 +67,10 @@ export type Connection =
     })
   | {
       type: "replay";
+      /**
+       * A capture (`sextant run --record`), a CSV export (`.csv`), or a message capture
+       * (`.jsonl`: one message a line, handed to the source whole).
+       */
       path: string;
       speed: number;
     };
@@ -268,6 +272,27 @@ export type XAxis =
       mode: "dataset";
       id: string;
     };
+/**
+ * How a dataset's plot joins its points (`linear` when the dataset does not say).
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Interpolation".
+ */
+export type Interpolation = "linear" | "step" | "stem" | "none";
+/**
+ * Which way a trigger's level is crossed.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TriggerEdge".
+ */
+export type TriggerEdge = "rising" | "falling";
+/**
+ * When a triggered plot redraws.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "TriggerMode".
+ */
+export type TriggerMode = "auto" | "normal" | "single";
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "LineEnding".
@@ -1425,6 +1450,9 @@ export interface Dataset {
   fftSamples: number;
   led: boolean;
   ledThreshold: number | null;
+  /**
+   * Its plot has a logarithmic y axis (Serial Studio's `log`).
+   */
   log: boolean;
   min: number | null;
   max: number | null;
@@ -1433,6 +1461,15 @@ export interface Dataset {
   xAxis: XAxis & {
     [k: string]: unknown;
   };
+  interpolation?: Interpolation;
+  /**
+   * Its plot shows a window aligned on an edge, like an oscilloscope's trigger.
+   */
+  trigger?: Trigger | null;
+  /**
+   * Its plot keeps the highest and lowest values seen (since switched on or reset).
+   */
+  peakHold?: boolean;
   [k: string]: unknown;
 }
 /**
@@ -1452,6 +1489,28 @@ export interface AlarmBand {
 export interface Transform {
   language: TransformLanguage;
   code: string;
+}
+/**
+ * An oscilloscope trigger on a time plot.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Trigger".
+ */
+export interface Trigger {
+  /**
+   * The dataset whose edge triggers; the plotted one when absent.
+   */
+  dataset?: string | null;
+  edge: TriggerEdge & string;
+  /**
+   * The value the edge crosses.
+   */
+  level: number;
+  /**
+   * How much of the window lies before the edge, from 0 to 1.
+   */
+  preTrigger: number;
+  mode: TriggerMode & string;
 }
 /**
  * A button that sends fixed bytes to a source, on the dashboard and in the project.
