@@ -345,11 +345,11 @@ export async function servedUrl(proc) {
   return url;
 }
 
-/** A page of the served UI at `url` in `theme` and `language`, its project connected, on the
- *  Dashboard: where the widget tests start. */
-export async function connectedDashboard(browser, url, { theme = "light", language = "en" } = {}) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 800 } });
-  await context.addInitScript((s) => localStorage.setItem("sextant.settings", JSON.stringify(s)), { theme, language });
+/** A page of the served UI at `url` in `theme` and `language` (and any other `settings`),
+ *  its project connected, on the Dashboard: where the widget tests start. */
+export async function connectedDashboard(browser, url, { theme = "light", language = "en", settings = {}, viewport = { width: 1280, height: 800 } } = {}) {
+  const context = await browser.newContext({ viewport });
+  await context.addInitScript((s) => localStorage.setItem("sextant.settings", JSON.stringify(s)), { ...settings, theme, language });
   const p = await context.newPage();
   p.on("pageerror", (e) => console.error("page error:", e.message));
   await p.goto(url);

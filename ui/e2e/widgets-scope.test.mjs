@@ -13,7 +13,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
-import { artifacts, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
 
 const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
 const PERIOD = 0.5; // the square wave's, s
@@ -66,20 +66,8 @@ after(async () => {
   server?.stop();
 });
 
-async function dashboard(theme) {
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  await context.addInitScript((s) => localStorage.setItem("sextant.settings", JSON.stringify(s)), { theme, language: "en", timeRangeS: RANGE_S, refreshHz: 30 });
-  const p = await context.newPage();
-  p.on("pageerror", (e) => console.error("page error:", e.message));
-  await p.goto(url);
-  await p.waitForSelector(".shell");
-  await p.click('[data-nav="connect"]');
-  await p.locator('[data-screen="connect"][data-ready="true"]').waitFor();
-  if (!(await p.locator('[data-testid="disconnect"]').isVisible())) await p.click('[data-testid="connect"]');
-  await p.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
-  await p.click('[data-nav="dashboard"]');
-  return { context, p };
-}
+const dashboard = (theme) =>
+  connectedDashboard(browser, url, { theme, settings: { timeRangeS: RANGE_S, refreshHz: 30 }, viewport: { width: 1280, height: 900 } });
 
 const tileOf = (p, title) => p.locator(`[data-testid="widget"][data-widget-kind="plot"][data-title="${title}"]`);
 const attr = (tile, name) => tile.locator(".plotbox").getAttribute(name);

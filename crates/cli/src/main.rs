@@ -946,6 +946,25 @@ impl<'a> ReplayCsv<'a> {
         }
     }
 
+    /// One read with its recorded time, each frame's row stamped with its own time (session
+    /// time, as the live export writes it, so the two files compare equal); returns how many
+    /// frames it gave.
+    fn push_recorded(
+        &mut self,
+        pipeline: &mut Pipeline,
+        source: usize,
+        at: Timestamp,
+        data: &[u8],
+    ) -> Result<u64> {
+        let mut frames = 0;
+        pipeline.push(source, at, data, &mut |ev| {
+            frames += 1;
+            self.row(ev.timestamp.elapsed_s(), ev.values);
+        });
+        self.after_push(pipeline)?;
+        Ok(frames)
+    }
+
     fn finish(mut self) -> Result<()> {
         if let Some(w) = self.writer.as_mut() {
             w.flush().context("could not write the CSV")?;
@@ -1100,11 +1119,7 @@ fn replay_messages(
                 ids.join(", ")
             );
         };
-        pipeline.push(source, message.timestamp, &message.data, &mut |ev| {
-            frames += 1;
-            out.row(ev.timestamp.elapsed_s(), ev.values);
-        });
-        out.after_push(&pipeline)?;
+        frames += out.push_recorded(&mut pipeline, source, message.timestamp, &message.data)?;
     }
     out.finish()?;
     print_replay_summary(project, &pipeline, frames, started.elapsed().as_secs_f64());
@@ -1132,12 +1147,7 @@ fn replay_capture(
                 pipeline.source_count()
             );
         }
-        pipeline.push(source, record.timestamp, &record.data, &mut |ev| {
-            frames += 1;
-            // Session time, as the live export writes it, so the two files compare equal.
-            out.row(ev.timestamp.elapsed_s(), ev.values);
-        });
-        out.after_push(&pipeline)?;
+        frames += out.push_recorded(&mut pipeline, source, record.timestamp, &record.data)?;
     }
     out.finish()?;
     print_replay_summary(project, &pipeline, frames, started.elapsed().as_secs_f64());
