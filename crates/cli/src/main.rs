@@ -902,7 +902,7 @@ fn open_csv(path: Option<&Path>, pipeline: &Pipeline) -> Result<Option<CsvWriter
 struct ReplayCsv<'a> {
     path: Option<&'a Path>,
     writer: Option<CsvWriter<Box<dyn Write>>>,
-    held: Vec<(f64, Vec<Value>)>,
+    held: Vec<(u64, Vec<Value>)>,
     error: Option<std::io::Error>,
 }
 
@@ -918,15 +918,15 @@ impl<'a> ReplayCsv<'a> {
         Ok(csv)
     }
 
-    /// One parsed frame's row.
-    fn row(&mut self, elapsed_s: f64, values: &[Value]) {
+    /// One parsed frame's row, at `elapsed_ns`.
+    fn row(&mut self, elapsed_ns: u64, values: &[Value]) {
         match self.writer.as_mut() {
             Some(w) => {
-                if let Err(e) = w.write_row(elapsed_s, values) {
+                if let Err(e) = w.write_row_ns(elapsed_ns, values) {
                     self.error.get_or_insert(e);
                 }
             }
-            None if self.path.is_some() => self.held.push((elapsed_s, values.to_vec())),
+            None if self.path.is_some() => self.held.push((elapsed_ns, values.to_vec())),
             None => {}
         }
     }
@@ -959,7 +959,7 @@ impl<'a> ReplayCsv<'a> {
         let mut frames = 0;
         pipeline.push(source, at, data, &mut |ev| {
             frames += 1;
-            self.row(ev.timestamp.elapsed_s(), ev.values);
+            self.row(ev.timestamp.elapsed_ns, ev.values);
         });
         self.after_push(pipeline)?;
         Ok(frames)
@@ -1042,7 +1042,7 @@ fn replay(
             };
             pipeline.push(*source, ts, &bytes[at..end], &mut |ev| {
                 frames += 1;
-                out.row((frames - 1) as f64 * 0.001, ev.values);
+                out.row((frames - 1) * 1_000_000, ev.values);
             });
             out.after_push(&pipeline)?;
         }
@@ -1379,7 +1379,7 @@ fn demo(seconds: f64, rate: Option<f64>, max: bool, csv: Option<&Path>) -> Resul
         pipeline.push(0, ts, &bytes, &mut |ev| {
             frames += 1;
             if let Some(w) = writer.as_mut() {
-                if let Err(e) = w.write_row(ev.timestamp.elapsed_s(), ev.values) {
+                if let Err(e) = w.write_row_ns(ev.timestamp.elapsed_ns, ev.values) {
                     err.get_or_insert(e);
                 }
             }

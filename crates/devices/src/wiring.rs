@@ -222,7 +222,7 @@ fn spawn_capture(
 /// cut-off export never truncates the file an earlier run left there. How it goes – rows
 /// written, rows dropped, and why writing stopped – is in [`CsvSink::status`].
 pub struct CsvSink {
-    tx: Option<std::sync::mpsc::SyncSender<(f64, Vec<Value>)>>,
+    tx: Option<std::sync::mpsc::SyncSender<(u64, Vec<Value>)>>,
     /// How many datasets the rows have now; the columns they had at the first row make the
     /// header, and when datasets appear later (Quick Plot finding more channels) the file
     /// is given the wider header once, at the end of the run.
@@ -294,7 +294,7 @@ impl CsvSink {
                     &columns,
                 )?;
                 for (t, row) in &rx {
-                    csv.write_row(t, &row)?;
+                    csv.write_row_ns(t, &row)?;
                     status.rows.fetch_add(1, Ordering::Relaxed);
                 }
                 let file = csv.into_inner()?.into_inner().map_err(|e| e.into_error())?;
@@ -319,10 +319,10 @@ impl CsvSink {
     }
 }
 
-type CsvReceiver = std::sync::mpsc::Receiver<(f64, Vec<Value>)>;
+type CsvReceiver = std::sync::mpsc::Receiver<(u64, Vec<Value>)>;
 
 /// The queue between a [`CsvSink`] and its writer thread: [`CSV_QUEUE_ROWS`] rows.
-fn csv_queue() -> (std::sync::mpsc::SyncSender<(f64, Vec<Value>)>, CsvReceiver) {
+fn csv_queue() -> (std::sync::mpsc::SyncSender<(u64, Vec<Value>)>, CsvReceiver) {
     std::sync::mpsc::sync_channel(CSV_QUEUE_ROWS)
 }
 
@@ -339,7 +339,7 @@ impl FrameSink for CsvSink {
         }
         if let Some(tx) = &self.tx {
             if tx
-                .try_send((event.timestamp.elapsed_s(), event.values.to_vec()))
+                .try_send((event.timestamp.elapsed_ns, event.values.to_vec()))
                 .is_err()
             {
                 self.status.dropped.fetch_add(1, Ordering::Relaxed);

@@ -372,7 +372,7 @@ impl SessionStore {
         let columns = self.columns(id)?;
         let mut csv = CsvWriter::new(out, &columns)?;
         self.for_each_frame(id, |t, _, values| {
-            csv.write_row(t.elapsed_s(), values)?;
+            csv.write_row_ns(t.elapsed_ns, values)?;
             Ok(())
         })?;
         csv.flush()?;

@@ -170,7 +170,7 @@ fn text_null_and_number_values_round_trip_through_the_csv() {
             elapsed_ns: *ns,
             unix_ns: 0,
         };
-        w.write_row(t.elapsed_s(), v).unwrap();
+        w.write_row_ns(t.elapsed_ns, v).unwrap();
     }
     drop(w);
     assert_eq!(csv_of(&store, id), String::from_utf8(expected).unwrap());
@@ -723,7 +723,8 @@ async fn a_message_sources_session_replays_one_message_a_read() {
         for i in 0..records.times().len() {
             let (bytes, t) = records.load(i).unwrap();
             pipeline.push(0, t, &bytes, &mut |ev| {
-                out.write_row(ev.timestamp.elapsed_s(), ev.values).unwrap();
+                out.write_row_ns(ev.timestamp.elapsed_ns, ev.values)
+                    .unwrap();
             });
         }
         out.flush().unwrap();

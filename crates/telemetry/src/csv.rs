@@ -26,6 +26,7 @@ pub struct CsvWriter<W: Write> {
     rows: u64,
     /// `elapsed_s` of the first row, which the file's times count from.
     origin: Option<f64>,
+    origin_ns: Option<u64>,
 }
 
 fn writer<W: Write>(out: W) -> csv::Writer<W> {
@@ -300,6 +301,7 @@ impl<W: Write> CsvWriter<W> {
             field: String::new(),
             rows: 0,
             origin: None,
+            origin_ns: None,
         })
     }
 
@@ -308,6 +310,19 @@ impl<W: Write> CsvWriter<W> {
     pub fn write_row(&mut self, elapsed_s: f64, values: &[Value]) -> io::Result<()> {
         let origin = *self.origin.get_or_insert(elapsed_s);
         let since_first = (elapsed_s - origin).max(0.0);
+        write_fields(&mut self.out, &mut self.field, since_first, values).map_err(io_error)?;
+        self.rows += 1;
+        Ok(())
+    }
+
+    /// Writes a row at `elapsed_ns` on the caller's clock, relative to the first row written
+    /// this way. The difference is taken in whole nanoseconds before it becomes seconds, so
+    /// two files of the same rows on clocks with different origins (a live export and a
+    /// replay of its session) print the same times – in floating point, `a - b` of two
+    /// large times rounds differently from the same gap measured from zero.
+    pub fn write_row_ns(&mut self, elapsed_ns: u64, values: &[Value]) -> io::Result<()> {
+        let origin = *self.origin_ns.get_or_insert(elapsed_ns);
+        let since_first = elapsed_ns.saturating_sub(origin) as f64 / 1e9;
         write_fields(&mut self.out, &mut self.field, since_first, values).map_err(io_error)?;
         self.rows += 1;
         Ok(())
@@ -329,6 +344,33 @@ impl<W: Write> CsvWriter<W> {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn the_same_gaps_on_clocks_of_other_origins_print_the_same_times() {
+        // A live export counts from its wiring's start, a replay of its session from the
+        // session's first frame: the same gaps, far-apart origins. Gaps on and beside a
+        // half-microsecond (where printing six decimals rounds either way).
+        let gaps = [
+            0u64,
+            214_786_500,
+            214_786_499,
+            214_786_501,
+            1_000_000_001,
+            3_600_000_000_123,
+        ];
+        let print = |origin: u64| {
+            let mut w = CsvWriter::new(Vec::new(), &["x"]).unwrap();
+            for g in gaps {
+                w.write_row_ns(origin + g, &[Value::Number(1.0)]).unwrap();
+            }
+            String::from_utf8(w.into_inner().unwrap()).unwrap()
+        };
+        let from_zero = print(0);
+        assert!(from_zero.contains("\n0.214787,1\n"), "{from_zero}");
+        for origin in [1, 999, 5_000_000_000_037, 86_400_000_000_017, 1 << 62] {
+            assert_eq!(print(origin), from_zero, "origin {origin}");
+        }
+    }
+
     use super::*;
 
     /// The fast ways give exactly what the exact way gives, for every kind of double: raw
