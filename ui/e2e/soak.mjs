@@ -3,7 +3,7 @@
 // CSV. Samples the resident memory of every process once a minute and prints the curve;
 // writes target/e2e/soak.json.
 //
-//   node ui/e2e/soak.mjs [--minutes 60] [--rate 100000] [--every 60]
+//   node ui/e2e/soak.mjs [--minutes 60] [--rate 100000] [--every 60] [--rotate 180]
 //
 // Disk: an hour at 100 000 frames/s is ~70 GB of sessions (~1.2 GB a minute) and ~40 GB of
 // CSV. The soak keeps it bounded: every 3 minutes recording moves to a new sessions
@@ -22,7 +22,7 @@ const arg = (name, d) => {
   return i > 0 ? Number(process.argv[i + 1]) : d;
 };
 const minutes = arg("minutes", 60), rate = arg("rate", 100000), everyS = arg("every", 60);
-const ROTATE_S = 180;
+const ROTATE_S = arg("rotate", 180);
 
 const dir = tempDir("sextant-soak-");
 const projectPath = join(dir, "soak.json");
