@@ -94,8 +94,11 @@ export function listen(path) {
   let got = "";
   cat.stdout.on("data", (d) => (got += d.toString("latin1")));
   return {
-    until: (pattern, timeoutMs = 15000) =>
-      waitFor(`"${pattern}" on ${path} (got ${JSON.stringify(got.slice(-200))})`, () => got.includes(pattern) && got, timeoutMs),
+    /** Waits for `pattern` among the bytes read at or after `from` (a `mark()`). */
+    until: (pattern, timeoutMs = 15000, from = 0) =>
+      waitFor(`"${pattern}" on ${path} (got ${JSON.stringify(got.slice(-200))})`, () => got.indexOf(pattern, from) >= 0 && got, timeoutMs),
+    /** Where the bytes read so far end, for `until` to look only at what comes next. */
+    mark: () => got.length,
     /** How many times `text` was read so far. */
     count: (text) => got.split(text).length - 1,
     stop() {

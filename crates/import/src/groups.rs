@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 use sextant_telemetry::project::{
-    AlarmBand, Dataset, DatasetWidget, Group, GroupWidget, Role, Severity, Transform,
-    TransformLanguage, XAxis,
+    AlarmBand, Control, ControlKind, Dataset, DatasetWidget, Group, GroupWidget, Role, Severity,
+    Transform, TransformLanguage, XAxis,
 };
 
 use crate::json::{index, show, Obj};
@@ -129,7 +129,7 @@ fn import_group(
     let unique_id = obj.i64("uniqueId", r);
     obj.skip(&["groupId"]);
 
-    if skipped_before_source(&gpath, group_type, &title, r) {
+    if skipped_before_source(&gpath, &title, r) {
         mark_all(obj);
         return;
     }
@@ -138,6 +138,17 @@ fn import_group(
         mark_all(obj);
         return;
     };
+
+    if group_type == 1 {
+        let group = output_group(obj, title, sources, ids, r);
+        out.groups.push(group);
+        out.origins.push(GroupOrigin {
+            json_index: g,
+            unique_id,
+            datasets: Vec::new(),
+        });
+        return;
+    }
 
     let widget = group_widget(obj, &widget_text, &widget_path, r);
 
@@ -170,6 +181,7 @@ fn import_group(
         title,
         widget,
         datasets: Vec::new(),
+        controls: Vec::new(),
         extra: Default::default(),
     };
     let ctx = DatasetCtx {
@@ -200,17 +212,189 @@ fn import_group(
     out.origins.push(origin);
 }
 
-/// Whether the group is skipped for what it is (an output group) or lacks (a title),
-/// before its source is looked up; reports why.
-fn skipped_before_source(gpath: &str, group_type: i64, title: &str, r: &mut ImportReport) -> bool {
-    if group_type == 1 {
-        r.lost(
-            gpath,
-            "output group (buttons, sliders, toggles that send to the device) is not supported \
-             by Sextant; skipped",
-        );
-        return true;
+/// An output group (Serial Studio's `groupType` 1): its `outputWidgets` as controls.
+fn output_group(
+    obj: &mut Obj,
+    title: String,
+    sources: &SourceLookup,
+    ids: &mut Ids,
+    r: &mut ImportReport,
+) -> Group {
+    let _ = obj.raw("widget");
+    obj.skip(&["datasets"]);
+    obj.unmapped(
+        "outputColumns",
+        &[json!(2)],
+        "Sextant lays controls out by the tile's width",
+        r,
+    );
+    for key in ["hideOnDashboard", "disabled"] {
+        obj.unmapped(key, &[json!(false)], "Sextant shows every group", r);
     }
+    let wpath = obj.at("outputWidgets");
+    let widgets = obj
+        .array("outputWidgets", r)
+        .map(Vec::as_slice)
+        .unwrap_or(&[]);
+    let mut controls = Vec::new();
+    for (k, item) in widgets.iter().enumerate() {
+        let path = index(&wpath, k);
+        let Some(map) = item.as_object().filter(|m| !m.is_empty()) else {
+            r.push(
+                path,
+                format!(
+                    "expected an output widget object, found {}; skipped",
+                    show(item)
+                ),
+            );
+            continue;
+        };
+        let mut wobj = Obj::new(map, path);
+        if let Some(control) = output_control(&mut wobj, sources, ids, r) {
+            controls.push(control);
+        }
+        wobj.finish(r);
+    }
+    if controls.is_empty() {
+        r.push(
+            obj.path().to_string(),
+            "output group without a control Sextant can show; kept empty",
+        );
+    }
+    Group {
+        id: ids.next("grp"),
+        title,
+        widget: GroupWidget::Output,
+        datasets: Vec::new(),
+        controls,
+        extra: Default::default(),
+    }
+}
+
+/// One of Serial Studio's output widgets as a control; `None` (reported) for a kind Sextant
+/// has no control for.
+fn output_control(
+    obj: &mut Obj,
+    sources: &SourceLookup,
+    ids: &mut Ids,
+    r: &mut ImportReport,
+) -> Option<Control> {
+    obj.skip(&["widgetId", "groupId"]);
+    let title = simplified(&obj.string("title", r).unwrap_or_default());
+    let kind_path = obj.at("outputType");
+    let kind = match obj.i64("outputType", r).unwrap_or(0) {
+        0 => ControlKind::Button,
+        1 => ControlKind::Slider,
+        2 => ControlKind::Toggle,
+        3 => ControlKind::TextField,
+        4 => ControlKind::Knob,
+        5 => {
+            r.lost(
+                kind_path,
+                "ramp generator: Sextant has no control that sends by itself; skipped",
+            );
+            mark_all(obj);
+            return None;
+        }
+        other => {
+            r.lost(
+                kind_path,
+                format!("output widget type {other} is unknown; skipped"),
+            );
+            mark_all(obj);
+            return None;
+        }
+    };
+    let source_path = obj.at("sourceId");
+    let ss_source = obj.i64("sourceId", r).unwrap_or(0);
+    let source = match sources.find(ss_source) {
+        Some((_, id, _)) if sources.multi() => Some(id.clone()),
+        Some(_) => None,
+        None => {
+            r.push(
+                source_path,
+                format!(
+                    "no source has sourceId {ss_source}; the control sends to the first source"
+                ),
+            );
+            None
+        }
+    };
+    let defaults = Control::default();
+    let min = obj.f64("outputMin", r).unwrap_or(defaults.min);
+    let max = obj.f64("outputMax", r).unwrap_or(defaults.max);
+    let step = obj.f64("outputStep", r).unwrap_or(defaults.step);
+    let initial = obj.f64("initialValue", r).unwrap_or(defaults.initial);
+    let label = |obj: &mut Obj, key: &str, r: &mut ImportReport| {
+        obj.string(key, r)
+            .map(|s| simplified(&s))
+            .filter(|s| !s.is_empty())
+    };
+    let on_label = label(obj, "onLabel", r);
+    let off_label = label(obj, "offLabel", r);
+    let transmit = obj.string("transmitFunction", r).unwrap_or_default();
+    obj.unmapped("icon", &[], "Sextant's controls show their title", r);
+    obj.unmapped(
+        "monoIcon",
+        &[json!(false)],
+        "Sextant's controls show their title",
+        r,
+    );
+    obj.unmapped_lost(
+        "outputTxEncoding",
+        &[json!(0)],
+        "the transmit encoding is not imported: the script's string is sent as bytes (one per \
+         character up to U+00FF, else UTF-8)",
+        r,
+    );
+    if transmit.trim().is_empty() {
+        r.push(
+            obj.path().to_string(),
+            "output widget without a transmit script; kept, it sends nothing until one is written",
+        );
+    }
+    // A range Serial Studio would accept but Sextant refuses is widened, not dropped.
+    let min = if min.is_finite() { min } else { defaults.min };
+    let max = if max.is_finite() && max > min {
+        max
+    } else {
+        min + (defaults.max - defaults.min)
+    };
+    Some(Control {
+        id: ids.next("ctl"),
+        title: if title.is_empty() {
+            "Control".into()
+        } else {
+            title
+        },
+        kind,
+        source,
+        min,
+        max,
+        step: if step.is_finite() && step > 0.0 {
+            step
+        } else {
+            defaults.step
+        },
+        initial: if initial.is_finite() {
+            initial.clamp(min, max)
+        } else {
+            min
+        },
+        on_label,
+        off_label,
+        transmit: if transmit.trim().is_empty() {
+            "function transmit(value) {\n  return null;\n}\n".into()
+        } else {
+            transmit
+        },
+        extra: Default::default(),
+    })
+}
+
+/// Whether the group is skipped for what it lacks (a title), before its source is looked
+/// up; reports why.
+fn skipped_before_source(gpath: &str, title: &str, r: &mut ImportReport) -> bool {
     if title.is_empty() {
         r.push(
             gpath,

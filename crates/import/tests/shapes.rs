@@ -192,3 +192,61 @@ fn the_report_tells_lost_behaviour_first_by_name_and_not_the_defaults() {
         gps.summary
     );
 }
+
+#[test]
+fn an_output_group_arrives_as_controls_that_keep_their_scripts() {
+    use sextant_telemetry::project::{ControlKind, GroupWidget};
+    let Imported {
+        project: p,
+        summary,
+        ..
+    } = import("obd-ii.ssproj");
+    assert!(p.validate().is_empty(), "{:#?}", p.validate());
+    let group = p
+        .groups
+        .iter()
+        .find(|g| g.title == "ELM327 commands")
+        .expect("the output group is imported");
+    assert_eq!(group.widget, GroupWidget::Output);
+    assert!(group.datasets.is_empty());
+    let got: Vec<(&str, ControlKind, f64, f64, f64, f64)> = group
+        .controls
+        .iter()
+        .map(|c| (c.title.as_str(), c.kind, c.min, c.max, c.step, c.initial))
+        .collect();
+    assert_eq!(
+        got,
+        [
+            (
+                "Read engine speed",
+                ControlKind::Button,
+                0.0,
+                100.0,
+                1.0,
+                0.0
+            ),
+            ("Monitor all", ControlKind::Toggle, 0.0, 100.0, 1.0, 0.0),
+            ("Adaptive timing", ControlKind::Slider, 0.0, 2.0, 1.0, 1.0),
+            ("Timeout (x4 ms)", ControlKind::Knob, 0.0, 255.0, 1.0, 50.0),
+            ("Raw command", ControlKind::TextField, 0.0, 100.0, 1.0, 0.0),
+        ]
+    );
+    let toggle = &group.controls[1];
+    assert_eq!(toggle.on_label.as_deref(), Some("Monitoring"));
+    assert_eq!(toggle.off_label.as_deref(), Some("Idle"));
+    assert!(
+        group.controls[3].transmit.contains("ATST"),
+        "scripts kept as written"
+    );
+    // One source: the controls send to it without naming it.
+    assert!(group.controls.iter().all(|c| c.source.is_none()));
+    // The ramp generator has no Sextant control: told as lost, by its group's name.
+    assert!(
+        summary.iter().any(|s| s.severity == Severity::Lost
+            && s.subject.name == "ELM327 commands"
+            && s.message.contains("ramp generator")),
+        "{summary:#?}"
+    );
+    // The group has a tile of its own on the overview.
+    assert!(p.groups.iter().any(|g| g.widget == GroupWidget::Output));
+}

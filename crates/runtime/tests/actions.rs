@@ -270,3 +270,157 @@ async fn each_timer_mode_sends_what_it_promises_and_every_send_is_in_the_console
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(peer.count(b'S'), after, "the timer outlived the disconnect");
 }
+
+/// The OBD-II shape, imported as a person would, on the pty's device end.
+fn obd_ii(port: &Path) -> Project {
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../../fixtures/serial-studio-shapes/obd-ii.ssproj"),
+    )
+    .unwrap();
+    let mut project = sextant_import::import_serial_studio(&text)
+        .expect("imports")
+        .project;
+    let Connection::Serial(serial) = &mut project.sources[0].connection else {
+        panic!("the ELM327 adapter is a serial device");
+    };
+    serial.port = port.display().to_string();
+    project
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn output_controls_send_what_their_scripts_make_and_refuse_what_they_cannot() {
+    if !require("socat", "socat") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let pty = PtyPair::start(dir.path());
+    let peer = Peer::start(&pty.b, b"");
+    let project = obd_ii(&pty.a);
+    let group = project
+        .groups
+        .iter()
+        .find(|g| !g.controls.is_empty())
+        .expect("the output group")
+        .clone();
+    let id = |title: &str| {
+        group
+            .controls
+            .iter()
+            .find(|c| c.title == title)
+            .unwrap_or_else(|| panic!("a control titled {title}"))
+            .id
+            .clone()
+    };
+    let mut rt = Runtime::new(Workspace::new(project));
+    let control = |c: &str, value: Value| json!({"group": group.id, "control": c, "value": value});
+
+    // Not connected: a send says so, a preview works.
+    let offline = rt
+        .execute(
+            Caller::Ui,
+            "project.control.send",
+            control(&id("Read engine speed"), json!(1)),
+            Policy {
+                allow_device_control: true,
+                ..Policy::default()
+            },
+            true,
+        )
+        .unwrap_err();
+    assert!(offline.message.contains("not connected"), "{offline:?}");
+    let preview = person(
+        &mut rt,
+        "project.control.preview",
+        control(&id("Timeout (x4 ms)"), json!(200)),
+    );
+    assert_eq!(preview["hex"], "41 54 53 54 43 38 0D", "{preview}");
+
+    person(&mut rt, "io.connect", json!({}));
+    wait_until("the adapter is connected", || {
+        person(&mut rt, "io.status", json!({}))["sources"][0]["status"] == "connected"
+    })
+    .await;
+    wait_until("the reset on connect", || {
+        peer.received().ends_with(b"ATZ\r")
+    })
+    .await;
+
+    // Each kind of control, as the person sets it; the peer reads exactly the bytes.
+    let rows: &[(&str, Value, &[u8])] = &[
+        ("Read engine speed", json!(null), b"010C\r"),
+        ("Monitor all", json!(true), b"ATMA\r"),
+        ("Monitor all", json!(0), b"\r"),
+        ("Adaptive timing", json!(2), b"ATAT2\r"),
+        ("Timeout (x4 ms)", json!(10), b"ATST0A\r"),
+        ("Raw command", json!("atdp"), b"ATDP\r"),
+    ];
+    for (title, value, want) in rows {
+        let before = peer.received().len();
+        let reply = person(
+            &mut rt,
+            "project.control.send",
+            control(&id(title), value.clone()),
+        );
+        assert_eq!(reply["queuedBytes"], want.len(), "{title}: {reply}");
+        wait_until(title, || peer.received().len() >= before + want.len()).await;
+        assert_eq!(&peer.received()[before..], *want, "{title} with {value}");
+    }
+
+    // What a control cannot take is refused before its script runs, and sends nothing.
+    let refused: &[(&str, Value, &str)] = &[
+        ("Adaptive timing", json!(3), "outside the control's range"),
+        ("Adaptive timing", json!("2"), "a number between"),
+        ("Monitor all", json!(2), "0 or 1"),
+        ("Raw command", json!(7), "text"),
+        ("Raw command", json!("x".repeat(5000)), "longer than 4096"),
+    ];
+    let before = peer.received().len();
+    for (title, value, says) in refused {
+        let err = rt
+            .execute(
+                Caller::Ui,
+                "project.control.send",
+                control(&id(title), value.clone()),
+                Policy {
+                    allow_device_control: true,
+                    ..Policy::default()
+                },
+                true,
+            )
+            .unwrap_err();
+        assert!(err.message.contains(says), "{title} {value}: {err:?}");
+    }
+    // Without the person's yes a DeviceGated send does not run.
+    let asked = rt.execute(
+        Caller::Assistant,
+        "project.control.send",
+        control(&id("Read engine speed"), json!(1)),
+        Policy {
+            allow_device_control: true,
+            ..Policy::default()
+        },
+        false,
+    );
+    assert!(asked.is_err(), "{asked:?}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    assert_eq!(peer.received().len(), before, "nothing was sent");
+
+    // Every send is in the console, marked as sent.
+    let options: sextant_display::DisplayOptions =
+        serde_json::from_value(json!({"refreshHz": 30, "points": 100, "timeRangeS": 10})).unwrap();
+    let scope = rt.workspace.scope();
+    let frame = scope
+        .frame(&options, &mut scope.subscribe())
+        .expect("a first frame");
+    let sent: Vec<u8> = sextant_display::decode_console(&frame)
+        .expect("a display frame")
+        .into_iter()
+        .filter(|(source, _)| source & sextant_display::SENT != 0)
+        .flat_map(|(_, bytes)| bytes)
+        .collect();
+    let sent = String::from_utf8_lossy(&sent);
+    for text in ["010C\r", "ATMA\r", "ATST0A\r", "ATDP\r"] {
+        assert!(sent.contains(text), "{text:?} not in the console: {sent:?}");
+    }
+}

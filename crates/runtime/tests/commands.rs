@@ -72,6 +72,17 @@ fn build(rt: &mut Runtime) {
         "project.dataset.update",
         json!({"id": v, "changes": {"alarms": [{"min": 4.5, "max": 5, "severity": "critical"}]}}),
     );
+    let out = call(
+        rt,
+        "project.group.add",
+        json!({"title": "Rover controls", "widget": "output"}),
+    );
+    call(
+        rt,
+        "project.group.update",
+        json!({"id": out["id"], "changes": {"controls": [{"id": "ctl-speed", "title": "Speed", "kind": "slider",
+               "min": 0, "max": 10, "transmit": "function transmit(v) { return 'SPD ' + v + '\\n'; }"}]}}),
+    );
 }
 
 #[test]
@@ -124,6 +135,15 @@ fn every_safe_command_leaves_the_project_byte_identical() {
     .id;
     rt.workspace.set_sessions_db(Some(db));
     let before = project_bytes(&rt);
+    let output_group = rt
+        .workspace
+        .project()
+        .groups
+        .iter()
+        .find(|g| !g.controls.is_empty())
+        .expect("build adds an output group")
+        .id
+        .clone();
     let calls: Vec<(&str, Value)> = vec![
         ("project.get", json!({})),
         ("project.validate", json!({})),
@@ -176,6 +196,10 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("sessions.list", json!({"tag": "bench"})),
         ("sessions.get", json!({"id": session})),
         ("sessions.csv", json!({"id": session})),
+        (
+            "project.control.preview",
+            json!({"group": output_group, "control": "ctl-speed", "value": 7}),
+        ),
         ("meta.listCommands", json!({"prefix": "project.dataset"})),
         (
             "meta.describeCommand",

@@ -27,6 +27,9 @@
 //! * [`ScriptTransform::compile`] compiles a script defining `transform(value)`;
 //!   [`ScriptTransform::transform`] calls it with a number or a string and returns its result
 //!   as a [`ScriptValue`].
+//! * [`ScriptTransmit::compile`] compiles an output control's script defining
+//!   `transmit(value)`; [`ScriptTransmit::transmit`] calls it with the control's value and
+//!   returns the bytes its string stands for (see the `transmit` module).
 //! * Errors carry the script's line number where the engine reports one.
 //! * Watchdog: a call running longer than [`Limits::timeout`] is interrupted and fails with
 //!   [`ScriptErrorKind::Timeout`]; after [`Limits::max_consecutive_timeouts`] consecutive
@@ -61,8 +64,10 @@ mod js;
 mod lua;
 mod lua_patterns;
 mod rows;
+mod transmit;
 
 pub use host::{Host, NoHost, SharedTables, TablesFull, MAX_TABLE_BYTES};
+pub use transmit::{ScriptTransmit, MAX_TRANSMIT_BYTES};
 
 /// Which engine runs a script.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -249,6 +254,7 @@ impl Engine {
 pub(crate) enum Entry {
     Parse,
     Transform,
+    Transmit,
 }
 
 impl Entry {
@@ -256,6 +262,7 @@ impl Entry {
         match self {
             Entry::Parse => "parse",
             Entry::Transform => "transform",
+            Entry::Transmit => "transmit",
         }
     }
 
@@ -263,6 +270,7 @@ impl Entry {
         match self {
             Entry::Parse => "parse(frame)",
             Entry::Transform => "transform(value)",
+            Entry::Transmit => "transmit(value)",
         }
     }
 }

@@ -36,6 +36,8 @@ export const TITLED = [
   "project.action.remove",
   "project.action.run",
   "project.action.update",
+  "project.control.preview",
+  "project.control.send",
   "project.dataset.add",
   "project.dataset.get",
   "project.dataset.move",

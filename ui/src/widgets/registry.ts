@@ -72,6 +72,7 @@ export const components = {
   Accelerometer: lazy(() => import("./Accelerometer.svelte")),
   Gyroscope: lazy(() => import("./Gyroscope.svelte")),
   Clock: lazy(() => import("./Clock.svelte")),
+  Controls: lazy(() => import("./Controls.svelte")),
 };
 
 /** The tile's datasets in a grid: what a tile draws when it lacks what its kind needs. */
@@ -225,6 +226,14 @@ export const WIDGETS = [
     description: "A dataset's value as a time of day.",
     size: [3, 2],
     draw: (t) => (t.dataset ? drawing(components.Clock, { dataset: t.dataset }) : null),
+  },
+  {
+    kind: "controls",
+    project: { group: ["output"] },
+    label: "widget.group.output",
+    description: "Buttons, toggles, sliders, knobs and text fields whose script sends to the device.",
+    size: [4, 3],
+    draw: (t) => (t.group ? drawing(components.Controls, { group: t.group }) : null),
   },
 ] as const satisfies readonly WidgetEntry[];
 

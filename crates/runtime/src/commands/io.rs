@@ -350,7 +350,7 @@ fn payload(
 }
 
 /// Queues `bytes` for source `index` of the live run.
-fn send_to(ws: &Workspace, index: usize, bytes: Vec<u8>) -> Result<Json, CommandError> {
+pub(super) fn send_to(ws: &Workspace, index: usize, bytes: Vec<u8>) -> Result<Json, CommandError> {
     let sender = sender(ws, index)?;
     let n = bytes.len();
     // The write completes on the source's task; its outcome shows in io.status.
@@ -394,7 +394,7 @@ fn arm(project: &Project, senders: &[Sender], action: &Action) -> Result<Armed, 
     })
 }
 
-fn source_position(ws: &Workspace, id: Option<&str>) -> Result<usize, CommandError> {
+pub(super) fn source_position(ws: &Workspace, id: Option<&str>) -> Result<usize, CommandError> {
     match id {
         None => Ok(0),
         Some(id) => ws

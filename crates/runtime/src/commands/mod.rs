@@ -4,6 +4,7 @@
 //! `project.dataset.*`, `project.frameParser.*`, `io.*`, `console.*`), so users of its API
 //! feel at home; `assistant.*` holds checkpoints, `meta.*` the self-description.
 
+mod controls;
 mod io;
 mod meta;
 mod parser;
@@ -32,6 +33,7 @@ pub fn registry() -> Registry<Workspace> {
     structure::register(&mut r);
     parser::register(&mut r);
     io::register(&mut r);
+    controls::register(&mut r);
     sessions::register(&mut r);
     templates::register(&mut r);
     meta::register(&mut r, specs.clone());

@@ -670,6 +670,10 @@ pub struct Group {
     pub title: String,
     pub widget: GroupWidget,
     pub datasets: Vec<Dataset>,
+    /// What an `output` group shows: buttons, toggles, sliders, knobs and text fields that
+    /// send to a device.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub controls: Vec<Control>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -691,6 +695,69 @@ pub enum GroupWidget {
     Painter,
     Image,
     WebView,
+    /// Output controls ([`Group::controls`]) rather than datasets.
+    Output,
+}
+
+/// One output control: what a person sets, and the script that turns it into bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct Control {
+    pub id: String,
+    pub title: String,
+    pub kind: ControlKind,
+    /// Source id the bytes go to; the first source when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    /// The range and step of a slider or knob.
+    pub min: f64,
+    pub max: f64,
+    pub step: f64,
+    /// The value a slider, knob or toggle starts at.
+    pub initial: f64,
+    /// What a toggle says when on and when off (absent: "On" and "Off" in the person's
+    /// language).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub on_label: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub off_label: Option<String>,
+    /// JavaScript defining `transmit(value)`, which returns the string of bytes to send:
+    /// value is 1 for a button, 0 or 1 for a toggle, a number for a slider or knob, the
+    /// text for a text field.
+    pub transmit: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+impl Default for Control {
+    fn default() -> Self {
+        Control {
+            id: String::new(),
+            title: String::new(),
+            kind: ControlKind::Button,
+            source: None,
+            min: 0.0,
+            max: 100.0,
+            step: 1.0,
+            initial: 0.0,
+            on_label: None,
+            off_label: None,
+            transmit: String::new(),
+            extra: Extra::default(),
+        }
+    }
+}
+
+/// How an output control looks and what value it hands its script.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ControlKind {
+    #[default]
+    Button,
+    Toggle,
+    Slider,
+    Knob,
+    TextField,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]

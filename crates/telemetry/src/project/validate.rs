@@ -73,6 +73,15 @@ impl Project {
             for (k, d) in group.datasets.iter().enumerate() {
                 validate_dataset(d, &format!("{at}.datasets[{k}]"), &refs, &mut r);
             }
+            if !group.controls.is_empty() && group.widget != GroupWidget::Output {
+                r.push(
+                    format!("{at}.controls"),
+                    "only an output group (widget `output`) shows controls".into(),
+                );
+            }
+            for (c, control) in group.controls.iter().enumerate() {
+                validate_control(control, &format!("{at}.controls[{c}]"), &refs, &mut r);
+            }
         }
         for (a, action) in self.actions.iter().enumerate() {
             let at = format!("actions[{a}]");
@@ -100,6 +109,54 @@ impl Project {
             );
         }
         r.issues
+    }
+}
+
+/// The most characters of an output control's `transmit` script.
+const MAX_TRANSMIT_SCRIPT_CHARS: usize = 64 * 1024;
+
+fn validate_control<'p>(c: &'p Control, at: &str, refs: &References, r: &mut Report<'p>) {
+    r.id(format!("{at}.id"), &c.id);
+    if c.title.trim().is_empty() {
+        r.push(format!("{at}.title"), "a control needs a title".into());
+    }
+    if let Some(src) = &c.source {
+        if !refs.source_ids.contains(src.as_str()) {
+            r.push(format!("{at}.source"), format!("no source has id `{src}`"));
+        }
+    } else if !refs.has_sources {
+        r.push(
+            format!("{at}.source"),
+            "the project has no source for the control to send to".into(),
+        );
+    }
+    if c.transmit.trim().is_empty() {
+        r.push(
+            format!("{at}.transmit"),
+            "a control needs a script defining transmit(value)".into(),
+        );
+    } else if c.transmit.chars().count() > MAX_TRANSMIT_SCRIPT_CHARS {
+        r.push(
+            format!("{at}.transmit"),
+            format!("the script is longer than {MAX_TRANSMIT_SCRIPT_CHARS} characters"),
+        );
+    }
+    if matches!(c.kind, ControlKind::Slider | ControlKind::Knob) {
+        if !(c.min.is_finite() && c.max.is_finite() && c.min < c.max) {
+            r.push(
+                format!("{at}.max"),
+                "min and max must be numbers with min below max".into(),
+            );
+        }
+        if !(c.step.is_finite() && c.step > 0.0) {
+            r.push(format!("{at}.step"), "step must be a number above 0".into());
+        }
+        if c.min < c.max && !(c.min..=c.max).contains(&c.initial) {
+            r.push(
+                format!("{at}.initial"),
+                format!("the initial value must lie between {} and {}", c.min, c.max),
+            );
+        }
     }
 }
 

@@ -220,19 +220,22 @@ export type CanValueType = "unsigned" | "signed" | "float";
  * via the `definition` "GroupWidget".
  */
 export type GroupWidget =
-  | "none"
-  | "dataGrid"
-  | "multiPlot"
-  | "accelerometer"
-  | "gyroscope"
-  | "gps"
-  | "plot3d"
-  | "barPanel"
-  | "ledPanel"
-  | "terminal"
-  | "painter"
-  | "image"
-  | "webView";
+  | (
+      | "none"
+      | "dataGrid"
+      | "multiPlot"
+      | "accelerometer"
+      | "gyroscope"
+      | "gps"
+      | "plot3d"
+      | "barPanel"
+      | "ledPanel"
+      | "terminal"
+      | "painter"
+      | "image"
+      | "webView"
+    )
+  | "output";
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "DatasetWidget".
@@ -293,6 +296,13 @@ export type TriggerEdge = "rising" | "falling";
  * via the `definition` "TriggerMode".
  */
 export type TriggerMode = "auto" | "normal" | "single";
+/**
+ * How an output control looks and what value it hands its script.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ControlKind".
+ */
+export type ControlKind = "button" | "toggle" | "slider" | "knob" | "textField";
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "LineEnding".
@@ -1418,6 +1428,11 @@ export interface Group {
   title: string;
   widget: GroupWidget & string;
   datasets: Dataset[];
+  /**
+   * What an `output` group shows: buttons, toggles, sliders, knobs and text fields that
+   * send to a device.
+   */
+  controls?: Control[];
   [k: string]: unknown;
 }
 /**
@@ -1511,6 +1526,44 @@ export interface Trigger {
    */
   preTrigger: number;
   mode: TriggerMode & string;
+}
+/**
+ * One output control: what a person sets, and the script that turns it into bytes.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Control".
+ */
+export interface Control {
+  id: string;
+  title: string;
+  kind: ControlKind & string;
+  /**
+   * Source id the bytes go to; the first source when absent.
+   */
+  source?: string | null;
+  /**
+   * The range and step of a slider or knob.
+   */
+  min: number;
+  max: number;
+  step: number;
+  /**
+   * The value a slider, knob or toggle starts at.
+   */
+  initial: number;
+  /**
+   * What a toggle says when on and when off (absent: "On" and "Off" in the person's
+   * language).
+   */
+  onLabel?: string | null;
+  offLabel?: string | null;
+  /**
+   * JavaScript defining `transmit(value)`, which returns the string of bytes to send:
+   * value is 1 for a button, 0 or 1 for a toggle, a number for a slider or knob, the
+   * text for a text field.
+   */
+  transmit: string;
+  [k: string]: unknown;
 }
 /**
  * A button that sends fixed bytes to a source, on the dashboard and in the project.
