@@ -53,18 +53,12 @@ const _: () = {
 };
 
 impl ScriptTransmit {
-    /// Compiles `source` and runs its top level; the script must define a global
-    /// `transmit(value)` function.
-    pub fn compile(
-        language: Language,
-        source: &str,
-        limits: Limits,
-        host: Arc<dyn Host>,
-    ) -> Result<Self, ScriptError> {
-        let source = match language {
-            Language::JavaScript => format!("{source}\n{JS_HELPERS}"),
-            Language::Lua => source.to_owned(),
-        };
+    /// Compiles JavaScript `source` and runs its top level; the script must define a global
+    /// `transmit(value)` function. (JavaScript only, as Serial Studio: Lua's strings would
+    /// not come back as the bytes the script built.)
+    pub fn compile(source: &str, limits: Limits, host: Arc<dyn Host>) -> Result<Self, ScriptError> {
+        let language = Language::JavaScript;
+        let source = format!("{source}\n{JS_HELPERS}");
         Ok(ScriptTransmit {
             inner: Engine::compile(language, &source, limits, host, Entry::Transmit)?,
             supervisor: Supervisor::new(language, limits),
@@ -125,13 +119,7 @@ mod tests {
     use crate::NoHost;
 
     fn run(source: &str, value: ScriptValue) -> Result<Vec<u8>, ScriptError> {
-        ScriptTransmit::compile(
-            Language::JavaScript,
-            source,
-            Limits::default(),
-            Arc::new(NoHost),
-        )?
-        .transmit(value)
+        ScriptTransmit::compile(source, Limits::default(), Arc::new(NoHost))?.transmit(value)
     }
 
     #[test]

@@ -15,7 +15,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{json, Value as Json};
 use sextant_commands::{CommandError, Deferred, Registry, Tier};
-use sextant_scripting::{Language, Limits, NoHost, ScriptTransmit, ScriptValue};
+use sextant_scripting::{Limits, NoHost, ScriptTransmit, ScriptValue};
 use sextant_telemetry::project::{Control, ControlKind};
 
 use super::io::{send_to, source_position};
@@ -24,7 +24,7 @@ use crate::Workspace;
 /// The longest text a text field hands its script.
 const MAX_TEXT_CHARS: usize = 4096;
 
-#[derive(Deserialize, JsonSchema)]
+#[derive(Clone, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct ControlValue {
     /// The output group's id.
@@ -54,15 +54,27 @@ fn control_send(
     if ws.live.is_none() {
         return Err(CommandError::failed("not connected; run io.connect first"));
     }
-    let index = source_position(ws, control.source.as_deref())?;
+    source_position(ws, control.source.as_deref())?;
     Ok(Deferred::off_then(
-        move || run(&control, value),
+        {
+            let control = control.clone();
+            move || run(&control, value)
+        },
         move |ws, bytes| {
+            // The script ran off the workspace: send only if the control still says what
+            // ran, to its device as the project names it now.
+            let (now, _) = find(ws, &p)?;
+            if now.transmit != control.transmit || now.source != control.source {
+                return Err(CommandError::failed(
+                    "the control changed while its script ran; nothing was sent, send again",
+                ));
+            }
             if bytes.is_empty() {
                 return Ok(
                     json!({ "queuedBytes": 0, "note": "the script returned nothing to send" }),
                 );
             }
+            let index = source_position(ws, control.source.as_deref())?;
             send_to(ws, index, bytes)
         },
     ))
@@ -152,12 +164,7 @@ fn run(control: &Control, value: ScriptValue) -> Result<Vec<u8>, CommandError> {
         ..Limits::default()
     };
     let title = &control.title;
-    ScriptTransmit::compile(
-        Language::JavaScript,
-        &control.transmit,
-        limits,
-        Arc::new(NoHost),
-    )
-    .and_then(|mut script| script.transmit(value))
-    .map_err(|e| CommandError::failed(format!("the script of “{title}” failed: {e}")))
+    ScriptTransmit::compile(&control.transmit, limits, Arc::new(NoHost))
+        .and_then(|mut script| script.transmit(value))
+        .map_err(|e| CommandError::failed(format!("the script of “{title}” failed: {e}")))
 }
