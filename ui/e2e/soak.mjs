@@ -103,6 +103,22 @@ function processes() {
   return Object.fromEntries(Object.entries(roles).map(([k, pids]) => [k, Math.round(pids.reduce((n, p) => n + rssKiB(p), 0) / 1024)]));
 }
 
+/** Resident MiB of a process's five largest anonymous mappings, largest first. */
+function arenas(pid) {
+  try {
+    const sizes = [];
+    let anonymous = false;
+    for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
+      const head = line.match(/^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+(\s+(\S+))?/);
+      if (head) anonymous = !head[2];
+      else if (anonymous && line.startsWith("Rss:")) sizes.push(Number(line.split(/\s+/)[1]) / 1024);
+    }
+    return sizes.sort((a, b) => b - a).slice(0, 5).map((x) => +x.toFixed(1));
+  } catch {
+    return [];
+  }
+}
+
 const samples = [];
 const t0 = Date.now();
 let rotations = 0;
@@ -119,6 +135,9 @@ for (let k = 0; ; k++) {
   const sample = {
     minute: +((Date.now() - t0) / 60000).toFixed(2),
     rssMiB: processes(),
+    // The backend's largest anonymous mappings (its allocator's arenas, one per busy
+    // thread): which of them grows says which thread's memory it is.
+    backendArenasMiB: arenas(server.child.pid),
     frames: s.sources.reduce((n, x) => n + x.frames, 0),
     droppedChunks: s.sources.reduce((n, x) => n + x.droppedChunks, 0),
     csvRows: csv.rows ?? null,
