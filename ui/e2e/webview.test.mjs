@@ -26,6 +26,14 @@ before(async () => {
     title: "Bench UART",
     connection: { type: "serial", port: pty.a, baud: 115200 },
   });
+  // A painter on a tab of its own: project code running in the webview's worker, under the
+  // desktop app's own content security policy.
+  project.groups.push({
+    id: "sketch", title: "Sketch", widget: "painter",
+    datasets: [{ id: "sketch-t", title: "T", units: "°C", index: 1, min: 0, max: 50, graph: false }],
+    painterCode: "function paint(ctx, datasets, w, h) {\n  ctx.fillStyle = '#1f6feb';\n  ctx.fillRect(0, 0, w * Math.min(1, Math.max(0.1, datasets[0].value / 50)), h);\n}\n",
+  });
+  project.workspaces.push({ id: "ws-painter", title: "Sketch", tiles: [{ group: "sketch", x: 0, y: 0, w: 6, h: 4 }] });
   const projectPath = join(dir, "bench.json");
   writeFileSync(projectPath, JSON.stringify(project, null, 2));
   x = await xvfb();
@@ -79,6 +87,19 @@ test("switches workspaces", async () => {
   const other = await wd.find('[data-testid="workspace-tab"][data-workspace-id="ws-1"]');
   assert.equal(await wd.attr(other, "aria-selected"), "false");
   await wd.screenshot("webview-navigation-light-en.png");
+});
+
+test("a painter runs in the webview's worker and draws", async () => {
+  const tab = await wd.waitFind('[data-testid="workspace-tab"][data-workspace-id="ws-painter"]');
+  await wd.click(tab);
+  const painter = await wd.waitFind('[data-testid="painter"]');
+  await waitFor("the painter drawing", async () => Number(await wd.attr(painter, "data-frames")) >= 5, 20000, 250).catch(async (e) => {
+    console.log("painter:", await wd.attr(painter, "data-state"), await wd.exec("return document.querySelector('[data-testid=painter]')?.innerText ?? ''"));
+    throw e;
+  });
+  assert.equal(await wd.attr(painter, "data-state"), "running");
+  await wd.screenshot("webview-painter.png");
+  await wd.click(await wd.find('[data-testid="workspace-tab"][data-workspace-id="ws-1"]'));
 });
 
 test("the console sends a line that arrives at the pty peer", async () => {

@@ -21,13 +21,16 @@ describe("dashboard layout", () => {
   it("lists a dataset's views in a fixed order; graph defaults to on", () => {
     expect(datasetViews(ds("a"))).toEqual(["plot"]);
     expect(datasetViews(ds("a", { widget: "meter", fft: true, led: true }))).toEqual(["meter", "plot", "fft", "led"]);
+    expect(datasetViews(ds("a", { fft: true, waterfall: { colormap: "turbo", history: 64 } }))).toEqual(["plot", "fft", "waterfall"]);
     expect(datasetViews(ds("a", { graph: false }))).toEqual([]);
   });
 
   it("maps group widgets to tile kinds with a data grid fallback", () => {
     expect(groupKind({ id: "", title: "", widget: "multiPlot", datasets: [] })).toBe("multiplot");
     expect(groupKind({ id: "", title: "", widget: "ledPanel", datasets: [] })).toBe("led");
-    expect(groupKind({ id: "", title: "", widget: "painter", datasets: [] })).toBe("datagrid");
+    expect(groupKind({ id: "", title: "", widget: "webView", datasets: [] })).toBe("datagrid");
+    for (const [widget, kind] of [["painter", "painter"], ["image", "image"], ["plot3d", "plot3d"], ["output", "controls"]] as const)
+      expect(groupKind({ id: "", title: "", widget, datasets: [] })).toBe(kind);
     expect(groupKind({ id: "", title: "", datasets: [] })).toBe("datagrid");
   });
 
@@ -175,9 +178,9 @@ describe("reflow for narrow grids", () => {
 describe("tiles that stand in for a widget the web UI lacks", () => {
   it("name what they stand in for, and every such widget has its explanation in both languages", () => {
     const g = (widget: string) => ({ id: "g", title: "G", widget, datasets: [] }) as never;
-    expect(["painter", "image", "webView", "plot3d"].map((w) => standsInFor(g(w)))).toEqual(["painter", "image", "webView", "plot3d"]);
-    expect(["multiPlot", "gps", "dataGrid", "none"].map((w) => standsInFor(g(w)))).toEqual([null, null, null, null]);
-    for (const w of ["painter", "image", "webView", "plot3d"]) {
+    expect(["webView"].map((w) => standsInFor(g(w)))).toEqual(["webView"]);
+    expect(["multiPlot", "gps", "dataGrid", "none", "painter", "image", "plot3d", "output"].map((w) => standsInFor(g(w)))).toEqual([null, null, null, null, null, null, null, null]);
+    for (const w of ["webView"]) {
       expect(strings.en[`dash.standIn.${w}`]).toBeTruthy();
       expect(strings.zh[`dash.standIn.${w}`]).toBeTruthy();
     }

@@ -91,6 +91,7 @@ impl WebServer {
         let app = Router::new()
             .route("/ws", get(upgrade))
             .fallback_service(files)
+            .layer(axum::middleware::map_response(script_policy))
             .layer(axum::middleware::from_fn_with_state(
                 shared.clone(),
                 checked,
@@ -118,6 +119,27 @@ impl WebServer {
     pub fn url(&self) -> String {
         format!("http://{}/?token={}", self.local, self.secret())
     }
+}
+
+/// The policy a script response carries. A browser ignores it for the page's own scripts
+/// and applies it to a worker started from the script: the painter's worker, which runs a
+/// project's code, may compile that code and load the app's own modules, and reach nothing
+/// else – no connection, no font, no WebAssembly.
+const WORKER_POLICY: &str = "default-src 'none'; script-src 'self' 'unsafe-eval'";
+
+async fn script_policy(mut response: Response) -> Response {
+    let javascript = response
+        .headers()
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.contains("javascript"));
+    if javascript {
+        response.headers_mut().insert(
+            axum::http::header::CONTENT_SECURITY_POLICY,
+            axum::http::HeaderValue::from_static(WORKER_POLICY),
+        );
+    }
+    response
 }
 
 /// Every request, pages and `/ws` alike, goes through the door's guard first.

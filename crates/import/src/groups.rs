@@ -12,8 +12,8 @@ use std::collections::HashMap;
 
 use serde_json::{json, Value};
 use sextant_telemetry::project::{
-    AlarmBand, Control, ControlKind, Dataset, DatasetWidget, Group, GroupWidget, Role, Severity,
-    Transform, TransformLanguage, XAxis,
+    AlarmBand, Control, ControlKind, Dataset, DatasetWidget, Group, GroupWidget, ImageDetection,
+    ImageStream, Role, Severity, Transform, TransformLanguage, Waterfall, XAxis,
 };
 
 use crate::json::{index, show, Obj};
@@ -151,6 +151,13 @@ fn import_group(
     }
 
     let widget = group_widget(obj, &widget_text, &widget_path, r);
+    let image =
+        (widget == GroupWidget::Image).then(|| image_stream(obj, &source_id, sources.multi(), r));
+    let painter_code = if widget == GroupWidget::Painter {
+        painter_code(obj, r)
+    } else {
+        String::new()
+    };
 
     let dpath = obj.at("datasets");
     let datasets = obj.array("datasets", r).map(Vec::as_slice).unwrap_or(&[]);
@@ -182,6 +189,8 @@ fn import_group(
         widget,
         datasets: Vec::new(),
         controls: Vec::new(),
+        image,
+        painter_code,
         extra: Default::default(),
     };
     let ctx = DatasetCtx {
@@ -210,6 +219,120 @@ fn import_group(
     }
     out.groups.push(group);
     out.origins.push(origin);
+}
+
+/// What a painter script may call in Serial Studio that Sextant's painters do not offer,
+/// and why: a painter draws, it never acts.
+const PAINTER_UNMAPPED: &[(&str, &str)] = &[
+    (
+        "deviceWrite",
+        "a painter cannot write to the device in Sextant; use an output control",
+    ),
+    (
+        "actionFire",
+        "a painter cannot fire actions in Sextant; use the action's button",
+    ),
+    (
+        "drawImageScaled",
+        "a painter cannot draw image files in Sextant",
+    ),
+    (
+        "clearPlots",
+        "a painter cannot change the dashboard in Sextant",
+    ),
+    (
+        "setPlotPoints",
+        "a painter cannot change the dashboard in Sextant",
+    ),
+    (
+        "setTerminalVisible",
+        "a painter cannot change the dashboard in Sextant",
+    ),
+    (
+        "setActiveWorkspace",
+        "a painter cannot change the dashboard in Sextant",
+    ),
+    (
+        "setNotificationLogVisible",
+        "a painter cannot change the dashboard in Sextant",
+    ),
+    (
+        "setClockVisible",
+        "a painter cannot change the dashboard in Sextant",
+    ),
+    (
+        "setStopwatchVisible",
+        "a painter cannot change the dashboard in Sextant",
+    ),
+];
+
+/// A painter group's code, kept as written; each Serial Studio call it makes that Sextant's
+/// painters do not offer is reported (the call fails at run time and the tile says so).
+fn painter_code(obj: &mut Obj, r: &mut ImportReport) -> String {
+    let path = obj.at("painterCode");
+    let code = obj.string("painterCode", r).unwrap_or_default();
+    for (name, why) in PAINTER_UNMAPPED {
+        if code.contains(&format!("{name}(")) {
+            r.lost(path.clone(), format!("painter calls {name}(): {why}"));
+        }
+    }
+    if code.contains("drawImage(\"") || code.contains("drawImage('") {
+        r.lost(
+            path.clone(),
+            "painter draws an image file: a painter cannot read files in Sextant",
+        );
+    }
+    code
+}
+
+/// An image group's stream settings: Serial Studio's `autodetect` (magic bytes) or `manual`
+/// (start and end sequences in hex).
+fn image_stream(
+    obj: &mut Obj,
+    source_id: &str,
+    multi_source: bool,
+    r: &mut ImportReport,
+) -> ImageStream {
+    let mode_path = obj.at("imgDetectionMode");
+    let mode = obj
+        .raw("imgDetectionMode")
+        .map(|v| match v {
+            Value::String(s) => s.trim().to_ascii_lowercase(),
+            Value::Number(n) if n.as_i64() == Some(1) => "manual".into(),
+            _ => "autodetect".into(),
+        })
+        .unwrap_or_else(|| "autodetect".into());
+    let start = obj.string("imgStartSequence", r).unwrap_or_default();
+    let end = obj.string("imgEndSequence", r).unwrap_or_default();
+    let hex_ok =
+        |h: &str| sextant_telemetry::framing::parse_hex_bytes(h).is_ok_and(|b| !b.is_empty());
+    let detection = match mode.as_str() {
+        "manual" if hex_ok(&start) && hex_ok(&end) => ImageDetection::Markers,
+        "manual" => {
+            r.push(
+                mode_path,
+                "manual image delimiters that are not hex bytes; the image view finds \
+                 pictures by their magic bytes instead",
+            );
+            ImageDetection::Auto
+        }
+        "autodetect" | "" => ImageDetection::Auto,
+        other => {
+            r.push(
+                mode_path,
+                format!("image detection mode {other:?} is unknown; pictures are found by their magic bytes"),
+            );
+            ImageDetection::Auto
+        }
+    };
+    let markers = detection == ImageDetection::Markers;
+    ImageStream {
+        source: multi_source.then(|| source_id.to_string()),
+        detection,
+        start: if markers { start } else { String::new() },
+        end: if markers { end } else { String::new() },
+        extra: Default::default(),
+    }
 }
 
 /// An output group (Serial Studio's `groupType` 1): its `outputWidgets` as controls.
@@ -267,6 +390,8 @@ fn output_group(
         widget: GroupWidget::Output,
         datasets: Vec::new(),
         controls,
+        image: None,
+        painter_code: String::new(),
         extra: Default::default(),
     }
 }
@@ -521,13 +646,7 @@ fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -
         "accelerometer" => GroupWidget::Accelerometer,
         "gyro" | "gyroscope" => GroupWidget::Gyroscope,
         "map" | "gps" => GroupWidget::Gps,
-        "plot3d" => {
-            r.lost(
-                path.to_string(),
-                "3-D plot: Sextant has no 3-D view yet; the tile draws the axes as a multi-plot",
-            );
-            GroupWidget::Plot3d
-        }
+        "plot3d" => GroupWidget::Plot3d,
         "barpanel" => {
             obj.unmapped(
                 "barPanelStyle",
@@ -539,32 +658,8 @@ fn group_widget(obj: &mut Obj, widget: &str, path: &str, r: &mut ImportReport) -
         }
         "ledpanel" | "led-panel" => GroupWidget::LedPanel,
         "terminal" => GroupWidget::Terminal,
-        "painter" => {
-            let has_code = obj
-                .raw("painterCode")
-                .is_some_and(|c| !crate::json::is_blank(c));
-            r.lost(
-                path.to_string(),
-                if has_code {
-                    "painter widget: Sextant cannot run Serial Studio painter scripts; the \
-                     group is kept with its datasets, the painter code is not imported"
-                } else {
-                    "painter widget: Sextant cannot run Serial Studio painter scripts; the \
-                     group is kept with its datasets"
-                },
-            );
-            GroupWidget::Painter
-        }
-        "image" => {
-            r.lost(
-                path.to_string(),
-                "image widget: the image stream settings are not imported; the group is kept",
-            );
-            for key in ["imgDetectionMode", "imgStartSequence", "imgEndSequence"] {
-                let _ = obj.raw(key);
-            }
-            GroupWidget::Image
-        }
+        "painter" => GroupWidget::Painter,
+        "image" => GroupWidget::Image,
         "webview" => {
             let url = obj.string("webViewUrl", r).unwrap_or_default();
             r.lost(
@@ -690,6 +785,10 @@ fn new_dataset(obj: &mut Obj, ctx: &DatasetCtx, ids: &mut Ids, r: &mut ImportRep
         fft: obj.bool("fft", r).unwrap_or(false),
         led: obj.bool("led", r).unwrap_or(false),
         log: obj.bool("log", r).unwrap_or(false),
+        waterfall: obj
+            .bool("waterfall", r)
+            .unwrap_or(false)
+            .then(Waterfall::default),
         ..Dataset::default()
     }
 }
@@ -858,13 +957,13 @@ fn x_axis_reference(obj: &mut Obj, r: &mut ImportReport) -> Option<i64> {
 fn display_only_settings(obj: &mut Obj, r: &mut ImportReport) {
     obj.unmapped("alias", &[], "Sextant looks datasets up by id only", r);
     obj.unmapped("color", &[], "Sextant picks dataset colours itself", r);
+    // The waterfall itself is read with the FFT settings (`import_dataset`).
     obj.unmapped(
-        "waterfall",
+        "waterfallYAxis",
         &[],
-        "Sextant has no waterfall (spectrogram) widget",
+        "Sextant's waterfall runs down in time, one spectrum per drawn frame",
         r,
     );
-    obj.unmapped("waterfallYAxis", &[], "Sextant has no waterfall widget", r);
     obj.unmapped(
         "overviewDisplay",
         &[],

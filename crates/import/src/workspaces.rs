@@ -179,7 +179,7 @@ fn resolve(
         // A type this group has no dataset for (a newer widget number): show the group.
         return Some(group_tile(group));
     };
-    Some(dataset_tile(dataset, kind, path, r))
+    Some(dataset_tile(dataset, kind))
 }
 
 /// The position among the imported groups of the group a reference names. Files with
@@ -249,19 +249,13 @@ fn counted_dataset(
 }
 
 /// A tile showing one dataset in the view `kind` maps to, at that view's natural size.
-fn dataset_tile(dataset: String, kind: Kind, path: &str, r: &mut ImportReport) -> (Tile, Size) {
+fn dataset_tile(dataset: String, kind: Kind) -> (Tile, Size) {
     let (view, size) = match kind {
         Kind::Plot => (TileView::Plot, (4, 3)),
         Kind::Fft => (TileView::Fft, (4, 3)),
         Kind::Led => (TileView::Led, (3, 2)),
         Kind::Widget(_) => (TileView::Widget, (3, 3)),
-        Kind::Waterfall => {
-            r.push(
-                path,
-                "waterfall (spectrogram): Sextant has none; the tile shows the dataset's FFT",
-            );
-            (TileView::Fft, (4, 3))
-        }
+        Kind::Waterfall => (TileView::Waterfall, (4, 4)),
     };
     (
         Tile {

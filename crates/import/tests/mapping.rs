@@ -462,12 +462,11 @@ fn cases() -> Vec<Case> {
         ("gyroscope", "gyroscope", false),
         ("map", "gps", false),
         ("gps", "gps", false),
-        // Kept, and reported: the dashboard draws it as a multi-plot until it has a 3-D view.
-        ("plot3d", "plot3d", true),
+        ("plot3d", "plot3d", false),
         ("barpanel", "barPanel", false),
         ("terminal", "terminal", false),
-        ("painter", "painter", true),
-        ("image", "image", true),
+        ("painter", "painter", false),
+        ("image", "image", false),
         ("webview", "webView", true),
         ("notification-log", "none", true),
     ] {
@@ -509,11 +508,7 @@ fn cases() -> Vec<Case> {
                 ("/groups/0/datasets/0/widget", json!(expected_widget)),
                 ("/groups/0/datasets/0/role", role),
             ],
-            reported: if group == "plot3d" {
-                vec!["groups[0].widget"]
-            } else {
-                vec![]
-            },
+            reported: vec![],
         });
     }
     cases.push(Case {

@@ -36,6 +36,7 @@ fn shows(p: &Project, t: &Tile) -> String {
         Some(TileView::Plot) => "plot",
         Some(TileView::Fft) => "fft",
         Some(TileView::Led) => "led",
+        Some(TileView::Waterfall) => "waterfall",
         Some(TileView::Widget) => "widget",
         None => "first",
     };
@@ -62,13 +63,17 @@ fn workspaces_become_tabs_of_the_widgets_they_showed() {
                 "Overview",
                 vec![
                     "group:VU Meter".into(),
-                    "fft:Vibration".into(),
+                    "waterfall:Vibration".into(),
                     "widget:Vibration (RMS)".into()
                 ]
             ),
             (
                 "Vibration (Campbell)",
-                vec!["plot:Vibration".into(), "fft:Vibration".into()]
+                vec![
+                    "plot:Vibration".into(),
+                    "fft:Vibration".into(),
+                    "waterfall:Vibration".into()
+                ]
             ),
             (
                 "VU Meter",
@@ -144,11 +149,8 @@ fn the_report_tells_lost_behaviour_first_by_name_and_not_the_defaults() {
         .take_while(|s| s.severity == Severity::Lost)
         .map(|s| (s.subject.kind, s.subject.name.as_str()))
         .collect();
-    assert_eq!(
-        lost,
-        [("group", "VU Meter"), ("project", "")],
-        "{summary:#?}"
-    );
+    // The control script is lost; the painter (VU Meter) now runs.
+    assert_eq!(lost, [("project", "")], "{summary:#?}");
     assert!(
         summary.windows(2).all(|w| w[0].severity <= w[1].severity),
         "ordered by severity"
@@ -173,13 +175,30 @@ fn the_report_tells_lost_behaviour_first_by_name_and_not_the_defaults() {
         );
     }
 
+    // The EM Wave shape's 3-D plot arrives as one, with its x, y and z.
     let em = import("em-wave.ssproj");
     assert!(
-        em.summary
+        !em.summary
             .iter()
             .any(|s| s.severity == Severity::Lost && s.subject.name == "Wave in 3-D"),
         "{:#?}",
         em.summary
+    );
+    let wave = em
+        .project
+        .groups
+        .iter()
+        .find(|g| g.title == "Wave in 3-D")
+        .expect("the 3-D group");
+    assert_eq!(wave.widget, sextant_telemetry::project::GroupWidget::Plot3d);
+    let roles: Vec<_> = wave.datasets.iter().filter_map(|d| d.role).collect();
+    assert_eq!(
+        roles,
+        [
+            sextant_telemetry::project::Role::X,
+            sextant_telemetry::project::Role::Y,
+            sextant_telemetry::project::Role::Z
+        ]
     );
     let gps = import("gps-imu.ssproj");
     assert!(
@@ -249,4 +268,89 @@ fn an_output_group_arrives_as_controls_that_keep_their_scripts() {
     );
     // The group has a tile of its own on the overview.
     assert!(p.groups.iter().any(|g| g.widget == GroupWidget::Output));
+}
+
+#[test]
+fn image_groups_arrive_with_how_they_find_their_pictures() {
+    use sextant_telemetry::project::{GroupWidget, ImageDetection};
+    let Imported {
+        project: p,
+        summary,
+        ..
+    } = import("camera-telemetry.ssproj");
+    assert!(p.validate().is_empty(), "{:#?}", p.validate());
+    let images: Vec<(&str, ImageDetection, &str, &str)> = p
+        .groups
+        .iter()
+        .filter(|g| g.widget == GroupWidget::Image)
+        .map(|g| {
+            let s = g
+                .image
+                .as_ref()
+                .expect("an image group has its stream settings");
+            (
+                g.title.as_str(),
+                s.detection,
+                s.start.as_str(),
+                s.end.as_str(),
+            )
+        })
+        .collect();
+    assert_eq!(
+        images,
+        [
+            ("Camera", ImageDetection::Auto, "", ""),
+            (
+                "Thermal (framed)",
+                ImageDetection::Markers,
+                "AA 55 AA 55",
+                "55 AA 55 AA"
+            ),
+        ]
+    );
+    // Nothing of the image views is lost any more.
+    assert!(
+        summary.iter().all(|s| s.severity != Severity::Lost),
+        "{summary:#?}"
+    );
+}
+
+#[test]
+fn painter_code_arrives_and_what_a_painter_cannot_do_here_is_reported() {
+    use sextant_telemetry::project::GroupWidget;
+    let Imported { project: p, .. } = import("vibration-rig.ssproj");
+    let vu = p.groups.iter().find(|g| g.title == "VU Meter").unwrap();
+    assert_eq!(vu.widget, GroupWidget::Painter);
+    assert!(vu.painter_code.contains("function paint(ctx, w, h)"));
+
+    // The same project with a painter that writes to the device, fires an action and draws
+    // a file: each is told by name, and the code is still kept as written.
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../../fixtures/serial-studio-shapes/vibration-rig.ssproj");
+    let mut file: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    let code = "function onFrame() { deviceWrite('X'); actionFire(2); }\n\
+                function paint(ctx, w, h) { ctx.drawImage(\"logo.png\", 0, 0); }";
+    for g in file["groups"].as_array_mut().unwrap() {
+        if g["widget"] == "painter" {
+            g["painterCode"] = code.into();
+        }
+    }
+    let imported = import_serial_studio(&file.to_string()).expect("imports");
+    let lost: Vec<&str> = imported
+        .summary
+        .iter()
+        .filter(|s| s.severity == Severity::Lost && s.subject.name == "VU Meter")
+        .map(|s| s.message.as_str())
+        .collect();
+    for says in ["deviceWrite", "actionFire", "image file"] {
+        assert!(lost.iter().any(|m| m.contains(says)), "{says}: {lost:#?}");
+    }
+    let vu = imported
+        .project
+        .groups
+        .iter()
+        .find(|g| g.title == "VU Meter")
+        .unwrap();
+    assert_eq!(vu.painter_code, code);
 }

@@ -19,6 +19,7 @@ pub mod commands;
 mod convert;
 pub mod credentials;
 pub mod heap;
+pub mod images;
 mod runtime;
 pub mod safeguards;
 pub mod session_replay;

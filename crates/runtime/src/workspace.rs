@@ -71,6 +71,8 @@ pub struct Live {
     pub(crate) senders: Vec<crate::actions::Sender>,
     /// The actions' sends on connect and timers; dropped with the run, which stops them.
     pub(crate) actions: crate::actions::ActionTimers,
+    /// The image groups' newest pictures.
+    pub images: crate::images::ImageViews,
 }
 
 /// What a replay put aside when it took the sources' place, brought back when it stops.

@@ -196,6 +196,7 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("sessions.list", json!({"tag": "bench"})),
         ("sessions.get", json!({"id": session})),
         ("sessions.csv", json!({"id": session})),
+        ("dashboard.image", json!({"group": output_group})),
         (
             "project.control.preview",
             json!({"group": output_group, "control": "ctl-speed", "value": 7}),

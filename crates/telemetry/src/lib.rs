@@ -20,6 +20,7 @@ pub mod decode;
 pub mod dryrun;
 pub mod expr;
 pub mod framing;
+pub mod images;
 pub mod parse;
 pub mod pipeline;
 pub mod project;

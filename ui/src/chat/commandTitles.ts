@@ -19,6 +19,7 @@ export const TITLED = [
   "csvExport.status",
   "csvPlayer.open",
   "dashboard.getView",
+  "dashboard.image",
   "dashboard.latestFrame",
   "dashboard.setView",
   "dashboard.tail",

@@ -31,7 +31,8 @@ export function standsInFor(g: Group): StandsFor | null {
   return standInFor(g.widget);
 }
 
-/** Every view a dataset asks for, in a fixed order: its widget, its graph, FFT, LED.
+/** Every view a dataset asks for, in a fixed order: its widget, its graph, FFT, waterfall,
+ *  LED.
  *  A tile says which one with `view`; an older tile without it shows the n-th view for the
  *  dataset's n-th tile in a workspace. */
 export function datasetViews(d: Dataset): WidgetKind[] {
@@ -39,6 +40,7 @@ export function datasetViews(d: Dataset): WidgetKind[] {
   if (d.widget && d.widget !== "none") out.push(d.widget);
   if (d.graph ?? true) out.push("plot");
   if (d.fft) out.push("fft");
+  if (d.waterfall) out.push("waterfall");
   if (d.led) out.push("led");
   return out;
 }
@@ -132,7 +134,7 @@ export function kindOf(d: Dataset, view: TileView): WidgetKind {
 
 /** The view name of a widget kind drawn for `d` (inverse of kindOf). */
 export function viewOf(d: Dataset, kind: WidgetKind): TileView {
-  if (kind === "plot" || kind === "fft" || kind === "led") return kind;
+  if (kind === "plot" || kind === "fft" || kind === "led" || kind === "waterfall") return kind;
   return d.widget === kind ? "widget" : "plot";
 }
 

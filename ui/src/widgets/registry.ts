@@ -73,6 +73,10 @@ export const components = {
   Gyroscope: lazy(() => import("./Gyroscope.svelte")),
   Clock: lazy(() => import("./Clock.svelte")),
   Controls: lazy(() => import("./Controls.svelte")),
+  Image: lazy(() => import("./Image.svelte")),
+  Plot3d: lazy(() => import("./Plot3d.svelte")),
+  Waterfall: lazy(() => import("./Waterfall.svelte")),
+  Painter: lazy(() => import("./Painter.svelte")),
 };
 
 /** The tile's datasets in a grid: what a tile draws when it lacks what its kind needs. */
@@ -138,6 +142,14 @@ export const WIDGETS = [
     description: "The spectrum of a dataset.",
     size: [4, 3],
     draw: (t) => (t.dataset ? drawing(components.Fft, { dataset: t.dataset }) : null),
+  },
+  {
+    kind: "waterfall",
+    project: { view: "waterfall" },
+    label: "widget.view.waterfall",
+    description: "A dataset's spectrum over time: the newest on top, coloured by power.",
+    size: [4, 4],
+    draw: (t) => (t.dataset ? drawing(components.Waterfall, { dataset: t.dataset }) : null),
   },
   {
     kind: "datagrid",
@@ -235,6 +247,30 @@ export const WIDGETS = [
     size: [4, 3],
     draw: (t) => (t.group ? drawing(components.Controls, { group: t.group }) : null),
   },
+  {
+    kind: "plot3d",
+    project: { group: ["plot3d"] },
+    label: "widget.group.plot3d",
+    description: "A group's x, y and z datasets as a trail in 3-D that the mouse orbits and zooms.",
+    size: [6, 5],
+    draw: (t) => (t.group ? drawing(components.Plot3d, { group: t.group }) : null),
+  },
+  {
+    kind: "painter",
+    project: { group: ["painter"] },
+    label: "widget.group.painter",
+    description: "The group drawn by its own JavaScript, paint(ctx, datasets, w, h), in a sandbox.",
+    size: [6, 4],
+    draw: (t) => (t.group ? drawing(components.Painter, { group: t.group }) : null),
+  },
+  {
+    kind: "image",
+    project: { group: ["image"] },
+    label: "widget.group.image",
+    description: "The newest JPEG, PNG or WebP picture found in the source's bytes, with its size and rate.",
+    size: [6, 4],
+    draw: (t) => (t.group ? drawing(components.Image, { group: t.group }) : null),
+  },
 ] as const satisfies readonly WidgetEntry[];
 
 /** Kinds of tile the dashboard draws (the `data-widget-kind` hook). */
@@ -248,10 +284,7 @@ export interface StandIn {
 }
 
 export const STAND_INS = [
-  { group: "painter", drawnAs: "datagrid" },
-  { group: "image", drawnAs: "datagrid" },
   { group: "webView", drawnAs: "datagrid" },
-  { group: "plot3d", drawnAs: "multiplot" },
 ] as const satisfies readonly StandIn[];
 
 /** What a group widget a stand-in is for (the `dash.standIn.*` string names it). */

@@ -200,6 +200,10 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
     let tail = crate::tail::Tail::default();
     sinks.push(Box::new(tail.sink()));
     sinks.push(Box::new(ws.scope.sink()));
+    let images = crate::images::ImageViews::of(&project);
+    if !images.is_empty() {
+        sinks.push(Box::new(images.sink()));
+    }
     // A replay in the app holds at its end, so seek and Play go on from there.
     for control in &replay {
         control.hold_at_end();
@@ -225,6 +229,7 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
         replay,
         senders,
         actions: ActionTimers::start(armed),
+        images,
     });
     ws.push_event(Event::Connected);
     Ok(())

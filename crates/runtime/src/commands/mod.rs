@@ -5,6 +5,7 @@
 //! feel at home; `assistant.*` holds checkpoints, `meta.*` the self-description.
 
 mod controls;
+mod images;
 mod io;
 mod meta;
 mod parser;
@@ -34,6 +35,7 @@ pub fn registry() -> Registry<Workspace> {
     parser::register(&mut r);
     io::register(&mut r);
     controls::register(&mut r);
+    images::register(&mut r);
     sessions::register(&mut r);
     templates::register(&mut r);
     meta::register(&mut r, specs.clone());

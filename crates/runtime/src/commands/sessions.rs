@@ -557,18 +557,19 @@ fn sessions_replay(ws: &mut Workspace, p: ReplayParams) -> Result<Replaying, Com
         handles.push(handle);
     }
     let sources = handles.len();
+    // A recorded session's raw bytes hold its pictures too: image views play back.
+    let images = crate::images::ImageViews::of(&project);
     let recorder = Recorder::new(project);
     let tail = crate::tail::Tail::default();
-    let wiring = Wiring::start(
-        pipeline,
-        inputs,
-        vec![
-            Box::new(recorder.sink()),
-            Box::new(tail.sink()),
-            Box::new(ws.scope.sink()),
-        ],
-        WiringOptions::default(),
-    );
+    let mut sinks: Vec<Box<dyn sextant_devices::wiring::FrameSink>> = vec![
+        Box::new(recorder.sink()),
+        Box::new(tail.sink()),
+        Box::new(ws.scope.sink()),
+    ];
+    if !images.is_empty() {
+        sinks.push(Box::new(images.sink()));
+    }
+    let wiring = Wiring::start(pipeline, inputs, sinks, WiringOptions::default());
     // A session plays back what was received: nothing is sent, so no action is armed.
     let senders = handles
         .iter()
@@ -583,6 +584,7 @@ fn sessions_replay(ws: &mut Workspace, p: ReplayParams) -> Result<Replaying, Com
         replay,
         senders,
         actions: Default::default(),
+        images,
     });
     ws.after_replay = Some(crate::workspace::PutAside {
         live_project,

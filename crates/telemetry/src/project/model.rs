@@ -674,6 +674,16 @@ pub struct Group {
     /// send to a device.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub controls: Vec<Control>,
+    /// How an `image` group finds pictures in its source's bytes (absent: by their magic
+    /// bytes, in the first source).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub image: Option<ImageStream>,
+    /// A `painter` group's JavaScript: `paint(ctx, datasets, w, h)` draws the group on a
+    /// canvas each frame (Serial Studio's `paint(ctx, w, h)` with a global `datasets` runs
+    /// too), `onFrame()` runs before it when defined. It runs in the page, in a worker of its
+    /// own with no network, no DOM and a time budget.
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub painter_code: String,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -697,6 +707,36 @@ pub enum GroupWidget {
     WebView,
     /// Output controls ([`Group::controls`]) rather than datasets.
     Output,
+}
+
+/// Where an image view's pictures come from: JPEG, PNG or WebP files cut out of a source's
+/// raw bytes, between whatever else the device sends.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct ImageStream {
+    /// Source id; the first source when absent.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub source: Option<String>,
+    pub detection: ImageDetection,
+    /// With `markers`: the hex bytes an image starts with, e.g. "FF D8".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub start: String,
+    /// With `markers`: the hex bytes an image ends with, e.g. "FF D9".
+    #[serde(skip_serializing_if = "String::is_empty")]
+    pub end: String,
+    #[serde(flatten)]
+    pub extra: Extra,
+}
+
+/// How an image view finds its pictures in the byte stream.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum ImageDetection {
+    /// By each format's magic bytes and structure (JPEG, PNG, WebP).
+    #[default]
+    Auto,
+    /// From the `start` bytes through the next `end` bytes, both included.
+    Markers,
 }
 
 /// One output control: what a person sets, and the script that turns it into bytes.
@@ -873,8 +913,51 @@ pub struct Dataset {
     /// Its plot keeps the highest and lowest values seen (since switched on or reset).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub peak_hold: bool,
+    /// A waterfall view: its spectrum (of `fftSamples` samples) row after row.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub waterfall: Option<Waterfall>,
     #[serde(flatten)]
     pub extra: Extra,
+}
+
+/// A waterfall (spectrogram): the newest spectrum on top, older ones scrolling down.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Waterfall {
+    #[serde(default)]
+    pub colormap: Colormap,
+    /// How many spectra (rows) it keeps, one per drawn frame: 16 to 2048.
+    #[serde(default = "waterfall_history")]
+    pub history: u32,
+}
+
+impl Default for Waterfall {
+    fn default() -> Self {
+        Waterfall {
+            colormap: Colormap::default(),
+            history: waterfall_history(),
+        }
+    }
+}
+
+impl Waterfall {
+    /// The fewest and most rows a waterfall keeps.
+    pub const HISTORY: std::ops::RangeInclusive<u32> = 16..=2048;
+}
+
+fn waterfall_history() -> u32 {
+    256
+}
+
+/// How a waterfall colours power, from low to high.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Colormap {
+    #[default]
+    Viridis,
+    Inferno,
+    Turbo,
+    Gray,
 }
 
 fn is_default<T: Default + PartialEq>(v: &T) -> bool {
@@ -964,6 +1047,7 @@ impl Default for Dataset {
             x_axis: XAxis::Time,
             interpolation: Interpolation::Linear,
             trigger: None,
+            waterfall: None,
             peak_hold: false,
             extra: Extra::new(),
         }
@@ -1082,6 +1166,7 @@ pub enum TileView {
     Plot,
     Fft,
     Led,
+    Waterfall,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]

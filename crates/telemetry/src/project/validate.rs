@@ -82,6 +82,22 @@ impl Project {
             for (c, control) in group.controls.iter().enumerate() {
                 validate_control(control, &format!("{at}.controls[{c}]"), &refs, &mut r);
             }
+            if !group.painter_code.is_empty() {
+                if group.widget != GroupWidget::Painter {
+                    r.push(
+                        format!("{at}.painterCode"),
+                        "only a painter group (widget `painter`) runs painter code".into(),
+                    );
+                } else if group.painter_code.chars().count() > MAX_PAINTER_CHARS {
+                    r.push(
+                        format!("{at}.painterCode"),
+                        format!("the painter code is longer than {MAX_PAINTER_CHARS} characters"),
+                    );
+                }
+            }
+            if let Some(image) = &group.image {
+                validate_image(image, group.widget, &format!("{at}.image"), &refs, &mut r);
+            }
         }
         for (a, action) in self.actions.iter().enumerate() {
             let at = format!("actions[{a}]");
@@ -114,6 +130,9 @@ impl Project {
 
 /// The most characters of an output control's `transmit` script.
 const MAX_TRANSMIT_SCRIPT_CHARS: usize = 64 * 1024;
+
+/// The most characters of a painter group's code.
+const MAX_PAINTER_CHARS: usize = 256 * 1024;
 
 fn validate_control<'p>(c: &'p Control, at: &str, refs: &References, r: &mut Report<'p>) {
     r.id(format!("{at}.id"), &c.id);
@@ -156,6 +175,41 @@ fn validate_control<'p>(c: &'p Control, at: &str, refs: &References, r: &mut Rep
                 format!("{at}.initial"),
                 format!("the initial value must lie between {} and {}", c.min, c.max),
             );
+        }
+    }
+}
+
+fn validate_image(
+    image: &ImageStream,
+    widget: GroupWidget,
+    at: &str,
+    refs: &References,
+    r: &mut Report,
+) {
+    if widget != GroupWidget::Image {
+        r.push(
+            at.to_string(),
+            "only an image group (widget `image`) reads an image stream".into(),
+        );
+    }
+    if let Some(src) = &image.source {
+        if !refs.source_ids.contains(src.as_str()) {
+            r.push(format!("{at}.source"), format!("no source has id `{src}`"));
+        }
+    }
+    if image.detection == ImageDetection::Markers {
+        for (key, hex) in [("start", &image.start), ("end", &image.end)] {
+            match crate::framing::parse_hex_bytes(hex) {
+                Ok(bytes) if !bytes.is_empty() => {}
+                Ok(_) => r.push(
+                    format!("{at}.{key}"),
+                    format!("markers need {key} bytes, in hex (e.g. \"FF D8\")"),
+                ),
+                Err(_) => r.push(
+                    format!("{at}.{key}"),
+                    format!("{key} must be hex bytes, e.g. \"FF D8\""),
+                ),
+            }
         }
     }
 }
@@ -235,6 +289,19 @@ fn validate_dataset<'p>(d: &'p Dataset, at: &str, refs: &References, r: &mut Rep
             r.push(
                 format!("{at}.xAxis.id"),
                 format!("no dataset has id `{id}`"),
+            );
+        }
+    }
+    if let Some(w) = &d.waterfall {
+        if !Waterfall::HISTORY.contains(&w.history) {
+            r.push(
+                format!("{at}.waterfall.history"),
+                format!(
+                    "a waterfall keeps {} to {} rows, not {}",
+                    Waterfall::HISTORY.start(),
+                    Waterfall::HISTORY.end(),
+                    w.history
+                ),
             );
         }
     }

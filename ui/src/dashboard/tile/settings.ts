@@ -66,6 +66,7 @@ export function menuFor(tile: TileLike): TileMenu | null {
       // One shared y axis fitted to the data (or each series scaled on its own): no range.
       return { sections: each(["units", "join"]), auto: "fit", followsPoints: true };
     case "fft":
+    case "waterfall":
       return tile.datasetRef ? { sections: each(["units", "window"]), auto: "fit", followsPoints: false } : null;
     case "gauge":
     case "meter":

@@ -297,12 +297,26 @@ export type TriggerEdge = "rising" | "falling";
  */
 export type TriggerMode = "auto" | "normal" | "single";
 /**
+ * How a waterfall colours power, from low to high.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Colormap".
+ */
+export type Colormap = "viridis" | "inferno" | "turbo" | "gray";
+/**
  * How an output control looks and what value it hands its script.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "ControlKind".
  */
 export type ControlKind = "button" | "toggle" | "slider" | "knob" | "textField";
+/**
+ * How an image view finds its pictures in the byte stream.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ImageDetection".
+ */
+export type ImageDetection = "auto" | "markers";
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "LineEnding".
@@ -321,7 +335,7 @@ export type ActionTimer = "whileConnected" | "startOnClick" | "toggleOnClick" | 
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "TileView".
  */
-export type TileView = ("plot" | "fft" | "led") | "widget";
+export type TileView = ("plot" | "fft" | "led" | "waterfall") | "widget";
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "TableValue".
@@ -1433,6 +1447,18 @@ export interface Group {
    * send to a device.
    */
   controls?: Control[];
+  /**
+   * How an `image` group finds pictures in its source's bytes (absent: by their magic
+   * bytes, in the first source).
+   */
+  image?: ImageStream | null;
+  /**
+   * A `painter` group's JavaScript: `paint(ctx, datasets, w, h)` draws the group on a
+   * canvas each frame (Serial Studio's `paint(ctx, w, h)` with a global `datasets` runs
+   * too), `onFrame()` runs before it when defined. It runs in the page, in a worker of its
+   * own with no network, no DOM and a time budget.
+   */
+  painterCode?: string;
   [k: string]: unknown;
 }
 /**
@@ -1485,6 +1511,10 @@ export interface Dataset {
    * Its plot keeps the highest and lowest values seen (since switched on or reset).
    */
   peakHold?: boolean;
+  /**
+   * A waterfall view: its spectrum (of `fftSamples` samples) row after row.
+   */
+  waterfall?: Waterfall | null;
   [k: string]: unknown;
 }
 /**
@@ -1528,6 +1558,19 @@ export interface Trigger {
   mode: TriggerMode & string;
 }
 /**
+ * A waterfall (spectrogram): the newest spectrum on top, older ones scrolling down.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "Waterfall".
+ */
+export interface Waterfall {
+  colormap: Colormap & string;
+  /**
+   * How many spectra (rows) it keeps, one per drawn frame: 16 to 2048.
+   */
+  history: number;
+}
+/**
  * One output control: what a person sets, and the script that turns it into bytes.
  *
  * This interface was referenced by `Wire`'s JSON-Schema
@@ -1563,6 +1606,29 @@ export interface Control {
    * text for a text field.
    */
   transmit: string;
+  [k: string]: unknown;
+}
+/**
+ * Where an image view's pictures come from: JPEG, PNG or WebP files cut out of a source's
+ * raw bytes, between whatever else the device sends.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "ImageStream".
+ */
+export interface ImageStream {
+  /**
+   * Source id; the first source when absent.
+   */
+  source?: string | null;
+  detection: ImageDetection & string;
+  /**
+   * With `markers`: the hex bytes an image starts with, e.g. "FF D8".
+   */
+  start?: string;
+  /**
+   * With `markers`: the hex bytes an image ends with, e.g. "FF D9".
+   */
+  end?: string;
   [k: string]: unknown;
 }
 /**

@@ -2,12 +2,14 @@
  *  in the order they are offered. The widget lists are typed against the wire types and a
  *  test (widgets-registry.test.ts) checks they are exactly the generated schema's enums. */
 import type { DatasetWidget, GroupWidget } from "../../lib/model";
-import type { ActionTimer, ControlKind } from "../../lib/wire/types.gen";
+import type { ActionTimer, Colormap, ControlKind } from "../../lib/wire/types.gen";
 
 export const GROUP_WIDGETS = ["none", "dataGrid", "multiPlot", "accelerometer", "gyroscope", "gps", "plot3d", "barPanel", "ledPanel", "terminal", "painter", "image", "webView", "output"] as const satisfies readonly GroupWidget[];
 export const DATASET_WIDGETS = ["none", "bar", "gauge", "compass", "meter", "clock"] as const satisfies readonly DatasetWidget[];
 /** An output control's kinds, every one the model has. */
 export const CONTROL_KINDS = ["button", "toggle", "slider", "knob", "textField"] as const satisfies readonly ControlKind[];
+/** A waterfall's colormaps, every one the model has. */
+export const COLORMAPS = ["viridis", "inferno", "turbo", "gray"] as const satisfies readonly Colormap[];
 export const ROLES = ["lat", "lon", "alt", "x", "y", "z", "yaw", "pitch", "roll"] as const;
 export const SEVERITIES = ["info", "warning", "critical"] as const;
 export const TRANSFORM_LANGUAGES = ["expression", "lua", "javascript"] as const;
