@@ -528,8 +528,6 @@ fn main() {
     fix_unusable_locale();
     composite_only_with_a_gpu();
     let args = parse_args(argv);
-    // An app left running all day keeps its memory flat (runtime::heap).
-    sextant_runtime::heap::spawn_trimmer(Duration::from_secs(10));
     tauri::Builder::default()
         // First, so a second launch hands its file to this window and exits.
         .plugin(tauri_plugin_single_instance::init(|app, argv, cwd| {

@@ -159,14 +159,13 @@ async function numbersFor(p, titles) {
   return value;
 }
 
-test("a project in the Vibration Test Rig shape imports with its tabs and says what its painter stands in for", async () => {
+test("a project in the Vibration Test Rig shape imports with its tabs and its painter draws", async () => {
   const p = await fresh();
   await importShape(p, "vibration-rig.ssproj");
-  // Lost behaviour first, named by group, in warning colour.
+  // Lost behaviour first, in warning colour: the control script; the painter is not lost.
   const first = p.locator('[data-testid="import-section"]').first();
   assert.equal(await first.getAttribute("data-severity"), "lost");
-  assert.match(await first.innerText(), /VU Meter/);
-  assert.match(await first.innerText(), /painter/i);
+  assert.doesNotMatch(await first.innerText(), /VU Meter/);
   assert.equal(await p.locator('[data-testid="import-line"]', { hasText: "fftWindow" }).count(), 0, "Serial Studio's default FFT window is not news");
   await p.screenshot({ path: join(artifacts, "journey-rig-report.png") });
 
@@ -181,10 +180,11 @@ test("a project in the Vibration Test Rig shape imports with its tabs and says w
   assert.deepEqual(tabs.map((s) => s.trim()), ["Overview", "Vibration (Campbell)", "VU Meter", "Motor"]);
   const value = await numbersFor(p, ["Vibration", "Mic L", "Mic R", "Motor RPM", "Motor temperature"]);
   assert.ok(Math.abs(await value("Vibration")) <= 1.001);
-  // The Overview shows the painter's group with a word on what it stands in for.
-  const painter = p.locator('[data-testid="widget"][data-title="VU Meter"]');
+  // The Overview shows the painter's group, drawn by its own script.
+  const painter = p.locator('[data-testid="widget"][data-title="VU Meter"] [data-testid="painter"]');
   await painter.waitFor();
-  assert.equal(await painter.locator('[data-testid="tile-stand-in"]').getAttribute("data-stands-for"), "painter");
+  await waitFor("the painter drawing", async () => Number(await painter.getAttribute("data-frames")) >= 3, 15000, 100);
+  assert.equal(await painter.getAttribute("data-state"), "running");
   await p.locator('[data-testid="workspace-tab"]', { hasText: "Motor" }).click();
   await p.locator('[data-testid="widget"][data-title="Motor RPM"]').waitFor();
   assert.equal(await p.locator('[data-testid="widget"]').count(), 6, "the Motor tab's six widgets");
@@ -222,10 +222,10 @@ test("a project in the TinyGPS and MPU6050 shape shows numbers on its map, accel
   await p.close();
 });
 
-test("a project in the EM Wave shape plots the samples of each batch and says its 3-D plot is a multi-plot for now", async () => {
+test("a project in the EM Wave shape plots the samples of each batch and draws its 3-D plot", async () => {
   const p = await fresh();
   await importShape(p, "em-wave.ssproj");
-  assert.match(await p.locator('[data-testid="import-section"][data-severity="lost"]').innerText(), /Wave in 3-D/);
+  assert.equal(await p.locator('[data-testid="import-section"][data-severity="lost"]', { hasText: "Wave in 3-D" }).count(), 0);
   let i = 0;
   await connectFed(p, () => {
     // Eight samples a frame: `t;ex,ey,bz;…`.
@@ -236,9 +236,9 @@ test("a project in the EM Wave shape plots the samples of each batch and says it
   await nav(p, "dashboard");
   const value = await numbersFor(p, ["E x", "E y", "B z", "X", "Z"]);
   assert.ok(Math.abs(await value("E x")) <= 1.0001);
-  const threeD = p.locator('[data-testid="widget"][data-title="Wave in 3-D"]');
+  const threeD = p.locator('[data-testid="widget"][data-title="Wave in 3-D"] [data-testid="plot3d"]');
   await threeD.waitFor();
-  assert.equal(await threeD.locator('[data-testid="tile-stand-in"]').getAttribute("data-stands-for"), "plot3d");
+  await waitFor("a 3-D trail", async () => Number(await threeD.getAttribute("data-points")) > 10, 15000, 100);
   await p.waitForTimeout(500);
   await p.screenshot({ path: join(artifacts, "journey-em-wave.png") });
   await disconnect(p);

@@ -468,7 +468,6 @@ fn serve(s: ServeArgs) -> Result<()> {
         Some(dir) => sextant_runtime::CredentialVault::open(dir),
         None => sextant_runtime::CredentialVault::none(),
     };
-    sextant_runtime::heap::spawn_trimmer(Duration::from_secs(10));
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
         let handle = sextant_runtime::Runtime::with_safeguards(workspace, safeguards)

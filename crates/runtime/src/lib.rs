@@ -18,7 +18,6 @@ mod actions;
 pub mod commands;
 mod convert;
 pub mod credentials;
-pub mod heap;
 pub mod images;
 mod runtime;
 pub mod safeguards;

@@ -119,6 +119,8 @@ fn imu() {
     assert_eq!(value(&v, "Accelerometer/Accel Z"), 9.8);
     assert_eq!(value(&v, "Gyroscope/Gyro Y"), 2.0);
     assert_eq!(value(&v, "Attitude/Yaw"), 30.0);
+    // The same acceleration drawn in 3-D.
+    assert_eq!(value(&v, "Motion/Accel Z"), 9.8);
 }
 
 #[test]

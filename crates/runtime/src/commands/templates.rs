@@ -21,8 +21,8 @@ use crate::Workspace;
 pub enum TemplateId {
     /// Four channels of comma-separated values per line over a serial port, on one scope.
     UartCsvScope,
-    /// An IMU sending `ax,ay,az,gx,gy,gz,roll,pitch,yaw` lines: accelerometer, gyroscope
-    /// and attitude widgets.
+    /// An IMU sending `ax,ay,az,gx,gy,gz,roll,pitch,yaw` lines: accelerometer, gyroscope,
+    /// attitude and a 3-D plot of the acceleration.
     Imu,
     /// A GPS receiver speaking NMEA-0183 (GGA/RMC) over serial: a map and the fix.
     GpsNmea,
@@ -161,13 +161,22 @@ fn uart_csv_scope(p: &ApplyParams) -> Fragment {
     )
 }
 
-/// An IMU's CSV lines: accelerometer, gyroscope and an attitude grid with a compass.
+/// An IMU's CSV lines: accelerometer, gyroscope, an attitude grid with a compass, and the
+/// acceleration as a 3-D trail (how the board moves).
 fn imu(p: &ApplyParams) -> Fragment {
-    let accel = ["X", "Y", "Z"]
+    let accel: Vec<Dataset> = ["X", "Y", "Z"]
         .iter()
         .zip([Role::X, Role::Y, Role::Z])
         .enumerate()
         .map(|(i, (a, r))| with_role(ds(&format!("Accel {a}"), "m/s²", i as u32 + 1), r))
+        .collect();
+    let motion = accel
+        .iter()
+        .cloned()
+        .map(|mut d| {
+            d.graph = false;
+            d
+        })
         .collect();
     let gyro = ["X", "Y", "Z"]
         .iter()
@@ -188,6 +197,7 @@ fn imu(p: &ApplyParams) -> Fragment {
             group("Accelerometer", GroupWidget::Accelerometer, accel),
             group("Gyroscope", GroupWidget::Gyroscope, gyro),
             group("Attitude", GroupWidget::DataGrid, attitude),
+            group("Motion", GroupWidget::Plot3d, motion),
         ],
         "IMU".into(),
     )
