@@ -336,6 +336,37 @@ export async function scriptServer(fixture) {
   };
 }
 
+/** A widget test's stage: `project` (already in `dir`, or written there as `name`.json)
+ *  served by `sextant serve` with the UI of ui/dist (or $SEXTANT_UI_DIST), and headless
+ *  Chromium to open it. `stop()` ends both. */
+export async function servedProject(dir, name, project) {
+  const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
+  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
+  requireFile(join(uiDist, "index.html"), "build the UI with `npm run build` in ui/");
+  const chrome = requireProgram("chromium", "chromium");
+  mkdirSync(artifacts, { recursive: true });
+  const file = join(dir, `${name}.json`);
+  writeFileSync(file, JSON.stringify(project));
+  const port = 7100 + Math.floor(Math.random() * 800);
+  const server = start(`${name}-serve-${port}`, sextantBin, [
+    "serve", "--http-port", String(port), "--ui", uiDist, "--data-dir", join(dir, "assistant"), "--allow-folder", dir, "--project", file,
+  ], { cwd: dir });
+  const url = await servedUrl(server);
+  const { chromium } = require("playwright-core");
+  const browser = await chromium.launch({
+    executablePath: chrome,
+    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
+  });
+  return {
+    url,
+    browser,
+    async stop() {
+      await browser.close();
+      server.stop();
+    },
+  };
+}
+
 /** The address `sextant serve` printed for its UI – with this launch's secret, which the
  * page must prove before it may do anything – once the server answers on it. */
 export async function servedUrl(proc) {

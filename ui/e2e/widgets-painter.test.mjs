@@ -6,14 +6,11 @@
 // the rest of the dashboard keeps updating throughout. Screenshots in light and dark. Runs
 // against `sextant serve` in Chromium; the UI it serves is ui/dist, or $SEXTANT_UI_DIST.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
-import { artifacts, connectedDashboard, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, demoProject, servedProject, tempDir, waitFor } from "./harness.mjs";
 
-const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
-let server, browser, dir, url;
+let stage, browser, dir, url;
 
 const BARS = `// Sextant's form.
 function paint(ctx, datasets, w, h) {
@@ -55,10 +52,6 @@ const NETWORK = `function paint(ctx, datasets, w, h) {
 }`;
 
 before(async () => {
-  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
-  requireFile(join(uiDist, "index.html"), "build the UI with `npm run build` in ui/");
-  const chrome = requireProgram("chromium", "chromium");
-  mkdirSync(artifacts, { recursive: true });
   dir = tempDir("sextant-painter-");
   const project = demoProject();
   const channels = [
@@ -88,22 +81,12 @@ before(async () => {
     { group: "network", x: 8, y: 3, w: 4, h: 3 },
   ] }];
   project.actions = [];
-  const file = join(dir, "painters.json");
-  writeFileSync(file, JSON.stringify({ ...project, title: "Painters" }));
-  const port = 7100 + Math.floor(Math.random() * 800);
-  server = start(`painter-serve-${port}`, sextantBin, [
-    "serve", "--http-port", String(port), "--ui", uiDist, "--data-dir", join(dir, "assistant"), "--allow-folder", dir, "--project", file,
-  ], { cwd: dir });
-  url = await servedUrl(server);
-  browser = await chromium.launch({
-    executablePath: chrome,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  stage = await servedProject(dir, "painters", { ...project, title: "Painters" });
+  ({ url, browser } = stage);
 });
 
 after(async () => {
-  await browser?.close();
-  server?.stop();
+  await stage?.stop();
 });
 
 const painter = (p, title) => p.locator(`[data-testid="widget"][data-title="${title}"] [data-testid="painter"]`);

@@ -5,20 +5,13 @@
 // Chromium (WebGL on its software renderer); the UI it serves is ui/dist, or
 // $SEXTANT_UI_DIST.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
-import { artifacts, connectedDashboard, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, demoProject, servedProject, tempDir, waitFor } from "./harness.mjs";
 
-const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
-let server, browser, dir, url;
+let stage, browser, dir, url;
 
 before(async () => {
-  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
-  requireFile(join(uiDist, "index.html"), "build the UI with `npm run build` in ui/");
-  const chrome = requireProgram("chromium", "chromium");
-  mkdirSync(artifacts, { recursive: true });
   dir = tempDir("sextant-plot3d-");
   const project = demoProject();
   const channels = [
@@ -36,22 +29,12 @@ before(async () => {
   }];
   project.workspaces = [{ id: "ws", title: "3-D", tiles: [{ group: "knot", x: 0, y: 0, w: 8, h: 6 }] }];
   project.actions = [];
-  const file = join(dir, "knot.json");
-  writeFileSync(file, JSON.stringify({ ...project, title: "Knot" }));
-  const port = 7100 + Math.floor(Math.random() * 800);
-  server = start(`plot3d-serve-${port}`, sextantBin, [
-    "serve", "--http-port", String(port), "--ui", uiDist, "--data-dir", join(dir, "assistant"), "--allow-folder", dir, "--project", file,
-  ], { cwd: dir });
-  url = await servedUrl(server);
-  browser = await chromium.launch({
-    executablePath: chrome,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  stage = await servedProject(dir, "knot", { ...project, title: "Knot" });
+  ({ url, browser } = stage);
 });
 
 after(async () => {
-  await browser?.close();
-  server?.stop();
+  await stage?.stop();
 });
 
 for (const theme of ["light", "dark"]) {

@@ -5,21 +5,14 @@
 // dark. Runs against `sextant serve` in Chromium; the UI it serves is ui/dist, or
 // $SEXTANT_UI_DIST.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
-import { artifacts, connectedDashboard, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, demoProject, servedProject, tempDir, waitFor } from "./harness.mjs";
 
-const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
 const RATE = 200, SAMPLES = 256; // a bin is 200/256 ≈ 0.78 Hz wide
-let server, browser, dir, url;
+let stage, browser, dir, url;
 
 before(async () => {
-  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
-  requireFile(join(uiDist, "index.html"), "build the UI with `npm run build` in ui/");
-  const chrome = requireProgram("chromium", "chromium");
-  mkdirSync(artifacts, { recursive: true });
   dir = tempDir("sextant-waterfall-");
   const project = demoProject();
   const channels = [
@@ -38,22 +31,12 @@ before(async () => {
     { dataset: "whine", view: "waterfall", x: 6, y: 0, w: 6, h: 5 },
   ] }];
   project.actions = [];
-  const file = join(dir, "spectra.json");
-  writeFileSync(file, JSON.stringify({ ...project, title: "Spectra" }));
-  const port = 7100 + Math.floor(Math.random() * 800);
-  server = start(`waterfall-serve-${port}`, sextantBin, [
-    "serve", "--http-port", String(port), "--ui", uiDist, "--data-dir", join(dir, "assistant"), "--allow-folder", dir, "--project", file,
-  ], { cwd: dir });
-  url = await servedUrl(server);
-  browser = await chromium.launch({
-    executablePath: chrome,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  stage = await servedProject(dir, "spectra", { ...project, title: "Spectra" });
+  ({ url, browser } = stage);
 });
 
 after(async () => {
-  await browser?.close();
-  server?.stop();
+  await stage?.stop();
 });
 
 const tile = (p, title) => p.locator(`[data-testid="widget"][data-widget-kind="waterfall"][data-title="${title}"] [data-testid="waterfall"]`);
