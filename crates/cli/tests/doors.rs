@@ -527,6 +527,18 @@ async fn forged_yes(install: &Install, kind: DoorKind, caller: Caller, opened: &
         )
         .await;
     refused(&added, door);
+    // An output control's send touches the device like a console send, whatever the
+    // project's controls are: refused before any script runs.
+    let pressed = opened
+        .client
+        .call(
+            13,
+            "project.control.send",
+            json!({"group": "out", "control": "erase"}),
+            true,
+        )
+        .await;
+    refused(&pressed, door);
     assert!(!install.program_ran().await, "{door}: the program ran");
 }
 
