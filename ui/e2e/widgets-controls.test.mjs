@@ -7,14 +7,11 @@
 // proved in runtime/tests/actions.rs and the injection corpus.) Screenshots in light and dark. Runs against `sextant serve` in Chromium;
 // the UI it serves is ui/dist, or $SEXTANT_UI_DIST.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
-import { artifacts, connectedDashboard, listen, ptyPair, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, listen, ptyPair, servedProject, tempDir, waitFor } from "./harness.mjs";
 
-const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
-let server, browser, dir, url, pty, peer;
+let stage, browser, dir, url, pty, peer;
 
 const controls = [
   { id: "arm", title: "Arm", kind: "button", transmit: 'function transmit(v) { return "ARM " + v + "\\n"; }' },
@@ -30,34 +27,20 @@ const controls = [
 ];
 
 before(async () => {
-  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
-  requireFile(join(uiDist, "index.html"), "build the UI with `npm run build` in ui/");
-  const chrome = requireProgram("chromium", "chromium");
-  mkdirSync(artifacts, { recursive: true });
   dir = tempDir("sextant-controls-");
   pty = await ptyPair(dir);
   peer = listen(pty.b);
-  const file = join(dir, "controls.json");
-  writeFileSync(file, JSON.stringify({
+  stage = await servedProject(dir, "controls", {
     format: "sextant-project", schemaVersion: 1, title: "Bench controls",
     sources: [{ id: "bench", title: "Bench", parser: { kind: "delimited" }, connection: { type: "serial", port: pty.a, baud: 115200 } }],
     groups: [{ id: "out", title: "Bench controls", widget: "output", datasets: [], controls }],
     workspaces: [{ id: "ws", title: "Controls", tiles: [{ group: "out", x: 0, y: 0, w: 8, h: 4 }] }],
-  }));
-  const port = 7100 + Math.floor(Math.random() * 800);
-  server = start(`controls-serve-${port}`, sextantBin, [
-    "serve", "--http-port", String(port), "--ui", uiDist, "--data-dir", join(dir, "assistant"), "--allow-folder", dir, "--project", file,
-  ], { cwd: dir });
-  url = await servedUrl(server);
-  browser = await chromium.launch({
-    executablePath: chrome,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
   });
+  ({ url, browser } = stage);
 });
 
 after(async () => {
-  await browser?.close();
-  server?.stop();
+  await stage?.stop();
   peer?.stop();
   pty?.stop();
 });

@@ -7,16 +7,14 @@
 // light and dark. Runs against `sextant serve` in Chromium; the UI it serves is ui/dist, or
 // $SEXTANT_UI_DIST.
 import assert from "node:assert/strict";
-import { closeSync, mkdirSync, openSync, writeFileSync, writeSync } from "node:fs";
+import { closeSync, openSync, writeSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
-import { artifacts, connectedDashboard, ptyPair, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, ptyPair, servedProject, tempDir, waitFor } from "./harness.mjs";
 
-const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
 const MARK_START = Buffer.from([0xaa, 0x55, 0xaa, 0x55]);
 const MARK_END = Buffer.from([0x55, 0xaa, 0x55, 0xaa]);
-let server, browser, dir, url, pty, fd, timer, jpegs, pngs;
+let stage, browser, dir, url, pty, fd, timer, jpegs, pngs;
 
 /** Pictures drawn on a canvas and encoded by the browser: `n` of each, numbered. */
 async function pictures(page, type, w, h, n) {
@@ -43,14 +41,9 @@ async function pictures(page, type, w, h, n) {
 }
 
 before(async () => {
-  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
-  requireFile(join(uiDist, "index.html"), "build the UI with `npm run build` in ui/");
-  const chrome = requireProgram("chromium", "chromium");
-  mkdirSync(artifacts, { recursive: true });
   dir = tempDir("sextant-image-");
   pty = await ptyPair(dir);
-  const file = join(dir, "camera.json");
-  writeFileSync(file, JSON.stringify({
+  stage = await servedProject(dir, "camera", {
     format: "sextant-project", schemaVersion: 1, title: "Camera board",
     sources: [{
       id: "board", title: "Board", connection: { type: "serial", port: pty.a, baud: 115200 },
@@ -71,16 +64,8 @@ before(async () => {
       { group: "thermal", x: 6, y: 0, w: 3, h: 4 },
       { group: "env", x: 9, y: 0, w: 3, h: 4 },
     ] }],
-  }));
-  const port = 7100 + Math.floor(Math.random() * 800);
-  server = start(`image-serve-${port}`, sextantBin, [
-    "serve", "--http-port", String(port), "--ui", uiDist, "--data-dir", join(dir, "assistant"), "--allow-folder", dir, "--project", file,
-  ], { cwd: dir });
-  url = await servedUrl(server);
-  browser = await chromium.launch({
-    executablePath: chrome,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
   });
+  ({ url, browser } = stage);
   const maker = await browser.newPage();
   jpegs = await pictures(maker, "image/jpeg", 160, 120, 12);
   pngs = await pictures(maker, "image/png", 80, 60, 12);
@@ -101,8 +86,7 @@ before(async () => {
 after(async () => {
   clearInterval(timer);
   if (fd != null) closeSync(fd);
-  await browser?.close();
-  server?.stop();
+  await stage?.stop();
   pty?.stop();
 });
 

@@ -9,22 +9,15 @@
 // Screenshots of each in light and dark. Runs against `sextant serve` in Chromium like
 // tile-menu.test.mjs; the UI it serves is ui/dist, or $SEXTANT_UI_DIST.
 import assert from "node:assert/strict";
-import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { chromium } from "playwright-core";
-import { artifacts, connectedDashboard, demoProject, repo, requireFile, requireProgram, sextantBin, servedUrl, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, demoProject, servedProject, tempDir, waitFor } from "./harness.mjs";
 
-const uiDist = process.env.SEXTANT_UI_DIST || join(repo, "ui/dist");
 const PERIOD = 0.5; // the square wave's, s
 const RANGE_S = 4; // the dashboard's time range: a triggered plot shows half of it
-let server, browser, dir, url;
+let stage, browser, dir, url;
 
 before(async () => {
-  requireFile(sextantBin, "build it with `cargo build -p sextant-cli` (./dev test does)");
-  requireFile(join(uiDist, "index.html"), "build the UI with `npm run build` in ui/");
-  const chrome = requireProgram("chromium", "chromium");
-  mkdirSync(artifacts, { recursive: true });
   dir = tempDir("sextant-scope-");
   const project = demoProject();
   const channels = [
@@ -48,22 +41,12 @@ before(async () => {
     id: "ws-1", title: "Scope", tiles: project.groups[0].datasets.map((d, i) => ({ group: null, dataset: d.id, view: "plot", x: (i % 2) * 6, y: Math.floor(i / 2) * 3, w: 6, h: 3 })),
   }];
   project.actions = [];
-  const file = join(dir, "scope.json");
-  writeFileSync(file, JSON.stringify({ ...project, title: "Scope" }));
-  const port = 7100 + Math.floor(Math.random() * 800);
-  server = start(`scope-serve-${port}`, sextantBin, [
-    "serve", "--http-port", String(port), "--ui", uiDist, "--data-dir", join(dir, "assistant"), "--allow-folder", dir, "--project", file,
-  ], { cwd: dir });
-  url = await servedUrl(server);
-  browser = await chromium.launch({
-    executablePath: chrome,
-    args: ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking", "--disable-component-update", "--disable-sync", "--no-first-run"],
-  });
+  stage = await servedProject(dir, "scope", { ...project, title: "Scope" });
+  ({ url, browser } = stage);
 });
 
 after(async () => {
-  await browser?.close();
-  server?.stop();
+  await stage?.stop();
 });
 
 const dashboard = (theme) =>
