@@ -80,6 +80,23 @@ fn person(rt: &mut Runtime, name: &str, params: Value) -> Value {
         .unwrap_or_else(|e| panic!("{name} {params}: {e:?}"))
 }
 
+/// Every byte the console shows as sent, from a display frame (the console record carries
+/// the source with the sent bit).
+fn console_sent(rt: &Runtime) -> Vec<u8> {
+    let options: sextant_display::DisplayOptions =
+        serde_json::from_value(json!({"refreshHz": 30, "points": 100, "timeRangeS": 10})).unwrap();
+    let scope = rt.workspace.scope();
+    let frame = scope
+        .frame(&options, &mut scope.subscribe())
+        .expect("a first frame");
+    sextant_display::decode_console(&frame)
+        .expect("a display frame")
+        .into_iter()
+        .filter(|(source, _)| source & sextant_display::SENT != 0)
+        .flat_map(|(_, bytes)| bytes)
+        .collect()
+}
+
 /// Polls `cond` (the runtime is driven by the test's tokio runtime) for up to 15 s.
 async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     for _ in 0..1500 {
@@ -91,21 +108,28 @@ async fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out: {what}");
 }
 
-/// The Hexadecimal ADC shape, imported as a person would, on the pty's device end.
-fn polled_adc(port: &Path) -> Project {
+/// A Serial Studio shape of `fixtures/serial-studio-shapes`, imported as a person would,
+/// its one serial device moved to the pty's device end.
+fn shape_on(name: &str, port: &Path) -> Project {
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/serial-studio-shapes/polled-adc.ssproj"),
+            .join("../../fixtures/serial-studio-shapes")
+            .join(name),
     )
     .unwrap();
     let mut project = sextant_import::import_serial_studio(&text)
         .expect("imports")
         .project;
     let Connection::Serial(serial) = &mut project.sources[0].connection else {
-        panic!("the ADC board is a serial device");
+        panic!("{name}'s device is a serial one");
     };
     serial.port = port.display().to_string();
     project
+}
+
+/// The Hexadecimal ADC shape.
+fn polled_adc(port: &Path) -> Project {
+    shape_on("polled-adc.ssproj", port)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -244,18 +268,7 @@ async fn each_timer_mode_sends_what_it_promises_and_every_send_is_in_the_console
 
     // Every byte sent is in the console, marked as sent (the display frame's console
     // record carries the source with the sent bit).
-    let options: sextant_display::DisplayOptions =
-        serde_json::from_value(json!({"refreshHz": 30, "points": 100, "timeRangeS": 10})).unwrap();
-    let scope = rt.workspace.scope();
-    let frame = scope
-        .frame(&options, &mut scope.subscribe())
-        .expect("a first frame");
-    let sent = sextant_display::decode_console(&frame)
-        .expect("a display frame")
-        .into_iter()
-        .filter(|(source, _)| source & sextant_display::SENT != 0)
-        .flat_map(|(_, bytes)| bytes)
-        .collect::<Vec<u8>>();
+    let sent = console_sent(&rt);
     for byte in [b'O', b'B', b'T', b'S'] {
         assert!(sent.contains(&byte), "{} not in the console", byte as char);
     }
@@ -271,23 +284,6 @@ async fn each_timer_mode_sends_what_it_promises_and_every_send_is_in_the_console
     assert_eq!(peer.count(b'S'), after, "the timer outlived the disconnect");
 }
 
-/// The OBD-II shape, imported as a person would, on the pty's device end.
-fn obd_ii(port: &Path) -> Project {
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("../../fixtures/serial-studio-shapes/obd-ii.ssproj"),
-    )
-    .unwrap();
-    let mut project = sextant_import::import_serial_studio(&text)
-        .expect("imports")
-        .project;
-    let Connection::Serial(serial) = &mut project.sources[0].connection else {
-        panic!("the ELM327 adapter is a serial device");
-    };
-    serial.port = port.display().to_string();
-    project
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn output_controls_send_what_their_scripts_make_and_refuse_what_they_cannot() {
     if !require("socat", "socat") {
@@ -296,7 +292,7 @@ async fn output_controls_send_what_their_scripts_make_and_refuse_what_they_canno
     let dir = tempfile::tempdir().unwrap();
     let pty = PtyPair::start(dir.path());
     let peer = Peer::start(&pty.b, b"");
-    let project = obd_ii(&pty.a);
+    let project = shape_on("obd-ii.ssproj", &pty.a);
     let group = project
         .groups
         .iter()
@@ -407,18 +403,7 @@ async fn output_controls_send_what_their_scripts_make_and_refuse_what_they_canno
     assert_eq!(peer.received().len(), before, "nothing was sent");
 
     // Every send is in the console, marked as sent.
-    let options: sextant_display::DisplayOptions =
-        serde_json::from_value(json!({"refreshHz": 30, "points": 100, "timeRangeS": 10})).unwrap();
-    let scope = rt.workspace.scope();
-    let frame = scope
-        .frame(&options, &mut scope.subscribe())
-        .expect("a first frame");
-    let sent: Vec<u8> = sextant_display::decode_console(&frame)
-        .expect("a display frame")
-        .into_iter()
-        .filter(|(source, _)| source & sextant_display::SENT != 0)
-        .flat_map(|(_, bytes)| bytes)
-        .collect();
+    let sent = console_sent(&rt);
     let sent = String::from_utf8_lossy(&sent);
     for text in ["010C\r", "ATMA\r", "ATST0A\r", "ATDP\r"] {
         assert!(sent.contains(text), "{text:?} not in the console: {sent:?}");
