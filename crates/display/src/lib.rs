@@ -25,6 +25,7 @@ mod stream;
 
 pub use encode::{decode_console, decode_header, FrameHeader, HEADER_BYTES, MAGIC};
 pub use scope::{
-    DisplayOptions, Scope, ScopeSink, Subscriber, CONSOLE_BYTES, SENT, WINDOW_SAMPLES,
+    DisplayOptions, Recent, RecentDataset, Scope, ScopeSink, Subscriber, CONSOLE_BYTES, SENT,
+    WINDOW_SAMPLES,
 };
 pub use stream::{FRAMES_IN_FLIGHT, MAX_RATE_HZ, MIN_RATE_HZ};

@@ -102,6 +102,28 @@ pub(crate) struct DatasetMeta {
     pub source: Option<usize>,
 }
 
+/// The live samples [`Scope::recent`] copied out.
+#[derive(Debug, Clone, Default)]
+pub struct Recent {
+    /// Session time of the newest frame.
+    pub now_s: Option<f64>,
+    pub datasets: Vec<RecentDataset>,
+}
+
+/// One dataset's copied samples, oldest first.
+#[derive(Debug, Clone, Default)]
+pub struct RecentDataset {
+    pub id: String,
+    /// `Group/Dataset`, as the CSV export names it.
+    pub column: String,
+    pub units: String,
+    pub t: Vec<f64>,
+    pub v: Vec<f64>,
+    /// The oldest sample the display still keeps, whether copied or not: how far back the
+    /// live data reaches.
+    pub oldest_kept_s: Option<f64>,
+}
+
 pub(crate) struct ConsoleRecord {
     /// Increases by one per record for the life of the scope.
     pub id: u64,
@@ -288,6 +310,33 @@ impl Scope {
     /// Frames parsed since the last reset.
     pub fn frames(&self) -> u64 {
         lock(&self.state).frames
+    }
+
+    /// Copies of the newest samples of every dataset from `since_s` seconds of session time
+    /// on (everything kept when `None`), for analysis off the pipeline's path. A text
+    /// reading is NaN here: the display keeps numbers only.
+    pub fn recent(&self, since_s: Option<f64>) -> Recent {
+        let s = lock(&self.state);
+        let datasets = s
+            .columns
+            .iter()
+            .zip(&s.series)
+            .map(|(meta, series)| {
+                let from = since_s.map_or(0, |since| series.t.partition_point(|t| *t < since));
+                RecentDataset {
+                    id: meta.id.clone(),
+                    column: sextant_telemetry::pipeline::column_name(&meta.group, &meta.title),
+                    units: meta.units.clone(),
+                    t: series.t.range(from..).copied().collect(),
+                    v: series.v.range(from..).copied().collect(),
+                    oldest_kept_s: series.t.front().copied(),
+                }
+            })
+            .collect();
+        Recent {
+            now_s: s.now,
+            datasets,
+        }
     }
 
     /// A new subscriber: its first frame carries the dataset list and the kept console bytes.

@@ -120,7 +120,7 @@ fn every_safe_command_leaves_the_project_byte_identical() {
     // A sessions database holding one session, for sessions.list and sessions.get to read.
     let sessions_dir = tempfile::tempdir().unwrap();
     let db = sessions_dir.path().join("sessions.db");
-    let session = sextant_sessions::SessionWriter::start(
+    let writer = sextant_sessions::SessionWriter::start(
         &db,
         sextant_sessions::NewSession {
             title: "bench".into(),
@@ -129,10 +129,29 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         },
         Default::default(),
     )
-    .unwrap()
-    .close()
-    .unwrap()
-    .id;
+    .unwrap();
+    // 64 frames of one dataset, for the data.* commands to read.
+    let feed = writer.feed();
+    assert!(feed.columns(&[sextant_telemetry::pipeline::DatasetInfo {
+        id: "ds-1".into(),
+        title: "Voltage".into(),
+        group: "Battery".into(),
+        units: "V".into(),
+        source: Some(0),
+        slot: Some(0),
+    }]));
+    for i in 0..64u64 {
+        let values = [sextant_telemetry::Value::Number((i % 8) as f64)];
+        assert!(feed.frame(&sextant_telemetry::pipeline::FrameEvent {
+            source: 0,
+            timestamp: sextant_telemetry::Timestamp {
+                elapsed_ns: i * 10_000_000,
+                unix_ns: 0,
+            },
+            values: &values,
+        }));
+    }
+    let session = writer.close().unwrap().id;
     rt.workspace.set_sessions_db(Some(db));
     let before = project_bytes(&rt);
     let output_group = rt
@@ -197,6 +216,23 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("sessions.get", json!({"id": session})),
         ("sessions.csv", json!({"id": session})),
         ("dashboard.image", json!({"group": output_group})),
+        ("data.summary", json!({"window": {"session": session}})),
+        (
+            "data.find",
+            json!({"window": {"session": session, "fromS": 0.1}, "dataset": "Battery/Voltage", "condition": {"kind": "above", "level": 5}}),
+        ),
+        (
+            "data.spectrum",
+            json!({"window": {"session": session}, "dataset": "ds-1", "segment": 16}),
+        ),
+        (
+            "data.compare",
+            json!({"a": {"session": session, "toS": 0.3}, "b": {"session": session, "fromS": 0.3}}),
+        ),
+        (
+            "data.series",
+            json!({"window": {"session": session}, "datasets": ["Voltage"], "points": 20}),
+        ),
         (
             "project.control.preview",
             json!({"group": output_group, "control": "ctl-speed", "value": 7}),

@@ -365,6 +365,118 @@ impl SessionStore {
         Ok(n)
     }
 
+    /// Calls `f(t, source, values)` for every frame whose time `t` – seconds from the
+    /// session's first frame, the `elapsed_s` of its CSV export – lies in `from_s..=to_s`,
+    /// in recorded order. Blocks wholly outside the range are skipped unread, so a short
+    /// range of a long session reads little; memory never grows with the session.
+    pub fn for_each_frame_between(
+        &self,
+        id: SessionId,
+        from_s: f64,
+        to_s: f64,
+        mut f: impl FnMut(f64, usize, &[Value]) -> Result<(), SessionError>,
+    ) -> Result<u64, SessionError> {
+        self.ensure(id)?;
+        let corrupt = |detail: String| SessionError::Corrupt {
+            session: id,
+            detail,
+        };
+        // The first frame in recorded order, which the CSV export counts from.
+        let origin: Option<i64> = self
+            .conn
+            .query_row(
+                "SELECT elapsed_ns FROM frames WHERE session = ?1 ORDER BY rowid LIMIT 1",
+                [id],
+                |r| r.get(0),
+            )
+            .optional()?;
+        let origin = match origin {
+            Some(o) => Some(o.max(0) as u64),
+            None => self
+                .conn
+                .query_row(
+                    "SELECT first_elapsed_ns FROM frame_blocks WHERE session = ?1 ORDER BY rowid LIMIT 1",
+                    [id],
+                    |r| r.get::<_, i64>(0),
+                )
+                .optional()?
+                .map(|o| o as u64),
+        };
+        let Some(origin) = origin else {
+            return Ok(0);
+        };
+        let seconds = |ns: u64| ns.saturating_sub(origin) as f64 / 1e9;
+        // The range in the stored clock, widened by a nanosecond against rounding.
+        let to_ns = |s: f64| {
+            if s.is_finite() {
+                (origin as f64 + s.max(0.0) * 1e9).clamp(0.0, i64::MAX as f64) as i64
+            } else if s > 0.0 {
+                i64::MAX
+            } else {
+                0
+            }
+        };
+        let (lo, hi) = (
+            to_ns(from_s).saturating_sub(1),
+            to_ns(to_s).saturating_add(1),
+        );
+        let mut n = 0u64;
+        let mut values = Vec::new();
+        let mut stmt = self.conn.prepare(
+            "SELECT elapsed_ns, source, vals FROM frames WHERE session = ?1 \
+             AND elapsed_ns BETWEEN ?2 AND ?3 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query(params![id, lo, hi])?;
+        while let Some(row) = rows.next()? {
+            let t = seconds(row.get::<_, i64>(0)?.max(0) as u64);
+            if !(from_s..=to_s).contains(&t) {
+                continue;
+            }
+            let source = row.get::<_, i64>(1)?.max(0) as usize;
+            let blob = row
+                .get_ref(2)?
+                .as_blob()
+                .map_err(|e| corrupt(format!("values are not a blob: {e}")))?;
+            codec::decode_into(blob, &mut values).map_err(corrupt)?;
+            f(t, source, &values)?;
+            n += 1;
+        }
+        let mut stmt = self.conn.prepare(
+            "SELECT first_elapsed_ns, data FROM frame_blocks WHERE session = ?1 \
+             AND max_elapsed_ns >= ?2 AND min_elapsed_ns <= ?3 ORDER BY rowid",
+        )?;
+        let mut rows = stmt.query(params![id, lo, hi])?;
+        while let Some(row) = rows.next()? {
+            let first_ns = row.get::<_, i64>(0)? as u64;
+            let blob = row
+                .get_ref(1)?
+                .as_blob()
+                .map_err(|e| corrupt(format!("a frame block is not a blob: {e}")))?;
+            codec::for_each_in_block(blob, first_ns, |source, elapsed, values| {
+                let t = seconds(elapsed);
+                if (from_s..=to_s).contains(&t) {
+                    n += 1;
+                    f(t, source, values)
+                } else {
+                    Ok(())
+                }
+            })
+            .map_err(corrupt)??;
+        }
+        Ok(n)
+    }
+
+    /// The dataset ids of a session's CSV columns, in the same order, with their units.
+    pub fn dataset_ids(&self, id: SessionId) -> Result<Vec<(String, String)>, SessionError> {
+        let mut stmt = self.conn.prepare(
+            "SELECT dataset_id, units FROM datasets WHERE session = ?1 ORDER BY position",
+        )?;
+        let ids = stmt
+            .query_map([id], |r| Ok((r.get(0)?, r.get(1)?)))?
+            .collect::<Result<Vec<(String, String)>, _>>()?;
+        Ok(ids)
+    }
+
     /// Writes a session's frames as CSV, exactly as the live CSV export writes them
     /// (`elapsed_s, Group/Dataset, …`, one row per frame). Returns the rows written.
     pub fn export_csv<W: Write>(&self, id: SessionId, out: W) -> Result<u64, SessionError> {

@@ -5,6 +5,7 @@
 //! feel at home; `assistant.*` holds checkpoints, `meta.*` the self-description.
 
 mod controls;
+mod data;
 mod images;
 mod io;
 mod meta;
@@ -36,6 +37,7 @@ pub fn registry() -> Registry<Workspace> {
     io::register(&mut r);
     controls::register(&mut r);
     images::register(&mut r);
+    data::register(&mut r);
     sessions::register(&mut r);
     templates::register(&mut r);
     meta::register(&mut r, specs.clone());

@@ -1,0 +1,257 @@
+//! The summary of each dataset over a window: count, time span, extremes, mean, standard
+//! deviation, percentiles, sample rate, gaps, and readings that are not numbers.
+//!
+//! Definitions (the test checks each against pandas on a CSV export):
+//!
+//! - a *sample* is a frame in which the dataset has a reading (an empty cell is none);
+//! - `count` is the samples whose reading is a finite number (text that reads as a number
+//!   is that number); `nonFinite` counts NaN and infinities, `text` the other readings;
+//! - `mean` is over `count`, `std` the sample standard deviation (n − 1, pandas' default);
+//! - percentiles interpolate linearly between ranks (pandas' and numpy's default);
+//! - `rateHz` is (samples − 1) / (last − first time), the mean rate;
+//! - an *interval* is the time between consecutive samples; `typicalIntervalS` is their
+//!   median, and a *gap* is an interval longer than [`GAP_FACTOR`] times it.
+
+use schemars::JsonSchema;
+use serde::Serialize;
+
+use crate::quantile::{Quantiles, Sorted};
+
+/// An interval longer than this many typical intervals is a gap.
+pub const GAP_FACTOR: f64 = 3.0;
+
+/// Values kept exactly for percentiles, across every dataset of one request, before they
+/// are estimated instead (8 bytes each; the intervals count too).
+pub const EXACT_BUDGET: usize = 4 << 20;
+
+/// How its percentiles were computed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub enum Percentiles {
+    Exact,
+    /// From a histogram, within 0.025 % of the true value (the window held more values
+    /// than are kept exactly).
+    Estimated,
+}
+
+/// One dataset over the window.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct Summary {
+    /// Finite numbers.
+    pub count: u64,
+    /// Time of the first and the last sample, seconds (absent without samples).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min: Option<f64>,
+    /// When the minimum was first reached, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub min_at_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_at_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mean: Option<f64>,
+    /// Sample standard deviation (n − 1); absent below two numbers.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub std: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p5: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p50: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub p95: Option<f64>,
+    pub percentiles: Percentiles,
+    /// Mean sample rate over the window, per second.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate_hz: Option<f64>,
+    /// Median time between samples, seconds.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub typical_interval_s: Option<f64>,
+    /// Intervals longer than three typical intervals.
+    pub gaps: u64,
+    /// The longest interval, seconds, and the time of the sample that ended it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub longest_gap_s: Option<f64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub longest_gap_end_s: Option<f64>,
+    /// NaN and infinite readings.
+    pub non_finite: u64,
+    /// Readings that are text, not numbers.
+    pub text: u64,
+}
+
+/// One reading of one dataset.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Reading {
+    Number(f64),
+    Text,
+}
+
+/// Accumulates one dataset's summary in one pass.
+#[derive(Debug, Clone)]
+pub struct Accumulator {
+    count: u64,
+    first: Option<f64>,
+    last: Option<f64>,
+    samples: u64,
+    min: Option<(f64, f64)>,
+    max: Option<(f64, f64)>,
+    // Welford's running mean and sum of squared deviations: stable over hours of samples.
+    mean: f64,
+    m2: f64,
+    values: Quantiles,
+    intervals: Quantiles,
+    longest: Option<(f64, f64)>,
+    non_finite: u64,
+    text: u64,
+}
+
+impl Accumulator {
+    /// `budget`: values kept exactly, for the values and for the intervals each.
+    pub fn new(budget: usize) -> Accumulator {
+        Accumulator {
+            count: 0,
+            first: None,
+            last: None,
+            samples: 0,
+            min: None,
+            max: None,
+            mean: 0.0,
+            m2: 0.0,
+            values: Quantiles::new(budget),
+            intervals: Quantiles::new(budget),
+            longest: None,
+            non_finite: 0,
+            text: 0,
+        }
+    }
+
+    /// One accumulator per dataset, sharing [`EXACT_BUDGET`].
+    pub fn for_datasets(n: usize) -> Vec<Accumulator> {
+        let budget = EXACT_BUDGET / (2 * n.max(1));
+        (0..n).map(|_| Accumulator::new(budget)).collect()
+    }
+
+    pub fn push(&mut self, t: f64, reading: Reading) {
+        if let Some(last) = self.last {
+            let dt = t - last;
+            if dt.is_finite() {
+                self.intervals.push(dt);
+                if self.longest.is_none_or(|(longest, _)| dt > longest) {
+                    self.longest = Some((dt, t));
+                }
+            }
+        }
+        self.first.get_or_insert(t);
+        self.last = Some(t);
+        self.samples += 1;
+        let x = match reading {
+            Reading::Text => {
+                self.text += 1;
+                return;
+            }
+            Reading::Number(x) if !x.is_finite() => {
+                self.non_finite += 1;
+                return;
+            }
+            Reading::Number(x) => x,
+        };
+        self.count += 1;
+        let delta = x - self.mean;
+        self.mean += delta / self.count as f64;
+        self.m2 += delta * (x - self.mean);
+        if self.min.is_none_or(|(m, _)| x < m) {
+            self.min = Some((x, t));
+        }
+        if self.max.is_none_or(|(m, _)| x > m) {
+            self.max = Some((x, t));
+        }
+        self.values.push(x);
+    }
+
+    pub fn finish(self) -> Summary {
+        let exact = self.values.is_exact() && self.intervals.is_exact();
+        let values: Sorted = self.values.finish();
+        let intervals = self.intervals.finish();
+        let typical = intervals.quantile(0.5);
+        let gaps = match typical {
+            Some(t) if t > 0.0 => intervals.count_above(GAP_FACTOR * t),
+            _ => 0,
+        };
+        let rate_hz = match (self.first, self.last) {
+            (Some(f), Some(l)) if l > f && self.samples > 1 => {
+                Some((self.samples - 1) as f64 / (l - f))
+            }
+            _ => None,
+        };
+        let some = |x: f64| (self.count > 0).then_some(x);
+        Summary {
+            count: self.count,
+            first_s: self.first,
+            last_s: self.last,
+            min: self.min.map(|m| m.0),
+            min_at_s: self.min.map(|m| m.1),
+            max: self.max.map(|m| m.0),
+            max_at_s: self.max.map(|m| m.1),
+            mean: some(self.mean),
+            std: (self.count > 1).then(|| (self.m2 / (self.count - 1) as f64).sqrt()),
+            p5: values.quantile(0.05),
+            p50: values.quantile(0.5),
+            p95: values.quantile(0.95),
+            percentiles: if exact {
+                Percentiles::Exact
+            } else {
+                Percentiles::Estimated
+            },
+            rate_hz,
+            typical_interval_s: typical,
+            gaps,
+            longest_gap_s: self.longest.map(|l| l.0),
+            longest_gap_end_s: self.longest.map(|l| l.1),
+            non_finite: self.non_finite,
+            text: self.text,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ramp_with_a_gap_and_odd_readings() {
+        let mut a = Accumulator::new(1000);
+        // 0..=9 at 10 Hz, then a 1 s gap, then 10..=19; a NaN and a text in between.
+        for i in 0..10 {
+            a.push(i as f64 * 0.1, Reading::Number(i as f64));
+        }
+        a.push(0.95, Reading::Number(f64::NAN));
+        a.push(0.97, Reading::Text);
+        for i in 10..20 {
+            a.push(1.9 + (i - 10) as f64 * 0.1, Reading::Number(i as f64));
+        }
+        let s = a.finish();
+        assert_eq!(s.count, 20);
+        assert_eq!((s.min, s.max), (Some(0.0), Some(19.0)));
+        assert_eq!(s.mean, Some(9.5));
+        let std = ((0..20).map(|i| (i as f64 - 9.5).powi(2)).sum::<f64>() / 19.0).sqrt();
+        assert!((s.std.unwrap() - std).abs() < 1e-12);
+        assert_eq!(s.p50, Some(9.5));
+        assert_eq!((s.non_finite, s.text), (1, 1));
+        assert_eq!(s.gaps, 1, "{s:?}");
+        assert!((s.longest_gap_s.unwrap() - 0.93).abs() < 1e-9);
+        assert_eq!(s.percentiles, Percentiles::Exact);
+    }
+
+    #[test]
+    fn nothing_in_the_window() {
+        let s = Accumulator::new(10).finish();
+        assert_eq!(s.count, 0);
+        assert_eq!((s.mean, s.std, s.p50, s.rate_hz), (None, None, None, None));
+    }
+}
