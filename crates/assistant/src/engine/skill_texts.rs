@@ -47,6 +47,10 @@ pub const SKILLS: &[(&str, &str)] = &[
         "actions-and-console",
         include_str!("../../skills/actions-and-console.md"),
     ),
+    (
+        "data-questions",
+        include_str!("../../skills/data-questions.md"),
+    ),
 ];
 
 /// The trigger table as shipped.
