@@ -20,6 +20,9 @@ use crate::quantile::{Quantiles, Sorted};
 /// An interval longer than this many typical intervals is a gap.
 pub const GAP_FACTOR: f64 = 3.0;
 
+/// Numbers folded into the mean and deviation at a time.
+const BATCH: usize = 256;
+
 /// Values kept exactly for percentiles, across every dataset of one request, before they
 /// are estimated instead (8 bytes each; the intervals count too).
 pub const EXACT_BUDGET: usize = 4 << 20;
@@ -101,9 +104,13 @@ pub struct Accumulator {
     samples: u64,
     min: Option<(f64, f64)>,
     max: Option<(f64, f64)>,
-    // Welford's running mean and sum of squared deviations: stable over hours of samples.
+    // The mean and the sum of squared deviations of the numbers folded so far, and the
+    // numbers not yet folded: each batch's own two passes, then Chan's combination. As
+    // stable as Welford's update over hours of samples, without a division per sample.
     mean: f64,
     m2: f64,
+    folded: u64,
+    batch: Vec<f64>,
     values: Quantiles,
     intervals: Quantiles,
     longest: Option<(f64, f64)>,
@@ -123,6 +130,8 @@ impl Accumulator {
             max: None,
             mean: 0.0,
             m2: 0.0,
+            folded: 0,
+            batch: Vec::with_capacity(BATCH),
             values: Quantiles::new(budget),
             intervals: Quantiles::new(budget),
             longest: None,
@@ -137,6 +146,7 @@ impl Accumulator {
         (0..n).map(|_| Accumulator::new(budget)).collect()
     }
 
+    #[inline]
     pub fn push(&mut self, t: f64, reading: Reading) {
         if let Some(last) = self.last {
             let dt = t - last;
@@ -162,9 +172,10 @@ impl Accumulator {
             Reading::Number(x) => x,
         };
         self.count += 1;
-        let delta = x - self.mean;
-        self.mean += delta / self.count as f64;
-        self.m2 += delta * (x - self.mean);
+        self.batch.push(x);
+        if self.batch.len() == BATCH {
+            self.fold();
+        }
         if self.min.is_none_or(|(m, _)| x < m) {
             self.min = Some((x, t));
         }
@@ -174,7 +185,24 @@ impl Accumulator {
         self.values.push(x);
     }
 
-    pub fn finish(self) -> Summary {
+    /// Folds the batch into the running mean and sum of squared deviations.
+    fn fold(&mut self) {
+        let n = self.batch.len() as f64;
+        if n == 0.0 {
+            return;
+        }
+        let mean = self.batch.iter().sum::<f64>() / n;
+        let m2: f64 = self.batch.iter().map(|x| (x - mean) * (x - mean)).sum();
+        let total = self.folded as f64 + n;
+        let delta = mean - self.mean;
+        self.mean += delta * n / total;
+        self.m2 += m2 + delta * delta * self.folded as f64 * n / total;
+        self.folded += self.batch.len() as u64;
+        self.batch.clear();
+    }
+
+    pub fn finish(mut self) -> Summary {
+        self.fold();
         let exact = self.values.is_exact() && self.intervals.is_exact();
         let values: Sorted = self.values.finish();
         let intervals = self.intervals.finish();

@@ -125,12 +125,23 @@ fn main() {
         std::fs::create_dir_all(db.parent().unwrap()).unwrap();
         let start = Instant::now();
         let hour = record(&db, "an hour", 3600);
-        eprintln!("recorded an hour of 16 × 1 kHz in {:.1} s", start.elapsed().as_secs_f64());
+        eprintln!(
+            "recorded an hour of 16 × 1 kHz in {:.1} s",
+            start.elapsed().as_secs_f64()
+        );
         (hour, record(&db, "six minutes", 360))
     };
     let queries = [
-        ("data.summary", "every dataset", json!({"window": {"session": hour}})),
-        ("data.summary", "every dataset", json!({"window": {"session": six}})),
+        (
+            "data.summary",
+            "every dataset",
+            json!({"window": {"session": hour}}),
+        ),
+        (
+            "data.summary",
+            "every dataset",
+            json!({"window": {"session": six}}),
+        ),
         (
             "data.find",
             "below a level",
@@ -156,12 +167,25 @@ fn main() {
     println!("|---|---|---|---|---|---|");
     for (command, what, params) in queries {
         let out = Command::new(std::env::current_exe().unwrap())
-            .args(["--child", db.to_str().unwrap(), command, &params.to_string()])
+            .args([
+                "--child",
+                db.to_str().unwrap(),
+                command,
+                &params.to_string(),
+            ])
             .output()
             .unwrap();
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
         let r: Value = serde_json::from_slice(&out.stdout).unwrap();
-        let session = if params["window"]["session"] == hour { "1 h" } else { "6 min" };
+        let session = if params["window"]["session"] == hour {
+            "1 h"
+        } else {
+            "6 min"
+        };
         println!(
             "| `{command}` | {what} | {session} | {:.2} s | {:.0} MiB | {} bytes |",
             r["seconds"].as_f64().unwrap(),

@@ -534,33 +534,66 @@ impl Opened {
         picked: &[usize],
         mut f: impl FnMut(usize, f64, Reading),
     ) -> Result<(), CommandError> {
+        self.scan_runs(picked, |runs| {
+            for (k, run) in runs.iter_mut().enumerate() {
+                for (t, r) in run.drain(..) {
+                    f(k, t, r);
+                }
+            }
+        })
+    }
+
+    /// Hands the picked columns' samples over in runs, one per column (`runs[k]`, in time
+    /// order): `f` takes what it wants out of them. Frames hold every dataset while the
+    /// analyses go one dataset at a time, so a session is handed over [`RUN_FRAMES`]
+    /// frames at a time: one analysis's state stays in cache for a run instead of each
+    /// dataset's taking turns a sample.
+    fn scan_runs(
+        &self,
+        picked: &[usize],
+        mut f: impl FnMut(&mut Vec<Run>),
+    ) -> Result<(), CommandError> {
         match (&self.source, &self.store) {
             (Source::Live { recent, .. }, _) => {
-                for (k, &col) in picked.iter().enumerate() {
-                    let d = &recent.datasets[col];
-                    for (t, v) in d.t.iter().zip(&d.v) {
-                        f(k, *t, Reading::Number(*v));
-                    }
-                }
+                let mut runs: Vec<Run> = picked
+                    .iter()
+                    .map(|&col| {
+                        let d = &recent.datasets[col];
+                        d.t.iter()
+                            .zip(&d.v)
+                            .map(|(t, v)| (*t, Reading::Number(*v)))
+                            .collect()
+                    })
+                    .collect();
+                f(&mut runs);
                 Ok(())
             }
             (Source::Recorded { session, to_s, .. }, Some(store)) => {
                 // Without an end, to the last frame, however the counters rounded.
                 let (from, to) = (self.window.from_s, to_s.unwrap_or(f64::INFINITY));
+                let mut runs: Vec<Run> = picked
+                    .iter()
+                    .map(|_| Vec::with_capacity(RUN_FRAMES))
+                    .collect();
+                let mut frames = 0usize;
                 store
                     .for_each_frame_between(*session, from, to, |t, _, values| {
                         for (k, &col) in picked.iter().enumerate() {
                             match values.get(col) {
                                 None | Some(Value::Null) => {}
-                                Some(v) => {
-                                    f(k, t, v.as_f64().map_or(Reading::Text, Reading::Number))
-                                }
+                                Some(v) => runs[k]
+                                    .push((t, v.as_f64().map_or(Reading::Text, Reading::Number))),
                             }
+                        }
+                        frames += 1;
+                        if frames.is_multiple_of(RUN_FRAMES) {
+                            f(&mut runs);
                         }
                         Ok(())
                     })
-                    .map(drop)
-                    .map_err(session_error)
+                    .map_err(session_error)?;
+                f(&mut runs);
+                Ok(())
             }
             (Source::Recorded { .. }, None) => {
                 Err(CommandError::failed("the session could not be opened"))
@@ -568,12 +601,74 @@ impl Opened {
         }
     }
 
+    /// Every picked column's summary. With more than one column, the columns are split
+    /// among worker threads (as many as the machine has cores, at most 4) that summarise
+    /// while this thread goes on reading: an hour of 16 datasets at 1 kHz is 57.6 M
+    /// samples, ~17 ns each to summarise.
     fn summaries(&self, picked: &[usize]) -> Result<Vec<Summary>, CommandError> {
+        let workers = std::thread::available_parallelism()
+            .map_or(1, usize::from)
+            .clamp(1, 4)
+            .min(picked.len());
         let mut acc = Accumulator::for_datasets(picked.len());
-        self.scan(picked, |k, t, r| acc[k].push(t, r))?;
-        Ok(acc.into_iter().map(Accumulator::finish).collect())
+        if workers <= 1 {
+            self.scan(picked, |k, t, r| acc[k].push(t, r))?;
+            return Ok(acc.into_iter().map(Accumulator::finish).collect());
+        }
+        // Worker w summarises columns w, w + workers, …: its share of each batch of runs.
+        let mut shares: Vec<Vec<(usize, Accumulator)>> = (0..workers).map(|_| Vec::new()).collect();
+        for (k, a) in acc.drain(..).enumerate() {
+            shares[k % workers].push((k, a));
+        }
+        let mut done: Vec<(usize, Summary)> = std::thread::scope(|scope| {
+            let mut senders = Vec::new();
+            let mut handles = Vec::new();
+            for mut share in shares {
+                // Two batches in flight a worker: reading never runs far ahead of it.
+                let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Run>>(2);
+                senders.push(tx);
+                handles.push(scope.spawn(move || {
+                    for runs in rx {
+                        for ((_, a), run) in share.iter_mut().zip(runs) {
+                            for (t, r) in run {
+                                a.push(t, r);
+                            }
+                        }
+                    }
+                    share
+                        .into_iter()
+                        .map(|(k, a)| (k, a.finish()))
+                        .collect::<Vec<_>>()
+                }));
+            }
+            let scanned = self.scan_runs(picked, |runs| {
+                let mut batches: Vec<Vec<Run>> = (0..workers).map(|_| Vec::new()).collect();
+                for (k, run) in runs.iter_mut().enumerate() {
+                    let fresh = Vec::with_capacity(run.len());
+                    batches[k % workers].push(std::mem::replace(run, fresh));
+                }
+                for (tx, batch) in senders.iter().zip(batches) {
+                    // A worker only stops early by panicking, which the join reports.
+                    let _ = tx.send(batch);
+                }
+            });
+            drop(senders);
+            let done = handles
+                .into_iter()
+                .flat_map(|h| h.join().expect("a summary worker panicked"))
+                .collect();
+            scanned.map(|()| done)
+        })?;
+        done.sort_by_key(|(k, _)| *k);
+        Ok(done.into_iter().map(|(_, s)| s).collect())
     }
 }
+
+/// One column's samples, in time order.
+type Run = Vec<(f64, Reading)>;
+
+/// Frames read before their samples are handed over.
+const RUN_FRAMES: usize = 4096;
 
 fn data_summary(
     ws: &mut Workspace,
