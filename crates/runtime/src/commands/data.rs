@@ -60,6 +60,9 @@ pub struct WindowRead {
     /// The recorded session read; absent for live data.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub session: Option<i64>,
+    /// The session's title.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub title: Option<String>,
     /// Start and end, seconds: session time for live data, seconds from the first frame
     /// for a session.
     pub from_s: f64,
@@ -397,6 +400,7 @@ fn open(source: Source) -> Result<Opened, CommandError> {
                 .collect();
             let window = WindowRead {
                 session: None,
+                title: None,
                 from_s,
                 to_s,
                 note: note.clone(),
@@ -442,6 +446,7 @@ fn open(source: Source) -> Result<Opened, CommandError> {
             Ok(Opened {
                 window: WindowRead {
                     session: Some(session),
+                    title: Some(summary.title.clone()),
                     from_s,
                     to_s: end.max(from_s),
                     note,
