@@ -122,6 +122,9 @@ pub struct RecentDataset {
     /// The oldest sample the display still keeps, whether copied or not: how far back the
     /// live data reaches.
     pub oldest_kept_s: Option<f64>,
+    /// Whether older samples were let go (the window is full): before `oldest_kept_s`
+    /// there was data that is no longer kept.
+    pub trimmed: bool,
 }
 
 pub(crate) struct ConsoleRecord {
@@ -330,6 +333,7 @@ impl Scope {
                     t: series.t.range(from..).copied().collect(),
                     v: series.v.range(from..).copied().collect(),
                     oldest_kept_s: series.t.front().copied(),
+                    trimmed: series.t.len() == WINDOW_SAMPLES,
                 }
             })
             .collect();

@@ -199,6 +199,19 @@ async fn every_figure_equals_what_pandas_and_scipy_compute_from_the_export() {
 
     // The live data, while still connected: the same values as the recording.
     let live = assistant(&mut rt, "data.summary", json!({"window": {"lastS": 3600}}));
+    // A range on the live clock (a plot's zoomed range) holds what lies in it.
+    let all_live = live["datasets"][0]["count"].as_u64().unwrap();
+    let first_half = assistant(
+        &mut rt,
+        "data.summary",
+        json!({"window": {"toS": live["datasets"][0]["firstS"].as_f64().unwrap() + 1.0}, "datasets": ["Sensors/Wave"]}),
+    );
+    let early = first_half["datasets"][0]["count"].as_u64().unwrap();
+    assert!(early > 100 && early < all_live, "{first_half}");
+    assert!(
+        first_half["datasets"][0]["lastS"].as_f64().unwrap()
+            <= first_half["window"]["toS"].as_f64().unwrap()
+    );
 
     let stopped = person(&mut rt, "sessions.stopRecording", json!({}));
     assert_eq!(stopped["session"]["droppedFrames"], 0, "{stopped}");

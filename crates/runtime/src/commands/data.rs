@@ -45,10 +45,11 @@ pub struct DataWindow {
     /// A recorded session's id (from `sessions.list`), instead of the live data.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub session: Option<i64>,
-    /// With `session`: from this many seconds after its first frame (default 0).
+    /// From this many seconds: after a session's first frame, or without `session` and
+    /// `lastS`, on the live data's own clock (the dashboard's time axis). Default: the start.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub from_s: Option<f64>,
-    /// With `session`: up to this many seconds after its first frame (default: its end).
+    /// Up to this many seconds, on the same clock as `fromS`. Default: the end.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub to_s: Option<f64>,
 }
@@ -278,7 +279,7 @@ fn check_window(w: &DataWindow, at: &str) -> Result<(), CommandError> {
             "lastS",
             "give either lastS (live data) or session, not both",
         ),
-        (None, None) => bad(
+        (None, None) if w.from_s.is_none() && w.to_s.is_none() => bad(
             "lastS",
             "give lastS (the last seconds of live data) or session (a recorded session's id)",
         ),
@@ -290,11 +291,14 @@ fn check_window(w: &DataWindow, at: &str) -> Result<(), CommandError> {
                 );
             }
             if w.from_s.is_some() || w.to_s.is_some() {
-                return bad("fromS", "fromS and toS go with session, not with lastS");
+                return bad(
+                    "fromS",
+                    "fromS and toS make a range of their own: give them or lastS, not both",
+                );
             }
             Ok(())
         }
-        (None, Some(_)) => {
+        (None, _) => {
             for (field, v) in [("fromS", w.from_s), ("toS", w.to_s)] {
                 if v.is_some_and(|v| !(v.is_finite() && v >= 0.0)) {
                     return bad(field, "a time must be 0 or more seconds");
@@ -327,17 +331,27 @@ fn source(ws: &Workspace, w: &DataWindow, at: &str) -> Result<Source, CommandErr
             to_s: w.to_s,
         });
     }
-    let last = w.last_s.unwrap_or_default();
     let now = ws.scope.recent(Some(f64::INFINITY)).now_s.ok_or_else(|| {
         CommandError::failed(
             "there is no live data: connect a device (io.connect) or give a recorded session",
         )
     })?;
-    let from_s = now - last;
-    let recent = ws.scope.recent(Some(from_s));
+    // The last seconds, or a range on the live clock.
+    let (from_s, to_s) = match w.last_s {
+        Some(last) => (now - last, now),
+        None => (w.from_s.unwrap_or(0.0), w.to_s.unwrap_or(now).min(now)),
+    };
+    let mut recent = ws.scope.recent(Some(from_s));
+    for d in &mut recent.datasets {
+        let end = d.t.partition_point(|t| *t <= to_s);
+        d.t.truncate(end);
+        d.v.truncate(end);
+    }
+    // Only a dataset whose older samples were let go can be missing some of the window.
     let oldest = recent
         .datasets
         .iter()
+        .filter(|d| d.trimmed)
         .filter_map(|d| d.oldest_kept_s)
         .fold(f64::NEG_INFINITY, f64::max);
     let note = (oldest.is_finite() && oldest > from_s).then(|| {
@@ -350,7 +364,7 @@ fn source(ws: &Workspace, w: &DataWindow, at: &str) -> Result<Source, CommandErr
     Ok(Source::Live {
         recent,
         from_s,
-        to_s: now,
+        to_s: to_s.max(from_s),
         bands: bands_of(ws.project()),
         note,
     })
