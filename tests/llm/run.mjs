@@ -1,7 +1,9 @@
 // The assistant end to end with a real local model: llama-server serving SmolLM2-135M,
 // `sextant serve` talking to it, and a fixed, bounded script of user turns sent through the
 // chat panel's own door (the WebSocket chat ops). Prints a report per turn and ends with
-// one line: "N passed, N failed". `./dev test-llm` builds what it needs and runs this.
+// one line: "N passed, N failed". Two questions about the data (the average temperature in
+// the last 10 s, when the voltage went below 3 V) are reported – right call or not, figure
+// stated or not – without failing the run. `./dev test-llm` builds what it needs and runs this.
 //
 // Environment: SEXTANT_LLAMA_SERVER, SEXTANT_LLM_MODEL (paths), SEXTANT_BIN (the sextant
 // binary), SEXTANT_UI_DIR (the built UI, optional).
@@ -175,6 +177,62 @@ async function runTurn(d, chat, text) {
   return turn;
 }
 
+/** The figures of a call's result (the JSON inside its envelope), or null. */
+function resultJson(call) {
+  const text = call?.result ?? "";
+  const start = text.indexOf("{");
+  const end = text.lastIndexOf("}");
+  try {
+    return start >= 0 ? JSON.parse(text.slice(start, end + 1)) : null;
+  } catch {
+    return null;
+  }
+}
+
+/** Whether `text` states `x` to the precision a person would (2 significant decimals or
+ *  better, or the integer). */
+function states(text, x) {
+  if (!Number.isFinite(x)) return false;
+  const numbers = (text.match(/-?\d+(?:\.\d+)?/g) ?? []).map(Number);
+  return numbers.some((n) => Math.abs(n - x) <= Math.max(0.01, Math.abs(x) * 0.005));
+}
+
+/** Questions about the data, with the demo device connected: whether the model called the
+ *  right command on the right dataset, and whether its reply states the figure the command
+ *  returned. Reported, not checked: a 135M model is not expected to answer them. */
+async function dataQuestions(d) {
+  await d.command("io.connect");
+  // Ten seconds of data for "the last 10 s".
+  await new Promise((r) => setTimeout(r, 11_000));
+  const chat = (await d.op("create", { title: "data questions" })).id;
+  const asks = [
+    {
+      text: "What was the average temperature in the last 10 s?",
+      right: (c) => c.name === "data_summary" && Math.abs((c.args?.window?.lastS ?? 0) - 10) < 1 &&
+        (!c.args?.datasets || c.args.datasets.some((n) => /temperature/i.test(n))),
+      figure: (r) => r?.datasets?.find((x) => /temperature/i.test(x.dataset))?.mean,
+    },
+    {
+      text: "When did the voltage go below 3 V?",
+      right: (c) => c.name === "data_find" && /voltage/i.test(c.args?.dataset ?? "") &&
+        c.args?.condition?.kind === "below" && c.args?.condition?.level === 3,
+      figure: (r) => r?.ranges?.[0]?.startS ?? r?.count,
+    },
+  ];
+  for (const ask of asks) {
+    const turn = await runTurn(d, chat, ask.text);
+    const calls = [...turn.calls.values()];
+    const call = calls.find(ask.right);
+    const figure = ask.figure(resultJson(call));
+    const said = call && figure !== undefined && states(turn.text, figure);
+    console.log(
+      `report – "${ask.text}": ${call ? "the right call" : `not the right call (${calls.map((c) => `${c.name} ${JSON.stringify(c.args)}`).join("; ") || "no call"})`}` +
+        `; ${said ? `the reply states ${figure}` : `the reply does not state the figure${figure !== undefined ? ` ${figure}` : ""}`} (${turn.end}): ${JSON.stringify(turn.text.slice(0, 120))}`,
+    );
+  }
+  await d.command("io.disconnect");
+}
+
 /** A call's arguments were wrong in form: not JSON, or refused by the command's schema. */
 const malformed = (c) =>
   c.status !== "ok" && /invalid arguments|invalid params|not valid JSON|unknown field|missing field|expected/i.test(c.result ?? "");
@@ -230,6 +288,7 @@ async function main() {
         `${last ? `${last.inputTokens}/${last.cacheReadTokens}` : "-"} | ${calls} | ${JSON.stringify(turn.text.slice(0, 70))}`,
     );
   }
+  await dataQuestions(d);
   const all = turns.flatMap((t) => [...t.turn.calls.values()]);
 
   check(turns.every((t) => t.turn.end !== "hung"), `no hung turns (${turns.filter((t) => t.turn.end === "hung").length} of ${turns.length})`);
