@@ -31,6 +31,8 @@
 //! LEB128 is written here rather than taken from a crate: it is a dozen lines, and the
 //! decoder has to report a damaged block as an error, never panic.
 
+use std::ops::ControlFlow;
+
 use sextant_telemetry::Value;
 
 const NULL: u8 = 0;
@@ -201,11 +203,95 @@ impl BlockBuilder {
 /// is `first_ns`, values decoded into a buffer reused across frames; `Err` names what is
 /// wrong with a damaged block (the frames before the damage have been passed to `f`).
 pub fn for_each_in_block<E>(
-    mut blob: &[u8],
+    blob: &[u8],
     first_ns: u64,
     mut f: impl FnMut(usize, u64, &[Value]) -> Result<(), E>,
 ) -> Result<Result<u64, E>, String> {
     let mut values = Vec::new();
+    let mut n = 0u64;
+    let mut failed = None;
+    let walked = for_each_raw_in_block(blob, first_ns, |source, time, encoded| {
+        decode_into(encoded, &mut values).map_err(|e| format!("frame {n} of the block: {e}"))?;
+        n += 1;
+        Ok(match f(source, time, &values) {
+            Ok(()) => ControlFlow::Continue(()),
+            Err(e) => {
+                failed = Some(e);
+                ControlFlow::Break(())
+            }
+        })
+    })?;
+    Ok(match failed {
+        Some(e) => Err(e),
+        None => Ok(walked),
+    })
+}
+
+/// One value as [`cells_into`] reads it. Text that reads as a number is that number (as
+/// [`Value::as_f64`] has it); other text is only said to be text.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Cell {
+    Null,
+    Number(f64),
+    Text,
+}
+
+/// Decodes only the values at `wanted` positions of a frame's encoding into `out`, in the
+/// order of `wanted` (a position past the frame's end is `Null`): what an analysis of a few
+/// columns reads, without building every value. `slot_of[position]` is the index into
+/// `wanted` of that position, or `usize::MAX` (the caller builds it once per read).
+pub fn cells_into(mut blob: &[u8], slot_of: &[usize], out: &mut [Cell]) -> Result<(), String> {
+    out.fill(Cell::Null);
+    let mut position = 0usize;
+    while let Some((&tag, rest)) = blob.split_first() {
+        blob = rest;
+        let slot = slot_of.get(position).copied().unwrap_or(usize::MAX);
+        match tag {
+            NULL => {}
+            NUMBER => {
+                let (bits, rest) = blob
+                    .split_first_chunk::<8>()
+                    .ok_or_else(|| format!("value {position} is a cut-off number"))?;
+                if slot != usize::MAX {
+                    out[slot] = Cell::Number(f64::from_bits(u64::from_le_bytes(*bits)));
+                }
+                blob = rest;
+            }
+            TEXT => {
+                let (len, rest) = blob
+                    .split_first_chunk::<4>()
+                    .ok_or_else(|| format!("value {position} is a cut-off text length"))?;
+                let len = u32::from_le_bytes(*len) as usize;
+                if rest.len() < len {
+                    return Err(format!("value {position} is a cut-off text"));
+                }
+                if slot != usize::MAX {
+                    let text = std::str::from_utf8(&rest[..len])
+                        .map_err(|e| format!("value {position} is not UTF-8: {e}"))?;
+                    // Rare (a device sends numbers): the one numeric reading of text is
+                    // `Value`'s, so it is asked rather than copied.
+                    out[slot] = Value::Text(text.to_string())
+                        .as_f64()
+                        .map_or(Cell::Text, Cell::Number);
+                }
+                blob = &rest[len..];
+            }
+            other => return Err(format!("value {position} has unknown tag {other}")),
+        }
+        position += 1;
+    }
+    Ok(())
+}
+
+/// Calls `f(source, elapsed_ns, encoded values)` for each frame of a block whose first
+/// frame's time is `first_ns`, the values still encoded (see [`decode_into`], [`cells_into`]).
+/// `f` may stop the walk early; `Err` names what is wrong with a damaged block. Returns the
+/// frames walked.
+pub fn for_each_raw_in_block(
+    mut blob: &[u8],
+    first_ns: u64,
+    mut f: impl FnMut(usize, u64, &[u8]) -> Result<ControlFlow<()>, String>,
+) -> Result<u64, String> {
     let mut time = first_ns;
     let mut n = 0u64;
     while !blob.is_empty() {
@@ -220,13 +306,12 @@ pub fn for_each_in_block<E>(
             .ok_or_else(cut)?;
         let (encoded, rest) = blob.split_at(len);
         blob = rest;
-        decode_into(encoded, &mut values).map_err(|e| format!("frame {n} of the block: {e}"))?;
-        if let Err(e) = f(source as usize, time, &values) {
-            return Ok(Err(e));
-        }
         n += 1;
+        if f(source as usize, time, encoded)?.is_break() {
+            break;
+        }
     }
-    Ok(Ok(n))
+    Ok(n)
 }
 
 fn put_zigzag(out: &mut Vec<u8>, delta: i64) {
@@ -360,6 +445,37 @@ pub fn chunk_entries(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cells_are_the_wanted_values_in_the_wanted_order() {
+        let blob = encode(&[
+            Value::Number(1.5),
+            Value::Text("x".into()),
+            Value::Null,
+            Value::Text(" 2.5 ".into()),
+            Value::Number(-0.25),
+        ]);
+        // Position 9 is past the frame's end; 2 is a null.
+        let wanted = [4, 0, 3, 1, 9, 2];
+        let mut slot_of = vec![usize::MAX; 10];
+        for (k, &p) in wanted.iter().enumerate() {
+            slot_of[p] = k;
+        }
+        let mut cells = vec![Cell::Text; wanted.len()];
+        cells_into(&blob, &slot_of, &mut cells).unwrap();
+        assert_eq!(
+            cells,
+            [
+                Cell::Number(-0.25),
+                Cell::Number(1.5),
+                Cell::Number(2.5),
+                Cell::Text,
+                Cell::Null,
+                Cell::Null
+            ]
+        );
+        assert!(cells_into(&blob[..blob.len() - 3], &slot_of, &mut cells).is_err());
+    }
 
     #[test]
     fn every_kind_of_value_round_trips_exactly() {

@@ -376,6 +376,53 @@ impl SessionStore {
         to_s: f64,
         mut f: impl FnMut(f64, usize, &[Value]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
+        let mut values = Vec::new();
+        self.for_each_encoded_between(id, from_s, to_s, |t, source, encoded| {
+            codec::decode_into(encoded, &mut values).map_err(|detail| SessionError::Corrupt {
+                session: id,
+                detail,
+            })?;
+            f(t, source, &values)
+        })
+    }
+
+    /// As [`for_each_frame_between`](Self::for_each_frame_between), with only the values at
+    /// the positions `wanted` decoded, in that order ([`codec::Cell`]): what an analysis of some columns of a long session reads, without
+    /// building every value of every frame.
+    pub fn for_each_cells_between(
+        &self,
+        id: SessionId,
+        from_s: f64,
+        to_s: f64,
+        wanted: &[usize],
+        mut f: impl FnMut(f64, &[codec::Cell]) -> Result<(), SessionError>,
+    ) -> Result<u64, SessionError> {
+        let mut slot_of = vec![usize::MAX; wanted.iter().max().map_or(0, |m| m + 1)];
+        for (k, &position) in wanted.iter().enumerate() {
+            slot_of[position] = k;
+        }
+        let mut cells = vec![codec::Cell::Null; wanted.len()];
+        self.for_each_encoded_between(id, from_s, to_s, |t, _, encoded| {
+            codec::cells_into(encoded, &slot_of, &mut cells).map_err(|detail| {
+                SessionError::Corrupt {
+                    session: id,
+                    detail,
+                }
+            })?;
+            f(t, &cells)
+        })
+    }
+
+    /// Walks the frames in `from_s..=to_s` (see
+    /// [`for_each_frame_between`](Self::for_each_frame_between)) with their values still
+    /// encoded.
+    fn for_each_encoded_between(
+        &self,
+        id: SessionId,
+        from_s: f64,
+        to_s: f64,
+        mut f: impl FnMut(f64, usize, &[u8]) -> Result<(), SessionError>,
+    ) -> Result<u64, SessionError> {
         self.ensure(id)?;
         let corrupt = |detail: String| SessionError::Corrupt {
             session: id,
@@ -421,7 +468,6 @@ impl SessionStore {
             to_ns(to_s).saturating_add(1),
         );
         let mut n = 0u64;
-        let mut values = Vec::new();
         let mut stmt = self.conn.prepare(
             "SELECT elapsed_ns, source, vals FROM frames WHERE session = ?1 \
              AND elapsed_ns BETWEEN ?2 AND ?3 ORDER BY rowid",
@@ -437,8 +483,7 @@ impl SessionStore {
                 .get_ref(2)?
                 .as_blob()
                 .map_err(|e| corrupt(format!("values are not a blob: {e}")))?;
-            codec::decode_into(blob, &mut values).map_err(corrupt)?;
-            f(t, source, &values)?;
+            f(t, source, blob)?;
             n += 1;
         }
         let mut stmt = self.conn.prepare(
@@ -452,16 +497,25 @@ impl SessionStore {
                 .get_ref(1)?
                 .as_blob()
                 .map_err(|e| corrupt(format!("a frame block is not a blob: {e}")))?;
-            codec::for_each_in_block(blob, first_ns, |source, elapsed, values| {
+            let mut failed = None;
+            codec::for_each_raw_in_block(blob, first_ns, |source, elapsed, encoded| {
                 let t = seconds(elapsed);
-                if (from_s..=to_s).contains(&t) {
-                    n += 1;
-                    f(t, source, values)
-                } else {
-                    Ok(())
+                if !(from_s..=to_s).contains(&t) {
+                    return Ok(std::ops::ControlFlow::Continue(()));
                 }
+                n += 1;
+                Ok(match f(t, source, encoded) {
+                    Ok(()) => std::ops::ControlFlow::Continue(()),
+                    Err(e) => {
+                        failed = Some(e);
+                        std::ops::ControlFlow::Break(())
+                    }
+                })
             })
-            .map_err(corrupt)??;
+            .map_err(corrupt)?;
+            if let Some(e) = failed {
+                return Err(e);
+            }
         }
         Ok(n)
     }

@@ -22,6 +22,7 @@ use sextant_analysis::{
 };
 use sextant_commands::{CommandError, Deferred, Registry, Tier};
 use sextant_display::Recent;
+use sextant_sessions::codec::Cell;
 use sextant_sessions::{SessionError, SessionStore};
 use sextant_telemetry::project::Project;
 use sextant_telemetry::Value;
@@ -596,12 +597,12 @@ impl Opened {
                     .collect();
                 let mut frames = 0usize;
                 store
-                    .for_each_frame_between(*session, from, to, |t, _, values| {
-                        for (k, &col) in picked.iter().enumerate() {
-                            match values.get(col) {
-                                None | Some(Value::Null) => {}
-                                Some(v) => runs[k]
-                                    .push((t, v.as_f64().map_or(Reading::Text, Reading::Number))),
+                    .for_each_cells_between(*session, from, to, picked, |t, cells| {
+                        for (run, cell) in runs.iter_mut().zip(cells) {
+                            match *cell {
+                                Cell::Null => {}
+                                Cell::Number(x) => run.push((t, Reading::Number(x))),
+                                Cell::Text => run.push((t, Reading::Text)),
                             }
                         }
                         frames += 1;
