@@ -25,7 +25,6 @@ use sextant_display::Recent;
 use sextant_sessions::codec::Cell;
 use sextant_sessions::{SessionError, SessionStore};
 use sextant_telemetry::project::Project;
-use sextant_telemetry::Value;
 
 use crate::Workspace;
 
