@@ -55,6 +55,8 @@ fn unordered(key: u64) -> f64 {
 struct Pages {
     /// Page index → its index in `pages`, or `u16::MAX` when it has none.
     index: Vec<u16>,
+    /// The page counted last and its index in `pages` (`usize::MAX`: none).
+    last: (usize, usize),
     /// Counts of 32 bits keep a page at 16 KiB, in a core's first-level cache with room to
     /// spare; a count that would pass `u32::MAX` goes on in `overflow`.
     pages: Vec<Box<[u32; SLOTS]>>,
@@ -67,6 +69,7 @@ impl Pages {
     fn new() -> Pages {
         Pages {
             index: vec![u16::MAX; PAGES],
+            last: (usize::MAX, usize::MAX),
             pages: Vec::new(),
             overflow: std::collections::HashMap::new(),
             coarse: vec![0; PAGES],
@@ -80,12 +83,23 @@ impl Pages {
     #[inline]
     fn add_key(&mut self, key: usize, n: u64) {
         let (page, slot) = (key >> SLOT_BITS, key & (SLOTS - 1));
+        // Values mostly stay in one octave: its page is the one counted last.
+        if page == self.last.0 {
+            if let Some(p) = self.pages.get_mut(self.last.1) {
+                let sum = u64::from(p[slot]) + n;
+                if let Ok(c) = u32::try_from(sum) {
+                    p[slot] = c;
+                    return;
+                }
+            }
+        }
         let mut at = self.index[page];
         if at == u16::MAX && self.pages.len() < MAX_PAGES {
             at = self.pages.len() as u16;
             self.index[page] = at;
             self.pages.push(Box::new([0; SLOTS]));
         }
+        self.last = (page, at as usize);
         match self.pages.get_mut(at as usize) {
             Some(p) => {
                 let sum = u64::from(p[slot]) + n;
