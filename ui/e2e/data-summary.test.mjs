@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { artifacts, connectedDashboard, loadProject, servedProject, sleep, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, connectedDashboard, loadProject, pageCommand, servedProject, sleep, tempDir, waitFor } from "./harness.mjs";
 
 let stage, dir;
 
@@ -18,18 +18,7 @@ after(async () => {
   await stage?.stop();
 });
 
-/** One command through the page's own WebSocket door, approved as the page's person. */
-const call = (page, command, params = {}) =>
-  page.evaluate(async ([command, params]) => {
-    const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
-    await new Promise((r) => (ws.onopen = r));
-    ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
-    ws.send(JSON.stringify({ type: "command", id: 1, command, params, approved: true }));
-    const m = await new Promise((r) => (ws.onmessage = (m) => JSON.parse(m.data).id === 1 && r(JSON.parse(m.data))));
-    ws.close();
-    if (m.error) throw new Error(`${command}: ${JSON.stringify(m.error)}`);
-    return m.result;
-  }, [command, params]);
+const call = pageCommand;
 
 /** A shown figure as a number (units and grouping removed). */
 const shown = (text) => Number(text.replace(/[^0-9.eE+-]/g, ""));

@@ -396,3 +396,17 @@ export async function connectedDashboard(browser, url, { theme = "light", langua
   return { context, p };
 }
 
+/** One registry command through `page`'s own WebSocket door, proving the launch's secret
+ *  first and approved as the page's person: what a click in the page would run. */
+export function pageCommand(page, command, params = {}) {
+  return page.evaluate(async ([command, params]) => {
+    const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
+    await new Promise((r) => (ws.onopen = r));
+    ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
+    ws.send(JSON.stringify({ type: "command", id: 1, command, params, approved: true }));
+    const m = await new Promise((r) => (ws.onmessage = (m) => JSON.parse(m.data).id === 1 && r(JSON.parse(m.data))));
+    ws.close();
+    if (m.error) throw new Error(`${command}: ${JSON.stringify(m.error)}`);
+    return m.result;
+  }, [command, params]);
+}

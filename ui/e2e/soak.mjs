@@ -15,7 +15,7 @@
 import { readFileSync, readdirSync, rmSync, truncateSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium } from "playwright-core";
-import { artifacts, loadProject, repo, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, loadProject, pageCommand, repo, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor } from "./harness.mjs";
 
 const arg = (name, d) => {
   const i = process.argv.indexOf(`--${name}`);
@@ -45,17 +45,7 @@ await page.goto(url);
 await page.waitForSelector(".shell");
 
 /** One command through the page's own WebSocket door, approved as the page's person. */
-const call = (command, params = {}) =>
-  page.evaluate(async ([command, params]) => {
-    const ws = new WebSocket(location.href.replace(/^http/, "ws").replace(/[^/]*$/, "ws"));
-    await new Promise((r) => (ws.onopen = r));
-    ws.send(JSON.stringify({ type: "auth", id: 0, token: sessionStorage.getItem("sextant.serverSecret") }));
-    ws.send(JSON.stringify({ type: "command", id: 1, command, params, approved: true }));
-    const m = await new Promise((r) => (ws.onmessage = (m) => JSON.parse(m.data).id === 1 && r(JSON.parse(m.data))));
-    ws.close();
-    if (m.error) throw new Error(`${command}: ${JSON.stringify(m.error)}`);
-    return m.result;
-  }, [command, params]);
+const call = (command, params = {}) => pageCommand(page, command, params);
 
 let db = 0;
 const dbPath = (k) => join(dir, `sessions-${k}.sqlite`);
