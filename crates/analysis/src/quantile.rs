@@ -145,25 +145,87 @@ impl Quantiles {
     pub fn push(&mut self, x: f64) {
         debug_assert!(x.is_finite());
         self.n += 1;
-        if let Some(pages) = &mut self.pages {
+        if self.pages.is_some() {
             let key = (ordered(x) >> SHIFT) as usize;
             if key == self.run.0 {
                 self.run.1 += 1;
             } else {
-                if self.run.1 > 0 {
-                    pages.add_key(self.run.0, self.run.1);
-                }
-                self.run = (key, 1);
+                self.end_run(key);
             }
         } else if self.exact.len() < self.budget {
             self.exact.push(x);
         } else {
-            let mut pages = Pages::new();
-            for v in std::mem::take(&mut self.exact) {
-                pages.add(v);
+            self.start_pages(x);
+        }
+    }
+
+    /// Counts the run that a value of another bin ends, and starts that bin's. Out of line
+    /// so that [`Quantiles::push`], called twice a sample, stays small enough to inline.
+    #[inline(never)]
+    fn end_run(&mut self, key: usize) {
+        if let Some(pages) = &mut self.pages {
+            if self.run.1 > 0 {
+                pages.add_key(self.run.0, self.run.1);
             }
-            pages.add(x);
-            self.pages = Some(pages);
+        }
+        self.run = (key, 1);
+    }
+
+    /// Past the budget: everything kept so far goes into the histogram, and so does `x`.
+    #[cold]
+    #[inline(never)]
+    fn start_pages(&mut self, x: f64) {
+        let mut pages = Pages::new();
+        for v in std::mem::take(&mut self.exact) {
+            pages.add(v);
+        }
+        pages.add(x);
+        self.pages = Some(pages);
+    }
+
+    /// Takes in the values of `other` (a later part of the same stream): the budgets add
+    /// up, so parts that each kept their values exactly stay exact together.
+    pub fn merge(&mut self, other: Quantiles) {
+        self.budget += other.budget;
+        self.n += other.n;
+        if self.pages.is_none()
+            && other.pages.is_none()
+            && self.exact.len() + other.exact.len() <= self.budget
+        {
+            self.exact.extend(other.exact);
+            return;
+        }
+        let pages = self.pages.get_or_insert_with(Pages::new);
+        for v in std::mem::take(&mut self.exact) {
+            pages.add(v);
+        }
+        if self.run.1 > 0 {
+            pages.add_key(self.run.0, self.run.1);
+        }
+        self.run = (0, 0);
+        for v in other.exact {
+            pages.add(v);
+        }
+        if let Some(theirs) = other.pages {
+            if other.run.1 > 0 {
+                pages.add_key(other.run.0, other.run.1);
+            }
+            for (page, &at) in theirs.index.iter().enumerate() {
+                let Some(p) = theirs.pages.get(at as usize) else {
+                    continue;
+                };
+                for (slot, &count) in p.iter().enumerate() {
+                    if count > 0 {
+                        pages.add_key((page << SLOT_BITS) | slot, u64::from(count));
+                    }
+                }
+            }
+            for (key, count) in theirs.overflow {
+                pages.add_key(key, count);
+            }
+            for (page, &count) in theirs.coarse.iter().enumerate() {
+                pages.coarse[page] += count;
+            }
         }
     }
 

@@ -146,6 +146,64 @@ impl Accumulator {
         (0..n).map(|_| Accumulator::new(budget)).collect()
     }
 
+    /// One accumulator per dataset for each of `parts` parts of a window read apart (see
+    /// [`Accumulator::merge`]), the parts together sharing [`EXACT_BUDGET`].
+    pub fn for_parts(datasets: usize, parts: usize) -> Vec<Accumulator> {
+        let budget = EXACT_BUDGET / (2 * datasets.max(1) * parts.max(1));
+        (0..datasets).map(|_| Accumulator::new(budget)).collect()
+    }
+
+    /// Takes in the samples of `later`, the same dataset's samples that come after these:
+    /// the summary is the one a single pass over both would give (up to the rounding of
+    /// the mean's sums), so a long window can be read in parts on several threads.
+    pub fn merge(&mut self, mut later: Accumulator) {
+        self.fold();
+        later.fold();
+        // The interval between the parts, then the later part's own.
+        if let (Some(last), Some(first)) = (self.last, later.first) {
+            let dt = first - last;
+            if dt.is_finite() {
+                self.intervals.push(dt);
+                if self.longest.is_none_or(|(longest, _)| dt > longest) {
+                    self.longest = Some((dt, first));
+                }
+            }
+        }
+        if let Some((dt, t)) = later.longest {
+            if self.longest.is_none_or(|(longest, _)| dt > longest) {
+                self.longest = Some((dt, t));
+            }
+        }
+        self.intervals.merge(later.intervals);
+        self.values.merge(later.values);
+        self.first = self.first.or(later.first);
+        self.last = later.last.or(self.last);
+        self.samples += later.samples;
+        // The first time an extreme was reached: a later part's only when it went further.
+        if let Some((x, t)) = later.min {
+            if self.min.is_none_or(|(m, _)| x < m) {
+                self.min = Some((x, t));
+            }
+        }
+        if let Some((x, t)) = later.max {
+            if self.max.is_none_or(|(m, _)| x > m) {
+                self.max = Some((x, t));
+            }
+        }
+        // Chan's combination of the two parts' means and squared deviations.
+        if later.folded > 0 {
+            let (na, nb) = (self.folded as f64, later.folded as f64);
+            let total = na + nb;
+            let delta = later.mean - self.mean;
+            self.mean += delta * nb / total;
+            self.m2 += later.m2 + delta * delta * na * nb / total;
+            self.folded += later.folded;
+        }
+        self.count += later.count;
+        self.non_finite += later.non_finite;
+        self.text += later.text;
+    }
+
     #[inline]
     pub fn push(&mut self, t: f64, reading: Reading) {
         if let Some(last) = self.last {
@@ -281,5 +339,75 @@ mod tests {
         let s = Accumulator::new(10).finish();
         assert_eq!(s.count, 0);
         assert_eq!((s.mean, s.std, s.p50, s.rate_hz), (None, None, None, None));
+    }
+
+    /// A stream summarised in parts and merged in order gives the one-pass summary: with
+    /// text, NaN, gaps and extremes reached twice, for splits anywhere, in the exact regime
+    /// and past the budget (where the parts' histograms add up to the same counts).
+    #[test]
+    fn parts_merged_in_order_summarise_as_one_pass() {
+        let sample = |i: usize| -> (f64, Reading) {
+            // 10 ms apart with a 2 s gap at 5 000; a wave that reaches its extremes twice.
+            let t = i as f64 * 0.01 + if i >= 5_000 { 2.0 } else { 0.0 };
+            let r = match i % 997 {
+                13 => Reading::Text,
+                14 => Reading::Number(f64::NAN),
+                _ => Reading::Number((i as f64 * 0.003).sin() * 3.0 + (i % 7) as f64 * 1e-3),
+            };
+            (t, r)
+        };
+        let n = 12_000;
+        for (budget, cuts) in [
+            (100_000, vec![6_000]),
+            (100_000, vec![1, 4_999, 5_000, 11_999]),
+            (100_000, vec![0, 3_000, 3_000, 9_000]),
+            (2_000, vec![4_000, 8_000]),
+            (2_000, vec![100, 5_000, 11_000]),
+        ] {
+            let mut one = Accumulator::new(budget);
+            for i in 0..n {
+                let (t, r) = sample(i);
+                one.push(t, r);
+            }
+            let parts = cuts.len() + 1;
+            let mut bounds = vec![0];
+            bounds.extend(&cuts);
+            bounds.push(n);
+            let mut merged: Option<Accumulator> = None;
+            for w in bounds.windows(2) {
+                let mut part = Accumulator::new(budget / parts);
+                for i in w[0]..w[1] {
+                    let (t, r) = sample(i);
+                    part.push(t, r);
+                }
+                match &mut merged {
+                    None => merged = Some(part),
+                    Some(m) => m.merge(part),
+                }
+            }
+            let (one, merged) = (one.finish(), merged.unwrap().finish());
+            let close = |a: Option<f64>, b: Option<f64>| {
+                let (a, b) = (a.unwrap(), b.unwrap());
+                assert!(
+                    (a - b).abs() <= 1e-12 * a.abs().max(1.0),
+                    "{cuts:?}: {a} vs {b}"
+                );
+            };
+            close(one.mean, merged.mean);
+            close(one.std, merged.std);
+            let exact_fields = |s: &Summary| {
+                let mut s = s.clone();
+                (s.mean, s.std) = (None, None);
+                s
+            };
+            assert_eq!(exact_fields(&one), exact_fields(&merged), "{cuts:?}");
+            let want = if budget < n {
+                Percentiles::Estimated
+            } else {
+                Percentiles::Exact
+            };
+            assert_eq!(merged.percentiles, want, "{cuts:?}");
+            assert_eq!(merged.gaps, 1, "{cuts:?}");
+        }
     }
 }

@@ -502,3 +502,118 @@ async fn bad_windows_and_names_get_errors_that_say_what_to_do() {
         assert!(message.contains(says), "{name} {params}: {message}");
     }
 }
+
+/// A long recorded window is summarised in shares on several threads (see
+/// `SessionStore::shares`); the merged figures are the ones a single pass over the same
+/// frames gives, for the whole session and a range inside it, with text, NaN, empty cells
+/// and a gap among the readings.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_long_session_read_in_shares_summarises_as_one_pass() {
+    use sextant_analysis::summary::{Accumulator, Reading};
+    use sextant_sessions::codec::Cell;
+    use sextant_sessions::{NewSession, SessionStore, SessionWriter, WriterOptions};
+    use sextant_telemetry::pipeline::{DatasetInfo, FrameEvent};
+    use sextant_telemetry::{Timestamp, Value as Recorded};
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("s.db");
+    let writer = SessionWriter::start(
+        &db,
+        NewSession {
+            title: "long".into(),
+            project: Project::default(),
+            tags: vec![],
+        },
+        WriterOptions {
+            queue: 1 << 16,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    let feed = writer.feed();
+    let columns: Vec<DatasetInfo> = ["Wave", "Status", "Bursts"]
+        .iter()
+        .enumerate()
+        .map(|(i, title)| DatasetInfo {
+            id: format!("d{i}"),
+            title: (*title).into(),
+            group: "Long".into(),
+            units: String::new(),
+            source: Some(0),
+            slot: Some(i),
+        })
+        .collect();
+    assert!(feed.columns(&columns));
+    // 80 000 frames 1 ms apart, a 3 s pause at 50 000.
+    let frames = 80_000u64;
+    for n in 0..frames {
+        let ns = n * 1_000_000 + if n >= 50_000 { 3_000_000_000 } else { 0 };
+        let x = n as f64 * 1e-3;
+        let values = [
+            Recorded::Number((x * 7.0).sin() * 2.0 + (n % 13) as f64 * 1e-4),
+            match n % 101 {
+                0 => Recorded::Text("ERR".into()),
+                1 => Recorded::Number(f64::NAN),
+                2..=9 => Recorded::Null,
+                _ => Recorded::Number((n % 1000) as f64),
+            },
+            if (n / 500) % 3 == 0 {
+                Recorded::Number(x.cos())
+            } else {
+                Recorded::Null
+            },
+        ];
+        let event = FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: ns,
+                unix_ns: 0,
+            },
+            values: &values,
+        };
+        while !feed.frame(&event) {
+            std::thread::sleep(Duration::from_micros(200));
+        }
+    }
+    let id = writer.close().unwrap().id;
+    let store = SessionStore::open(&db).unwrap();
+    assert!(
+        store.shares(id, 0.0, f64::INFINITY, 4).unwrap().len() >= 2,
+        "the session is too short to be read in shares"
+    );
+
+    let mut rt = Runtime::new(Workspace::new(Project::default()));
+    person(&mut rt, "sessions.setDatabase", json!({"path": db}));
+    for (from, to) in [(0.0, f64::INFINITY), (12.5, 61.0)] {
+        let mut window = json!({"session": id});
+        if to.is_finite() {
+            window["fromS"] = json!(from);
+            window["toS"] = json!(to);
+        }
+        let got = assistant(&mut rt, "data.summary", json!({"window": window}));
+        let mut one = Accumulator::for_datasets(3);
+        store
+            .for_each_cells_between(id, from, to, &[0, 1, 2], |t, cells| {
+                for (a, cell) in one.iter_mut().zip(cells) {
+                    match *cell {
+                        Cell::Null => {}
+                        Cell::Number(x) => a.push(t, Reading::Number(x)),
+                        Cell::Text => a.push(t, Reading::Text),
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        for (k, a) in one.into_iter().enumerate() {
+            let want = serde_json::to_value(a.finish()).unwrap();
+            let ours = &got["datasets"][k];
+            assert!(ours["count"].as_u64().unwrap() > 1000, "{ours}");
+            for (field, value) in want.as_object().unwrap() {
+                match field.as_str() {
+                    "mean" | "std" => close(field, &ours[field], value, 1e-12, 1e-12),
+                    _ => assert_eq!(&ours[field], value, "{from}..{to} #{k} {field}"),
+                }
+            }
+        }
+    }
+}

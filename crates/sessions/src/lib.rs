@@ -30,7 +30,7 @@ pub mod writer;
 pub use recorder::Recorder;
 pub use replay::SessionRecords;
 pub use schema::{is_sessions_database, SCHEMA_VERSION};
-pub use store::{SessionDetail, SessionStore, SessionSummary, SourceSummary};
+pub use store::{SessionDetail, SessionStore, SessionSummary, Share, SourceSummary};
 pub use writer::{
     Feed, NewSession, SessionSink, SessionWriter, WriterOptions, WriterReport, WriterStats,
 };

@@ -74,6 +74,34 @@ pub struct SessionStore {
     path: PathBuf,
 }
 
+/// One share of a session's frames in a range, read on a thread of its own (see
+/// [`SessionStore::shares`]): the first schema's frame rows or not, and a span of blocks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Share {
+    legacy: bool,
+    /// First and last block row, inclusive.
+    blocks: (i64, i64),
+}
+
+impl Share {
+    /// Every frame.
+    pub const ALL: Share = Share {
+        legacy: true,
+        blocks: (i64::MIN, i64::MAX),
+    };
+}
+
+/// Blocks a share has at least: a block is ~1 024 frames, decoded in well under a
+/// millisecond, so a thread for fewer would cost more than it saves.
+const MIN_SHARE_BLOCKS: usize = 16;
+
+/// A range in a session's stored clock (see `SessionStore::range_ns`).
+struct RangeNs {
+    origin: u64,
+    lo: i64,
+    hi: i64,
+}
+
 const SUMMARY_COLUMNS: &str = "id, title, started_unix_ns, ended_unix_ns, chunk_count, \
      byte_count, frame_count, dropped_chunks, dropped_frames, first_elapsed_ns, last_elapsed_ns";
 
@@ -377,7 +405,7 @@ impl SessionStore {
         mut f: impl FnMut(f64, usize, &[Value]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
         let mut values = Vec::new();
-        self.for_each_encoded_between(id, from_s, to_s, |t, source, encoded| {
+        self.for_each_encoded_between(id, from_s, to_s, None, |t, source, encoded| {
             codec::decode_into(encoded, &mut values).map_err(|detail| SessionError::Corrupt {
                 session: id,
                 detail,
@@ -387,13 +415,86 @@ impl SessionStore {
     }
 
     /// As [`for_each_frame_between`](Self::for_each_frame_between), with only the values at
-    /// the positions `wanted` decoded, in that order ([`codec::Cell`]): what an analysis of some columns of a long session reads, without
-    /// building every value of every frame.
+    /// the positions `wanted` decoded, in that order ([`codec::Cell`]): what an analysis of
+    /// some columns of a long session reads, without building every value of every frame.
     pub fn for_each_cells_between(
         &self,
         id: SessionId,
         from_s: f64,
         to_s: f64,
+        wanted: &[usize],
+        f: impl FnMut(f64, &[codec::Cell]) -> Result<(), SessionError>,
+    ) -> Result<u64, SessionError> {
+        self.cells(id, from_s, to_s, None, wanted, f)
+    }
+
+    /// Splits the frames in `from_s..=to_s` into at most `most` shares of about as many
+    /// blocks each, in recorded order: read one share a thread (each on a store of its
+    /// own, [`for_each_cells_in_share`](Self::for_each_cells_in_share)), then put the
+    /// results together in the shares' order, and every frame has been seen once, as one
+    /// walk would have seen it. A range of few blocks is one share: a thread would cost
+    /// more than it saves.
+    pub fn shares(
+        &self,
+        id: SessionId,
+        from_s: f64,
+        to_s: f64,
+        most: usize,
+    ) -> Result<Vec<Share>, SessionError> {
+        self.ensure(id)?;
+        let Some(range) = self.range_ns(id, from_s, to_s)? else {
+            return Ok(vec![Share::ALL]);
+        };
+        let mut stmt = self.conn.prepare(
+            "SELECT rowid FROM frame_blocks WHERE session = ?1 \
+             AND max_elapsed_ns >= ?2 AND min_elapsed_ns <= ?3 ORDER BY rowid",
+        )?;
+        let rows = stmt
+            .query_map(params![id, range.lo, range.hi], |r| r.get::<_, i64>(0))?
+            .collect::<Result<Vec<i64>, _>>()?;
+        let n = most.min(rows.len() / MIN_SHARE_BLOCKS).max(1);
+        if n == 1 {
+            return Ok(vec![Share::ALL]);
+        }
+        let per = rows.len().div_ceil(n);
+        Ok(rows
+            .chunks(per)
+            .enumerate()
+            .map(|(k, chunk)| Share {
+                // The frames of the first schema's rows come before every block.
+                legacy: k == 0,
+                blocks: (
+                    if k == 0 { i64::MIN } else { chunk[0] },
+                    if (k + 1) * per >= rows.len() {
+                        i64::MAX
+                    } else {
+                        chunk[chunk.len() - 1]
+                    },
+                ),
+            })
+            .collect())
+    }
+
+    /// [`for_each_cells_between`](Self::for_each_cells_between) over one share of
+    /// [`shares`](Self::shares).
+    pub fn for_each_cells_in_share(
+        &self,
+        id: SessionId,
+        from_s: f64,
+        to_s: f64,
+        share: &Share,
+        wanted: &[usize],
+        f: impl FnMut(f64, &[codec::Cell]) -> Result<(), SessionError>,
+    ) -> Result<u64, SessionError> {
+        self.cells(id, from_s, to_s, Some(share), wanted, f)
+    }
+
+    fn cells(
+        &self,
+        id: SessionId,
+        from_s: f64,
+        to_s: f64,
+        share: Option<&Share>,
         wanted: &[usize],
         mut f: impl FnMut(f64, &[codec::Cell]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
@@ -402,7 +503,7 @@ impl SessionStore {
             slot_of[position] = k;
         }
         let mut cells = vec![codec::Cell::Null; wanted.len()];
-        self.for_each_encoded_between(id, from_s, to_s, |t, _, encoded| {
+        self.for_each_encoded_between(id, from_s, to_s, share, |t, _, encoded| {
             codec::cells_into(encoded, &slot_of, &mut cells).map_err(|detail| {
                 SessionError::Corrupt {
                     session: id,
@@ -413,21 +514,15 @@ impl SessionStore {
         })
     }
 
-    /// Walks the frames in `from_s..=to_s` (see
-    /// [`for_each_frame_between`](Self::for_each_frame_between)) with their values still
-    /// encoded.
-    fn for_each_encoded_between(
+    /// The stored clock of a session's first frame (what its seconds count from) and the
+    /// range `from_s..=to_s` in that clock, widened by a nanosecond against rounding; `None`
+    /// for a session without frames.
+    fn range_ns(
         &self,
         id: SessionId,
         from_s: f64,
         to_s: f64,
-        mut f: impl FnMut(f64, usize, &[u8]) -> Result<(), SessionError>,
-    ) -> Result<u64, SessionError> {
-        self.ensure(id)?;
-        let corrupt = |detail: String| SessionError::Corrupt {
-            session: id,
-            detail,
-        };
+    ) -> Result<Option<RangeNs>, SessionError> {
         // The first frame in recorded order, which the CSV export counts from.
         let origin: Option<i64> = self
             .conn
@@ -450,10 +545,8 @@ impl SessionStore {
                 .map(|o| o as u64),
         };
         let Some(origin) = origin else {
-            return Ok(0);
+            return Ok(None);
         };
-        let seconds = |ns: u64| ns.saturating_sub(origin) as f64 / 1e9;
-        // The range in the stored clock, widened by a nanosecond against rounding.
         let to_ns = |s: f64| {
             if s.is_finite() {
                 (origin as f64 + s.max(0.0) * 1e9).clamp(0.0, i64::MAX as f64) as i64
@@ -463,16 +556,40 @@ impl SessionStore {
                 0
             }
         };
-        let (lo, hi) = (
-            to_ns(from_s).saturating_sub(1),
-            to_ns(to_s).saturating_add(1),
-        );
+        Ok(Some(RangeNs {
+            origin,
+            lo: to_ns(from_s).saturating_sub(1),
+            hi: to_ns(to_s).saturating_add(1),
+        }))
+    }
+
+    /// Walks the frames in `from_s..=to_s` (see
+    /// [`for_each_frame_between`](Self::for_each_frame_between)), or those of one share of
+    /// them, with their values still encoded.
+    fn for_each_encoded_between(
+        &self,
+        id: SessionId,
+        from_s: f64,
+        to_s: f64,
+        share: Option<&Share>,
+        mut f: impl FnMut(f64, usize, &[u8]) -> Result<(), SessionError>,
+    ) -> Result<u64, SessionError> {
+        self.ensure(id)?;
+        let corrupt = |detail: String| SessionError::Corrupt {
+            session: id,
+            detail,
+        };
+        let Some(RangeNs { origin, lo, hi }) = self.range_ns(id, from_s, to_s)? else {
+            return Ok(0);
+        };
+        let seconds = |ns: u64| ns.saturating_sub(origin) as f64 / 1e9;
+        let share = share.unwrap_or(&Share::ALL);
         let mut n = 0u64;
         let mut stmt = self.conn.prepare(
             "SELECT elapsed_ns, source, vals FROM frames WHERE session = ?1 \
-             AND elapsed_ns BETWEEN ?2 AND ?3 ORDER BY rowid",
+             AND elapsed_ns BETWEEN ?2 AND ?3 AND ?4 ORDER BY rowid",
         )?;
-        let mut rows = stmt.query(params![id, lo, hi])?;
+        let mut rows = stmt.query(params![id, lo, hi, share.legacy])?;
         while let Some(row) = rows.next()? {
             let t = seconds(row.get::<_, i64>(0)?.max(0) as u64);
             if !(from_s..=to_s).contains(&t) {
@@ -488,9 +605,10 @@ impl SessionStore {
         }
         let mut stmt = self.conn.prepare(
             "SELECT first_elapsed_ns, data FROM frame_blocks WHERE session = ?1 \
-             AND max_elapsed_ns >= ?2 AND min_elapsed_ns <= ?3 ORDER BY rowid",
+             AND max_elapsed_ns >= ?2 AND min_elapsed_ns <= ?3 \
+             AND rowid BETWEEN ?4 AND ?5 ORDER BY rowid",
         )?;
-        let mut rows = stmt.query(params![id, lo, hi])?;
+        let mut rows = stmt.query(params![id, lo, hi, share.blocks.0, share.blocks.1])?;
         while let Some(row) = rows.next()? {
             let first_ns = row.get::<_, i64>(0)? as u64;
             let blob = row

@@ -732,3 +732,65 @@ async fn a_message_sources_session_replays_one_message_a_read() {
         assert_eq!(replayed, live, "{name}: the session replayed");
     }
 }
+
+/// A long range read in shares, one after another in the shares' order, is the same walk
+/// as the whole range at once: every frame once, in recorded order, for the whole session
+/// and for a range inside it; a short range is one share.
+#[test]
+fn shares_of_a_range_walk_every_frame_once_in_order() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let id = record_synthetic(&db, "long", 40_000);
+    let store = SessionStore::open(&db).unwrap();
+    let wanted = [0, 1, 2, 5];
+    let walk = |from: f64, to: f64, share: Option<&sextant_sessions::Share>| {
+        let mut seen = Vec::new();
+        let mut collect = |t: f64, cells: &[sextant_sessions::codec::Cell]| {
+            seen.push((t, cells.to_vec()));
+            Ok(())
+        };
+        match share {
+            Some(s) => store.for_each_cells_in_share(id, from, to, s, &wanted, &mut collect),
+            None => store.for_each_cells_between(id, from, to, &wanted, &mut collect),
+        }
+        .unwrap();
+        seen
+    };
+    for (from, to, most, want_shares) in [
+        (0.0, f64::INFINITY, 4, 2..=4),
+        (0.0, f64::INFINITY, 2, 2..=2),
+        (100.0, 300.0, 4, 1..=2),
+        (0.0, f64::INFINITY, 1, 1..=1),
+        (10.0, 20.0, 4, 1..=1),
+    ] {
+        let shares = store.shares(id, from, to, most).unwrap();
+        assert!(
+            want_shares.contains(&shares.len()),
+            "{from}..{to} in at most {most}: {} shares",
+            shares.len()
+        );
+        let whole = walk(from, to, None);
+        let pieces: Vec<_> = shares
+            .iter()
+            .flat_map(|s| {
+                let piece = walk(from, to, Some(s));
+                assert!(
+                    !piece.is_empty(),
+                    "{from}..{to}: an empty share of {shares:?}"
+                );
+                piece
+            })
+            .collect();
+        assert_eq!(pieces.len(), whole.len(), "{from}..{to}");
+        assert!(
+            pieces == whole,
+            "{from}..{to}: the shares walk another order"
+        );
+        let expected = if to.is_finite() {
+            ((to - from) * 100.0).round() as usize + 1
+        } else {
+            40_000
+        };
+        assert_eq!(whole.len(), expected, "{from}..{to}");
+    }
+}

@@ -23,7 +23,7 @@ use sextant_analysis::{
 use sextant_commands::{CommandError, Deferred, Registry, Tier};
 use sextant_display::Recent;
 use sextant_sessions::codec::Cell;
-use sextant_sessions::{SessionError, SessionStore};
+use sextant_sessions::{SessionError, SessionStore, Share};
 use sextant_telemetry::project::Project;
 
 use crate::Workspace;
@@ -553,141 +553,118 @@ impl Opened {
         picked: &[usize],
         mut f: impl FnMut(usize, f64, Reading),
     ) -> Result<(), CommandError> {
-        self.scan_runs(picked, |runs| {
-            for (k, run) in runs.iter_mut().enumerate() {
-                for (t, r) in run.drain(..) {
-                    f(k, t, r);
-                }
-            }
-        })
-    }
-
-    /// Hands the picked columns' samples over in runs, one per column (`runs[k]`, in time
-    /// order): `f` takes what it wants out of them. Frames hold every dataset while the
-    /// analyses go one dataset at a time, so a session is handed over [`RUN_FRAMES`]
-    /// frames at a time: one analysis's state stays in cache for a run instead of each
-    /// dataset's taking turns a sample.
-    fn scan_runs(
-        &self,
-        picked: &[usize],
-        mut f: impl FnMut(&mut Vec<Run>),
-    ) -> Result<(), CommandError> {
         match (&self.source, &self.store) {
             (Source::Live { recent, .. }, _) => {
-                let mut runs: Vec<Run> = picked
-                    .iter()
-                    .map(|&col| {
-                        let d = &recent.datasets[col];
-                        d.t.iter()
-                            .zip(&d.v)
-                            .map(|(t, v)| (*t, Reading::Number(*v)))
-                            .collect()
-                    })
-                    .collect();
-                f(&mut runs);
+                for (k, &col) in picked.iter().enumerate() {
+                    let d = &recent.datasets[col];
+                    for (t, v) in d.t.iter().zip(&d.v) {
+                        f(k, *t, Reading::Number(*v));
+                    }
+                }
                 Ok(())
             }
-            (Source::Recorded { session, to_s, .. }, Some(store)) => {
-                // Without an end, to the last frame, however the counters rounded.
-                let (from, to) = (self.window.from_s, to_s.unwrap_or(f64::INFINITY));
-                let mut runs: Vec<Run> = picked
-                    .iter()
-                    .map(|_| Vec::with_capacity(RUN_FRAMES))
-                    .collect();
-                let mut frames = 0usize;
-                store
-                    .for_each_cells_between(*session, from, to, picked, |t, cells| {
-                        for (run, cell) in runs.iter_mut().zip(cells) {
-                            match *cell {
-                                Cell::Null => {}
-                                Cell::Number(x) => run.push((t, Reading::Number(x))),
-                                Cell::Text => run.push((t, Reading::Text)),
-                            }
-                        }
-                        frames += 1;
-                        if frames.is_multiple_of(RUN_FRAMES) {
-                            f(&mut runs);
-                        }
-                        Ok(())
-                    })
-                    .map_err(session_error)?;
-                f(&mut runs);
-                Ok(())
-            }
+            (Source::Recorded { session, .. }, Some(store)) => scan_share(
+                store,
+                *session,
+                self.recorded_range(),
+                &Share::ALL,
+                picked,
+                f,
+            ),
             (Source::Recorded { .. }, None) => {
                 Err(CommandError::failed("the session could not be opened"))
             }
         }
     }
 
-    /// Every picked column's summary. With more than one column, the columns are split
-    /// among worker threads (as many as the machine has cores, at most 4) that summarise
-    /// while this thread goes on reading: an hour of 16 datasets at 1 kHz is 57.6 M
-    /// samples, ~17 ns each to summarise.
+    /// The range a recorded window reads: without an end, to the last frame, however the
+    /// counters rounded.
+    fn recorded_range(&self) -> (f64, f64) {
+        let to_s = match &self.source {
+            Source::Recorded { to_s, .. } => *to_s,
+            Source::Live { .. } => None,
+        };
+        (self.window.from_s, to_s.unwrap_or(f64::INFINITY))
+    }
+
+    /// Every picked column's summary. A long recorded window is split into shares of its
+    /// blocks, each read and summarised on a thread of its own (as many as the machine has
+    /// cores, at most 4) with a store connection of its own, and the shares' summaries are
+    /// merged in order: an hour of 16 datasets at 1 kHz is 57.6 M samples, and reading
+    /// them is as much of the work as summarising them, so both are shared out.
     fn summaries(&self, picked: &[usize]) -> Result<Vec<Summary>, CommandError> {
-        let workers = std::thread::available_parallelism()
+        let threads = std::thread::available_parallelism()
             .map_or(1, usize::from)
-            .clamp(1, 4)
-            .min(picked.len());
-        let mut acc = Accumulator::for_datasets(picked.len());
-        if workers <= 1 {
+            .clamp(1, 4);
+        let (from, to) = self.recorded_range();
+        let shares = match (&self.source, &self.store) {
+            (Source::Recorded { session, .. }, Some(store)) if threads > 1 => store
+                .shares(*session, from, to, threads)
+                .map_err(session_error)?,
+            _ => vec![Share::ALL],
+        };
+        let (Source::Recorded { db, session, .. }, [_, _, ..]) = (&self.source, &shares[..]) else {
+            let mut acc = Accumulator::for_datasets(picked.len());
             self.scan(picked, |k, t, r| acc[k].push(t, r))?;
             return Ok(acc.into_iter().map(Accumulator::finish).collect());
-        }
-        // Worker w summarises columns w, w + workers, …: its share of each batch of runs.
-        let mut shares: Vec<Vec<(usize, Accumulator)>> = (0..workers).map(|_| Vec::new()).collect();
-        for (k, a) in acc.drain(..).enumerate() {
-            shares[k % workers].push((k, a));
-        }
-        let mut done: Vec<(usize, Summary)> = std::thread::scope(|scope| {
-            let mut senders = Vec::new();
-            let mut handles = Vec::new();
-            for mut share in shares {
-                // Two batches in flight a worker: reading never runs far ahead of it.
-                let (tx, rx) = std::sync::mpsc::sync_channel::<Vec<Run>>(2);
-                senders.push(tx);
-                handles.push(scope.spawn(move || {
-                    for runs in rx {
-                        for ((_, a), run) in share.iter_mut().zip(runs) {
-                            for (t, r) in run {
-                                a.push(t, r);
-                            }
-                        }
-                    }
-                    share
-                        .into_iter()
-                        .map(|(k, a)| (k, a.finish()))
-                        .collect::<Vec<_>>()
-                }));
-            }
-            let scanned = self.scan_runs(picked, |runs| {
-                let mut batches: Vec<Vec<Run>> = (0..workers).map(|_| Vec::new()).collect();
-                for (k, run) in runs.iter_mut().enumerate() {
-                    let fresh = Vec::with_capacity(run.len());
-                    batches[k % workers].push(std::mem::replace(run, fresh));
-                }
-                for (tx, batch) in senders.iter().zip(batches) {
-                    // A worker only stops early by panicking, which the join reports.
-                    let _ = tx.send(batch);
-                }
-            });
-            drop(senders);
-            let done = handles
-                .into_iter()
-                .flat_map(|h| h.join().expect("a summary worker panicked"))
+        };
+        let parts = shares.len();
+        let summarise = |share: &Share| -> Result<Vec<Accumulator>, CommandError> {
+            let store = SessionStore::open(db).map_err(session_error)?;
+            let mut acc = Accumulator::for_parts(picked.len(), parts);
+            scan_share(&store, *session, (from, to), share, picked, |k, t, r| {
+                acc[k].push(t, r)
+            })?;
+            Ok(acc)
+        };
+        let read: Vec<Result<Vec<Accumulator>, CommandError>> = std::thread::scope(|scope| {
+            let handles: Vec<_> = shares[1..]
+                .iter()
+                .map(|share| scope.spawn(move || summarise(share)))
                 .collect();
-            scanned.map(|()| done)
-        })?;
-        done.sort_by_key(|(k, _)| *k);
-        Ok(done.into_iter().map(|(_, s)| s).collect())
+            let mut read = vec![summarise(&shares[0])];
+            read.extend(
+                handles
+                    .into_iter()
+                    .map(|h| h.join().expect("a summary thread panicked")),
+            );
+            read
+        });
+        let mut read = read.into_iter();
+        let mut acc = read.next().expect("at least two shares")?;
+        for part in read {
+            for (a, later) in acc.iter_mut().zip(part?) {
+                a.merge(later);
+            }
+        }
+        Ok(acc.into_iter().map(Accumulator::finish).collect())
     }
 }
 
-/// One column's samples, in time order.
-type Run = Vec<(f64, Reading)>;
-
-/// Frames read before their samples are handed over.
-const RUN_FRAMES: usize = 4096;
+/// Feeds every sample of the picked columns in one share of a recorded window to
+/// `f(k, t, reading)`, frame by frame.
+fn scan_share(
+    store: &SessionStore,
+    session: i64,
+    (from, to): (f64, f64),
+    share: &Share,
+    picked: &[usize],
+    mut f: impl FnMut(usize, f64, Reading),
+) -> Result<(), CommandError> {
+    store
+        .for_each_cells_in_share(session, from, to, share, picked, |t, cells| {
+            for (k, cell) in cells.iter().enumerate() {
+                match *cell {
+                    Cell::Null => {}
+                    Cell::Number(x) => f(k, t, Reading::Number(x)),
+                    Cell::Text => f(k, t, Reading::Text),
+                }
+            }
+            Ok(())
+        })
+        .map_err(session_error)?;
+    Ok(())
+}
 
 fn data_summary(
     ws: &mut Workspace,
