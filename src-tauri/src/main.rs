@@ -521,6 +521,8 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
 }
 
 fn main() {
+    // Before any thread starts (see the module's doc).
+    sextant_runtime::heap::settle_allocator();
     let argv: Vec<String> = std::env::args().skip(1).collect();
     if let Some(code) = before_the_window(&argv) {
         std::process::exit(code);

@@ -174,6 +174,8 @@ enum ModelsAction {
 }
 
 fn main() {
+    // Before any thread starts (see the module's doc).
+    sextant_runtime::heap::settle_allocator();
     tracing_subscriber::fmt()
         .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
         .with_writer(std::io::stderr)

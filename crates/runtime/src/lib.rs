@@ -18,6 +18,7 @@ mod actions;
 pub mod commands;
 mod convert;
 pub mod credentials;
+pub mod heap;
 pub mod images;
 mod runtime;
 pub mod safeguards;
