@@ -405,7 +405,7 @@ impl SessionStore {
         mut f: impl FnMut(f64, usize, &[Value]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
         let mut values = Vec::new();
-        self.for_each_encoded_between(id, from_s, to_s, None, |t, source, encoded| {
+        self.for_each_encoded_between(id, from_s, to_s, &Share::ALL, |t, source, encoded| {
             codec::decode_into(encoded, &mut values).map_err(|detail| SessionError::Corrupt {
                 session: id,
                 detail,
@@ -425,7 +425,7 @@ impl SessionStore {
         wanted: &[usize],
         f: impl FnMut(f64, &[codec::Cell]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
-        self.cells(id, from_s, to_s, None, wanted, f)
+        self.cells(id, from_s, to_s, &Share::ALL, wanted, f)
     }
 
     /// Splits the frames in `from_s..=to_s` into at most `most` shares of about as many
@@ -486,7 +486,7 @@ impl SessionStore {
         wanted: &[usize],
         f: impl FnMut(f64, &[codec::Cell]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
-        self.cells(id, from_s, to_s, Some(share), wanted, f)
+        self.cells(id, from_s, to_s, share, wanted, f)
     }
 
     fn cells(
@@ -494,7 +494,7 @@ impl SessionStore {
         id: SessionId,
         from_s: f64,
         to_s: f64,
-        share: Option<&Share>,
+        share: &Share,
         wanted: &[usize],
         mut f: impl FnMut(f64, &[codec::Cell]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
@@ -571,7 +571,7 @@ impl SessionStore {
         id: SessionId,
         from_s: f64,
         to_s: f64,
-        share: Option<&Share>,
+        share: &Share,
         mut f: impl FnMut(f64, usize, &[u8]) -> Result<(), SessionError>,
     ) -> Result<u64, SessionError> {
         self.ensure(id)?;
@@ -583,7 +583,6 @@ impl SessionStore {
             return Ok(0);
         };
         let seconds = |ns: u64| ns.saturating_sub(origin) as f64 / 1e9;
-        let share = share.unwrap_or(&Share::ALL);
         let mut n = 0u64;
         let mut stmt = self.conn.prepare(
             "SELECT elapsed_ns, source, vals FROM frames WHERE session = ?1 \
