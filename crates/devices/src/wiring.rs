@@ -162,6 +162,12 @@ impl Wiring {
                     snap.sources = (0..pipeline.source_count())
                         .filter_map(|i| pipeline.stats(i).cloned())
                         .collect();
+                    drop(snap);
+                    if rx.is_empty() {
+                        for sink in sinks.iter_mut() {
+                            sink.idle();
+                        }
+                    }
                 }
                 for sink in sinks.iter_mut() {
                     sink.finish();
@@ -420,6 +426,70 @@ mod tests {
             },
             datasets,
         );
+    }
+
+    /// A sink that holds every frame back until the pipeline pauses, like the display
+    /// when its state is busy: it shows `shown` frames.
+    struct HoldsBack {
+        held: u64,
+        shown: Arc<AtomicU64>,
+    }
+
+    impl FrameSink for HoldsBack {
+        fn frame(&mut self, _: &FrameEvent<'_>, _: &[DatasetInfo]) {
+            self.held += 1;
+        }
+        fn idle(&mut self) {
+            self.shown
+                .fetch_add(std::mem::take(&mut self.held), Ordering::SeqCst);
+        }
+    }
+
+    /// The pipeline tells its sinks when it has parsed all it was given, while the device
+    /// is still connected: a source gone quiet leaves no frame held back.
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn sinks_are_told_when_the_pipeline_has_caught_up() {
+        let project: sextant_telemetry::Project = serde_json::from_value(serde_json::json!({
+            "format": "sextant-project", "schemaVersion": 1,
+            "sources": [{"id": "s", "connection": {"type": "tcp", "host": "127.0.0.1", "port": 9},
+                         "parser": {"kind": "delimited"}}],
+            "groups": [{"id": "g", "title": "G", "datasets": [{"id": "v", "title": "V", "index": 1}]}]
+        }))
+        .unwrap();
+        let (tx, chunks) = mpsc::channel(16);
+        let shown = Arc::new(AtomicU64::new(0));
+        let wiring = Wiring::start(
+            Pipeline::new(&project).unwrap(),
+            vec![(0, chunks)],
+            vec![Box::new(HoldsBack {
+                held: 0,
+                shown: shown.clone(),
+            })],
+            WiringOptions::default(),
+        );
+        let mut sent = 0;
+        for burst in 1..=3u64 {
+            for i in 0..burst * 100 {
+                let chunk = Chunk {
+                    data: Bytes::from(format!("{i}\n")),
+                    timestamp: Timestamp {
+                        elapsed_ns: sent * 1_000,
+                        unix_ns: 0,
+                    },
+                };
+                tx.send(chunk).await.unwrap();
+                sent += 1;
+            }
+            // The input stays open: only a pause tells the sink to show what it holds.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            while shown.load(Ordering::SeqCst) != sent && std::time::Instant::now() < deadline {
+                tokio::time::sleep(std::time::Duration::from_millis(5)).await;
+            }
+            assert_eq!(shown.load(Ordering::SeqCst), sent, "after burst {burst}");
+        }
+        drop(tx);
+        wiring.join();
+        assert_eq!(shown.load(Ordering::SeqCst), sent);
     }
 
     /// A writer that cannot keep up, made certain: the sink's queue is the one `start`

@@ -540,14 +540,22 @@ impl FrameSink for ScopeSink {
         };
     }
 
-    fn finish(&mut self) {
+    /// What met a locked state waits no longer than the pipeline's next pause: here the
+    /// sink may wait for the lock, since the pipeline has nothing else to do.
+    fn idle(&mut self) {
         if !self.pending.is_empty() {
             let state = self.state.clone();
             let mut s = lock(&state);
             if s.generation == self.generation {
                 self.pending.drain_into(&mut s);
+            } else {
+                self.pending = Pending::default();
             }
         }
+    }
+
+    fn finish(&mut self) {
+        self.idle();
     }
 }
 
@@ -623,6 +631,39 @@ mod tests {
             unix_ns: 0,
         }
         .elapsed_s()
+    }
+
+    /// A frame that meets a reader holding the state is held back, not waited for; once
+    /// the pipeline pauses (a device gone quiet, a replay held at its end) it is shown, and
+    /// what a replaced run held back never mixes into the new one.
+    #[test]
+    fn frames_held_back_from_a_busy_display_are_shown_when_the_pipeline_pauses() {
+        let scope = Scope::new();
+        let mut sink = scope.sink();
+        let ds = one_dataset();
+        push(&mut sink, 0, &ds);
+        let reader = lock(&scope.state);
+        push(&mut sink, 1, &ds);
+        push(&mut sink, 2, &ds);
+        drop(reader);
+        assert_eq!(
+            scope.frames(),
+            1,
+            "the pipeline did not wait for the reader"
+        );
+        sink.idle();
+        assert_eq!(scope.frames(), 3);
+        assert_eq!(lock(&scope.state).series[0].v.back(), Some(&2.0));
+        sink.idle();
+        assert_eq!(scope.frames(), 3, "nothing is shown twice");
+
+        let reader = lock(&scope.state);
+        push(&mut sink, 3, &ds);
+        drop(reader);
+        let _next_run = scope.sink();
+        sink.idle();
+        assert_eq!(scope.frames(), 0, "the next run starts empty");
+        assert!(sink.pending.is_empty());
     }
 
     #[test]

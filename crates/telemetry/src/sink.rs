@@ -26,4 +26,10 @@ pub trait FrameSink: Send + 'static {
     /// thread, so a session recorder keeps raw bytes and the frames cut from them in step
     /// (a chunk the wiring queue dropped is neither parsed nor seen here). Must not block.
     fn chunk(&mut self, _source: usize, _chunk: &Chunk) {}
+    /// Called on the pipeline thread when it has parsed everything it was given and is
+    /// about to wait for more. A sink that held something back rather than block the hot
+    /// path (the display, when a reader had its state locked) hands it over now: a device
+    /// that goes quiet, or a replay held at its end, must not leave its last frames
+    /// unseen until the next one arrives. May wait briefly; the pipeline has nothing to do.
+    fn idle(&mut self) {}
 }
