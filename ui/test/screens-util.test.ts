@@ -7,6 +7,7 @@ import {
   pushRecent, sampleFrames,
 } from "../src/screens/util";
 import { exists } from "../src/screens/project/selection";
+import { exportName, type ExportFormat } from "../src/screens/files";
 
 describe("recent files", () => {
   it("puts the newest first and removes the older duplicate", () => {
@@ -142,5 +143,23 @@ describe("editor selection", () => {
     expect(exists({ kind: "dataset", id: "ds-9" }, p)).toBe(false);
     expect(exists({ kind: "parser", id: "src-1" }, p)).toBe(true);
     expect(exists({ kind: "addGroup" }, p)).toBe(true);
+  });
+});
+
+describe("a session export's file name", () => {
+  const cases: [string, ExportFormat, string][] = [
+    ["session-3.csv", "mcap", "session-3.mcap"],
+    ["session-3.mcap", "parquet", "session-3.parquet"],
+    ["/data/run.PARQUET", "csv", "/data/run.csv"],
+    ["run.v2", "mcap", "run.v2.mcap"],
+    ["", "parquet", ".parquet"],
+  ];
+  it.each(cases)("%s as %s is %s", (path, format, want) => {
+    expect(exportName(path, format)).toBe(want);
+  });
+  it("switching back and forth never stacks extensions", () => {
+    let name = "bench.csv";
+    for (const f of ["mcap", "parquet", "csv", "mcap"] as ExportFormat[]) name = exportName(name, f);
+    expect(name).toBe("bench.mcap");
   });
 });

@@ -356,6 +356,16 @@ async fn api_callers_write_files_only_inside_the_users_folders() {
             json!({"id": 1, "path": outside.path().join("s.csv")}),
             false,
         ),
+        (
+            "sessions.export",
+            json!({"id": 1, "format": "mcap", "path": outside.path().join("s.mcap")}),
+            false,
+        ),
+        (
+            "sessions.export",
+            json!({"id": 1, "format": "parquet", "path": dir.path().join(".profile")}),
+            false,
+        ),
     ];
     for (i, (command, params, allowed)) in cases.into_iter().enumerate() {
         let r = c.call(i as u64, command, params.clone()).await;

@@ -89,6 +89,26 @@ enum Command {
         #[arg(long, default_value_t = 4096)]
         chunk: usize,
     },
+    /// Export a recorded session for other tools: MCAP (Foxglove Studio, PlotJuggler),
+    /// Parquet (pandas, polars, DuckDB) or CSV.
+    Export {
+        /// The file to write; replaced only once the export is complete.
+        #[arg(short, long)]
+        output: PathBuf,
+        /// What to write; by default the output's extension says (.mcap, .parquet, .csv).
+        #[arg(long, value_enum)]
+        format: Option<ExportFormat>,
+        /// The session's id (`sextant call sessions.list` lists them); the newest by default.
+        #[arg(long)]
+        session: Option<i64>,
+        /// The sessions database; by default the one `sextant serve` records into, in the
+        /// data folder.
+        #[arg(long)]
+        database: Option<PathBuf>,
+        /// The data folder whose sessions database to read (see `serve --data-dir`).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+    },
     /// Convert a Serial Studio project (.ssproj/.json) to a Sextant project.
     Import {
         file: PathBuf,
@@ -209,6 +229,13 @@ fn run(cli: Cli) -> Result<()> {
             chunk,
         } => replay(&project, &input, input_format, csv.as_deref(), chunk),
         Command::Import { file, output } => import(&file, output.as_deref()),
+        Command::Export {
+            output,
+            format,
+            session,
+            database,
+            data_dir,
+        } => export(&output, format, session, database, data_dir),
         Command::Run {
             project,
             seconds,
@@ -415,6 +442,81 @@ fn data_dir(flag: Option<PathBuf>) -> Result<PathBuf> {
 
 /// The recorded sessions' default database, in the data folder.
 const SESSIONS_FILE: &str = "sessions.sqlite";
+
+/// A format `sextant export` writes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+enum ExportFormat {
+    Mcap,
+    Parquet,
+    Csv,
+}
+
+/// `sextant export`: one session of a database to a file.
+fn export(
+    output: &Path,
+    format: Option<ExportFormat>,
+    session: Option<i64>,
+    database: Option<PathBuf>,
+    data: Option<PathBuf>,
+) -> Result<()> {
+    let format = match format {
+        Some(f) => f,
+        None => match output.extension().and_then(|e| e.to_str()) {
+            Some(e) if e.eq_ignore_ascii_case("mcap") => ExportFormat::Mcap,
+            Some(e) if e.eq_ignore_ascii_case("parquet") => ExportFormat::Parquet,
+            Some(e) if e.eq_ignore_ascii_case("csv") => ExportFormat::Csv,
+            _ => bail!(
+                "say what to write with --format mcap, parquet or csv (the name {} does not end \
+                 in .mcap, .parquet or .csv)",
+                output.display()
+            ),
+        },
+    };
+    let db = match database {
+        Some(db) => db,
+        None => data_dir(data)?.join(SESSIONS_FILE),
+    };
+    if !db.is_file() {
+        bail!(
+            "no sessions database at {}; record a session first (sextant serve), or name the \
+             database with --database",
+            db.display()
+        );
+    }
+    let store = sextant_sessions::SessionStore::open(&db)?;
+    let id = match session {
+        Some(id) => id,
+        None => store
+            .list(None)?
+            .iter()
+            .map(|s| s.id)
+            .max()
+            .with_context(|| format!("{} holds no sessions yet; record one first", db.display()))?,
+    };
+    let title = store.summary(id)?.title;
+    let (frames, chunks) = match format {
+        ExportFormat::Csv => (store.export_csv_file(id, output)?, 0),
+        ExportFormat::Mcap | ExportFormat::Parquet => {
+            let format = if format == ExportFormat::Mcap {
+                sextant_export::Format::Mcap
+            } else {
+                sextant_export::Format::Parquet
+            };
+            let e = sextant_export::export_file(&db, id, format, output)?;
+            (e.frames, e.chunks)
+        }
+    };
+    let raw = if chunks > 0 {
+        format!(" and {chunks} raw chunks")
+    } else {
+        String::new()
+    };
+    eprintln!(
+        "Exported session {id} ({title}) to {}: {frames} frames{raw}.",
+        output.display()
+    );
+    Ok(())
+}
 
 /// What every door of this process shares: the folders files may be written in without
 /// asking, Sextant's own folder (the data folder: settings, permissions, chats), which no

@@ -880,3 +880,113 @@ fn message_captures_replay_one_message_a_read_into_the_expected_values() {
         text(&run.stderr)
     );
 }
+
+/// `sextant export`: the newest session by default, the format from the output's name or
+/// `--format`, and a clear word when the format, the database or the session is missing.
+#[test]
+fn export_writes_a_session_in_the_format_asked_for() {
+    use sextant_sessions::{NewSession, SessionWriter, WriterOptions};
+    use sextant_telemetry::{FrameEvent, Pipeline, Timestamp, Value};
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.sqlite");
+    let project = sextant_devices::simulator::demo_project();
+    let datasets = Pipeline::new(&project).unwrap().datasets().to_vec();
+    for title in ["first", "second"] {
+        let session = NewSession {
+            title: title.into(),
+            project: project.clone(),
+            tags: Vec::new(),
+        };
+        let writer = SessionWriter::start(&db, session, WriterOptions::default()).unwrap();
+        let feed = writer.feed();
+        assert!(feed.columns(&datasets));
+        for i in 0..50u64 {
+            let row = vec![Value::Number(i as f64); datasets.len()];
+            assert!(feed.frame(&FrameEvent {
+                source: 0,
+                timestamp: Timestamp {
+                    elapsed_ns: i * 10_000_000,
+                    unix_ns: 0,
+                },
+                values: &row,
+            }));
+        }
+        writer.close().unwrap();
+    }
+    let db_arg = db.to_str().unwrap();
+    let path = |name: &str| dir.path().join(name).to_string_lossy().into_owned();
+
+    let out = sextant(&[
+        "export",
+        "--database",
+        db_arg,
+        "--output",
+        &path("run.mcap"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("Exported session 2 (second)"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(std::fs::read(path("run.mcap"))
+        .unwrap()
+        .starts_with(b"\x89MCAP0\r\n"));
+
+    let out = sextant(&[
+        "export",
+        "--database",
+        db_arg,
+        "--session",
+        "1",
+        "--output",
+        &path("run.parquet"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    assert!(
+        text(&out.stderr).contains("50 frames"),
+        "{}",
+        text(&out.stderr)
+    );
+    assert!(std::fs::read(path("run.parquet"))
+        .unwrap()
+        .starts_with(b"PAR1"));
+
+    let out = sextant(&[
+        "export",
+        "--database",
+        db_arg,
+        "--format",
+        "csv",
+        "--output",
+        &path("run.txt"),
+    ]);
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let csv = std::fs::read_to_string(path("run.txt")).unwrap();
+    assert!(csv.starts_with("elapsed_s,"));
+    assert_eq!(csv.lines().count(), 51);
+
+    for (args, says) in [
+        (
+            vec!["--database", db_arg, "--output", "run.bin"],
+            "--format mcap, parquet or csv",
+        ),
+        (
+            vec!["--database", "nowhere.sqlite", "--output", "x.mcap"],
+            "no sessions database at",
+        ),
+        (
+            vec!["--database", db_arg, "--session", "9", "--output", "x.mcap"],
+            "no session 9",
+        ),
+    ] {
+        let out = sextant(&[&["export"][..], &args[..]].concat());
+        assert!(!out.status.success(), "{args:?}");
+        assert!(
+            text(&out.stderr).contains(says),
+            "{args:?}: {}",
+            text(&out.stderr)
+        );
+    }
+    assert!(!Path::new("x.mcap").exists() && !Path::new("run.bin").exists());
+}

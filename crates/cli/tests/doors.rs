@@ -633,6 +633,10 @@ async fn own_files(install: &Install, kind: DoorKind, _: Caller, opened: &mut Op
         ("csvExport.enable", json!({"path": chats})),
         ("sessions.setDatabase", json!({"path": chats})),
         ("sessions.exportCsv", json!({"id": 1, "path": chats})),
+        (
+            "sessions.export",
+            json!({"id": 1, "format": "parquet", "path": chats}),
+        ),
     ];
     for (i, (command, params)) in attempts.into_iter().enumerate() {
         let o = opened

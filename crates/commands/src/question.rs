@@ -35,6 +35,8 @@ pub enum WrittenFormat {
     Project,
     CsvExport,
     SessionsDatabase,
+    // A session exported as MCAP or Parquet (a doc comment here would split the schema).
+    SessionExport,
 }
 
 /// Something that leaves for a device or the outside world without a click once a project
@@ -113,6 +115,7 @@ impl WrittenFormat {
             WrittenFormat::Project => "a Sextant project",
             WrittenFormat::CsvExport => "a CSV export Sextant wrote",
             WrittenFormat::SessionsDatabase => "a Sextant sessions database",
+            WrittenFormat::SessionExport => "an MCAP or Parquet export Sextant wrote",
         }
     }
 }

@@ -11,7 +11,6 @@ mod common;
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
-use std::sync::OnceLock;
 use std::time::Duration;
 
 use common::{free_port, require, wait_until, PtyPair};
@@ -32,51 +31,9 @@ const INSTALL_HINT: &str =
     "run ./dev test (it installs pymodbus into a virtualenv and sets SEXTANT_TEST_PYTHON), \
      or pip install 'pymodbus[serial]>=3.16,<4' and set SEXTANT_TEST_PYTHON to that python";
 
-fn has_pymodbus(python: &Path) -> bool {
-    Command::new(python)
-        .args(["-c", PROBE])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-/// The virtualenv `./dev test` creates, found from this test binary's place in the target
-/// directory (`<target>/debug/deps/modbus-…`).
-fn dev_virtualenv() -> Option<PathBuf> {
-    let exe = std::env::current_exe().ok()?;
-    let target = exe.ancestors().nth(3)?;
-    Some(target.join("test-python").join("bin").join("python"))
-}
-
-fn find_python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SEXTANT_TEST_PYTHON") {
-        let p = PathBuf::from(p);
-        // An explicit choice that does not work is a broken setup, never a skip.
-        assert!(
-            has_pymodbus(&p),
-            "SEXTANT_TEST_PYTHON={} cannot `{PROBE}`: {INSTALL_HINT}",
-            p.display()
-        );
-        return Ok(p);
-    }
-    dev_virtualenv()
-        .into_iter()
-        .chain([PathBuf::from("python3")])
-        .find(|p| has_pymodbus(p))
-        .ok_or_else(|| format!("no Python with pymodbus was found: {INSTALL_HINT}"))
-}
-
 /// A Python that can run the server; fails under CI and skips loudly otherwise.
 fn python() -> Option<PathBuf> {
-    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match FOUND.get_or_init(find_python) {
-        Ok(p) => Some(p.clone()),
-        Err(why) => {
-            common::unavailable("pymodbus", why);
-            None
-        }
-    }
+    common::python_with("pymodbus", PROBE, INSTALL_HINT)
 }
 
 /// The test server on 127.0.0.1 (or on a serial port), stopped on drop.

@@ -331,6 +331,7 @@ pub const WRITES: &[(&str, &str, Format)] = &[
     ("project.save", "path", Format::Project),
     ("csvExport.enable", "path", Format::CsvExport),
     ("sessions.exportCsv", "path", Format::CsvExport),
+    ("sessions.export", "path", Format::SessionExport),
     ("sessions.setDatabase", "path", Format::SessionsDatabase),
 ];
 
@@ -343,6 +344,8 @@ pub enum Format {
     CsvExport,
     /// A recorded-sessions database (SQLite with the sessions tables).
     SessionsDatabase,
+    /// A session exported for other tools: MCAP or Parquet (their magic bytes).
+    SessionExport,
 }
 
 impl Format {
@@ -351,6 +354,7 @@ impl Format {
             Format::Project => WrittenFormat::Project,
             Format::CsvExport => WrittenFormat::CsvExport,
             Format::SessionsDatabase => WrittenFormat::SessionsDatabase,
+            Format::SessionExport => WrittenFormat::SessionExport,
         }
     }
 
@@ -363,6 +367,7 @@ impl Format {
             Format::Project => "NAME.sextant.json",
             Format::CsvExport => "NAME.csv",
             Format::SessionsDatabase => "NAME.sqlite",
+            Format::SessionExport => "NAME.mcap",
         }
     }
 
@@ -390,6 +395,14 @@ impl Format {
             Format::CsvExport => head(path, 16)
                 .is_some_and(|h| h.starts_with(sextant_telemetry::csv::TIME_COLUMN.as_bytes())),
             Format::SessionsDatabase => sextant_sessions::is_sessions_database(path),
+            Format::SessionExport => head(path, 8).is_some_and(|h| {
+                [
+                    sextant_export::Format::Mcap,
+                    sextant_export::Format::Parquet,
+                ]
+                .iter()
+                .any(|f| f.recognises(&h))
+            }),
         }
     }
 }
@@ -1140,6 +1153,29 @@ mod tests {
             assert_ne!(command_line(&process(&key, &[])).unwrap(), key);
             assert_ne!(command_line(&process("sh", &[&key])).unwrap(), key);
         }
+    }
+
+    /// Every command that takes a file `path` says here whether it writes it – then the one
+    /// write policy judges it ([`WRITES`]) – or only reads it. A new command with a path
+    /// fails this test until it is put in one of the two tables, so none writes unjudged.
+    #[test]
+    fn every_command_that_takes_a_path_writes_under_the_policy_or_only_reads() {
+        const READS: &[&str] = &["csvPlayer.open", "project.import", "project.open"];
+        let registry = crate::commands::registry();
+        let mut with_path: Vec<&str> = registry
+            .specs()
+            .filter(|s| s.params_schema["properties"].get("path").is_some())
+            .map(|s| s.name.as_str())
+            .collect();
+        with_path.sort();
+        let mut known: Vec<&str> = WRITES
+            .iter()
+            .map(|(name, ..)| *name)
+            .chain(READS.iter().copied())
+            .collect();
+        known.sort();
+        assert_eq!(with_path, known);
+        assert!(WRITES.iter().all(|(_, param, _)| *param == "path"));
     }
 
     #[test]

@@ -11,8 +11,7 @@ mod common;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::sync::OnceLock;
+use std::process::Command;
 use std::time::Duration;
 
 use common::{require, PtyPair};
@@ -27,45 +26,8 @@ const INSTALL_HINT: &str =
     "run ./dev test (it installs pandas, numpy and SciPy into a virtualenv and sets \
      SEXTANT_TEST_PYTHON), or pip install pandas scipy and set SEXTANT_TEST_PYTHON to that python";
 
-fn has_reference(python: &Path) -> bool {
-    Command::new(python)
-        .args(["-c", PROBE])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .is_ok_and(|s| s.success())
-}
-
-fn find_python() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("SEXTANT_TEST_PYTHON") {
-        let p = PathBuf::from(p);
-        assert!(
-            has_reference(&p),
-            "SEXTANT_TEST_PYTHON={} cannot `{PROBE}`: {INSTALL_HINT}",
-            p.display()
-        );
-        return Ok(p);
-    }
-    // The virtualenv `./dev test` makes, beside this binary's `<target>/debug/deps`.
-    let venv = std::env::current_exe()
-        .ok()
-        .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
-        .map(|t| t.join("test-python/bin/python"));
-    venv.into_iter()
-        .chain([PathBuf::from("python3")])
-        .find(|p| has_reference(p))
-        .ok_or_else(|| format!("no Python with pandas and SciPy was found: {INSTALL_HINT}"))
-}
-
 fn python() -> Option<PathBuf> {
-    static FOUND: OnceLock<Result<PathBuf, String>> = OnceLock::new();
-    match FOUND.get_or_init(find_python) {
-        Ok(p) => Some(p.clone()),
-        Err(why) => {
-            common::unavailable("pandas and SciPy", why);
-            None
-        }
-    }
+    common::python_with("pandas and SciPy", PROBE, INSTALL_HINT)
 }
 
 fn person(rt: &mut Runtime, name: &str, params: Value) -> Value {

@@ -107,7 +107,7 @@ fn write_fields<W: Write>(
 /// the result of arithmetic (`1013.217553 / 10`) is the 17-digit `101.32175529999999`.
 /// Rounding to 15 digits first gives the decimal the person would write; any decimal of
 /// up to 15 digits survives a double, so nothing a device sent is changed.
-fn write_number(field: &mut String, n: f64) {
+pub fn write_number(field: &mut String, n: f64) {
     field.clear();
     if !n.is_finite() {
         let _ = write!(field, "{n}");

@@ -86,6 +86,7 @@ export const TITLED = [
   "replay.setState",
   "sessions.csv",
   "sessions.delete",
+  "sessions.export",
   "sessions.exportCsv",
   "sessions.get",
   "sessions.list",

@@ -12,6 +12,14 @@ export const PROJECT_FILTERS: Filter[] = [{ name: "Sextant project", extensions:
 export const SSPROJ_FILTERS: Filter[] = [{ name: "Serial Studio project", extensions: ["ssproj", "json"] }];
 export const CSV_FILTERS: Filter[] = [{ name: "CSV", extensions: ["csv"] }];
 export const DB_FILTERS: Filter[] = [{ name: "SQLite", extensions: ["sqlite", "db", "sqlite3"] }];
+export type ExportFormat = "csv" | "mcap" | "parquet";
+
+/** A recorded session's export, by format. */
+export const EXPORT_FILTERS: Record<ExportFormat, Filter[]> = {
+  csv: CSV_FILTERS,
+  mcap: [{ name: "MCAP", extensions: ["mcap"] }],
+  parquet: [{ name: "Parquet", extensions: ["parquet"] }],
+};
 
 export const canPick = (): boolean => isTauri();
 
@@ -33,4 +41,11 @@ export async function pickSave(filters: Filter[], defaultPath?: string): Promise
   if (!isTauri()) return null;
   const { save } = await import("@tauri-apps/plugin-dialog");
   return (await save({ filters, defaultPath })) ?? null;
+}
+
+/** `path` named for `format`: one of the export extensions is replaced (`run.csv` →
+ *  `run.mcap`), any other name keeps its own and gains the format's (`run.v2` →
+ *  `run.v2.mcap`), so switching formats back and forth never stacks extensions. */
+export function exportName(path: string, format: ExportFormat): string {
+  return path.replace(/\.(csv|mcap|parquet)$/i, "") + "." + format;
 }

@@ -45,6 +45,56 @@ pub fn require(program: &str, package: &str) -> bool {
     found
 }
 
+/// A Python that can `probe` (an import line), for a test's server or reference tool:
+/// `SEXTANT_TEST_PYTHON` when set (an explicit choice that does not work is a broken setup,
+/// never a skip), else the virtualenv `./dev test` makes in the target directory (found
+/// from this test binary's place, `<target>/debug/deps/…`), else `python3`. When none can,
+/// it is [`unavailable`]: `component` is what to name, `install` how to get it.
+pub fn python_with(component: &str, probe: &str, install: &str) -> Option<PathBuf> {
+    use std::collections::BTreeMap;
+    use std::sync::Mutex;
+    static FOUND: Mutex<BTreeMap<String, Result<PathBuf, String>>> = Mutex::new(BTreeMap::new());
+    let can = |python: &Path| {
+        Command::new(python)
+            .args(["-c", probe])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let found = FOUND
+        .lock()
+        .unwrap_or_else(|p| p.into_inner())
+        .entry(probe.to_string())
+        .or_insert_with(|| {
+            if let Some(p) = std::env::var_os("SEXTANT_TEST_PYTHON") {
+                let p = PathBuf::from(p);
+                assert!(
+                    can(&p),
+                    "SEXTANT_TEST_PYTHON={} cannot `{probe}`: {install}",
+                    p.display()
+                );
+                return Ok(p);
+            }
+            let venv = std::env::current_exe()
+                .ok()
+                .and_then(|exe| exe.ancestors().nth(3).map(Path::to_path_buf))
+                .map(|target| target.join("test-python").join("bin").join("python"));
+            venv.into_iter()
+                .chain([PathBuf::from("python3")])
+                .find(|p| can(p))
+                .ok_or_else(|| format!("no Python with {component} was found: {install}"))
+        })
+        .clone();
+    match found {
+        Ok(p) => Some(p),
+        Err(why) => {
+            unavailable(component, &why);
+            None
+        }
+    }
+}
+
 /// Reads `source`'s chunks until `want` bytes have arrived, the source ends or `timeout`
 /// passes; what arrived.
 pub async fn collect(

@@ -122,6 +122,38 @@ struct Exported {
     rows: u64,
 }
 
+/// A file format other tools open a session in.
+#[derive(Debug, Clone, Copy, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum ExportFormat {
+    /// MCAP, for Foxglove Studio and PlotJuggler: a channel per group of values and per
+    /// source of raw bytes.
+    Mcap,
+    /// Parquet, for pandas, polars and DuckDB: a row per frame, a typed column per dataset.
+    Parquet,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct ExportToParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+    format: ExportFormat,
+    /// File to write (`.mcap` or `.parquet`).
+    path: PathBuf,
+}
+
+#[derive(Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+struct ExportedTo {
+    /// The file written, as a full path (so a person reads where it went).
+    path: PathBuf,
+    /// Frames of parsed values written.
+    frames: u64,
+    /// Raw chunks written (MCAP only).
+    chunks: u64,
+}
+
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 struct CsvParams {
@@ -230,6 +262,8 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register_deferred("sessions.rename", Tier::Confirm, "Changes a session's title.", sessions_rename);
     r.register_deferred("sessions.delete", Tier::AlwaysConfirm, "Deletes a session with all its raw data and frames. Cannot be undone.", sessions_delete);
     r.register_deferred("sessions.exportCsv", Tier::Confirm, SESSIONS_EXPORT_CSV, sessions_export_csv);
+    r.register_deferred("sessions.export", Tier::Confirm, SESSIONS_EXPORT, sessions_export)
+        .example("open session 3 in Foxglove Studio", json!({"id": 3, "format": "mcap", "path": "run-3.mcap"}));
     r.register_deferred("sessions.csv", Tier::Safe, SESSIONS_CSV, sessions_csv);
     r.register("sessions.startRecording", Tier::Confirm, SESSIONS_START_RECORDING, sessions_start_recording);
     r.register("sessions.stopRecording", Tier::Confirm, "Stops recording and closes the session; the live run goes on.", sessions_stop_recording);
@@ -383,6 +417,35 @@ fn sessions_export_csv(
             .map_err(|e| to_command_error(e, "path"))?;
         let path = std::path::absolute(&p.path).unwrap_or(p.path);
         Ok(Exported { path, rows })
+    }))
+}
+
+const SESSIONS_EXPORT: &str =
+    "Writes a session to a file other tools open: `mcap` for Foxglove Studio and PlotJuggler \
+    (a channel per group of values and per source of raw bytes), `parquet` for pandas, polars \
+    and DuckDB (a row per frame, a typed column per dataset).";
+
+fn sessions_export(
+    ws: &mut Workspace,
+    p: ExportToParams,
+) -> Result<Deferred<Workspace, ExportedTo>, CommandError> {
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        let format = match p.format {
+            ExportFormat::Mcap => sextant_export::Format::Mcap,
+            ExportFormat::Parquet => sextant_export::Format::Parquet,
+        };
+        let exported =
+            sextant_export::export_file(&db, p.id, format, &p.path).map_err(|e| match e {
+                sextant_export::ExportError::Session(e) => to_command_error(e, "path"),
+                other => CommandError::failed(other.to_string()),
+            })?;
+        let path = std::path::absolute(&p.path).unwrap_or(p.path);
+        Ok(ExportedTo {
+            path,
+            frames: exported.frames,
+            chunks: exported.chunks,
+        })
     }))
 }
 

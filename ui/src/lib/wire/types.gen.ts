@@ -399,7 +399,7 @@ export type Question =
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "WrittenFormat".
  */
-export type WrittenFormat = "project" | "csvExport" | "sessionsDatabase";
+export type WrittenFormat = "project" | "csvExport" | "sessionsDatabase" | "sessionExport";
 /**
  * Something that leaves for a device or the outside world without a click once a project
  * connects.

@@ -11,3 +11,6 @@ export interface Listing {
   sessions: Session[];
   recording?: WriterReport | null;
 }
+
+/** What a recorded session exports as: `sessions.exportCsv`, or `sessions.export`'s formats. */
+export type { ExportFormat } from "../files";
