@@ -1284,6 +1284,32 @@ fn run_live(
         if let Some(path) = csv {
             sinks.push(Box::new(CsvSink::new(path)));
         }
+        // The project's MQTT publisher, as the app starts it on connect: running the
+        // project here is the person's say-so, as clicking Connect is there. This is how a
+        // bench joins a fleet headless (README: "Many benches, one dashboard").
+        let publisher = match project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
+            Some(config) => {
+                use sextant_runtime::credentials::{CredentialTarget, Destination};
+                let credentials = vault
+                    .lookup(
+                        Some(project_path),
+                        &CredentialTarget::Publisher,
+                        &Destination::of_publisher(config),
+                    )
+                    .map_err(|e| anyhow::anyhow!("the MQTT publisher: {e}"))?;
+                let sink =
+                    sextant_devices::publisher::MqttPublisherSink::start(config, &credentials)
+                        .map_err(|e| anyhow::anyhow!("the MQTT publisher: {e}"))?;
+                eprintln!(
+                    "publishing to {}:{} on `{}` at {} Hz",
+                    config.host, config.port, config.topic, config.rate_hz
+                );
+                let stats = sink.stats.clone();
+                sinks.push(Box::new(sink));
+                Some(stats)
+            }
+            None => None,
+        };
         let capture = match record {
             Some(path) => Some(sextant_devices::capture::CaptureWriter::create(&path)?),
             None => None,
@@ -1326,6 +1352,15 @@ fn run_live(
             if let Some(stats) = pipeline.stats(i) {
                 print_stats(&s.id, stats);
             }
+        }
+        if let Some(stats) = publisher {
+            use std::sync::atomic::Ordering::Relaxed;
+            eprintln!(
+                "MQTT publisher: {} published, {} superseded between ticks, {} failed",
+                stats.published.load(Relaxed),
+                stats.superseded.load(Relaxed),
+                stats.errors.load(Relaxed)
+            );
         }
         Ok::<(), anyhow::Error>(())
     })

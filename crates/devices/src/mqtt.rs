@@ -22,8 +22,24 @@ const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(5);
 pub struct MqttDriver {
     settings: MqttSettings,
     credentials: Credentials,
+    /// The settings' client id, or one made for this source (see [`default_client_id`]);
+    /// the same on every reconnect, so a persistent session finds its subscription again.
+    client_id: String,
     /// QoS of the subscription (0, 1 or 2).
     pub qos: u8,
+}
+
+/// A client id for a connection that was given none: unique among this process's
+/// connections as well as among processes. A broker drops the older of two connections
+/// with one id, so two MQTT sources of one project (or a source and the publisher) on one
+/// broker sharing an id would knock each other off in turn. At most 23 characters, the
+/// length MQTT 3.1.1 brokers must accept.
+pub fn default_client_id(role: &str) -> String {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    let n = NEXT.fetch_add(1, Ordering::Relaxed);
+    let id = format!("sextant-{role}{}-{n}", std::process::id());
+    id.chars().take(23).collect()
 }
 
 impl MqttDriver {
@@ -34,19 +50,21 @@ impl MqttDriver {
             ));
         }
         validate_filter(&settings.topic).map_err(DeviceError::fatal)?;
+        let client_id = if settings.client_id.is_empty() {
+            default_client_id("")
+        } else {
+            settings.client_id.clone()
+        };
         Ok(MqttDriver {
             settings,
             credentials,
+            client_id,
             qos: 1,
         })
     }
 
     fn client_id(&self) -> String {
-        if self.settings.client_id.is_empty() {
-            format!("sextant-{}", std::process::id())
-        } else {
-            self.settings.client_id.clone()
-        }
+        self.client_id.clone()
     }
 }
 

@@ -81,7 +81,7 @@ impl MqttPublisherSink {
             ));
         }
         let client_id = if config.client_id.is_empty() {
-            format!("sextant-pub-{}", std::process::id())
+            crate::mqtt::default_client_id("pub")
         } else {
             config.client_id.clone()
         };

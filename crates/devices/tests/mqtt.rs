@@ -102,6 +102,51 @@ async fn wildcard_subscription_gets_only_matching_topics() {
     }
 }
 
+/// Two sources of one project on one broker, neither given a client id (the default): a
+/// broker drops the older of two connections with one id, so with a shared default they
+/// knocked each other off in turn. Each stays connected once and gets all of its messages.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_sources_without_a_client_id_share_a_broker() {
+    if !require("mosquitto", "mosquitto") {
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let broker = Broker::start(dir.path());
+    let mut sources: Vec<Source> = ["bench/a", "bench/b"]
+        .iter()
+        .map(|topic| {
+            let mut s = settings(broker.port, topic, MqttVersion::V311);
+            s.client_id = String::new();
+            Source::spawn(
+                MqttDriver::new(s, Credentials::default()).unwrap(),
+                RunOptions::default(),
+            )
+        })
+        .collect();
+    for source in &sources {
+        connected(source).await;
+    }
+    let (client, _task) = publisher(broker.port).await;
+    for i in 0..50 {
+        for topic in ["bench/a", "bench/b"] {
+            client
+                .publish(topic, QoS::AtLeastOnce, false, format!("{topic} {i}"))
+                .await
+                .unwrap();
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    for (source, topic) in sources.iter_mut().zip(["bench/a", "bench/b"]) {
+        let got = receive(source, 50, Duration::from_secs(5)).await;
+        let want: Vec<bytes::Bytes> = (0..50)
+            .map(|i| bytes::Bytes::from(format!("{topic} {i}")))
+            .collect();
+        assert_eq!(got, want, "{topic}");
+        assert_eq!(source.handle().stats().connects, 1, "{topic} reconnected");
+        source.handle().close().await;
+    }
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hundred_thousand_messages_reconcile_at_qos_0_and_1() {
     if !require("mosquitto", "mosquitto") {

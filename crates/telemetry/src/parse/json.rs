@@ -1,4 +1,5 @@
-//! JSON documents with one path per slot: `imu.accel[0]`, `gps/lat` or `/gps/lat`.
+//! JSON documents with one path per slot: `imu.accel[0]`, `gps/lat` or `/gps/lat`, and
+//! `/values/Motor~1Speed` for a key with a `/` in it (JSON Pointer's escape).
 //! A top-level array of objects gives one row per object (batched devices).
 
 use serde_json::Value as Json;
@@ -37,18 +38,31 @@ impl JsonParser {
     }
 }
 
+/// A path in one of two forms. With a `/` it is a JSON Pointer (RFC 6901; the leading `/`
+/// may be left out): `/values/Motor~1Speed` reaches the key `Motor/Speed`, as the MQTT
+/// publisher names a dataset (`~1` is `/`, `~0` is `~`), and a number indexes an array.
+/// Without one it is dotted: `imu.accel[0]`. Both take `[n]` after a name.
 fn compile_path(path: &str) -> Result<Vec<Step>, &'static str> {
+    let path = path.trim();
+    let pointer = path.contains('/');
+    let parts: Vec<String> = if pointer {
+        path.trim_start_matches('/')
+            .split('/')
+            .map(|t| t.replace("~1", "/").replace("~0", "~"))
+            .collect()
+    } else {
+        path.split('.').map(str::to_string).collect()
+    };
     let mut steps = Vec::new();
-    let normalized = path.trim().trim_start_matches('/').replace('/', ".");
-    for part in normalized.split('.').filter(|p| !p.is_empty()) {
+    for part in parts.iter().filter(|p| !p.is_empty()) {
         let (name, mut rest) = match part.find('[') {
             Some(i) => (&part[..i], &part[i..]),
-            None => (part, ""),
+            None => (part.as_str(), ""),
         };
         if !name.is_empty() {
             match name.parse::<usize>() {
                 // `/a/0` (JSON-pointer style) indexes arrays too.
-                Ok(i) if path.contains('/') => steps.push(Step::Index(i)),
+                Ok(i) if pointer => steps.push(Step::Index(i)),
                 _ => steps.push(Step::Key(name.to_string())),
             }
         }
@@ -135,8 +149,58 @@ mod tests {
                 Step::Index(2)
             ]
         );
+        let key = |k: &str| Step::Key(k.into());
+        for (path, want) in [
+            // The MQTT publisher's payload names datasets `Group/Dataset`.
+            (
+                "/values/Motor~1Speed",
+                vec![key("values"), key("Motor/Speed")],
+            ),
+            (
+                "values/Motor~1Speed",
+                vec![key("values"), key("Motor/Speed")],
+            ),
+            ("/a~0b/~01", vec![key("a~b"), key("~1")]),
+            ("/v1.2/x", vec![key("v1.2"), key("x")]),
+            (
+                "/imu/accel[1]",
+                vec![key("imu"), key("accel"), Step::Index(1)],
+            ),
+            ("a.b", vec![key("a"), key("b")]),
+        ] {
+            assert_eq!(compile_path(path).unwrap(), want, "{path}");
+        }
         assert!(compile_path("a[").is_err());
         assert!(compile_path("a[x]").is_err());
         assert!(compile_path("").is_err());
+    }
+
+    /// What Sextant's MQTT publisher sends is read back by a JSON parser, `Group/Dataset`
+    /// keys and all: one Sextant can subscribe to another's frames.
+    #[test]
+    fn the_publishers_payload_reads_back() {
+        let payload = r#"{"elapsedS":1.5,"values":{"Motor/Speed":1200.5,"Motor/State":"run","Power/V":null}}"#;
+        let paths: Vec<String> = [
+            "/elapsedS",
+            "/values/Motor~1Speed",
+            "/values/Motor~1State",
+            "/values/Power~1V",
+        ]
+        .map(String::from)
+        .to_vec();
+        let mut parser = JsonParser::new(&paths).unwrap();
+        let mut rows = Rows::new();
+        parser
+            .parse(&Decoded::Text(payload.into()), &mut rows)
+            .unwrap();
+        assert_eq!(
+            rows.get(0).unwrap(),
+            &[
+                Value::Number(1.5),
+                Value::Number(1200.5),
+                Value::Text("run".into()),
+                Value::Null
+            ]
+        );
     }
 }

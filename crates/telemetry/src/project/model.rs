@@ -529,7 +529,8 @@ pub enum ParserConfig {
         value_separator: String,
     },
     Json {
-        /// Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`.
+        /// Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`;
+        /// `/values/Motor~1Speed` reaches a key with a `/` in it (`~1`, as in JSON Pointer).
         paths: Vec<String>,
     },
     /// NMEA-0183 GGA/RMC; slots are listed in `parse::nmea::SLOTS`.

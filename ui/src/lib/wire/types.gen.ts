@@ -173,7 +173,8 @@ export type ParserConfig =
   | {
       kind: "json";
       /**
-       * Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`.
+       * Path at position `i` feeds slot `i + 1`, e.g. `imu.accel[0]` or `/imu/accel/0`;
+       * `/values/Motor~1Speed` reaches a key with a `/` in it (`~1`, as in JSON Pointer).
        */
       paths: string[];
     }
