@@ -302,26 +302,24 @@ fn raw_until<W: std::io::Write + std::io::Seek>(
             break;
         };
         let raw = &mut raws[i];
-        {
-            let (bytes, _) = raw.records.load(raw.next)?;
-            raw.next += 1;
-            base64.clear();
-            base64::engine::general_purpose::STANDARD.encode_string(&bytes, base64);
-            message.clear();
-            message.extend_from_slice(b"{\"data\":\"");
-            message.extend_from_slice(base64.as_bytes());
-            message.extend_from_slice(b"\"}");
-            raw.sequence += 1;
-            let header = MessageHeader {
-                channel_id: raw.channel,
-                sequence: raw.sequence,
-                log_time: start_ns + due,
-                publish_time: start_ns + due,
-            };
-            out.write_to_known_channel(&header, message)
-                .map_err(mcap_error)?;
-            written += 1;
-        }
+        let (bytes, _) = raw.records.load(raw.next)?;
+        raw.next += 1;
+        base64.clear();
+        base64::engine::general_purpose::STANDARD.encode_string(&bytes, base64);
+        message.clear();
+        message.extend_from_slice(b"{\"data\":\"");
+        message.extend_from_slice(base64.as_bytes());
+        message.extend_from_slice(b"\"}");
+        raw.sequence += 1;
+        let header = MessageHeader {
+            channel_id: raw.channel,
+            sequence: raw.sequence,
+            log_time: start_ns + due,
+            publish_time: start_ns + due,
+        };
+        out.write_to_known_channel(&header, message)
+            .map_err(mcap_error)?;
+        written += 1;
     }
     Ok(written)
 }
