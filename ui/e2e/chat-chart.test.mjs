@@ -8,7 +8,7 @@ import assert from "node:assert/strict";
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { artifacts, loadProject, pageCommand, scriptServer, servedProject, sleep, tempDir, waitFor } from "./harness.mjs";
+import { artifacts, loadProject, pageCommand, scriptServer, servedProject, tempDir, waitFor } from "./harness.mjs";
 
 let stage, dir;
 
@@ -61,8 +61,12 @@ for (const [theme, language] of [["light", "en"], ["dark", "zh"]]) {
     // Two and a half seconds of the simulator, recorded.
     await call(page, "sessions.setDatabase", { path: join(dir, `sessions-${theme}.sqlite`) });
     await call(page, "io.connect");
+    // 2.5 s of frames, counted rather than slept: on a loaded machine the pipeline can lag
+    // the clock, and a session stopped after 2.5 s of waiting held only 1.1 s of frames.
+    const parsed = async () => (await call(page, "io.status")).sources?.[0]?.frames ?? 0;
     const { id } = await call(page, "sessions.startRecording", { title: `Bench run ${theme}` });
-    await sleep(2500);
+    const from = await parsed();
+    await waitFor("2.5 s of the simulator's frames", async () => (await parsed()) >= from + 500, 30000, 100);
     await call(page, "sessions.stopRecording");
     await call(page, "io.disconnect");
     const { csv } = await call(page, "sessions.csv", { id });
