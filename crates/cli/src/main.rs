@@ -66,6 +66,10 @@ enum Command {
         /// runs a program is refused with the command line it would run).
         #[arg(long)]
         allow_process_sources: bool,
+        /// Start the project's MQTT publisher (without it, a project that publishes is
+        /// refused with the broker and topic its frames would go to).
+        #[arg(long)]
+        publish: bool,
     },
     /// Run a capture (or raw bytes, or a message capture) through a project's framing,
     /// parsing and transforms.
@@ -242,7 +246,15 @@ fn run(cli: Cli) -> Result<()> {
             csv,
             record,
             allow_process_sources,
-        } => run_live(&project, seconds, csv, record, allow_process_sources),
+            publish,
+        } => run_live(
+            &project,
+            seconds,
+            csv,
+            record,
+            allow_process_sources,
+            publish,
+        ),
         Command::Mcp {
             project,
             tcp,
@@ -1265,11 +1277,25 @@ fn run_live(
     csv: Option<PathBuf>,
     record: Option<PathBuf>,
     allow_process_sources: bool,
+    publish: bool,
 ) -> Result<()> {
     use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
 
     let project = load_project(project_path)?;
     refuse_programs(&project, project_path, allow_process_sources)?;
+    // Frames leave the machine only when the person said so, as Connect asks in the app:
+    // a project from someone else may name any broker.
+    if let Some(config) = project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
+        if !publish {
+            bail!(
+                "{} publishes every frame to {}:{} on `{}`; pass --publish if you want that",
+                project_path.display(),
+                config.host,
+                config.port,
+                config.topic
+            );
+        }
+    }
     let pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
@@ -1284,9 +1310,9 @@ fn run_live(
         if let Some(path) = csv {
             sinks.push(Box::new(CsvSink::new(path)));
         }
-        // The project's MQTT publisher, as the app starts it on connect: running the
-        // project here is the person's say-so, as clicking Connect is there. This is how a
-        // bench joins a fleet headless (README: "Many benches, one dashboard").
+        // The project's MQTT publisher, as the app starts it on connect, once the person
+        // said so with --publish (checked above). This is how a bench joins a fleet
+        // headless (README: "Many benches, one dashboard").
         let publisher = match project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
             Some(config) => {
                 use sextant_runtime::credentials::{CredentialTarget, Destination};

@@ -187,7 +187,7 @@ fn two_benches_publish_over_a_bridge_to_one_dashboard() {
             std::fs::write(&project, bench(name, *offset, edge_port).to_string()).unwrap();
             let csv = dir.path().join(format!("{name}.csv"));
             let child = Command::new(env!("CARGO_BIN_EXE_sextant"))
-                .args(["run", "--seconds", "5", "--project"])
+                .args(["run", "--publish", "--seconds", "5", "--project"])
                 .arg(&project)
                 .arg("--csv")
                 .arg(&csv)
@@ -198,6 +198,18 @@ fn two_benches_publish_over_a_bridge_to_one_dashboard() {
             (child, csv)
         })
         .collect();
+    // Without --publish, a project that publishes is refused, naming where frames would go.
+    let refused = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .args(["run", "--seconds", "1", "--project"])
+        .arg(dir.path().join("bench-a.json"))
+        .output()
+        .unwrap();
+    assert!(!refused.status.success());
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("--publish") && said.contains(&format!("127.0.0.1:{edge_port}")),
+        "{said}"
+    );
     let mut csvs = Vec::new();
     for (child, csv) in benches {
         let out = child.wait_with_output().unwrap();
