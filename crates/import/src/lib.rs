@@ -89,9 +89,20 @@ pub fn import_serial_studio(text: &str) -> Result<Imported, ImportError> {
         }
     };
     if looks_like_sextant(root) {
-        return Err(ImportError::NotSerialStudio {
-            reason: "this is already a Sextant project; open it directly".into(),
-        });
+        let marked = root.get("format").and_then(Value::as_str)
+            == Some(sextant_telemetry::project::FORMAT_MARKER);
+        // A hand-written Sextant project without its marker lands here too: telling that
+        // person to "open it directly" would send them round in a circle.
+        let reason = if marked {
+            "this is already a Sextant project; open it directly".to_string()
+        } else {
+            format!(
+                "this looks like a Sextant project without its marker; add `\"format\": \"{}\", \"schemaVersion\": {}` to it to open it",
+                sextant_telemetry::project::FORMAT_MARKER,
+                sextant_telemetry::project::SCHEMA_VERSION
+            )
+        };
+        return Err(ImportError::NotSerialStudio { reason });
     }
     if !SIGNATURE_KEYS.iter().any(|k| root.contains_key(*k)) {
         return Err(ImportError::NotSerialStudio {

@@ -85,6 +85,17 @@ fn a_sextant_project_is_recognised() {
         err.to_string().contains("already a Sextant project"),
         "{err}"
     );
+    // Written by hand without the marker: told what to add, not to "open it directly".
+    let unmarked = serde_json::json!({
+        "title": "Rig",
+        "sources": [{"id": "sim", "connection": {"type": "simulator"}}],
+    });
+    let err = import_serial_studio(&unmarked.to_string()).unwrap_err();
+    assert!(
+        err.to_string()
+            .contains("add `\"format\": \"sextant-project\", \"schemaVersion\": 1`"),
+        "{err}"
+    );
 }
 
 #[test]
