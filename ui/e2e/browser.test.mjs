@@ -13,7 +13,7 @@ import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
 import {
-  artifacts, feed, ptyPair, repo, requireFile, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor,
+  artifacts, feed, pageCommand, postgresServer, ptyPair, repo, requireFile, requireProgram, servedUrl, sextantBin, sleep, start, tempDir, waitFor,
 } from "./harness.mjs";
 
 const CHROMIUM_ARGS = [
@@ -594,6 +594,77 @@ test("a broker with a password and a private CA: the wrong password says so, the
     await zh.close();
   } finally {
     broker.stop();
+  }
+});
+
+test("a database set up on the Project screen: Connect asks first, the password stays out of the project, every value lands in the table", async () => {
+  const pg = await postgresServer();
+  try {
+    page = await fresh();
+    await nav(page, "project");
+    await page.click('[data-testid="project-new"]');
+    await discardIfAsked(page);
+    await nav(page, "connect");
+    await page.selectOption('[data-testid="source-type"]', "simulator");
+    await page.click('[data-testid="apply-source"]');
+    await nav(page, "project");
+    const panel = page.locator('[data-testid="postgres-panel"]');
+    await panel.waitFor();
+    await page.check('[data-testid="pg-enabled"]');
+    await page.fill('[data-testid="pg-host"]', "127.0.0.1");
+    await page.fill('[data-testid="pg-port"]', String(pg.port));
+    await page.fill('[data-testid="pg-user"]', pg.user);
+    await page.fill('[data-testid="pg-table"]', "bench_values");
+    await page.fill('[data-testid="pg-bench"]', "rig-a");
+    await page.fill('[data-testid="pg-password"]', pg.password);
+    await page.click('[data-testid="pg-save"]');
+    await page.locator('[data-testid="pg-saved"]').waitFor();
+    // Saved, never shown again.
+    assert.equal(await page.inputValue('[data-testid="pg-password"]'), "");
+    assert.match(await page.getAttribute('[data-testid="pg-password"]', "placeholder"), /saved/);
+    await panel.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, "browser-project-postgres-light-en.png") });
+
+    // Connect names where every value would go, and waits for a yes.
+    await nav(page, "connect");
+    await page.click('[data-testid="connect"]');
+    const dialog = page.locator('[data-testid="confirm-dialog"]');
+    await dialog.waitFor();
+    const asked = await dialog.innerText();
+    assert.match(asked, new RegExp(`written to the table “bench_values” of the database postgresql://sextant@127\\.0\\.0\\.1:${pg.port}/postgres`));
+    assert.doesNotMatch(asked, /postgres\.configure|io\.connect|Outgoing/);
+    await page.click('[data-testid="confirm-yes"]');
+    await page.locator('[data-testid="connection-status"][data-connected="true"]').waitFor({ timeout: 10000 });
+    const status = page.locator('[data-testid="postgres-status"]');
+    await waitFor("values written", async () => /PostgreSQL: [\d,]+ values from [\d,]+ frames written/.test(await status.innerText().catch(() => "")), 15000);
+    await status.scrollIntoViewIfNeeded();
+    await page.screenshot({ path: join(artifacts, "browser-connect-postgres-light-en.png") });
+    await page.click('[data-testid="disconnect"]');
+    await page.locator('[data-testid="connection-status"][data-connected="false"]').waitFor();
+
+    // The table holds the run, under the bench's name; the project holds no password.
+    const rows = await waitFor("the rows in the table", () => {
+      const r = pg.query("SELECT count(*), count(DISTINCT dataset), min(bench) FROM bench_values");
+      return Number(r[0][0]) > 0 ? r[0] : null;
+    }, 15000);
+    assert.ok(Number(rows[1]) >= 1, `datasets: ${rows}`);
+    assert.equal(rows[2], "rig-a");
+    const project = await pageCommand(page, "project.get");
+    assert.equal(project.postgres.table, "bench_values");
+    assert.doesNotMatch(JSON.stringify(project), new RegExp(pg.password));
+    await page.close();
+
+    // 简体中文: the same panel, in Chinese.
+    const zh = await fresh(base, { language: "zh" });
+    await nav(zh, "project");
+    const zhPanel = zh.locator('[data-testid="postgres-panel"]');
+    await zhPanel.waitFor();
+    assert.match(await zhPanel.innerText(), /写入数据库/);
+    await zhPanel.scrollIntoViewIfNeeded();
+    await zh.screenshot({ path: join(artifacts, "browser-project-postgres-light-zh.png") });
+    await zh.close();
+  } finally {
+    pg.stop();
   }
 });
 

@@ -1,7 +1,7 @@
 // Real parts for the end-to-end tests: pty pairs (socat), Xvfb, the built binaries, a
 // plain WebDriver client for tauri-driver, and where artifacts go. A missing component
 // fails loudly: these tests never skip.
-import { spawn, spawnSync } from "node:child_process";
+import { execFileSync, spawn, spawnSync } from "node:child_process";
 import { createRequire } from "node:module";
 const require = createRequire(import.meta.url);
 import { closeSync, existsSync, mkdirSync, mkdtempSync, openSync, readFileSync, writeFileSync } from "node:fs";
@@ -409,4 +409,31 @@ export function pageCommand(page, command, params = {}) {
     if (m.error) throw new Error(`${command}: ${JSON.stringify(m.error)}`);
     return m.result;
   }, [command, params]);
+}
+
+export const postgresServerBin = process.env.SEXTANT_POSTGRES_SERVER_BIN || join(targetDir, "debug/examples/test_server");
+
+/** A private PostgreSQL server (crates/postgres, `test_server` example: Debian's own
+ *  `initdb` and `postgres` in a temporary folder, password login for `sextant`). `query(sql)`
+ *  runs one statement with psql and returns its rows as arrays of text. */
+export async function postgresServer() {
+  requireFile(postgresServerBin, "build it with `cargo build -p sextant-postgres --features test-server --example test_server` (./dev test does)");
+  requireProgram("psql", "postgresql-client");
+  const name = `postgres-${Date.now()}`;
+  const proc = start(name, postgresServerBin, []);
+  const [port, password] = await waitFor("the PostgreSQL server's address", () => {
+    const log = readFileSync(join(artifacts, `${name}.log`), "utf8");
+    const url = log.match(/^postgresql:\/\/sextant@127\.0\.0\.1:(\d+)\/postgres$/m);
+    const pw = log.match(/^password: (.+)$/m);
+    return url && pw ? [Number(url[1]), pw[1]] : null;
+  }, 60000);
+  const query = (sql) =>
+    execFileSync("psql", ["-X", "-A", "-t", "-F", "\t", "-h", "127.0.0.1", "-p", String(port), "-U", "sextant", "-d", "postgres", "-c", sql], {
+      env: { ...process.env, PGPASSWORD: password },
+      encoding: "utf8",
+    })
+      .split("\n")
+      .filter((l) => l !== "")
+      .map((l) => l.split("\t"));
+  return { port, user: "sextant", password, query, stop: proc.stop };
 }

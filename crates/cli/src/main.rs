@@ -66,8 +66,9 @@ enum Command {
         /// runs a program is refused with the command line it would run).
         #[arg(long)]
         allow_process_sources: bool,
-        /// Start the project's MQTT publisher (without it, a project that publishes is
-        /// refused with the broker and topic its frames would go to).
+        /// Start the project's MQTT publisher and PostgreSQL sink (without it, a project
+        /// that sends its frames off the machine is refused with where they would go). The
+        /// database password is the one saved in the app, else `PGPASSWORD`.
         #[arg(long)]
         publish: bool,
     },
@@ -1296,6 +1297,19 @@ fn run_live(
             );
         }
     }
+    if let Some(config) = project.postgres.as_ref().filter(|c| c.enabled) {
+        if !publish {
+            bail!(
+                "{} writes every value to the table `{}` of the database `{}` at {}:{}; pass \
+                 --publish if you want that",
+                project_path.display(),
+                config.table,
+                config.database,
+                config.host,
+                config.port
+            );
+        }
+    }
     let pipeline = Pipeline::new(&project).context("could not build the project's pipeline")?;
     let runtime = tokio::runtime::Runtime::new().context("could not start the async runtime")?;
     runtime.block_on(async move {
@@ -1333,6 +1347,39 @@ fn run_live(
                 let stats = sink.stats.clone();
                 sinks.push(Box::new(sink));
                 Some(stats)
+            }
+            None => None,
+        };
+        // The project's PostgreSQL sink, as the app starts it on connect (--publish checked
+        // above). The password saved in the app for this project file, else the
+        // `PGPASSWORD` a headless bench is given, as PostgreSQL's own tools read it.
+        let postgres = match project.postgres.as_ref().filter(|c| c.enabled) {
+            Some(config) => {
+                use sextant_runtime::credentials::{CredentialTarget, Destination};
+                let mut credentials = vault
+                    .lookup(
+                        Some(project_path),
+                        &CredentialTarget::Postgres,
+                        &Destination::of_postgres(config),
+                    )
+                    .map_err(|e| anyhow::anyhow!("PostgreSQL: {e}"))?;
+                if credentials.password.is_none() {
+                    credentials.password = std::env::var("PGPASSWORD").ok();
+                }
+                let target = sextant_postgres::Target {
+                    config: config.clone(),
+                    bench: sextant_postgres::bench_name(config, &project.title),
+                    credentials,
+                };
+                let (sink, handle) =
+                    sextant_postgres::PostgresSink::start(target, Default::default())
+                        .map_err(|e| anyhow::anyhow!("PostgreSQL: {e}"))?;
+                eprintln!(
+                    "writing every value to `{}` in the database `{}` at {}:{}",
+                    config.table, config.database, config.host, config.port
+                );
+                sinks.push(Box::new(sink));
+                Some(handle)
             }
             None => None,
         };
@@ -1386,6 +1433,17 @@ fn run_live(
                 stats.published.load(Relaxed),
                 stats.superseded.load(Relaxed),
                 stats.errors.load(Relaxed)
+            );
+        }
+        if let Some(handle) = postgres {
+            // The pipeline has ended and dropped the sink: what is queued goes in now.
+            let r = handle.finished().await;
+            eprintln!(
+                "PostgreSQL: {} frames ({} values) written, {} frames dropped{}",
+                r.written_frames,
+                r.written_rows,
+                r.dropped_frames,
+                r.problem.map(|p| format!("; {p}")).unwrap_or_default()
             );
         }
         Ok::<(), anyhow::Error>(())

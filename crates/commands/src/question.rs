@@ -70,6 +70,8 @@ pub enum Outgoing {
         topic: String,
         rate_hz: u32,
     },
+    /// The PostgreSQL sink: every value goes to a database table.
+    Postgres { url: String, table: String },
 }
 
 impl Question {
@@ -171,6 +173,9 @@ impl Outgoing {
             } => format!(
                 "every frame is published to {url} on the topic “{topic}”, {rate_hz} times a second"
             ),
+            Outgoing::Postgres { url, table } => {
+                format!("every value is written to the table “{table}” of the database {url}")
+            }
         }
     }
 

@@ -1,9 +1,9 @@
-//! Source credentials: an MQTT password, the TLS certificate authority a source trusts, a
+//! Source credentials: an MQTT or PostgreSQL password, the TLS certificate authority a source trusts, a
 //! client certificate and its key – kept in the secret store (the OS keyring, or the
 //! encrypted file where there is none), never in the project, and set only by a person.
 //!
 //! - **Keyed by project file and source.** One entry per (project file, source id), or per
-//!   project file for the MQTT publisher. Another project with a source of the same id
+//!   project file for the MQTT publisher and for the PostgreSQL sink. Another project with a source of the same id
 //!   gets nothing.
 //! - **Bound to where they go.** Each entry records the destination the person gave it
 //!   for: kind, host, port and whether TLS is on. A source whose destination differs –
@@ -29,7 +29,7 @@ use sextant_devices::connect::Secrets;
 use sextant_devices::tls::{check_certificates, check_private_key};
 use sextant_devices::{Credentials, DeviceError};
 use sextant_secrets::{Backend, SecretStore};
-use sextant_telemetry::project::{Connection, MqttPublisher, Source};
+use sextant_telemetry::project::{Connection, MqttPublisher, PostgresSink, Source};
 use sha2::{Digest, Sha256};
 
 /// How long one look into the secret store may take before the caller gives up.
@@ -45,6 +45,8 @@ pub enum CredentialTarget {
     Source { id: String },
     /// The project's MQTT publisher.
     Publisher,
+    /// The project's PostgreSQL sink.
+    Postgres,
 }
 
 /// Where credentials were given for; they go nowhere else.
@@ -62,6 +64,7 @@ pub struct Destination {
 pub enum Protocol {
     Mqtt,
     Tcp,
+    Postgres,
 }
 
 impl Destination {
@@ -93,10 +96,20 @@ impl Destination {
         }
     }
 
+    pub fn of_postgres(p: &PostgresSink) -> Destination {
+        Destination {
+            protocol: Protocol::Postgres,
+            host: p.host.trim().to_string(),
+            port: p.port,
+            tls: p.tls,
+        }
+    }
+
     fn describe(&self) -> String {
         let what = match self.protocol {
             Protocol::Mqtt => "the MQTT broker",
             Protocol::Tcp => "the device",
+            Protocol::Postgres => "the PostgreSQL server",
         };
         let tls = if self.tls {
             " over TLS"
@@ -459,6 +472,7 @@ fn entry_name(project_file: Option<&Path>, target: &CredentialTarget) -> String 
             h.update(id.as_bytes());
         }
         CredentialTarget::Publisher => h.update(b"publisher"),
+        CredentialTarget::Postgres => h.update(b"postgres"),
     }
     let digest = h.finalize();
     let hex: String = digest[..16].iter().map(|b| format!("{b:02x}")).collect();

@@ -29,7 +29,7 @@ use tokio::sync::{broadcast, mpsc, oneshot, Semaphore};
 use crate::commands::registry;
 use crate::safeguards::{Gate, Safeguards, View};
 use crate::workspace::{Event, Workspace};
-use sextant_telemetry::project::{Action, MqttPublisher, Source};
+use sextant_telemetry::project::{Action, MqttPublisher, PostgresSink, Source};
 
 pub use sextant_commands::Caller;
 
@@ -287,6 +287,7 @@ impl Runtime {
             sources: &self.workspace.project().sources,
             actions: &self.workspace.project().actions,
             publisher: self.workspace.project().mqtt_publisher.as_ref(),
+            postgres: self.workspace.project().postgres.as_ref(),
         };
         self.safeguards.assess(&view, name, params)
     }
@@ -323,6 +324,7 @@ struct Snapshot {
     sources: Vec<Source>,
     actions: Vec<Action>,
     publisher: Option<MqttPublisher>,
+    postgres: Option<PostgresSink>,
 }
 
 impl Snapshot {
@@ -333,6 +335,7 @@ impl Snapshot {
             sources: ws.project().sources.clone(),
             actions: ws.project().actions.clone(),
             publisher: ws.project().mqtt_publisher.clone(),
+            postgres: ws.project().postgres.clone(),
         }
     }
 
@@ -476,6 +479,7 @@ impl RuntimeHandle {
             sources: &snapshot.sources,
             actions: &snapshot.actions,
             publisher: snapshot.publisher.as_ref(),
+            postgres: snapshot.postgres.as_ref(),
         };
         // What nobody's yes allows (Sextant's own files) is not a question: the call is
         // simply refused when it runs.

@@ -54,7 +54,7 @@ use sextant_commands::{
     quoted, CommandError, ErrorCode, Outgoing, Policy, Question, Tier, WrittenFormat,
 };
 use sextant_telemetry::project::{
-    Action, Connection, LineEnding, MqttPublisher, Source, FORMAT_MARKER,
+    Action, Connection, LineEnding, MqttPublisher, PostgresSink, Source, FORMAT_MARKER,
 };
 
 use crate::runtime::Consent;
@@ -112,6 +112,7 @@ pub(crate) struct View<'a> {
     pub sources: &'a [Source],
     pub actions: &'a [Action],
     pub publisher: Option<&'a MqttPublisher>,
+    pub postgres: Option<&'a PostgresSink>,
 }
 
 /// A call that needs a person's yes.
@@ -504,6 +505,7 @@ fn self_sends(view: &View<'_>) -> Vec<SelfSend> {
             Some(self_send(a, source))
         })
         .chain(view.publisher.filter(|p| p.enabled).map(publishes))
+        .chain(view.postgres.filter(|p| p.enabled).map(writes_to_postgres))
         .collect()
 }
 
@@ -519,6 +521,32 @@ fn publishes(p: &MqttPublisher) -> SelfSend {
             url: format!("{scheme}://{}:{}", clipped(&p.host, 64), p.port),
             topic: clipped(&p.topic, 64),
             rate_hz: p.rate_hz,
+        },
+        key: format!("\u{0}sends {key}"),
+    }
+}
+
+/// The PostgreSQL sink: every value leaves the computer for a database from the connection on.
+fn writes_to_postgres(p: &PostgresSink) -> SelfSend {
+    let scheme = if p.tls {
+        "postgresql+tls"
+    } else {
+        "postgresql"
+    };
+    let key = json!({
+        "postgres": {"host": p.host, "port": p.port, "tls": p.tls, "database": p.database,
+                     "user": p.user, "table": p.table},
+    });
+    SelfSend {
+        outgoing: Outgoing::Postgres {
+            url: format!(
+                "{scheme}://{}@{}:{}/{}",
+                clipped(&p.user, 32),
+                clipped(&p.host, 64),
+                p.port,
+                clipped(&p.database, 32)
+            ),
+            table: clipped(&p.table, 64),
         },
         key: format!("\u{0}sends {key}"),
     }
@@ -970,6 +998,7 @@ mod tests {
             sources: &sources,
             actions: &[],
             publisher: None,
+            postgres: None,
         };
         let gated = |cmd: &str, p: Json| s.assess(&view, cmd, &p).is_some();
         let add_process = json!({"source": {"connection": {"type": "process", "program": "/bin/sh", "args": ["-c", "id"]}}});
@@ -1059,6 +1088,7 @@ mod tests {
                 sources: &sources,
                 actions: &actions,
                 publisher: None,
+                postgres: None,
             };
             let gate = Safeguards::default().assess(&view, "io.connect", &json!({}));
             assert_eq!(
@@ -1079,11 +1109,39 @@ mod tests {
                 sources: &sources,
                 actions: &[],
                 publisher: Some(&publisher),
+                postgres: None,
             };
             let gate = Safeguards::default().assess(&view, "io.connect", &json!({}));
             assert_eq!(gate.is_some(), sends, "publisher enabled: {enabled}");
             if let Some(gate) = gate {
                 assert!(gate.prompt().contains("mqtt://broker.example:1883"));
+                assert_eq!(gate.raised_tier(), Some(Tier::DeviceGated));
+            }
+        }
+        // So does the PostgreSQL sink, naming the server, the database and the table.
+        for (enabled, sends) in [(true, true), (false, false)] {
+            let postgres = PostgresSink {
+                enabled,
+                host: "db.example".into(),
+                table: "lab.samples".into(),
+                ..PostgresSink::default()
+            };
+            let view = View {
+                project_file: None,
+                sources: &sources,
+                actions: &[],
+                publisher: None,
+                postgres: Some(&postgres),
+            };
+            let gate = Safeguards::default().assess(&view, "io.connect", &json!({}));
+            assert_eq!(gate.is_some(), sends, "postgres enabled: {enabled}");
+            if let Some(gate) = gate {
+                let prompt = gate.prompt();
+                assert!(
+                    prompt.contains("postgresql://postgres@db.example:5432/postgres"),
+                    "{prompt}"
+                );
+                assert!(prompt.contains("“lab.samples”"), "{prompt}");
                 assert_eq!(gate.raised_tier(), Some(Tier::DeviceGated));
             }
         }
@@ -1105,6 +1163,7 @@ mod tests {
                 sources: &sources,
                 actions,
                 publisher: None,
+                postgres: None,
             };
             s.assess(&view, "io.connect", &json!({})).unwrap()
         };
@@ -1187,6 +1246,7 @@ mod tests {
             sources: &[],
             actions: &[],
             publisher: None,
+            postgres: None,
         };
         let ours = dir.path().join("rig.sextant.json");
         std::fs::write(&ours, Project::default().to_json_string()).unwrap();

@@ -73,6 +73,8 @@ pub struct Live {
     pub(crate) actions: crate::actions::ActionTimers,
     /// The image groups' newest pictures.
     pub images: crate::images::ImageViews,
+    /// The PostgreSQL sink's counters; its writer finishes what is queued after the run.
+    pub postgres: Option<sextant_postgres::SinkHandle>,
 }
 
 /// What a replay put aside when it took the sources' place, brought back when it stops.
@@ -346,6 +348,7 @@ impl Workspace {
                 .map(|s| crate::credentials::CredentialTarget::Source { id: s.id.clone() })
                 .collect();
             targets.push(crate::credentials::CredentialTarget::Publisher);
+            targets.push(crate::credentials::CredentialTarget::Postgres);
             self.credentials.copy(self.path.as_deref(), &path, targets);
         }
         self.path = Some(path.clone());

@@ -329,3 +329,51 @@ async fn a_model_that_turns_on_the_mqtt_publisher_cannot_connect_it_without_a_ye
     );
     assert!(!connected(&mut rt));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_turns_on_the_postgres_sink_cannot_connect_it_without_a_yes() {
+    let device = Device::start().await;
+    let mut rt = Runtime::new(Workspace::new(project(device.port, json!([]))));
+    // An edit, auto-approved: every value to a database of the model's choosing.
+    rt.execute_as(
+        Caller::Assistant,
+        "postgres.configure",
+        json!({"postgres": {"enabled": true, "host": "203.0.113.9", "port": 5432,
+                            "database": "exfil", "user": "me", "table": "loot"}}),
+        ASSISTANT_EDITS_APPROVED,
+        Consent::None,
+    )
+    .expect("an edit");
+    refused(
+        connect(
+            &mut rt,
+            Caller::Assistant,
+            ASSISTANT_EDITS_APPROVED,
+            Consent::None,
+        ),
+        ErrorCode::NotAllowed,
+        &[
+            "allow device control",
+            "postgresql://me@203.0.113.9:5432/exfil",
+            "“loot”",
+        ],
+        "the model connects what it configured",
+    );
+    refused(
+        connect(&mut rt, Caller::Ui, UI_POLICY, Consent::Door),
+        ErrorCode::NeedsConfirmation,
+        &["written to the table “loot” of the database postgresql://me@203.0.113.9:5432/exfil"],
+        "the person's click on Connect, never asked about the database",
+    );
+    assert!(!connected(&mut rt));
+    // A table name that could close its quotes is refused before it is stored.
+    let bad = rt.execute_as(
+        Caller::Assistant,
+        "postgres.configure",
+        json!({"postgres": {"enabled": true, "host": "h", "database": "d", "user": "u",
+                            "table": "t\"; DROP TABLE x; --"}}),
+        ASSISTANT_EDITS_APPROVED,
+        Consent::None,
+    );
+    assert_eq!(bad.unwrap_err().code, ErrorCode::InvalidParams);
+}

@@ -38,6 +38,7 @@ export const TITLED = [
   "meta.listCommands",
   "meta.loadSkill",
   "mqtt.publisher.configure",
+  "postgres.configure",
   "project.action.add",
   "project.action.remove",
   "project.action.run",

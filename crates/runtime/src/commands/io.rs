@@ -16,7 +16,7 @@ use sextant_devices::{Clock, RunOptions};
 use sextant_sessions::Recorder;
 use sextant_telemetry::checksum::ChecksumKind;
 use sextant_telemetry::framing::parse_hex_bytes;
-use sextant_telemetry::project::{Action, LineEnding, MqttPublisher};
+use sextant_telemetry::project::{Action, LineEnding, MqttPublisher, PostgresSink};
 use sextant_telemetry::{Pipeline, Project};
 
 use super::project::{Done, NoParams};
@@ -39,6 +39,25 @@ pub struct IoStatus {
     /// The run is a replay that played to its end and holds there (its sources still
     /// answer, to be sought in): a person reads "replay ended", not "connected".
     pub replay_ended: bool,
+    /// The project's PostgreSQL sink in this run; absent when it has none.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub postgres: Option<PostgresStatus>,
+}
+
+/// The PostgreSQL sink of a live run: what went in, what was lost, and why not now.
+#[derive(Debug, Clone, PartialEq, Serialize, JsonSchema)]
+#[serde(rename_all = "camelCase")]
+pub struct PostgresStatus {
+    /// A connection to the server is up.
+    pub connected: bool,
+    /// Frames, and values (rows), in the table.
+    pub written_frames: u64,
+    pub written_rows: u64,
+    /// Frames lost: the queue was full while the server was slow or away, or it refused them.
+    pub dropped_frames: u64,
+    /// Why values are not going in right now; absent while they are.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub problem: Option<String>,
 }
 
 /// One source of a live run: its status and counters since it started.
@@ -98,6 +117,13 @@ struct CsvEnable {
 struct PublisherConfig {
     /// The publisher settings, stored in the project (the password stays in the keyring).
     publisher: MqttPublisher,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct PostgresConfig {
+    /// The sink's settings, stored in the project (the password stays in the keyring).
+    postgres: PostgresSink,
 }
 
 #[derive(Deserialize, JsonSchema)]
@@ -194,6 +220,33 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
             .map_err(|e| CommandError::failed(format!("MQTT publisher: {e}")))?;
         sinks.push(Box::new(publisher));
     }
+    let mut postgres = None;
+    // Replayed data is no new measurement: it would land in the table stamped with today's
+    // time, beside the real rows. (Sessions played back never get here.)
+    let replaying = !replay.is_empty();
+    if let Some(config) = project
+        .postgres
+        .as_ref()
+        .filter(|c| c.enabled && !replaying)
+    {
+        let credentials = ws
+            .credentials
+            .lookup(
+                ws.path(),
+                &crate::credentials::CredentialTarget::Postgres,
+                &crate::credentials::Destination::of_postgres(config),
+            )
+            .map_err(|e| CommandError::failed(format!("PostgreSQL: {e}")))?;
+        let target = sextant_postgres::Target {
+            config: config.clone(),
+            bench: sextant_postgres::bench_name(config, &project.title),
+            credentials,
+        };
+        let (sink, handle) = sextant_postgres::PostgresSink::start(target, Default::default())
+            .map_err(|e| CommandError::failed(format!("PostgreSQL: {e}")))?;
+        postgres = Some(handle);
+        sinks.push(Box::new(sink));
+    }
     // Idle until sessions.startRecording; closes its session when the sources end.
     let recorder = Recorder::new(project.clone());
     sinks.push(Box::new(recorder.sink()));
@@ -230,6 +283,7 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
         senders,
         actions: ActionTimers::start(armed),
         images,
+        postgres,
     });
     ws.push_event(Event::Connected);
     Ok(())
@@ -459,6 +513,8 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register("csvExport.status", Tier::Safe, "The CSV export file, if enabled.", csv_export_status);
     r.register("mqtt.publisher.configure", Tier::Confirm, "Sets the MQTT publisher (frames as JSON or CSV at 1–30 Hz to a broker); used from the next io.connect.", mqtt_publisher_configure)
         .example("publish JSON at 10 Hz", json!({"publisher": {"enabled": true, "host": "127.0.0.1", "port": 1883, "topic": "lab/rover/frames", "format": "json", "rateHz": 10}}));
+    r.register("postgres.configure", Tier::Confirm, "Sets the PostgreSQL (or TimescaleDB) sink: every value of every frame as a row (time, bench, dataset, value, text) in a table, created when missing; used from the next io.connect. The password is entered by the person in the connection settings.", postgres_configure)
+        .example("write to a lab database", json!({"postgres": {"enabled": true, "host": "db.lab.example", "port": 5432, "database": "telemetry", "user": "bench", "table": "sextant_samples", "bench": "rig-3", "tls": true}}));
     r.register("io.connect", Tier::Confirm, "Connects every source of the project and starts parsing. When the project's actions send by themselves (on connect, or a timer while connected), this call touches the device and is DeviceGated.", io_connect);
     r.register("io.disconnect", Tier::Confirm, "Disconnects every source.", io_disconnect);
     r.register("io.status", Tier::Safe, "Status and counters of every source (connected, reconnecting, errors, drops).", io_status);
@@ -662,6 +718,29 @@ fn mqtt_publisher_configure(ws: &mut Workspace, p: PublisherConfig) -> Result<Do
     })
 }
 
+fn postgres_configure(ws: &mut Workspace, p: PostgresConfig) -> Result<Done, CommandError> {
+    sextant_postgres::TableName::parse(&p.postgres.table)
+        .map_err(|e| CommandError::invalid("postgres.table", e.to_string()))?;
+    if p.postgres.host.trim().is_empty() {
+        return Err(CommandError::invalid(
+            "postgres.host",
+            "give the server's name or address",
+        ));
+    }
+    for (field, value) in [
+        ("postgres.database", &p.postgres.database),
+        ("postgres.user", &p.postgres.user),
+    ] {
+        if value.trim().is_empty() || value.chars().any(char::is_control) {
+            return Err(CommandError::invalid(field, "give a name on one line"));
+        }
+    }
+    ws.edit("configure PostgreSQL sink", |proj| {
+        proj.postgres = Some(p.postgres);
+        Ok(Done::ok())
+    })
+}
+
 fn io_connect(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
     if ws.live.is_some() {
         return Ok(Done::detail("already connected"));
@@ -701,6 +780,7 @@ fn io_status(ws: &mut Workspace, _: NoParams) -> Result<IoStatus, CommandError> 
             sources: Vec::new(),
             running_actions: Vec::new(),
             replay_ended: false,
+            postgres: None,
         });
     };
     let snap = live
@@ -739,11 +819,22 @@ fn io_status(ws: &mut Workspace, _: NoParams) -> Result<IoStatus, CommandError> 
         .map(|a| a.id.clone())
         .collect();
     let replay_ended = !live.replay.is_empty() && live.replay.iter().all(|c| c.progress().at_end);
+    let postgres = live.postgres.as_ref().map(|h| {
+        let r = h.stats().report();
+        PostgresStatus {
+            connected: r.connected,
+            written_frames: r.written_frames,
+            written_rows: r.written_rows,
+            dropped_frames: r.dropped_frames,
+            problem: r.problem,
+        }
+    });
     Ok(IoStatus {
         connected: true,
         sources,
         running_actions,
         replay_ended,
+        postgres,
     })
 }
 

@@ -648,6 +648,8 @@ fn sessions_replay(ws: &mut Workspace, p: ReplayParams) -> Result<Replaying, Com
         senders,
         actions: Default::default(),
         images,
+        // A session played back is no new measurement: nothing goes to the database.
+        postgres: None,
     });
     ws.after_replay = Some(crate::workspace::PutAside {
         live_project,

@@ -46,6 +46,8 @@ pub struct Project {
     /// Shared constant tables readable from scripts with `tableGet`.
     pub tables: Vec<ConstTable>,
     pub mqtt_publisher: Option<MqttPublisher>,
+    /// Every frame also written to a PostgreSQL (or TimescaleDB) table.
+    pub postgres: Option<PostgresSink>,
     #[serde(flatten)]
     pub extra: Extra,
 }
@@ -62,6 +64,7 @@ impl Default for Project {
             workspaces: Vec::new(),
             tables: Vec::new(),
             mqtt_publisher: None,
+            postgres: None,
             extra: Extra::new(),
         }
     }
@@ -1225,6 +1228,40 @@ impl Default for MqttPublisher {
             tls: false,
             client_id: String::new(),
             username: None,
+        }
+    }
+}
+
+/// Where the PostgreSQL sink writes: one row per value, `(time, bench, dataset, value,
+/// text)`, into `table` (created when missing; a TimescaleDB hypertable when the extension
+/// is installed). The password stays in the keyring, never in the project.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "camelCase", default)]
+pub struct PostgresSink {
+    pub enabled: bool,
+    pub host: String,
+    pub port: u16,
+    pub database: String,
+    pub user: String,
+    /// `table` or `schema.table`: letters, digits and `_`, at most 63 characters each.
+    pub table: String,
+    /// The `bench` column of every row, telling many benches apart in one table; the
+    /// project's title when empty.
+    pub bench: String,
+    pub tls: bool,
+}
+
+impl Default for PostgresSink {
+    fn default() -> Self {
+        PostgresSink {
+            enabled: false,
+            host: "127.0.0.1".into(),
+            port: 5432,
+            database: "postgres".into(),
+            user: "postgres".into(),
+            table: "sextant_samples".into(),
+            bench: String::new(),
+            tls: false,
         }
     }
 }

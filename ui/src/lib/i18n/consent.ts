@@ -30,6 +30,7 @@ function programs(lines: string[]): string {
 
 function outgoing(o: Outgoing): string {
   if (o.kind === "publisher") return t("consent.publisher", { url: o.url, topic: o.topic, rate: o.rateHz });
+  if (o.kind === "postgres") return t("consent.postgres", { url: o.url, table: o.table });
   const when = o.onConnect
     ? o.everyMs != null
       ? t("consent.when.connectThenEvery", { ms: o.everyMs })

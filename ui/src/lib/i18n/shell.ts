@@ -44,6 +44,7 @@ const en = {
   "consent.when.connectThenEvery": "when it connects, then every {ms} ms while connected",
   "consent.when.every": "every {ms} ms while connected",
   "consent.publisher": "every frame is published to {url} on the topic “{topic}”, {rate} times a second",
+  "consent.postgres": "every value is written to the table “{table}” of the database {url}",
   "access.title": "Open Sextant from the address it printed",
   "access.missing":
     "This page was opened without the secret part of its address, so it cannot control Sextant. Open the address Sextant printed when it started – it ends in ?token=…",
@@ -103,6 +104,7 @@ const zh: Record<Key, string> = {
   "consent.when.connectThenEvery": "在连接时及连接期间每 {ms} 毫秒",
   "consent.when.every": "在连接期间每 {ms} 毫秒",
   "consent.publisher": "每一帧都以每秒 {rate} 次发布到 {url} 的主题“{topic}”",
+  "consent.postgres": "每个数值都写入数据库 {url} 的表“{table}”",
   "access.title": "请用 Sextant 启动时打印的地址打开",
   "access.missing": "此页面的地址缺少密钥部分，因此无法控制 Sextant。请打开 Sextant 启动时打印的地址（以 ?token=… 结尾）。",
   "access.refused": "此地址来自 Sextant 的上一次启动，其中的密钥已不再匹配。请打开 Sextant 本次启动时打印的地址。",

@@ -442,6 +442,11 @@ export type Outgoing =
       url: string;
       topic: string;
       rateHz: number;
+    }
+  | {
+      kind: "postgres";
+      url: string;
+      table: string;
     };
 /**
  * A request to the assistant's chat door, by `op` (docs/ui-protocol.md).
@@ -1119,12 +1124,15 @@ export type CredentialTarget =
     }
   | {
       kind: "publisher";
+    }
+  | {
+      kind: "postgres";
     };
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "Protocol".
  */
-export type Protocol = "mqtt" | "tcp";
+export type Protocol = "mqtt" | "tcp" | "postgres";
 /**
  * This interface was referenced by `Wire`'s JSON-Schema
  * via the `definition` "CredentialPart".
@@ -1192,6 +1200,10 @@ export interface Project {
    */
   tables: ConstTable[];
   mqttPublisher: MqttPublisher | null;
+  /**
+   * Every frame also written to a PostgreSQL (or TimescaleDB) table.
+   */
+  postgres: PostgresSink | null;
   [k: string]: unknown;
 }
 /**
@@ -1725,6 +1737,31 @@ export interface MqttPublisher {
   tls: boolean;
   clientId: string;
   username: string | null;
+}
+/**
+ * Where the PostgreSQL sink writes: one row per value, `(time, bench, dataset, value,
+ * text)`, into `table` (created when missing; a TimescaleDB hypertable when the extension
+ * is installed). The password stays in the keyring, never in the project.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "PostgresSink".
+ */
+export interface PostgresSink {
+  enabled: boolean;
+  host: string;
+  port: number;
+  database: string;
+  user: string;
+  /**
+   * `table` or `schema.table`: letters, digits and `_`, at most 63 characters each.
+   */
+  table: string;
+  /**
+   * The `bench` column of every row, telling many benches apart in one table; the
+   * project's title when empty.
+   */
+  bench: string;
+  tls: boolean;
 }
 /**
  * A failed command: a code, a human message, and for invalid parameters the JSON path.
@@ -2389,6 +2426,10 @@ export interface IoStatus {
    * answer, to be sought in): a person reads "replay ended", not "connected".
    */
   replayEnded: boolean;
+  /**
+   * The project's PostgreSQL sink in this run; absent when it has none.
+   */
+  postgres?: PostgresStatus | null;
 }
 /**
  * One source of a live run: its status and counters since it started.
@@ -2438,6 +2479,31 @@ export interface SourceStatus {
    * The most recent decode or parse error; absent when there was none.
    */
   lastError?: string | null;
+}
+/**
+ * The PostgreSQL sink of a live run: what went in, what was lost, and why not now.
+ *
+ * This interface was referenced by `Wire`'s JSON-Schema
+ * via the `definition` "PostgresStatus".
+ */
+export interface PostgresStatus {
+  /**
+   * A connection to the server is up.
+   */
+  connected: boolean;
+  /**
+   * Frames, and values (rows), in the table.
+   */
+  writtenFrames: number;
+  writtenRows: number;
+  /**
+   * Frames lost: the queue was full while the server was slow or away, or it refused them.
+   */
+  droppedFrames: number;
+  /**
+   * Why values are not going in right now; absent while they are.
+   */
+  problem?: string | null;
 }
 /**
  * How the dashboard shows data: view state, not project data (it is not saved).

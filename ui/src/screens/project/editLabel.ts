@@ -47,6 +47,7 @@ export function editText(label: string, project?: Json | null): { key: Key; vars
     "set parser code": "project.edit.parser",
     "set parser": "project.edit.parser",
     "configure MQTT publisher": "project.edit.mqtt",
+    "configure PostgreSQL sink": "project.edit.postgres",
     "keep the quick-plot channels": "project.edit.quickPlot",
   };
   if (fixed[text]) return { key: fixed[text], vars: {} };
