@@ -1,6 +1,8 @@
 //! The table the sink writes: its name checked and quoted, created when missing (as a
-//! TimescaleDB hypertable when that extension is installed), and its columns checked before
-//! the first row goes in, so a table of another shape gets a sentence, not a COPY error.
+//! TimescaleDB hypertable when that extension is installed, with the index a dashboard's
+//! query wants), and its columns checked before the first row goes in, so a table of
+//! another shape gets a sentence, not a COPY error. A table that was there is left with the
+//! indexes its owner gave it: the index is most of what a row costs the server.
 
 use tokio_postgres::Client;
 
@@ -95,6 +97,12 @@ impl TableName {
             })
             .collect();
         let t = self.quoted();
+        // A table someone made is theirs: its columns are checked, its indexes left alone.
+        let existed: bool = client
+            .query_one("SELECT to_regclass($1) IS NOT NULL", &[&t])
+            .await
+            .map_err(|e| SinkError::server("could not look for the table", &e))?
+            .get(0);
         client
             .batch_execute(&format!(
                 "CREATE TABLE IF NOT EXISTS {t} ({})",
@@ -129,6 +137,9 @@ impl TableName {
                 self.display(),
                 missing.join(", ")
             )));
+        }
+        if existed {
+            return Ok(());
         }
         // TimescaleDB, when installed in this database, partitions the table by time. A
         // plain PostgreSQL table works the same for every query; this only makes long

@@ -310,6 +310,22 @@ async fn a_million_frames_reach_the_table_and_reconcile_by_count_and_checksum() 
         .map(|r| r.get(0))
         .collect();
     assert_eq!(benches, ["bench-7"]);
+    // The sink made the table, with the index a dashboard's query over one dataset wants.
+    let indexes: Vec<String> = client
+        .query(
+            "SELECT indexdef FROM pg_indexes WHERE schemaname = 'lab' AND tablename = 'samples_1'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .iter()
+        .map(|r| r.get(0))
+        .collect();
+    assert_eq!(indexes.len(), 1, "{indexes:?}");
+    assert!(
+        indexes[0].ends_with("(bench, dataset, \"time\" DESC)"),
+        "{indexes:?}"
+    );
     for i in [0u64, 1, 2, 3, 100, 123_457, N - 1] {
         let rows = client
             .query(
@@ -594,4 +610,35 @@ async fn a_connection_cut_during_a_copy_sends_that_copy_again_once() {
     );
     assert!(report.connections >= 2, "{report:?}");
     assert_eq!(actual(&other, "samples").await, expected(0..N));
+}
+
+/// A table its owner made with the sink's columns is written as it is: no index added.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_table_made_beforehand_is_written_and_its_indexes_left_alone() {
+    let server = TestServer::start();
+    let admin = client(&server).await;
+    admin
+        .batch_execute(
+            "CREATE TABLE mine (time timestamptz NOT NULL, bench text NOT NULL, \
+             dataset text NOT NULL, value double precision, text text, note text)",
+        )
+        .await
+        .unwrap();
+    let (sink, handle) = PostgresSink::start(
+        target(config(&server, "mine"), PASSWORD),
+        Options::default(),
+    )
+    .unwrap();
+    let report = finish(feed(sink, 0..1_000, 100, None, |_| {}), handle).await;
+    assert_eq!((report.written_frames, report.dropped_frames), (1_000, 0));
+    assert_eq!(actual(&admin, "mine").await, expected(0..1_000));
+    let indexes: i64 = admin
+        .query_one(
+            "SELECT count(*) FROM pg_indexes WHERE tablename = 'mine'",
+            &[],
+        )
+        .await
+        .unwrap()
+        .get(0);
+    assert_eq!(indexes, 0);
 }
