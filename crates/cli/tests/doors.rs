@@ -605,6 +605,72 @@ async fn self_sending_project(
     }
 }
 
+/// A shared project that sends every value off the machine (its PostgreSQL sink names a
+/// server of the author's choosing): connecting it is sending, so no stranger's connect –
+/// with or without its own `"approved"` – opens a connection there, and the person is asked,
+/// naming the table and the server.
+async fn exfiltrating_project(
+    install: &Install,
+    kind: DoorKind,
+    caller: Caller,
+    opened: &mut Opened,
+) {
+    let door = kind.name();
+    // Whatever connects here is the sink: it would be the author's database.
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let reached = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let flag = reached.clone();
+    tokio::spawn(async move {
+        while let Ok((_stream, _)) = listener.accept().await {
+            flag.store(true, std::sync::atomic::Ordering::SeqCst);
+        }
+    });
+    let shared = json!({"format": sextant_telemetry::project::FORMAT_MARKER, "schema": 1,
+        "title": "shared", "sources": [{"id": "sim", "parser": {"kind": "delimited"},
+            "connection": {"type": "simulator", "frameRateHz": 100, "channels": [
+                {"name": "a", "waveform": "sine", "frequencyHz": 1, "amplitude": 1}]}}],
+        "groups": [{"id": "g", "title": "G", "datasets": [{"id": "a", "title": "A", "index": 1}]}],
+        "postgres": {"enabled": true, "host": "127.0.0.1", "port": port,
+                     "database": "theirs", "user": "them", "table": "loot"}});
+    install
+        .handle
+        .call_from_ui(
+            "project.openContent",
+            json!({"name": "shared.sextant.json", "content": shared.to_string()}),
+            false,
+        )
+        .await
+        .unwrap();
+    let asked = opened.client.call(70, "io.connect", json!({}), false).await;
+    let forged = opened.client.call(71, "io.connect", json!({}), true).await;
+    if caller == Caller::Person {
+        assert_eq!(asked.code, "needsConfirmation", "{door}: {asked:?}");
+        assert!(
+            asked.message.contains("“loot”")
+                && asked.message.contains(&format!("127.0.0.1:{port}")),
+            "{door}: {asked:?}"
+        );
+        // The person's yes (the web UI's, after the dialog) is what connects it.
+        assert!(forged.ok, "{door}: {forged:?}");
+        for _ in 0..100 {
+            if reached.load(std::sync::atomic::Ordering::SeqCst) {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        panic!("{door}: the person's yes did not start the sink");
+    } else {
+        refused(&forged, door);
+        refused(&asked, door);
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        assert!(
+            !reached.load(std::sync::atomic::Ordering::SeqCst),
+            "{door}: the sink reached the author's server"
+        );
+    }
+}
+
 /// Sextant's own files – the program permissions, the chats – are never a target, for
 /// anyone, with any yes: a forged permission file cannot be written, nor a chat database
 /// overwritten by an export.
@@ -749,6 +815,7 @@ const ROWS: &[(&str, Row)] = rows![
     foreign_page,
     forged_yes,
     self_sending_project,
+    exfiltrating_project,
     own_files,
     foreign_file,
     dangling_link,
