@@ -67,16 +67,7 @@ async fn run_writes_every_value_to_postgres_once_the_person_says_so() {
     assert_eq!(values, frames * 2, "{line}");
     assert!(line.ends_with(", 0 frames dropped"), "{line}");
 
-    let (client, connection) = tokio_postgres::Config::new()
-        .host("127.0.0.1")
-        .port(server.port)
-        .user(USER)
-        .password(PASSWORD)
-        .dbname("postgres")
-        .connect(tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let client = server.client().await;
     let row = client
         .query_one(
             "SELECT count(*), count(*) FILTER (WHERE dataset = 'Cell/Voltage'), min(bench), \

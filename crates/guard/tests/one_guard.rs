@@ -20,6 +20,11 @@ const NOT_DOORS: &[(&str, &str)] = &[
         "crates/providers/src/script.rs",
         "the scripted model provider the tests talk to (feature `script`, never in the app)",
     ),
+    (
+        "crates/postgres/src/test_server.rs",
+        "asks the system for a free port for the tests' PostgreSQL server and closes it at \
+         once (feature `test-server`, never in the app)",
+    ),
 ];
 
 fn sources(dir: &Path, out: &mut Vec<PathBuf>) {

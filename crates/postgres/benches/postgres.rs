@@ -48,19 +48,7 @@ fn main() {
                 "CREATE TABLE bench_{run} (time timestamptz NOT NULL, bench text NOT NULL, \
                  dataset text NOT NULL, value double precision, text text)"
             );
-            runtime.block_on(async {
-                let (client, connection) = tokio_postgres::Config::new()
-                    .host("127.0.0.1")
-                    .port(server.port)
-                    .user(USER)
-                    .password(PASSWORD)
-                    .dbname("postgres")
-                    .connect(tokio_postgres::NoTls)
-                    .await
-                    .unwrap();
-                tokio::spawn(connection);
-                client.batch_execute(&sql).await.unwrap();
-            });
+            runtime.block_on(async { server.client().await.batch_execute(&sql).await.unwrap() });
         }
         let target = Target {
             config: Config {

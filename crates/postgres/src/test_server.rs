@@ -200,6 +200,22 @@ impl TestServer {
         }
     }
 
+    /// A client of the server's `postgres` database, as [`USER`], for a test to look
+    /// at what the sink wrote (inside a tokio runtime).
+    pub async fn client(&self) -> tokio_postgres::Client {
+        let (client, connection) = tokio_postgres::Config::new()
+            .host("127.0.0.1")
+            .port(self.port)
+            .user(USER)
+            .password(PASSWORD)
+            .dbname("postgres")
+            .connect(tokio_postgres::NoTls)
+            .await
+            .unwrap_or_else(|e| panic!("the test's client connects: {e}"));
+        tokio::spawn(connection);
+        client
+    }
+
     /// What the server wrote to its log.
     pub fn log(&self) -> String {
         std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()

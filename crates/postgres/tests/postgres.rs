@@ -87,17 +87,7 @@ fn target(config: Config, password: &str) -> Target {
 }
 
 async fn client(server: &TestServer) -> tokio_postgres::Client {
-    let (client, connection) = tokio_postgres::Config::new()
-        .host("127.0.0.1")
-        .port(server.port)
-        .user(USER)
-        .password(PASSWORD)
-        .dbname("postgres")
-        .connect(tokio_postgres::NoTls)
-        .await
-        .expect("the test connects");
-    tokio::spawn(connection);
-    client
+    server.client().await
 }
 
 /// One dataset's rows: how many, numbers, texts, the sum of the finite numbers, NaNs, +inf,
@@ -269,6 +259,29 @@ async fn finish(
         .expect("the writer ends")
 }
 
+/// Writes frame 0 (so the table `samples` exists), then locks the table in a transaction
+/// of another client, which the caller commits: until then every `COPY` waits.
+async fn locked_after_one_frame(
+    server: &TestServer,
+    sink: PostgresSink,
+) -> (PostgresSink, tokio_postgres::Client) {
+    let stats = sink.stats().clone();
+    let first = feed(sink, 0..1, 1, None, |_| {});
+    let sink = tokio::task::spawn_blocking(move || first.join().unwrap())
+        .await
+        .unwrap();
+    eventually("the first frame written", || {
+        stats.written_frames.load(Ordering::Relaxed) == 1
+    })
+    .await;
+    let locker = client(server).await;
+    locker
+        .batch_execute("BEGIN; LOCK TABLE samples IN ACCESS EXCLUSIVE MODE")
+        .await
+        .unwrap();
+    (sink, locker)
+}
+
 async fn eventually(what: &str, mut check: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !check() {
@@ -421,20 +434,7 @@ async fn a_stalled_server_fills_the_queue_and_every_dropped_frame_is_counted() {
     let (sink, handle) =
         PostgresSink::start(target(config(&server, "samples"), PASSWORD), options).unwrap();
     let stats = handle.stats().clone();
-    // One frame first, so the table exists to be locked.
-    let first = feed(sink, 0..1, 1, None, |_| {});
-    let sink = tokio::task::spawn_blocking(move || first.join().unwrap())
-        .await
-        .unwrap();
-    eventually("the first frame written", || {
-        stats.written_frames.load(Ordering::Relaxed) == 1
-    })
-    .await;
-    let locker = client(&server).await;
-    locker
-        .batch_execute("BEGIN; LOCK TABLE samples IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let (sink, locker) = locked_after_one_frame(&server, sink).await;
     const N: u64 = 50_000;
     let fed = feed(sink, 1..N, 64, None, |_| {});
     let sink = tokio::task::spawn_blocking(move || fed.join().unwrap())
@@ -563,19 +563,7 @@ async fn a_connection_cut_during_a_copy_sends_that_copy_again_once() {
     )
     .unwrap();
     let stats = handle.stats().clone();
-    let first = feed(sink, 0..1, 1, None, |_| {});
-    let sink = tokio::task::spawn_blocking(move || first.join().unwrap())
-        .await
-        .unwrap();
-    eventually("the first frame written", || {
-        stats.written_frames.load(Ordering::Relaxed) == 1
-    })
-    .await;
-    let admin = client(&server).await;
-    admin
-        .batch_execute("BEGIN; LOCK TABLE samples IN ACCESS EXCLUSIVE MODE")
-        .await
-        .unwrap();
+    let (sink, admin) = locked_after_one_frame(&server, sink).await;
     const N: u64 = 5_000;
     let fed = feed(sink, 1..N, 100, None, |_| {});
     let sink = tokio::task::spawn_blocking(move || fed.join().unwrap())

@@ -119,16 +119,7 @@ async fn a_connected_project_writes_every_value_to_its_postgres_table() {
         .collect();
     let frames = rows.len() as i64;
     assert!(frames >= 500);
-    let (client, connection) = tokio_postgres::Config::new()
-        .host("127.0.0.1")
-        .port(server.port)
-        .user(USER)
-        .password(PASSWORD)
-        .dbname("postgres")
-        .connect(tokio_postgres::NoTls)
-        .await
-        .unwrap();
-    tokio::spawn(connection);
+    let client = server.client().await;
     // The writer finishes what was queued after the run: wait for the count to settle.
     let end = Instant::now() + Duration::from_secs(30);
     let per_dataset = loop {
