@@ -47,9 +47,7 @@ fn record(db: &Path) -> i64 {
             slot: Some(i),
         })
         .collect();
-    while !feed.columns(&columns) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    feed.columns(&columns);
     let mut noise = 0x9E37_79B9_7F4A_7C15u64;
     let mut values = vec![Value::Null; DATASETS];
     for n in 0..SECONDS * RATE_HZ {

@@ -54,9 +54,7 @@ fn record(db: &Path, title: &str, seconds: u64) -> i64 {
             slot: Some(i),
         })
         .collect();
-    while !feed.columns(&columns) {
-        std::thread::sleep(Duration::from_millis(1));
-    }
+    feed.columns(&columns);
     let mut noise = 0x9E37_79B9_7F4A_7C15u64;
     let mut values = vec![Reading::Null; DATASETS];
     for n in 0..seconds * RATE_HZ {

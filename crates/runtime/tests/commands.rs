@@ -132,14 +132,14 @@ fn every_safe_command_leaves_the_project_byte_identical() {
     .unwrap();
     // 64 frames of one dataset, for the data.* commands to read.
     let feed = writer.feed();
-    assert!(feed.columns(&[sextant_telemetry::pipeline::DatasetInfo {
+    feed.columns(&[sextant_telemetry::pipeline::DatasetInfo {
         id: "ds-1".into(),
         title: "Voltage".into(),
         group: "Battery".into(),
         units: "V".into(),
         source: Some(0),
         slot: Some(0),
-    }]));
+    }]);
     for i in 0..64u64 {
         let values = [sextant_telemetry::Value::Number((i % 8) as f64)];
         assert!(feed.frame(&sextant_telemetry::pipeline::FrameEvent {

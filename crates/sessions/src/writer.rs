@@ -2,12 +2,17 @@
 //! its own.
 //!
 //! ```text
-//! pipeline thread ── SessionSink / Feed ──> bounded queue ──> writer thread ──> SQLite
-//!                     (try_send; full: drop + count)         (one transaction per batch)
+//! pipeline thread ── SessionSink ──> queue of batches ──> writer thread ──> SQLite
+//!   (rows gathered into batches)     (capped in rows and bytes;   (one transaction
+//!                                     full: drop + count)          per commit)
 //! ```
 //!
-//! The producers only ever `try_send`: a full queue drops the row and counts it, so a slow
-//! disk can never stall ingestion. The writer commits a batch every
+//! The producers never wait: a batch that would take the queue past
+//! [`WriterOptions::queue`] rows or [`WriterOptions::queue_bytes`] bytes is dropped and
+//! its rows counted, so a slow disk can never stall ingestion, and a writer that fell
+//! behind holds a bounded amount of memory whatever the rows' size. A [`SessionSink`]
+//! copies each raw chunk into its batch rather than keep the chunk's own buffer (which may
+//! be a whole read buffer) alive in the queue. The writer commits every
 //! [`WriterOptions::batch_interval`] or [`WriterOptions::batch_rows`] rows, whichever
 //! comes first, and keeps the session's counters (rows, bytes, drops, first and last time)
 //! current in the same transaction, so whatever was committed before a crash is a
@@ -19,13 +24,12 @@
 //! reads back like one cut short by a crash.
 
 use std::path::Path;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, RecvTimeoutError, SyncSender, TryRecvError, TrySendError};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::mpsc::{self, RecvTimeoutError, TryRecvError};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::thread;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use bytes::Bytes;
 use rusqlite::{params, Connection, TransactionBehavior};
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -42,6 +46,10 @@ use crate::{codec, schema, SessionError, SessionId, WriteProblem};
 pub struct WriterOptions {
     /// Rows (chunks and frames) queued before new ones are dropped.
     pub queue: usize,
+    /// Bytes queued (raw chunks' bytes, encoded frames and their times) before new rows
+    /// are dropped. With `queue`, it bounds what a writer that fell behind holds whatever
+    /// the rows' size: 24-byte CAN frames and 100 KiB simulator reads alike.
+    pub queue_bytes: usize,
     /// Commit once this many rows are in hand…
     pub batch_rows: usize,
     /// …or this long after the first row of a batch arrived.
@@ -51,7 +59,10 @@ pub struct WriterOptions {
 impl Default for WriterOptions {
     fn default() -> Self {
         WriterOptions {
-            queue: 65_536,
+            // Ten seconds of a 100 000 frames/s device, if its frames are small…
+            queue: 1 << 20,
+            // …and a few seconds of it when they are not.
+            queue_bytes: 64 << 20,
             batch_rows: 10_000,
             batch_interval: Duration::from_millis(100),
         }
@@ -134,76 +145,234 @@ impl WriterStats {
 
 enum Msg {
     Columns(Vec<(String, String, String)>),
-    Chunk {
-        source: usize,
-        elapsed_ns: u64,
-        unix_ns: i64,
-        data: Bytes,
-    },
-    Frame {
-        source: usize,
-        elapsed_ns: u64,
-        vals: Vec<u8>,
-    },
+    Rows(Batch),
     Close,
+}
+
+impl Msg {
+    fn rows(&self) -> usize {
+        match self {
+            Msg::Rows(batch) => batch.rows.len(),
+            _ => 0,
+        }
+    }
+}
+
+/// Rows travel to the writer thread in batches. The hot path encodes each frame straight
+/// into the batch's one buffer and copies each raw chunk's bytes beside it: a row costs no
+/// allocation and no queue operation of its own, and what the queue holds is exactly what
+/// it counts (a chunk sharing its read buffer would keep the whole buffer alive).
+#[derive(Default)]
+struct Batch {
+    rows: Vec<Row>,
+    data: Vec<u8>,
+    chunks: u64,
+    frames: u64,
+}
+
+#[derive(Clone, Copy)]
+struct Row {
+    frame: bool,
+    source: u32,
+    elapsed_ns: u64,
+    unix_ns: i64,
+    /// Where this row's bytes end in [`Batch::data`] (they start where the previous
+    /// row's end).
+    end: usize,
+}
+
+impl Batch {
+    fn push_chunk(&mut self, source: usize, chunk: &Chunk) {
+        self.data.extend_from_slice(&chunk.data);
+        self.push_row(
+            false,
+            source,
+            chunk.timestamp.elapsed_ns,
+            chunk.timestamp.unix_ns,
+        );
+        self.chunks += 1;
+    }
+
+    fn push_frame(&mut self, event: &FrameEvent<'_>) {
+        codec::encode_into(event.values, &mut self.data);
+        self.push_row(true, event.source, event.timestamp.elapsed_ns, 0);
+        self.frames += 1;
+    }
+
+    fn push_row(&mut self, frame: bool, source: usize, elapsed_ns: u64, unix_ns: i64) {
+        self.rows.push(Row {
+            frame,
+            source: source as u32,
+            elapsed_ns,
+            unix_ns,
+            end: self.data.len(),
+        });
+    }
+
+    /// What the batch holds, as counted against [`WriterOptions::queue_bytes`].
+    fn weight(&self) -> usize {
+        self.data.len() + self.rows.len() * std::mem::size_of::<Row>()
+    }
+
+    fn is_empty(&self) -> bool {
+        self.rows.is_empty()
+    }
+
+    /// Each row with its bytes.
+    fn iter(&self) -> impl Iterator<Item = (&Row, &[u8])> {
+        let mut start = 0;
+        self.rows.iter().map(move |row| {
+            let bytes = &self.data[start..row.end];
+            start = row.end;
+            (row, bytes)
+        })
+    }
+
+    fn clear(&mut self) {
+        self.rows.clear();
+        self.data.clear();
+        self.chunks = 0;
+        self.frames = 0;
+    }
+}
+
+/// The queue between the producers and the writer thread, capped by rows and by bytes.
+struct Queue {
+    tx: mpsc::Sender<Msg>,
+    rows: AtomicUsize,
+    bytes: AtomicUsize,
+    max_rows: usize,
+    max_bytes: usize,
+    /// Written batches, emptied, for the producers to fill again: their buffers keep the
+    /// size they grew to, and the hot path allocates nothing once the recording runs.
+    spent: Mutex<Vec<Batch>>,
+}
+
+/// What became of a batch offered to the [`Queue`].
+enum Offer {
+    Taken,
+    /// Dropped: the writer is that far behind.
+    Full,
+    /// The recording has ended; later rows belong to no session.
+    Ended,
+}
+
+/// Spent batches kept for reuse; more are freed.
+const SPENT_BATCHES: usize = 64;
+
+/// A [`SessionSink`] sends its batch on once it holds this many rows or bytes (or when the
+/// pipeline has caught up): big enough that queueing costs nothing per row, small enough
+/// that a dropped batch is a blip.
+const SINK_BATCH_ROWS: usize = 512;
+const SINK_BATCH_BYTES: usize = 256 << 10;
+
+impl Queue {
+    /// Takes `batch` if the queue has room for it (an empty queue takes any batch, so one
+    /// outsized chunk is not refused for ever); `Err` gives it back.
+    fn offer(&self, batch: Batch) -> Offer {
+        let (rows, bytes) = (batch.rows.len(), batch.weight());
+        let rows_before = self.rows.fetch_add(rows, Ordering::AcqRel);
+        let bytes_before = self.bytes.fetch_add(bytes, Ordering::AcqRel);
+        let room = rows_before == 0
+            || (rows_before + rows <= self.max_rows && bytes_before + bytes <= self.max_bytes);
+        if !room {
+            self.release(rows, bytes);
+            self.recycle(batch);
+            return Offer::Full;
+        }
+        match self.tx.send(Msg::Rows(batch)) {
+            Ok(()) => Offer::Taken,
+            Err(mpsc::SendError(msg)) => {
+                self.release(rows, bytes);
+                if let Msg::Rows(batch) = msg {
+                    self.recycle(batch);
+                }
+                Offer::Ended
+            }
+        }
+    }
+
+    fn release(&self, rows: usize, bytes: usize) {
+        self.rows.fetch_sub(rows, Ordering::AcqRel);
+        self.bytes.fetch_sub(bytes, Ordering::AcqRel);
+    }
+
+    /// An empty batch, reusing a spent one's buffers when there is one.
+    fn fresh(&self) -> Batch {
+        self.spent
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .pop()
+            .unwrap_or_default()
+    }
+
+    /// Gives back a batch the writer is done with.
+    fn spend(&self, batch: Batch) {
+        self.release(batch.rows.len(), batch.weight());
+        self.recycle(batch);
+    }
+
+    /// Keeps an unqueued batch's buffers for the producers.
+    fn recycle(&self, mut batch: Batch) {
+        batch.clear();
+        let mut spent = self.spent.lock().unwrap_or_else(PoisonError::into_inner);
+        if spent.len() < SPENT_BATCHES {
+            spent.push(batch);
+        }
+    }
 }
 
 /// The producer side of a writer: cheap to clone, never blocks.
 #[derive(Clone)]
 pub struct Feed {
-    tx: SyncSender<Msg>,
+    queue: Arc<Queue>,
     stats: Arc<WriterStats>,
 }
 
 impl Feed {
-    fn offer(&self, msg: Msg, queued: &AtomicU64, dropped: &AtomicU64) -> bool {
-        match self.tx.try_send(msg) {
-            Ok(()) => {
-                queued.fetch_add(1, Ordering::Relaxed);
+    /// Queues `batch`, counting its rows as queued or dropped; `false` when it was dropped
+    /// (or the recording has ended).
+    fn send(&self, batch: Batch) -> bool {
+        let (chunks, frames) = (batch.chunks, batch.frames);
+        let s = &self.stats;
+        match self.queue.offer(batch) {
+            Offer::Taken => {
+                s.queued_chunks.fetch_add(chunks, Ordering::Relaxed);
+                s.queued_frames.fetch_add(frames, Ordering::Relaxed);
                 true
             }
-            Err(TrySendError::Full(_)) => {
-                dropped.fetch_add(1, Ordering::Relaxed);
+            Offer::Full => {
+                s.dropped_chunks.fetch_add(chunks, Ordering::Relaxed);
+                s.dropped_frames.fetch_add(frames, Ordering::Relaxed);
                 false
             }
-            // The recording has ended; later rows belong to no session.
-            Err(TrySendError::Disconnected(_)) => false,
+            Offer::Ended => false,
         }
     }
 
     /// Queues a raw chunk; `false` when it was dropped (or the recording has ended).
     pub fn chunk(&self, source: usize, chunk: &Chunk) -> bool {
-        let msg = Msg::Chunk {
-            source,
-            elapsed_ns: chunk.timestamp.elapsed_ns,
-            unix_ns: chunk.timestamp.unix_ns,
-            // Bytes clones share the buffer: recording raw data costs no copy here.
-            data: chunk.data.clone(),
-        };
-        self.offer(msg, &self.stats.queued_chunks, &self.stats.dropped_chunks)
+        let mut batch = self.queue.fresh();
+        batch.push_chunk(source, chunk);
+        self.send(batch)
     }
 
-    /// Queues the session's columns; `false` when the queue was full (try again).
-    pub fn columns(&self, datasets: &[DatasetInfo]) -> bool {
+    /// Queues the session's columns. They are never dropped: rows are what a full queue
+    /// refuses, and a frame without its columns could not be exported.
+    pub fn columns(&self, datasets: &[DatasetInfo]) {
         let columns = datasets
             .iter()
             .map(|d| (d.id.clone(), d.column(), d.units.clone()))
             .collect();
-        // After the recording ended there is nothing to retry.
-        !matches!(
-            self.tx.try_send(Msg::Columns(columns)),
-            Err(TrySendError::Full(_))
-        )
+        // After the recording ended there is nobody to tell.
+        let _ = self.queue.tx.send(Msg::Columns(columns));
     }
 
     /// Queues a parsed frame; `false` when it was dropped (or the recording has ended).
     pub fn frame(&self, event: &FrameEvent<'_>) -> bool {
-        let msg = Msg::Frame {
-            source: event.source,
-            elapsed_ns: event.timestamp.elapsed_ns,
-            vals: codec::encode(event.values),
-        };
-        self.offer(msg, &self.stats.queued_frames, &self.stats.dropped_frames)
+        let mut batch = self.queue.fresh();
+        batch.push_frame(event);
+        self.send(batch)
     }
 
     pub fn stats(&self) -> &Arc<WriterStats> {
@@ -212,39 +381,67 @@ impl Feed {
 }
 
 /// Records a wiring's raw chunks and frames into one session (see [`FrameSink::chunk`]).
+/// Rows are gathered into batches on the pipeline thread and sent on when a batch is full,
+/// when the pipeline has caught up, and when the sink is dropped (a recording stopped).
 pub struct SessionSink {
     feed: Feed,
+    batch: Batch,
     columns_sent: bool,
 }
 
 impl SessionSink {
     pub fn new(feed: Feed) -> SessionSink {
         SessionSink {
+            batch: feed.queue.fresh(),
             feed,
             columns_sent: false,
+        }
+    }
+
+    /// Sends the batch in hand on.
+    pub fn flush(&mut self) {
+        if !self.batch.is_empty() {
+            let next = self.feed.queue.fresh();
+            self.feed.send(std::mem::replace(&mut self.batch, next));
+        }
+    }
+
+    fn flush_if_full(&mut self) {
+        if self.batch.rows.len() >= SINK_BATCH_ROWS || self.batch.data.len() >= SINK_BATCH_BYTES {
+            self.flush();
         }
     }
 }
 
 impl FrameSink for SessionSink {
     fn chunk(&mut self, source: usize, chunk: &Chunk) {
-        self.feed.chunk(source, chunk);
+        self.batch.push_chunk(source, chunk);
+        self.flush_if_full();
     }
 
     fn frame(&mut self, event: &FrameEvent<'_>, datasets: &[DatasetInfo]) {
-        // The columns go first, like a CSV header; until they are in, a frame would have no
-        // header to be exported under, so it counts as dropped.
+        // The columns go first, like a CSV header: the writer takes messages in order, and
+        // this frame is still in the batch in hand.
         if !self.columns_sent {
-            self.columns_sent = self.feed.columns(datasets);
-            if !self.columns_sent {
-                self.feed
-                    .stats
-                    .dropped_frames
-                    .fetch_add(1, Ordering::Relaxed);
-                return;
-            }
+            self.feed.columns(datasets);
+            self.columns_sent = true;
         }
-        self.feed.frame(event);
+        self.batch.push_frame(event);
+        self.flush_if_full();
+    }
+
+    fn idle(&mut self) {
+        self.flush();
+    }
+
+    fn finish(&mut self) {
+        self.flush();
+    }
+}
+
+impl Drop for SessionSink {
+    fn drop(&mut self) {
+        self.flush();
     }
 }
 
@@ -316,12 +513,22 @@ impl SessionWriter {
             tx.commit()?;
             id
         };
-        let (tx, rx) = mpsc::sync_channel(options.queue.max(1));
+        // Unbounded as a channel: the queue's own counts of rows and bytes bound it.
+        let (tx, rx) = mpsc::channel();
+        let queue = Arc::new(Queue {
+            tx,
+            rows: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            max_rows: options.queue.max(1),
+            max_bytes: options.queue_bytes.max(1),
+            spent: Mutex::new(Vec::new()),
+        });
         let stats = Arc::new(WriterStats::default());
         let abandon = Arc::new(AtomicBool::new(false));
         let mut state = Thread {
             conn,
             id,
+            queue: queue.clone(),
             stats: stats.clone(),
             abandon: abandon.clone(),
             options,
@@ -340,7 +547,7 @@ impl SessionWriter {
         Ok(SessionWriter {
             id,
             feed: Some(Feed {
-                tx,
+                queue,
                 stats: stats.clone(),
             }),
             stats,
@@ -378,7 +585,7 @@ impl SessionWriter {
         if let Some(feed) = self.feed.take() {
             // A blocking send is right here: closing may wait for the queue to drain, the
             // producers never do.
-            let _ = feed.tx.send(Msg::Close);
+            let _ = feed.queue.tx.send(Msg::Close);
         }
         let result = match self.done.take().map(|done| done.recv()) {
             Some(Ok(Ok(r))) => r,
@@ -464,6 +671,7 @@ impl Totals {
 struct Thread {
     conn: Connection,
     id: SessionId,
+    queue: Arc<Queue>,
     stats: Arc<WriterStats>,
     abandon: Arc<AtomicBool>,
     options: WriterOptions,
@@ -477,6 +685,8 @@ struct Thread {
 impl Thread {
     fn run(&mut self, rx: mpsc::Receiver<Msg>) -> Result<(), SessionError> {
         let mut batch: Vec<Msg> = Vec::new();
+        // Rows in `batch`.
+        let mut rows = 0;
         let mut deadline: Option<Instant> = None;
         loop {
             // Without a batch in hand, still wake now and then to notice an abandonment.
@@ -488,17 +698,21 @@ impl Thread {
             match rx.recv_timeout(wait) {
                 Ok(Msg::Close) => closing = true,
                 Ok(msg) => {
+                    rows += msg.rows();
                     batch.push(msg);
                     deadline.get_or_insert_with(|| Instant::now() + self.options.batch_interval);
-                    // Take what else is queued without looking at the clock per row: at
-                    // 100 000 rows/s, two clock reads a row were a tenth of this thread.
-                    while batch.len() < self.options.batch_rows {
+                    // Take what else is queued without looking at the clock per message:
+                    // at 100 000 rows/s, two clock reads a row were a tenth of this thread.
+                    while rows < self.options.batch_rows {
                         match rx.try_recv() {
                             Ok(Msg::Close) => {
                                 closing = true;
                                 break;
                             }
-                            Ok(msg) => batch.push(msg),
+                            Ok(msg) => {
+                                rows += msg.rows();
+                                batch.push(msg);
+                            }
                             Err(TryRecvError::Empty) => break,
                             Err(TryRecvError::Disconnected) => {
                                 abandoned = true;
@@ -514,10 +728,11 @@ impl Thread {
             abandoned |= self.abandon.load(Ordering::Relaxed);
             let due = closing
                 || abandoned
-                || batch.len() >= self.options.batch_rows
+                || rows >= self.options.batch_rows
                 || deadline.is_some_and(|d| Instant::now() >= d);
             if due && !batch.is_empty() {
                 self.commit(&mut batch);
+                rows = 0;
                 deadline = None;
             }
             if closing {
@@ -558,14 +773,10 @@ impl Thread {
             Err(e) => {
                 // The rows are lost; count them as dropped so the session says so, and
                 // keep recording: the next batch may well succeed (a full disk freed).
-                let chunks = batch
-                    .iter()
-                    .filter(|m| matches!(m, Msg::Chunk { .. }))
-                    .count() as u64;
-                let frames = batch
-                    .iter()
-                    .filter(|m| matches!(m, Msg::Frame { .. }))
-                    .count() as u64;
+                let (chunks, frames) = batch.iter().fold((0, 0), |(c, f), m| match m {
+                    Msg::Rows(b) => (c + b.chunks, f + b.frames),
+                    _ => (c, f),
+                });
                 self.stats
                     .dropped_chunks
                     .fetch_add(chunks, Ordering::Relaxed);
@@ -578,7 +789,11 @@ impl Thread {
                 tracing::error!(session = self.id, "recording a batch failed: {e}");
             }
         }
-        batch.clear();
+        for msg in batch.drain(..) {
+            if let Msg::Rows(rows) = msg {
+                self.queue.spend(rows);
+            }
+        }
     }
 
     /// Writes one batch in one transaction; the totals it leaves the session row with.
@@ -650,35 +865,29 @@ impl Thread {
                             column.execute(params![self.id, i as i64, id, name, units])?;
                         }
                     }
-                    Msg::Chunk {
-                        source,
-                        elapsed_ns,
-                        unix_ns,
-                        data,
-                    } => {
-                        if sources.len() <= *source {
-                            sources.resize_with(*source + 1, Default::default);
+                    Msg::Rows(rows) => {
+                        for (row, data) in rows.iter() {
+                            let source = row.source as usize;
+                            if row.frame {
+                                if frames.is_full() {
+                                    store(frames)?;
+                                }
+                                frames.push(source, row.elapsed_ns, data);
+                                t.frames += 1;
+                            } else {
+                                if sources.len() <= source {
+                                    sources.resize_with(source + 1, Default::default);
+                                }
+                                let chunks = &mut sources[source];
+                                if chunks.is_full() {
+                                    store_chunks(source, chunks)?;
+                                }
+                                chunks.push(row.elapsed_ns, row.unix_ns, data);
+                                t.chunks += 1;
+                                t.bytes += data.len() as u64;
+                            }
+                            t.seen(row.elapsed_ns);
                         }
-                        let chunks = &mut sources[*source];
-                        if chunks.is_full() {
-                            store_chunks(*source, chunks)?;
-                        }
-                        chunks.push(*elapsed_ns, *unix_ns, data);
-                        t.chunks += 1;
-                        t.bytes += data.len() as u64;
-                        t.seen(*elapsed_ns);
-                    }
-                    Msg::Frame {
-                        source,
-                        elapsed_ns,
-                        vals,
-                    } => {
-                        if frames.is_full() {
-                            store(frames)?;
-                        }
-                        frames.push(*source, *elapsed_ns, vals);
-                        t.frames += 1;
-                        t.seen(*elapsed_ns);
                     }
                     Msg::Close => {}
                 }

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use sextant_devices::simulator::demo_project;
 use sextant_sessions::{NewSession, SessionError, SessionStore, SessionWriter, WriterOptions};
 use sextant_telemetry::pipeline::DatasetInfo;
-use sextant_telemetry::{FrameEvent, Pipeline, Timestamp, Value};
+use sextant_telemetry::{Chunk, FrameEvent, FrameSink, Pipeline, Timestamp, Value};
 
 fn new_session(title: &str) -> NewSession {
     NewSession {
@@ -39,7 +39,7 @@ fn record_synthetic(db: &Path, title: &str, n: u64) -> i64 {
     let writer = SessionWriter::start(db, new_session(title), WriterOptions::default()).unwrap();
     let feed = writer.feed();
     let ds = datasets();
-    assert!(feed.columns(&ds));
+    feed.columns(&ds);
     for i in 0..n {
         let row = values(i, ds.len());
         assert!(feed.frame(&FrameEvent {
@@ -261,7 +261,7 @@ fn a_flooded_writer_drops_and_counts_instead_of_blocking() {
         .unwrap();
     let feed = writer.feed();
     let ds = datasets();
-    assert!(feed.columns(&ds));
+    feed.columns(&ds);
     let row = values(0, ds.len());
     const OFFERED: u64 = 100_000;
     let mut accepted = 0u64;
@@ -296,6 +296,136 @@ fn a_flooded_writer_drops_and_counts_instead_of_blocking() {
         summary.dropped_frames, dropped,
         "the session says what it lost"
     );
+}
+
+/// A writer that cannot commit holds at most `queue_bytes` of raw data however few rows
+/// that is, drops and counts the rest, and writes every byte it took, byte for byte.
+#[test]
+fn a_flooded_writer_caps_what_it_holds_in_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    const CAP: usize = 1 << 20;
+    let writer = SessionWriter::start(
+        &db,
+        new_session("big reads"),
+        WriterOptions {
+            // Rows alone would let the whole flood in.
+            queue: 1 << 20,
+            queue_bytes: CAP,
+            ..WriterOptions::default()
+        },
+    )
+    .unwrap();
+    let mut blocker = rusqlite::Connection::open(&db).unwrap();
+    let lock = blocker
+        .transaction_with_behavior(rusqlite::TransactionBehavior::Immediate)
+        .unwrap();
+    // Reads of 100 KiB, each cut from a buffer of 1 MiB that lives on: what the queue holds
+    // is the chunk's bytes, not the buffer they share.
+    let mut sink = writer.sink();
+    let buffer = bytes::Bytes::from(
+        (0..(1usize << 20))
+            .map(|i| (i % 251) as u8)
+            .collect::<Vec<_>>(),
+    );
+    const OFFERED: usize = 200;
+    let mut sent = Vec::new();
+    for i in 0..OFFERED {
+        let start = (i * 4099) % (buffer.len() - 100 * 1024);
+        let chunk = Chunk {
+            data: buffer.slice(start..start + 100 * 1024),
+            timestamp: Timestamp {
+                elapsed_ns: i as u64 * 1_000_000,
+                unix_ns: 1_700_000_000_000_000_000 + i as i64 * 1_000_000,
+            },
+        };
+        sink.chunk(0, &chunk);
+        sent.push(chunk);
+        sink.idle();
+    }
+    let stats = writer.stats();
+    let queued = stats.queued_chunks.load(Ordering::Relaxed) as usize;
+    let dropped = stats.dropped_chunks.load(Ordering::Relaxed) as usize;
+    assert_eq!(queued + dropped, OFFERED);
+    assert!(
+        queued * 100 * 1024 <= CAP && queued >= 8,
+        "{queued} chunks of 100 KiB queued under a cap of 1 MiB"
+    );
+    assert_eq!(stats.written_chunks.load(Ordering::Relaxed), 0);
+
+    lock.rollback().unwrap();
+    drop(sink);
+    let report = writer.close().unwrap();
+    assert_eq!(
+        (report.chunks as usize, report.dropped_chunks as usize),
+        (queued, dropped)
+    );
+    assert_eq!(report.bytes as usize, queued * 100 * 1024);
+    // The chunks that went in are the first ones offered (the queue was empty then), whole
+    // and in order.
+    let mut records = sextant_sessions::SessionRecords::open(&db, report.id, 0).unwrap();
+    assert_eq!(records.times().len(), queued);
+    for (i, chunk) in sent.iter().take(queued).enumerate() {
+        let (data, ts) = records.load(i).unwrap();
+        assert_eq!(data, chunk.data, "chunk {i}");
+        assert_eq!(ts.unix_ns, chunk.timestamp.unix_ns, "chunk {i}");
+    }
+}
+
+/// A sink gathers rows into batches on the pipeline thread; what it holds goes on when the
+/// pipeline has caught up, so a device that goes quiet has its last frames recorded
+/// without waiting for the recording to stop.
+#[test]
+fn a_sinks_batch_goes_to_the_writer_when_the_pipeline_is_idle() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let writer = SessionWriter::start(&db, new_session("quiet"), WriterOptions::default()).unwrap();
+    let mut sink = writer.sink();
+    let ds = datasets();
+    for i in 0..3u64 {
+        let row = values(i, ds.len());
+        sink.frame(
+            &FrameEvent {
+                source: 0,
+                timestamp: Timestamp {
+                    elapsed_ns: i,
+                    unix_ns: 0,
+                },
+                values: &row,
+            },
+            &ds,
+        );
+    }
+    std::thread::sleep(WriterOptions::default().batch_interval * 3);
+    assert_eq!(
+        writer.stats().written_frames.load(Ordering::Relaxed),
+        0,
+        "three frames wait in the sink's batch until the pipeline pauses"
+    );
+    sink.idle();
+    let end = Instant::now() + Duration::from_secs(10);
+    while writer.stats().written_frames.load(Ordering::Relaxed) < 3 && Instant::now() < end {
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    assert_eq!(writer.stats().written_frames.load(Ordering::Relaxed), 3);
+    let row = values(3, ds.len());
+    sink.frame(
+        &FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: 3,
+                unix_ns: 0,
+            },
+            values: &row,
+        },
+        &ds,
+    );
+    // A recording stopped drops its sink: what it held is written before the end.
+    drop(sink);
+    let report = writer.close().unwrap();
+    assert_eq!(report.frames, 4);
+    let csv = csv_of(&SessionStore::open(&db).unwrap(), report.id);
+    assert!(csv.contains("row 3, \"\"quoted\"\""), "{csv}");
 }
 
 #[test]
