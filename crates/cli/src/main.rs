@@ -1473,7 +1473,10 @@ fn refuse_programs(project: &Project, path: &Path, allowed: bool) -> Result<()> 
 }
 
 /// Each source's chunks, by its index in the project.
-type Inputs = Vec<(usize, tokio::sync::mpsc::Receiver<sextant_devices::Chunk>)>;
+type Inputs = Vec<(
+    usize,
+    sextant_devices::queue::Receiver<sextant_devices::Chunk>,
+)>;
 
 /// The chunk stream of every source of `project`, started on one clock, and their handles.
 fn start_sources(

@@ -11,7 +11,8 @@
 //!
 //! Architecture invariant: devices produce byte chunks and accept writes; they never
 //! parse frames (that is `sextant-telemetry`'s job) and never touch the UI. A slow
-//! consumer never stalls a device: full queues drop chunks and count them.
+//! consumer never stalls a device: full queues drop chunks and count them, and every
+//! queue is capped in bytes as well as in chunks ([`queue`]).
 
 pub mod ble;
 pub mod can;
@@ -25,6 +26,7 @@ pub mod mqtt;
 pub mod net;
 pub mod process;
 pub mod publisher;
+pub mod queue;
 pub mod replay;
 pub mod serial;
 pub mod sim_source;

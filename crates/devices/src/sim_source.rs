@@ -12,8 +12,10 @@ use crate::source::{DeviceError, Driver, Link};
 /// How often the simulator emits a chunk; all frames due in that interval go together, as
 /// a UART driver would deliver them.
 pub const TICK: Duration = Duration::from_millis(10);
-/// Cap on frames per chunk, so a 10 MHz setting cannot build giant chunks.
-const MAX_FRAMES_PER_CHUNK: u64 = 100_000;
+/// Cap on frames per chunk, so a 10 MHz setting cannot build giant chunks: a chunk is
+/// built in one go on a worker thread, and 10 000 of the demo's frames are ~1.3 MiB and a
+/// few milliseconds.
+const MAX_FRAMES_PER_CHUNK: u64 = 10_000;
 
 pub struct SimulatorDriver {
     pub settings: SimulatorSettings,

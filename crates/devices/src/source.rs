@@ -12,6 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use crate::queue;
 use bytes::Bytes;
 use sextant_telemetry::Timestamp;
 use tokio::sync::{mpsc, oneshot, watch};
@@ -212,6 +213,9 @@ impl Clock {
     }
 }
 
+/// How long a source's task may keep its worker thread without handing it back.
+const YIELD_EVERY: Duration = Duration::from_millis(2);
+
 enum Control {
     Write(Bytes, oneshot::Sender<Result<(), DeviceError>>),
     Close,
@@ -221,8 +225,10 @@ enum Control {
 #[derive(Debug, Clone, Copy)]
 pub struct RunOptions {
     pub reconnect: Reconnect,
-    /// Chunks the queue holds before new ones are dropped (and counted).
+    /// Chunks the queue holds before new ones are dropped (and counted)…
     pub queue_chunks: usize,
+    /// …and bytes.
+    pub queue_bytes: usize,
     pub clock: Clock,
 }
 
@@ -231,6 +237,7 @@ impl Default for RunOptions {
         RunOptions {
             reconnect: Reconnect::default(),
             queue_chunks: 4096,
+            queue_bytes: 32 << 20,
             clock: Clock::start(),
         }
     }
@@ -238,7 +245,7 @@ impl Default for RunOptions {
 
 /// A running source: its chunks, status, counters, and a way to write or close it.
 pub struct Source {
-    pub chunks: mpsc::Receiver<Chunk>,
+    pub chunks: queue::Receiver<Chunk>,
     handle: SourceHandle,
 }
 
@@ -254,7 +261,7 @@ pub struct SourceHandle {
 impl Source {
     /// Starts `driver` on the current tokio runtime.
     pub fn spawn<D: Driver>(driver: D, options: RunOptions) -> Source {
-        let (chunk_tx, chunk_rx) = mpsc::channel(options.queue_chunks.max(1));
+        let (chunk_tx, chunk_rx) = queue::bounded(options.queue_chunks, options.queue_bytes);
         let (status_tx, status_rx) = watch::channel(Status::Connecting);
         let (control_tx, control_rx) = mpsc::channel(64);
         let stats = Arc::new(SourceStats::default());
@@ -283,7 +290,7 @@ impl Source {
     }
 
     /// Splits into the chunk stream and the control handle.
-    pub fn into_parts(self) -> (mpsc::Receiver<Chunk>, SourceHandle) {
+    pub fn into_parts(self) -> (queue::Receiver<Chunk>, SourceHandle) {
         (self.chunks, self.handle)
     }
 }
@@ -350,7 +357,7 @@ enum Ended {
 async fn run<D: Driver>(
     mut driver: D,
     options: RunOptions,
-    chunks: mpsc::Sender<Chunk>,
+    chunks: queue::Sender<Chunk>,
     status: watch::Sender<Status>,
     mut control: mpsc::Receiver<Control>,
     stats: Arc<SourceStats>,
@@ -434,11 +441,21 @@ async fn wait_for_close(control: &mut mpsc::Receiver<Control>) {
 async fn session<L: Link>(
     link: &mut L,
     options: &RunOptions,
-    chunks: &mpsc::Sender<Chunk>,
+    chunks: &queue::Sender<Chunk>,
     control: &mut mpsc::Receiver<Control>,
     stats: &SourceStats,
 ) -> Ended {
+    let mut last_yield = Instant::now();
     loop {
+        // A link that always has data ready (the simulator catching up, a device faster
+        // than the pipeline) never waits, and a task that never waits keeps its worker
+        // thread from every other task: the forwarder to the pipeline among them, which
+        // then sat unrun while the queue between them filled and dropped. Hand the worker
+        // back now and then.
+        if last_yield.elapsed() >= YIELD_EVERY {
+            tokio::task::yield_now().await;
+            last_yield = Instant::now();
+        }
         tokio::select! {
             // Control first, so a flood of data cannot starve a close.
             biased;
@@ -467,15 +484,21 @@ async fn session<L: Link>(
                     stats.bytes.fetch_add(n, Ordering::Relaxed);
                     stats.chunks.fetch_add(1, Ordering::Relaxed);
                     let timestamp = stamped.unwrap_or_else(|| options.clock.now());
+                    // A chunk owns exactly its bytes from here on. A driver's chunk may be
+                    // a slice of a bigger read buffer (a TCP read, an MQTT packet), which
+                    // it would keep alive in every queue it waits in; the queues count
+                    // bytes, and count them right only so. One copy of what a device
+                    // sends costs far less than the memory it could pin.
+                    let data = Bytes::copy_from_slice(&data);
                     // Never wait on a slow consumer: drop and count instead.
                     match chunks.try_send(Chunk { data, timestamp }) {
                         Ok(()) => {}
-                        Err(mpsc::error::TrySendError::Full(_)) => {
+                        Err(queue::TrySendError::Full(_)) => {
                             stats.dropped_chunks.fetch_add(1, Ordering::Relaxed);
                             stats.dropped_bytes.fetch_add(n, Ordering::Relaxed);
                         }
                         // Nobody listens any more: stop the source.
-                        Err(mpsc::error::TrySendError::Closed(_)) => return Ended::Closed,
+                        Err(queue::TrySendError::Closed(_)) => return Ended::Closed,
                     }
                 }
                 Ok(None) => return Ended::Lost("the device closed the connection".into()),

@@ -17,22 +17,25 @@ use std::thread::{self, JoinHandle};
 use bytes::Bytes;
 use sextant_telemetry::pipeline::{DatasetInfo, Pipeline, SourceStats as ParseStats};
 use sextant_telemetry::{FrameEvent, Timestamp, Value};
-use tokio::sync::mpsc;
 
 use crate::capture::CaptureWriter;
+use crate::queue;
 use crate::source::Chunk;
 
 /// Something that consumes frames on the pipeline thread (defined in the telemetry core,
 /// so consumers need not depend on the drivers).
 pub use sextant_telemetry::sink::FrameSink;
 
-/// Chunks queued for the capture writer thread; a chunk past a full queue is dropped and
-/// counted in [`WiringStats::capture_dropped`].
+/// Chunks and bytes queued for the capture writer thread; a chunk past a full queue is
+/// dropped and counted in [`WiringStats::capture_dropped`].
 pub const CAPTURE_QUEUE_CHUNKS: usize = 65_536;
+pub const CAPTURE_QUEUE_BYTES: usize = 64 << 20;
 
-/// Rows queued for a live CSV export's writer thread; a row past a full queue is dropped
-/// and counted in [`CsvExportStatus::dropped`].
+/// Rows and bytes queued for a live CSV export's writer thread; a row past a full queue is
+/// dropped and counted in [`CsvExportStatus::dropped`]. (A row of 16 numbers is about
+/// 0.5 KiB; a project of 500 datasets would fill the byte cap at 4 000 rows.)
 pub const CSV_QUEUE_ROWS: usize = 65_536;
+pub const CSV_QUEUE_BYTES: usize = 64 << 20;
 
 /// Counters of the wiring itself.
 #[derive(Debug, Default)]
@@ -63,8 +66,10 @@ pub struct Wiring {
 
 /// Options for [`Wiring::start`].
 pub struct WiringOptions {
-    /// Chunks buffered between the sources and the pipeline thread.
+    /// Chunks buffered between the sources and the pipeline thread…
     pub queue_chunks: usize,
+    /// …and bytes.
+    pub queue_bytes: usize,
     /// Record every raw chunk here (source index = position in `inputs`).
     pub capture: Option<CaptureWriter<std::io::BufWriter<std::fs::File>>>,
 }
@@ -73,6 +78,7 @@ impl Default for WiringOptions {
     fn default() -> Self {
         WiringOptions {
             queue_chunks: 8192,
+            queue_bytes: 64 << 20,
             capture: None,
         }
     }
@@ -83,13 +89,14 @@ impl Wiring {
     /// called inside a tokio runtime (the forwarders are tasks).
     pub fn start(
         mut pipeline: Pipeline,
-        inputs: Vec<(usize, mpsc::Receiver<Chunk>)>,
+        inputs: Vec<(usize, queue::Receiver<Chunk>)>,
         mut sinks: Vec<Box<dyn FrameSink>>,
         options: WiringOptions,
     ) -> Wiring {
         let stats = Arc::new(WiringStats::default());
         let snapshot = Arc::new(Mutex::new(Snapshot::default()));
-        let (tx, mut rx) = mpsc::channel::<(usize, Chunk)>(options.queue_chunks.max(1));
+        let (tx, mut rx) =
+            queue::bounded::<(usize, Chunk)>(options.queue_chunks, options.queue_bytes);
 
         let capture_tx = options
             .capture
@@ -111,10 +118,10 @@ impl Wiring {
                     }
                     match tx.try_send((source, chunk)) {
                         Ok(()) => {}
-                        Err(mpsc::error::TrySendError::Full(_)) => {
+                        Err(queue::TrySendError::Full(_)) => {
                             stats.dropped_chunks.fetch_add(1, Ordering::Relaxed);
                         }
-                        Err(mpsc::error::TrySendError::Closed(_)) => return,
+                        Err(queue::TrySendError::Closed(_)) => return,
                     }
                 }
             });
@@ -204,8 +211,9 @@ impl Wiring {
 fn spawn_capture(
     mut writer: CaptureWriter<std::io::BufWriter<std::fs::File>>,
     stats: Arc<WiringStats>,
-) -> mpsc::Sender<(u16, Timestamp, Bytes)> {
-    let (tx, mut rx) = mpsc::channel::<(u16, Timestamp, Bytes)>(CAPTURE_QUEUE_CHUNKS);
+) -> queue::Sender<(u16, Timestamp, Bytes)> {
+    let (tx, mut rx) =
+        queue::bounded::<(u16, Timestamp, Bytes)>(CAPTURE_QUEUE_CHUNKS, CAPTURE_QUEUE_BYTES);
     thread::Builder::new()
         .name("capture".into())
         .spawn(move || {
@@ -228,7 +236,7 @@ fn spawn_capture(
 /// cut-off export never truncates the file an earlier run left there. How it goes – rows
 /// written, rows dropped, and why writing stopped – is in [`CsvSink::status`].
 pub struct CsvSink {
-    tx: Option<std::sync::mpsc::SyncSender<(u64, Vec<Value>)>>,
+    tx: Option<queue::Sender<(u64, Vec<Value>)>>,
     /// Rows the writer has written, their buffers back to be filled again (see
     /// [`CsvSink::frame`]).
     spent: Option<std::sync::mpsc::Receiver<Vec<Value>>>,
@@ -301,20 +309,20 @@ impl CsvSink {
     fn spawn_writer(
         &self,
         columns: Vec<String>,
-        rx: CsvReceiver,
+        mut rx: CsvReceiver,
         back: Option<std::sync::mpsc::SyncSender<Vec<Value>>>,
     ) -> JoinHandle<()> {
         let path = self.path.clone();
         let status = self.status.clone();
         let latest = self.columns.clone();
         thread::spawn(move || {
-            let run = || -> std::io::Result<()> {
+            let mut run = || -> std::io::Result<()> {
                 let file = sextant_fsutil::StreamedFile::create(&path)?;
                 let mut csv = sextant_telemetry::csv::CsvWriter::new_growing(
                     std::io::BufWriter::new(file),
                     &columns,
                 )?;
-                for (t, mut row) in &rx {
+                while let Some((t, mut row)) = rx.blocking_recv() {
                     csv.write_row_ns(t, &row)?;
                     status.rows.fetch_add(1, Ordering::Relaxed);
                     if let Some(back) = &back {
@@ -337,7 +345,7 @@ impl CsvSink {
                 tracing::error!(path = %path.display(), "CSV export failed: {e}");
                 status.fail(&e);
                 // What still comes is lost, and counted: the hot path never waits here.
-                for _ in rx {
+                while rx.blocking_recv().is_some() {
                     status.dropped.fetch_add(1, Ordering::Relaxed);
                 }
             }
@@ -345,11 +353,12 @@ impl CsvSink {
     }
 }
 
-type CsvReceiver = std::sync::mpsc::Receiver<(u64, Vec<Value>)>;
+type CsvReceiver = queue::Receiver<(u64, Vec<Value>)>;
 
-/// The queue between a [`CsvSink`] and its writer thread: [`CSV_QUEUE_ROWS`] rows.
-fn csv_queue() -> (std::sync::mpsc::SyncSender<(u64, Vec<Value>)>, CsvReceiver) {
-    std::sync::mpsc::sync_channel(CSV_QUEUE_ROWS)
+/// The queue between a [`CsvSink`] and its writer thread: [`CSV_QUEUE_ROWS`] rows, and
+/// [`CSV_QUEUE_BYTES`].
+fn csv_queue() -> (queue::Sender<(u64, Vec<Value>)>, CsvReceiver) {
+    queue::bounded(CSV_QUEUE_ROWS, CSV_QUEUE_BYTES)
 }
 
 impl FrameSink for CsvSink {
@@ -376,8 +385,7 @@ impl FrameSink for CsvSink {
             row.clear();
             row.extend_from_slice(event.values);
             if let Err(
-                std::sync::mpsc::TrySendError::Full((_, row))
-                | std::sync::mpsc::TrySendError::Disconnected((_, row)),
+                queue::TrySendError::Full((_, row)) | queue::TrySendError::Closed((_, row)),
             ) = tx.try_send((event.timestamp.elapsed_ns, row))
             {
                 self.status.dropped.fetch_add(1, Ordering::Relaxed);
@@ -456,7 +464,7 @@ mod tests {
             "groups": [{"id": "g", "title": "G", "datasets": [{"id": "v", "title": "V", "index": 1}]}]
         }))
         .unwrap();
-        let (tx, chunks) = mpsc::channel(16);
+        let (tx, chunks) = queue::bounded(16, 1 << 20);
         let shown = Arc::new(AtomicU64::new(0));
         let wiring = Wiring::start(
             Pipeline::new(&project).unwrap(),
@@ -477,7 +485,9 @@ mod tests {
                         unix_ns: 0,
                     },
                 };
-                tx.send(chunk).await.unwrap();
+                while let Err(queue::TrySendError::Full(_)) = tx.try_send(chunk.clone()) {
+                    tokio::time::sleep(std::time::Duration::from_millis(1)).await;
+                }
                 sent += 1;
             }
             // The input stays open: only a pause tells the sink to show what it holds.
@@ -545,7 +555,7 @@ mod tests {
         let datasets = datasets();
         let mut sink = CsvSink::new(dir.path().join("live.csv"));
         sink.width = 1;
-        let (tx, rx) = csv_queue();
+        let (tx, mut rx) = csv_queue();
         let (back, spent) = std::sync::mpsc::sync_channel(CSV_QUEUE_ROWS);
         sink.tx = Some(tx);
         sink.spent = Some(spent);

@@ -1,7 +1,8 @@
 //! The chunk queues, pushed past: a source whose consumer does not read, a pipeline
 //! thread that is stuck, and a capture writer stuck on its file drop chunks once their
-//! queue is full and count every one, so what arrived plus what was dropped is exactly
-//! what was read. (The live CSV export's queue is proved in `wiring.rs`'s unit tests.)
+//! queue is full (in chunks or in bytes) and count every one, so what arrived plus what
+//! was dropped is exactly what was read. And a source that always has data still leaves
+//! its worker thread to other tasks. (The live CSV export's queue is proved in `wiring.rs`'s unit tests.)
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{mpsc as std_mpsc, Arc};
@@ -70,6 +71,85 @@ async fn a_full_source_queue_drops_and_counts_what_it_cannot_hold() {
         received_bytes + stats.dropped_bytes,
         stats.bytes,
         "{stats:?}"
+    );
+}
+
+/// The source's queue is capped in bytes too: with room for thousands of chunks but only
+/// 256 KiB, a reader that does not read finds at most 256 KiB waiting (one chunk more
+/// only when that one came to an empty queue), and every chunk past it is counted.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_source_queue_holds_no_more_bytes_than_its_cap() {
+    const CAP: usize = 256 << 10;
+    let mut settings = demo_settings();
+    settings.frame_rate_hz = 100_000.0;
+    let mut source = Source::spawn(
+        SimulatorDriver { settings },
+        RunOptions {
+            reconnect: Reconnect::off(),
+            queue_chunks: 4096,
+            queue_bytes: CAP,
+            ..RunOptions::default()
+        },
+    );
+    let h = source.handle();
+    until("the source to drop chunks", || {
+        h.stats().dropped_chunks >= 20
+    })
+    .await;
+    close(&h).await;
+    let stats = h.stats();
+    let (mut received, mut received_bytes) = (0u64, 0usize);
+    while let Some(chunk) = source.chunks.recv().await {
+        received += 1;
+        received_bytes += chunk.data.len();
+    }
+    assert!(
+        received_bytes <= CAP || received == 1,
+        "{received} chunks of {received_bytes} bytes waited under a cap of {CAP}"
+    );
+    assert!(received < 4096, "the chunk cap was never the limit");
+    assert_eq!(received + stats.dropped_chunks, stats.chunks, "{stats:?}");
+    assert_eq!(
+        received_bytes as u64 + stats.dropped_bytes,
+        stats.bytes,
+        "{stats:?}"
+    );
+}
+
+/// A link that always has data (here the simulator asked for 10 million frames a second,
+/// always behind) must not keep its worker thread for ever: on a runtime of one thread,
+/// the task reading the source's chunks runs only if the source's task hands the thread
+/// back. Before it did, this test never ended; a watchdog thread turns that into a failure.
+#[test]
+fn a_source_that_never_waits_leaves_other_tasks_their_turn() {
+    let (done_tx, done) = std_mpsc::channel();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            let mut settings = demo_settings();
+            settings.frame_rate_hz = 10_000_000.0;
+            let mut source = Source::spawn(
+                SimulatorDriver { settings },
+                RunOptions {
+                    reconnect: Reconnect::off(),
+                    ..RunOptions::default()
+                },
+            );
+            let mut got = 0;
+            while got < 20 {
+                source.chunks.recv().await.expect("the source ended");
+                got += 1;
+            }
+            source.handle().close().await;
+        });
+        let _ = done_tx.send(());
+    });
+    assert!(
+        done.recv_timeout(PATIENCE).is_ok(),
+        "the reading task never ran: the source kept the only worker thread"
     );
 }
 
@@ -191,7 +271,7 @@ async fn a_full_capture_queue_drops_and_counts_what_the_writer_cannot_take() {
     let capture = CaptureWriter::new(std::io::BufWriter::new(file)).unwrap();
 
     let sent = CAPTURE_QUEUE_CHUNKS + PAST + 1;
-    let (input, chunks) = tokio::sync::mpsc::channel(sent);
+    let (input, chunks) = sextant_devices::queue::bounded(sent, 1 << 30);
     let wiring = Wiring::start(
         Pipeline::new(&demo_project()).unwrap(),
         vec![(0, chunks)],
@@ -210,8 +290,7 @@ async fn a_full_capture_queue_drops_and_counts_what_the_writer_cannot_take() {
         },
     };
     input
-        .send(chunk(Bytes::from(vec![b'x'; BIG]), 0))
-        .await
+        .try_send(chunk(Bytes::from(vec![b'x'; BIG]), 0))
         .unwrap();
     // Bytes in the pipe: the writer has taken the big chunk and is inside writing it,
     // where it stays while the pipe is full (the rest of 4 MiB will not fit).
@@ -225,7 +304,7 @@ async fn a_full_capture_queue_drops_and_counts_what_the_writer_cannot_take() {
 
     let small = Bytes::from_static(b"y");
     for i in 1..sent {
-        input.send(chunk(small.clone(), i)).await.unwrap();
+        input.try_send(chunk(small.clone(), i)).unwrap();
     }
     drop(input);
     // The pipeline thread ends once the forwarder has offered the capture every chunk.

@@ -670,7 +670,7 @@ async fn csv_export_replays_text_with_line_breaks_commas_and_quotes() {
 
     // Live: frames through the pipeline into the CSV export.
     let live_values = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let (tx, rx) = sextant_devices::queue::bounded(16, 1 << 20);
     let wiring = Wiring::start(
         Pipeline::new(&project).unwrap(),
         vec![(0, rx)],
@@ -681,14 +681,13 @@ async fn csv_export_replays_text_with_line_breaks_commas_and_quotes() {
         WiringOptions::default(),
     );
     for (i, frame) in frames.iter().enumerate() {
-        tx.send(Chunk {
+        tx.try_send(Chunk {
             data: format!("{frame}\n").into(),
             timestamp: Timestamp {
                 elapsed_ns: i as u64 * 250_000_000,
                 unix_ns: 0,
             },
         })
-        .await
         .unwrap();
     }
     drop(tx);
@@ -748,7 +747,7 @@ async fn a_live_csv_export_keeps_every_row_when_datasets_appear_mid_run() {
         "schemaVersion": 1, "sources": [{"id": "s", "parser": {"kind": "quickPlot"}}]
     }))
     .unwrap();
-    let (tx, rx) = tokio::sync::mpsc::channel(16);
+    let (tx, rx) = sextant_devices::queue::bounded(16, 1 << 20);
     let sink = CsvSink::new(&csv_path);
     let status = sink.status();
     let wiring = Wiring::start(
@@ -759,14 +758,13 @@ async fn a_live_csv_export_keeps_every_row_when_datasets_appear_mid_run() {
     );
     let lines = ["1\n", "2\n", "3,30,300\n", "4,40,400\n", "5\n"];
     for (i, line) in lines.iter().enumerate() {
-        tx.send(sextant_telemetry::Chunk {
+        tx.try_send(sextant_telemetry::Chunk {
             data: bytes::Bytes::from(*line),
             timestamp: sextant_telemetry::Timestamp {
                 elapsed_ns: i as u64 * 1_000_000,
                 unix_ns: 0,
             },
         })
-        .await
         .unwrap();
     }
     // While the run goes on, the earlier export is untouched.
