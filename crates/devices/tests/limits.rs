@@ -29,14 +29,24 @@ async fn until(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 fn simulator(queue_chunks: usize) -> Source {
+    simulator_at(
+        10_000.0,
+        RunOptions {
+            queue_chunks,
+            ..RunOptions::default()
+        },
+    )
+}
+
+/// The demo device at `rate_hz` frames/s, not reconnecting, with `options`' queue.
+fn simulator_at(rate_hz: f64, options: RunOptions) -> Source {
     let mut settings = demo_settings();
-    settings.frame_rate_hz = 10_000.0;
+    settings.frame_rate_hz = rate_hz;
     Source::spawn(
         SimulatorDriver { settings },
         RunOptions {
             reconnect: Reconnect::off(),
-            queue_chunks,
-            ..RunOptions::default()
+            ..options
         },
     )
 }
@@ -87,12 +97,9 @@ async fn drain_and_reconcile(source: &mut Source) -> (u64, u64) {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_source_queue_holds_no_more_bytes_than_its_cap() {
     const CAP: usize = 256 << 10;
-    let mut settings = demo_settings();
-    settings.frame_rate_hz = 100_000.0;
-    let mut source = Source::spawn(
-        SimulatorDriver { settings },
+    let mut source = simulator_at(
+        100_000.0,
         RunOptions {
-            reconnect: Reconnect::off(),
             queue_chunks: 4096,
             queue_bytes: CAP,
             ..RunOptions::default()
@@ -125,15 +132,7 @@ fn a_source_that_never_waits_leaves_other_tasks_their_turn() {
             .build()
             .unwrap();
         rt.block_on(async {
-            let mut settings = demo_settings();
-            settings.frame_rate_hz = 10_000_000.0;
-            let mut source = Source::spawn(
-                SimulatorDriver { settings },
-                RunOptions {
-                    reconnect: Reconnect::off(),
-                    ..RunOptions::default()
-                },
-            );
+            let mut source = simulator_at(10_000_000.0, RunOptions::default());
             let mut got = 0;
             while got < 20 {
                 source.chunks.recv().await.expect("the source ended");
