@@ -716,12 +716,24 @@ test("a recording is replayed", async () => {
   await page.click('[data-testid="stop-recording"]');
   const row = page.locator('[data-testid="session-row"]').first();
   await row.waitFor();
-  // Export CSV in a browser is a download, named after the session, counting from its first frame.
-  const [download] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }), row.locator('[data-testid="session-export"]').click()]);
-  assert.match(download.suggestedFilename(), /\.csv$/);
-  const csvText = readFileSync(await download.path(), "utf8");
+  // Export in a browser is a download in the format picked, named after the session: the
+  // CSV counts from its first frame; MCAP and Parquet are whole files of their kind.
+  const downloaded = {};
+  for (const format of ["csv", "mcap", "parquet"]) {
+    await row.locator('[data-testid="session-export"]').click();
+    assert.equal(await row.locator('[data-testid="session-export-path"]').count(), 0, "a page asks for no path");
+    await row.locator('[data-testid="session-export-format"]').selectOption(format);
+    const [download] = await Promise.all([page.waitForEvent("download", { timeout: 10000 }), row.locator('[data-testid="session-export-confirm"]').click()]);
+    assert.match(download.suggestedFilename(), new RegExp(`\\.${format}$`));
+    downloaded[format] = readFileSync(await download.path());
+  }
+  const csvText = downloaded.csv.toString("utf8");
   assert.match(csvText, /^elapsed_s,/);
   assert.match(csvText.split("\n")[1], /^0\.000000,/);
+  const mcapMagic = Buffer.from("\x89MCAP0\r\n", "latin1");
+  assert.ok(downloaded.mcap.subarray(0, 8).equals(mcapMagic) && downloaded.mcap.subarray(-8).equals(mcapMagic), "a whole MCAP file, magic at both ends");
+  assert.equal(downloaded.parquet.subarray(0, 4).toString("latin1"), "PAR1");
+  assert.equal(downloaded.parquet.subarray(-4).toString("latin1"), "PAR1", "a whole Parquet file, footer included");
   // The live simulator stays connected: the replay takes its place, and gives it back.
   const sidebar = page.locator('[data-testid="connection-status"]');
   // The replay drives the dashboard: display frames with new data arrive while it plays.

@@ -21,6 +21,7 @@ mod layout;
 mod to_mcap;
 mod to_parquet;
 
+use std::io::{Seek, Write};
 use std::path::Path;
 
 use sextant_sessions::{SessionError, SessionId, SessionStore};
@@ -81,13 +82,9 @@ pub fn export_file(
     path: &Path,
 ) -> Result<Exported, ExportError> {
     let store = SessionStore::open(db)?;
-    let layout = Layout::of(&store, id)?;
     let mut file = sextant_fsutil::StreamedFile::create(path)?;
     let partial = sextant_fsutil::StreamedFile::partial_path(path)?;
-    let written = match format {
-        Format::Mcap => to_mcap::write(&store, id, &layout, file.file()),
-        Format::Parquet => to_parquet::write(&store, id, &layout, file.file()),
-    };
+    let written = export_into(&store, id, format, file.file());
     let finished = written.and_then(|exported| {
         file.finish()?;
         Ok(exported)
@@ -96,6 +93,21 @@ pub fn export_file(
         let _ = std::fs::remove_file(&partial);
     }
     finished
+}
+
+/// Writes session `id` of `store` into `out` as `format`: a file, or a buffer a page
+/// downloads. What `out` held is overwritten from its current position.
+pub fn export_into<W: Write + Seek + Send>(
+    store: &SessionStore,
+    id: SessionId,
+    format: Format,
+    out: &mut W,
+) -> Result<Exported, ExportError> {
+    let layout = Layout::of(store, id)?;
+    match format {
+        Format::Mcap => to_mcap::write(store, id, &layout, out),
+        Format::Parquet => to_parquet::write(store, id, &layout, out),
+    }
 }
 
 /// A `for_each_frame` callback's way out with an error of this crate: the store's walk

@@ -16,8 +16,7 @@
 //! Chunks are zstd-compressed, the compression every MCAP reader knows.
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::io::BufWriter;
+use std::io::{BufWriter, Seek, Write};
 
 use base64::Engine as _;
 use mcap::records::MessageHeader;
@@ -58,11 +57,11 @@ struct RawChannel {
     sequence: u32,
 }
 
-pub(crate) fn write(
+pub(crate) fn write<W: Write + Seek>(
     store: &SessionStore,
     id: SessionId,
     layout: &Layout,
-    file: &mut File,
+    file: &mut W,
 ) -> Result<Exported, ExportError> {
     let detail = store.get(id)?;
     let summary = &detail.summary;

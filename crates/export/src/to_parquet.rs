@@ -9,7 +9,6 @@
 //! has an empty cell. Knowing the types takes one pass over the session before the one
 //! that writes; both stream, and rows are written in row groups of [`ROW_GROUP`] rows.
 
-use std::fs::File;
 use std::io::BufWriter;
 use std::sync::Arc;
 
@@ -102,11 +101,11 @@ struct Rows {
     columns: Vec<Buffer>,
 }
 
-pub(crate) fn write(
+pub(crate) fn write<W: std::io::Write + Send>(
     store: &SessionStore,
     id: SessionId,
     layout: &Layout,
-    file: &mut File,
+    file: &mut W,
 ) -> Result<Exported, ExportError> {
     let summary = store.summary(id)?;
     let start_us = summary.started_unix_ms.saturating_mul(1_000);

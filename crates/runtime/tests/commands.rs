@@ -3,6 +3,7 @@
 
 use std::path::Path;
 
+use base64::Engine as _;
 use serde_json::{json, Value};
 use sextant_commands::{ErrorCode, Policy};
 use sextant_runtime::{Caller, Runtime, Workspace};
@@ -215,6 +216,14 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("sessions.list", json!({"tag": "bench"})),
         ("sessions.get", json!({"id": session})),
         ("sessions.csv", json!({"id": session})),
+        (
+            "sessions.download",
+            json!({"id": session, "format": "mcap"}),
+        ),
+        (
+            "sessions.download",
+            json!({"id": session, "format": "parquet"}),
+        ),
         ("dashboard.image", json!({"group": output_group})),
         ("data.summary", json!({"window": {"session": session}})),
         (
@@ -728,6 +737,35 @@ async fn a_live_run_is_recorded_tagged_exported_replayed_and_deleted() {
     assert_eq!(download["name"], "Bench run.csv");
     assert!(text.starts_with("elapsed_s,G/A\n"), "{}", &text[..40]);
     assert_eq!(text.lines().count() as u64, frames + 1);
+    // A page downloads every format a session exports to, byte for byte the file the
+    // desktop app writes (whose readers are tested in the export crate).
+    for (format, file) in [
+        ("csv", csv.clone()),
+        ("mcap", dir.path().join("bench.mcap")),
+        ("parquet", dir.path().join("bench.parquet")),
+    ] {
+        if format != "csv" {
+            let written = call(
+                &mut rt,
+                "sessions.export",
+                json!({"id": id, "format": format, "path": file}),
+            );
+            assert_eq!(written["frames"], frames, "{written}");
+        }
+        let download = call(
+            &mut rt,
+            "sessions.download",
+            json!({"id": id, "format": format}),
+        );
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(download["base64"].as_str().unwrap())
+            .unwrap();
+        assert_eq!(bytes, std::fs::read(&file).unwrap(), "{format}");
+        assert_eq!(download["size"], bytes.len() as u64, "{format}");
+        assert_eq!(download["frames"], frames, "{format}");
+        assert_eq!(download["name"], format!("Bench run.{format}"));
+        assert_eq!(download["format"], format);
+    }
 
     // Replay at full speed: the last frame on the dashboard is the session's last row.
     let before = project_bytes(&rt);

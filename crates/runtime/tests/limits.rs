@@ -6,7 +6,7 @@
 use bytes::Bytes;
 use serde_json::{json, Value};
 use sextant_commands::{CommandError, ErrorCode, Policy};
-use sextant_runtime::commands::{MAX_CSV_BYTES, MAX_OPEN_CONTENT_BYTES};
+use sextant_runtime::commands::{MAX_DOWNLOAD_BYTES, MAX_OPEN_CONTENT_BYTES};
 use sextant_runtime::tail::{Tail, TAIL_BYTES, TAIL_FRAMES};
 use sextant_runtime::{Caller, Runtime, Workspace, CHECKPOINT_LIMIT, UNDO_LIMIT};
 use sextant_telemetry::pipeline::DatasetInfo;
@@ -325,23 +325,29 @@ fn session_with_csv_of(db: &std::path::Path, bytes: usize) -> i64 {
 fn a_session_csv_one_byte_past_its_cap_is_refused_naming_it_and_at_the_cap_is_handed_over() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("sessions.sqlite");
-    let at_cap = session_with_csv_of(&db, MAX_CSV_BYTES);
-    let over = session_with_csv_of(&db, MAX_CSV_BYTES + 1);
+    let at_cap = session_with_csv_of(&db, MAX_DOWNLOAD_BYTES);
+    let over = session_with_csv_of(&db, MAX_DOWNLOAD_BYTES + 1);
     let mut rt = Runtime::new(Workspace::new(Project::default()));
     run(&mut rt, "sessions.setDatabase", json!({"path": db})).unwrap();
 
-    let e = run(&mut rt, "sessions.csv", json!({"id": over}))
-        .expect_err("a CSV one byte over the cap was handed over");
-    assert_eq!(e.code, ErrorCode::Failed, "{e:?}");
-    assert!(
-        e.message
-            .contains(&format!("over {} MiB", MAX_CSV_BYTES >> 20)),
-        "the refusal names the cap: {e:?}"
-    );
-    assert!(
-        e.message.contains("export it to a file"),
-        "and the way out: {e:?}"
-    );
+    // Both doors a page downloads through hold the same cap.
+    for (command, params) in [
+        ("sessions.csv", json!({"id": over})),
+        ("sessions.download", json!({"id": over, "format": "csv"})),
+    ] {
+        let e =
+            run(&mut rt, command, params).expect_err("a CSV one byte over the cap was handed over");
+        assert_eq!(e.code, ErrorCode::Failed, "{command}: {e:?}");
+        assert!(
+            e.message
+                .contains(&format!("over {} MiB", MAX_DOWNLOAD_BYTES >> 20)),
+            "the refusal names the cap: {e:?}"
+        );
+        assert!(
+            e.message.contains("export it to a file"),
+            "and the way out: {e:?}"
+        );
+    }
     // The way out works: the same session exports to a file, one byte over the cap.
     let file = dir.path().join("over.csv");
     let exported = run(
@@ -352,15 +358,22 @@ fn a_session_csv_one_byte_past_its_cap_is_refused_naming_it_and_at_the_cap_is_ha
     .unwrap();
     assert_eq!(
         std::fs::metadata(&file).unwrap().len(),
-        MAX_CSV_BYTES as u64 + 1,
+        MAX_DOWNLOAD_BYTES as u64 + 1,
         "{exported}"
     );
 
     let download = run(&mut rt, "sessions.csv", json!({"id": at_cap}))
         .unwrap_or_else(|e| panic!("a CSV exactly at the cap was refused: {e:?}"));
     let csv = download["csv"].as_str().unwrap();
-    assert_eq!(csv.len(), MAX_CSV_BYTES);
+    assert_eq!(csv.len(), MAX_DOWNLOAD_BYTES);
     assert!(csv.starts_with("elapsed_s,G/T\n0.000000,xxx"));
     assert!(csv.ends_with("xxx\n"));
     assert_eq!(download["rows"], csv.lines().count() as u64 - 1);
+    let file = run(
+        &mut rt,
+        "sessions.download",
+        json!({"id": at_cap, "format": "csv"}),
+    )
+    .unwrap_or_else(|e| panic!("a file exactly at the cap was refused: {e:?}"));
+    assert_eq!(file["size"], MAX_DOWNLOAD_BYTES as u64);
 }

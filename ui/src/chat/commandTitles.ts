@@ -87,6 +87,7 @@ export const TITLED = [
   "replay.setState",
   "sessions.csv",
   "sessions.delete",
+  "sessions.download",
   "sessions.export",
   "sessions.exportCsv",
   "sessions.get",

@@ -25,7 +25,7 @@ use crate::Workspace;
 
 pub use io::{IoStatus, SourceStatus};
 pub use project::MAX_OPEN_CONTENT_BYTES;
-pub use sessions::MAX_CSV_BYTES;
+pub use sessions::MAX_DOWNLOAD_BYTES;
 
 /// The registry with every command.
 pub fn registry() -> Registry<Workspace> {

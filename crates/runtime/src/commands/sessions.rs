@@ -15,6 +15,7 @@
 
 use std::path::{Path, PathBuf};
 
+use base64::Engine as _;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::json;
@@ -171,8 +172,53 @@ struct SessionCsv {
     csv: String,
 }
 
-/// The largest CSV `sessions.csv` hands over; a bigger one is exported to a file.
-pub const MAX_CSV_BYTES: usize = 64 << 20;
+/// The largest file `sessions.csv` and `sessions.download` hand over; a bigger one is
+/// exported to a file.
+pub const MAX_DOWNLOAD_BYTES: usize = 64 << 20;
+
+/// A format a page downloads a session in.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "lowercase")]
+enum DownloadFormat {
+    /// The CSV `sessions.exportCsv` writes.
+    Csv,
+    /// MCAP, as `sessions.export` writes it.
+    Mcap,
+    /// Parquet, as `sessions.export` writes it.
+    Parquet,
+}
+
+impl DownloadFormat {
+    fn extension(self) -> &'static str {
+        match self {
+            DownloadFormat::Csv => "csv",
+            DownloadFormat::Mcap => "mcap",
+            DownloadFormat::Parquet => "parquet",
+        }
+    }
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct DownloadParams {
+    /// Session id, from `sessions.list`.
+    id: i64,
+    format: DownloadFormat,
+}
+
+/// A session as a file's bytes, for a page to save.
+#[derive(Serialize, JsonSchema)]
+struct SessionFile {
+    /// A file name for it: `<title>.<csv|mcap|parquet>`, made safe.
+    name: String,
+    format: DownloadFormat,
+    /// Frames (rows of parsed values) in the file.
+    frames: u64,
+    /// The file's length in bytes.
+    size: u64,
+    /// The file, base64 (standard alphabet, padded).
+    base64: String,
+}
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -265,6 +311,7 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register_deferred("sessions.export", Tier::Confirm, SESSIONS_EXPORT, sessions_export)
         .example("open session 3 in Foxglove Studio", json!({"id": 3, "format": "mcap", "path": "run-3.mcap"}));
     r.register_deferred("sessions.csv", Tier::Safe, SESSIONS_CSV, sessions_csv);
+    r.register_deferred("sessions.download", Tier::Safe, SESSIONS_DOWNLOAD, sessions_download);
     r.register("sessions.startRecording", Tier::Confirm, SESSIONS_START_RECORDING, sessions_start_recording);
     r.register("sessions.stopRecording", Tier::Confirm, "Stops recording and closes the session; the live run goes on.", sessions_stop_recording);
     r.register("sessions.replay", Tier::Confirm, SESSIONS_REPLAY, sessions_replay)
@@ -464,43 +511,100 @@ fn sessions_csv(
             .summary(p.id)
             .map_err(|e| to_command_error(e, "id"))?
             .title;
-        let mut out = Capped {
-            bytes: Vec::new(),
-            over: false,
-        };
+        let mut out = Capped::default();
         let exported = store.export_csv(p.id, &mut out);
-        if out.over {
-            return Err(CommandError::failed(format!(
-                "the session's CSV is over {} MiB, too large to download; export it to a file \
-                 instead",
-                MAX_CSV_BYTES >> 20
-            )));
-        }
+        out.refused("CSV")?;
         let rows = exported.map_err(|e| to_command_error(e, "id"))?;
-        let csv = String::from_utf8(out.bytes)
+        let csv = String::from_utf8(out.into_bytes())
             .map_err(|_| CommandError::failed("the session's CSV is not valid text"))?;
         Ok(SessionCsv {
-            name: csv_file_name(&title, p.id),
+            name: file_name(&title, p.id, "csv"),
             rows,
             csv,
         })
     }))
 }
 
-/// A buffer that refuses to grow past [`MAX_CSV_BYTES`] and remembers that it did.
+const SESSIONS_DOWNLOAD: &str =
+    "A session as a file's bytes (base64) in CSV, MCAP or Parquet, for a page to save; at \
+    most 64 MiB – export a bigger session to a file with sessions.export or \
+    sessions.exportCsv. Nothing in it is meant to be read here.";
+
+fn sessions_download(
+    ws: &mut Workspace,
+    p: DownloadParams,
+) -> Result<Deferred<Workspace, SessionFile>, CommandError> {
+    let db = database(ws)?;
+    Ok(Deferred::off(move || {
+        let store = open_store(&db)?;
+        let title = store
+            .summary(p.id)
+            .map_err(|e| to_command_error(e, "id"))?
+            .title;
+        let mut out = Capped::default();
+        let written = match p.format {
+            DownloadFormat::Csv => store
+                .export_csv(p.id, &mut out)
+                .map_err(sextant_export::ExportError::from),
+            DownloadFormat::Mcap => {
+                sextant_export::export_into(&store, p.id, sextant_export::Format::Mcap, &mut out)
+                    .map(|e| e.frames)
+            }
+            DownloadFormat::Parquet => {
+                sextant_export::export_into(&store, p.id, sextant_export::Format::Parquet, &mut out)
+                    .map(|e| e.frames)
+            }
+        };
+        out.refused(p.format.extension())?;
+        let frames = written.map_err(|e| match e {
+            sextant_export::ExportError::Session(e) => to_command_error(e, "id"),
+            other => CommandError::failed(other.to_string()),
+        })?;
+        let bytes = out.into_bytes();
+        Ok(SessionFile {
+            name: file_name(&title, p.id, p.format.extension()),
+            format: p.format,
+            frames,
+            size: bytes.len() as u64,
+            base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+        })
+    }))
+}
+
+/// A file held in memory for a download, refusing to grow past [`MAX_DOWNLOAD_BYTES`] and
+/// remembering that it did. Seekable, as an MCAP writer goes back to fill in offsets.
+#[derive(Default)]
 struct Capped {
-    bytes: Vec<u8>,
+    file: std::io::Cursor<Vec<u8>>,
     over: bool,
+}
+
+impl Capped {
+    /// The refusal a person reads when the file grew past the cap.
+    fn refused(&self, format: &str) -> Result<(), CommandError> {
+        if self.over {
+            return Err(CommandError::failed(format!(
+                "the session's {format} is over {} MiB, too large to download; export it to a \
+                 file instead",
+                MAX_DOWNLOAD_BYTES >> 20
+            )));
+        }
+        Ok(())
+    }
+
+    fn into_bytes(self) -> Vec<u8> {
+        self.file.into_inner()
+    }
 }
 
 impl std::io::Write for Capped {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-        if self.bytes.len() + buf.len() > MAX_CSV_BYTES {
+        let end = self.file.position() as usize + buf.len();
+        if end > MAX_DOWNLOAD_BYTES {
             self.over = true;
             return Err(std::io::ErrorKind::FileTooLarge.into());
         }
-        self.bytes.extend_from_slice(buf);
-        Ok(buf.len())
+        self.file.write(buf)
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
@@ -508,8 +612,14 @@ impl std::io::Write for Capped {
     }
 }
 
+impl std::io::Seek for Capped {
+    fn seek(&mut self, to: std::io::SeekFrom) -> std::io::Result<u64> {
+        self.file.seek(to)
+    }
+}
+
 /// `Bench run 3` → `Bench run 3.csv`: a session's title as a file name any system takes.
-fn csv_file_name(title: &str, id: i64) -> String {
+fn file_name(title: &str, id: i64, extension: &str) -> String {
     let safe: String = title
         .chars()
         .map(|c| {
@@ -522,9 +632,9 @@ fn csv_file_name(title: &str, id: i64) -> String {
         .collect();
     let safe = safe.trim().trim_matches('.');
     if safe.is_empty() {
-        format!("session-{id}.csv")
+        format!("session-{id}.{extension}")
     } else {
-        format!("{safe}.csv")
+        format!("{safe}.{extension}")
     }
 }
 

@@ -13,4 +13,14 @@ export interface Listing {
 }
 
 /** What a recorded session exports as: `sessions.exportCsv`, or `sessions.export`'s formats. */
-export type { ExportFormat } from "../files";
+import type { ExportFormat } from "../files";
+export type { ExportFormat };
+
+/** A session as a file for a page to save: the `sessions.download` result. */
+export interface SessionFile {
+  name: string;
+  format: ExportFormat;
+  frames: number;
+  size: number;
+  base64: string;
+}

@@ -22,6 +22,21 @@ export function download(name: string, href: string) {
   a.remove();
 }
 
+/** Saves bytes as a file. */
+export function downloadBytes(name: string, bytes: Uint8Array<ArrayBuffer>, type: string) {
+  const url = URL.createObjectURL(new Blob([bytes], { type }));
+  download(name, url);
+  setTimeout(() => URL.revokeObjectURL(url), 1000);
+}
+
+/** The bytes of standard, padded base64 text. */
+export function base64Bytes(text: string): Uint8Array<ArrayBuffer> {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+
 export function downloadText(name: string, text: string, type = "text/csv") {
   const url = URL.createObjectURL(new Blob([text], { type }));
   download(name, url);
