@@ -780,6 +780,8 @@ test("a disk that fills up while recording and exporting says so, in English and
     await page.click('[data-testid="sessions-db-set"]');
     await page.fill('[data-testid="csv-export-path"]', join(disk, "live.csv"));
     await page.click('[data-testid="csv-export-toggle"]');
+    await page.fill('[data-testid="mcap-export-path"]', join(disk, "live.mcap"));
+    await page.click('[data-testid="mcap-export-toggle"]');
     await nav(page, "project");
     await page.click('[data-testid="project-new"]');
     await discardIfAsked(page);
@@ -805,6 +807,9 @@ test("a disk that fills up while recording and exporting says so, in English and
     const csv = page.locator('[data-testid="csv-export-problem"]');
     await csv.waitFor({ timeout: 30000 });
     assert.match(await csv.innerText(), /^The CSV export stopped: the disk is full/);
+    const mcap = page.locator('[data-testid="mcap-export-problem"]');
+    await mcap.waitFor({ timeout: 30000 });
+    assert.match(await mcap.innerText(), /^The MCAP recording stopped: the disk is full/);
     await page.screenshot({ path: join(artifacts, "browser-disk-full-light-en.png") });
     // The same in 简体中文, with no internal word of either message.
     const zh = await fresh(base, { language: "zh" });
@@ -812,7 +817,8 @@ test("a disk that fills up while recording and exporting says so, in English and
     await zh.locator('[data-testid="recording-problem"]').waitFor({ timeout: 15000 });
     assert.match(await zh.locator('[data-testid="recording-problem"]').innerText(), /磁盘已满/);
     assert.match(await zh.locator('[data-testid="csv-export-problem"]').innerText(), /磁盘已满/);
-    for (const text of [said, await csv.innerText(), await zh.locator(".screen").innerText()]) {
+    assert.match(await zh.locator('[data-testid="mcap-export-problem"]').innerText(), /磁盘已满/);
+    for (const text of [said, await csv.innerText(), await mcap.innerText(), await zh.locator(".screen").innerText()]) {
       assert.doesNotMatch(text, /diskFull|os error|SQLITE|WriteProblem/);
     }
     await zh.context().close();
@@ -827,6 +833,7 @@ test("a disk that fills up while recording and exporting says so, in English and
     // Leave the app as found: the export off, the sessions back on the real disk.
     await nav(page, "recording");
     await page.click('[data-testid="csv-export-toggle"]');
+    await page.click('[data-testid="mcap-export-toggle"]');
     await page.fill('[data-testid="sessions-db"]', join(dir, "sessions.sqlite"));
     await page.click('[data-testid="sessions-db-set"]');
     await page.close();

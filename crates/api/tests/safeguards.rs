@@ -337,6 +337,16 @@ async fn api_callers_write_files_only_inside_the_users_folders() {
             false,
         ),
         (
+            "mcapExport.enable",
+            json!({"path": dir.path().join("exports/run.mcap")}),
+            true,
+        ),
+        (
+            "mcapExport.enable",
+            json!({"path": outside.path().join("run.mcap")}),
+            false,
+        ),
+        (
             "project.save",
             json!({"path": outside.path().join("copy.json")}),
             false,

@@ -697,6 +697,7 @@ async fn own_files(install: &Install, kind: DoorKind, _: Caller, opened: &mut Op
             json!({"path": install.data.join("assistant.json")}),
         ),
         ("csvExport.enable", json!({"path": chats})),
+        ("mcapExport.enable", json!({"path": chats})),
         ("sessions.setDatabase", json!({"path": chats})),
         ("sessions.exportCsv", json!({"id": 1, "path": chats})),
         (

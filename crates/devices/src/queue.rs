@@ -18,6 +18,10 @@ use bytes::Bytes;
 use sextant_telemetry::{Chunk, Timestamp, Value};
 use tokio::sync::mpsc;
 
+/// Why [`Receiver::try_recv`] had nothing: the queue is empty, or empty with every sender
+/// gone.
+pub use tokio::sync::mpsc::error::TryRecvError;
+
 /// What an item holds, as counted against a queue's byte cap.
 pub trait Weigh {
     fn weight(&self) -> usize;
@@ -153,7 +157,7 @@ impl<T: Weigh> Receiver<T> {
         Some(self.taken(item))
     }
 
-    pub fn try_recv(&mut self) -> Result<T, mpsc::error::TryRecvError> {
+    pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
         let item = self.rx.try_recv()?;
         Ok(self.taken(item))
     }

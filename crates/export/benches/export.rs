@@ -1,6 +1,8 @@
 //! Export rates: a recorded session of 16 datasets at 1 kHz for six minutes (360 000
 //! frames, 5.76 M values) written as CSV (for reference), MCAP and Parquet, three times
-//! each; the time, frames a second and the file's size.
+//! each; the time, frames a second and the file's size. Then the same frames recorded
+//! live as MCAP: what the pipeline thread spends handing them over, and the writer
+//! thread's rate.
 //!
 //! `cargo bench -p sextant-export --bench export` (the database is written once under the
 //! target directory and reused).
@@ -8,7 +10,7 @@
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use sextant_export::{export_file, Format};
+use sextant_export::{export_file, Format, McapSink};
 use sextant_sessions::{NewSession, SessionStore, SessionWriter, WriterOptions};
 use sextant_telemetry::pipeline::{DatasetInfo, FrameEvent};
 use sextant_telemetry::{Project, Timestamp, Value};
@@ -24,7 +26,38 @@ fn folder() -> PathBuf {
     target.join("bench-export")
 }
 
-/// Six minutes of sines with a little noise, one per dataset.
+fn datasets() -> Vec<DatasetInfo> {
+    (0..DATASETS)
+        .map(|i| DatasetInfo {
+            id: format!("d{i}"),
+            title: format!("Channel {i}"),
+            group: if i < 8 { "Left" } else { "Right" }.into(),
+            units: "V".into(),
+            source: Some(0),
+            slot: Some(i),
+        })
+        .collect()
+}
+
+/// Six minutes of sines with a little noise, one per dataset: each frame's values to `f`.
+fn six_minutes(mut f: impl FnMut(u64, &[Value])) {
+    let mut noise = 0x9E37_79B9_7F4A_7C15u64;
+    let mut values = vec![Value::Null; DATASETS];
+    for n in 0..SECONDS * RATE_HZ {
+        let t = n as f64 / RATE_HZ as f64;
+        for (i, v) in values.iter_mut().enumerate() {
+            noise ^= noise << 13;
+            noise ^= noise >> 7;
+            noise ^= noise << 17;
+            let jitter = (noise >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
+            let freq = 0.5 + i as f64;
+            *v = Value::Number(3.3 + (std::f64::consts::TAU * freq * t).sin() + 0.01 * jitter);
+        }
+        f(n * (1_000_000_000 / RATE_HZ), &values);
+    }
+}
+
+/// The six minutes into a session.
 fn record(db: &Path) -> i64 {
     let session = NewSession {
         title: "six minutes".into(),
@@ -37,42 +70,21 @@ fn record(db: &Path) -> i64 {
     };
     let writer = SessionWriter::start(db, session, options).unwrap();
     let feed = writer.feed();
-    let columns: Vec<DatasetInfo> = (0..DATASETS)
-        .map(|i| DatasetInfo {
-            id: format!("d{i}"),
-            title: format!("Channel {i}"),
-            group: if i < 8 { "Left" } else { "Right" }.into(),
-            units: "V".into(),
-            source: Some(0),
-            slot: Some(i),
-        })
-        .collect();
-    feed.columns(&columns);
-    let mut noise = 0x9E37_79B9_7F4A_7C15u64;
-    let mut values = vec![Value::Null; DATASETS];
-    for n in 0..SECONDS * RATE_HZ {
-        let t = n as f64 / RATE_HZ as f64;
-        for (i, v) in values.iter_mut().enumerate() {
-            noise ^= noise << 13;
-            noise ^= noise >> 7;
-            noise ^= noise << 17;
-            let jitter = (noise >> 11) as f64 / (1u64 << 53) as f64 - 0.5;
-            let f = 0.5 + i as f64;
-            *v = Value::Number(3.3 + (std::f64::consts::TAU * f * t).sin() + 0.01 * jitter);
-        }
+    feed.columns(&datasets());
+    six_minutes(|elapsed_ns, values| {
         let event = FrameEvent {
             source: 0,
             timestamp: Timestamp {
-                elapsed_ns: n * (1_000_000_000 / RATE_HZ),
+                elapsed_ns,
                 unix_ns: 0,
             },
-            values: &values,
+            values,
         };
         // A full queue waits for the writer: a bench input, not a live device.
         while !feed.frame(&event) {
             std::thread::sleep(Duration::from_micros(200));
         }
-    }
+    });
     writer.close().unwrap().id
 }
 
@@ -109,4 +121,52 @@ fn main() {
             frames as f64 / times[1] / 1e3
         );
     }
+
+    live_mcap(&dir, frames);
+}
+
+/// The six minutes recorded live as MCAP, three times, through a queue that holds them
+/// all: the pipeline thread's time to hand every frame over, and the writer's rate.
+fn live_mcap(dir: &Path, frames: u64) {
+    use sextant_telemetry::FrameSink;
+    let datasets = datasets();
+    let path = dir.join("live.mcap");
+    let (mut handed, mut total) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        let mut sink = McapSink::with_queue(&path, &Project::default(), 1 << 20, 1 << 32);
+        let status = sink.status();
+        let start = Instant::now();
+        six_minutes(|elapsed_ns, values| {
+            let event = FrameEvent {
+                source: 0,
+                timestamp: Timestamp {
+                    elapsed_ns,
+                    unix_ns: 1_700_000_000_000_000_000,
+                },
+                values,
+            };
+            sink.frame(&event, &datasets);
+        });
+        handed.push(start.elapsed().as_secs_f64());
+        sink.finish();
+        total.push(start.elapsed().as_secs_f64());
+        let written = status.frames.load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(written, frames, "a queue this large drops nothing");
+    }
+    handed.sort_by(f64::total_cmp);
+    total.sort_by(f64::total_cmp);
+    let size = std::fs::metadata(&path).unwrap().len() as f64 / (1 << 20) as f64;
+    println!(
+        "| mcap, recorded live | {:.2}–{:.2} s | {:.0} K | {size:.1} MiB |",
+        total[0],
+        total[2],
+        frames as f64 / total[1] / 1e3
+    );
+    println!(
+        "\nLive MCAP, the pipeline thread's part (values generated and handed over): \
+         {:.2}–{:.2} s, {:.2} µs a frame",
+        handed[0],
+        handed[2],
+        handed[1] / frames as f64 * 1e6
+    );
 }

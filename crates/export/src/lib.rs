@@ -14,10 +14,14 @@
 //! beside the target, renamed into place only when complete: a failed export never leaves
 //! half a file under the name, nor truncates the file that was there.
 //!
+//! A live run is recorded as MCAP, as it comes, by [`McapSink`], in the same layout.
+//!
 //! The CSV export stays in `sessions` (the live export writes the same CSV); this crate
 //! owns the formats that bring dependencies of their own.
 
 mod layout;
+mod live_mcap;
+mod mcap_log;
 mod to_mcap;
 mod to_parquet;
 
@@ -27,6 +31,7 @@ use std::path::Path;
 use sextant_sessions::{SessionError, SessionId, SessionStore};
 
 pub use layout::{Column, Layout};
+pub use live_mcap::{LiveMcapStatus, McapSink, LIVE_MCAP_QUEUE_BYTES, LIVE_MCAP_QUEUE_ITEMS};
 
 /// A format a session exports to.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

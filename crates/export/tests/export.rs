@@ -20,11 +20,11 @@ use sextant_devices::sim_source::SimulatorDriver;
 use sextant_devices::simulator::{demo_project, demo_settings};
 use sextant_devices::wiring::{Wiring, WiringOptions};
 use sextant_devices::{Reconnect, RunOptions, Source, Status};
-use sextant_export::{export_file, ExportError, Format, Layout};
+use sextant_export::{export_file, ExportError, Format, Layout, McapSink};
 use sextant_sessions::{
     NewSession, SessionError, SessionId, SessionRecords, SessionStore, SessionWriter, WriterOptions,
 };
-use sextant_telemetry::{FrameEvent, Pipeline, Project, Timestamp, Value};
+use sextant_telemetry::{FrameEvent, FrameSink, Pipeline, Project, Timestamp, Value};
 
 const READ_BACK: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/read_back.py");
 const PROBE: &str = "import mcap.reader, pyarrow.parquet, pandas, numpy, zstandard";
@@ -52,17 +52,19 @@ fn read_back(python: &Path, args: &[&Path]) -> Json {
 }
 
 /// The simulator's demo device live for a moment, through the wiring, into a session.
-async fn record_simulator(db: &Path) -> SessionId {
+async fn record_simulator(db: &Path, beside: Vec<Box<dyn FrameSink>>) -> SessionId {
     let project = demo_project();
     let mut settings = demo_settings();
     settings.frame_rate_hz = 2_000.0;
     let writer = SessionWriter::start(db, session("simulator", &project), opts()).unwrap();
     let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
     let (chunks, h) = source.into_parts();
+    let mut sinks: Vec<Box<dyn FrameSink>> = vec![Box::new(writer.sink())];
+    sinks.extend(beside);
     let wiring = Wiring::start(
         Pipeline::new(&project).unwrap(),
         vec![(0, chunks)],
-        vec![Box::new(writer.sink())],
+        sinks,
         WiringOptions::default(),
     );
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -78,7 +80,7 @@ async fn record_simulator(db: &Path) -> SessionId {
 
 /// A capture of a message source (`fixtures/messages/<case>`) replayed as a device into a
 /// session.
-async fn record_capture(db: &Path, case: &str) -> SessionId {
+async fn record_capture(db: &Path, case: &str, beside: Vec<Box<dyn FrameSink>>) -> SessionId {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("../../fixtures/messages")
         .join(case);
@@ -97,10 +99,12 @@ async fn record_capture(db: &Path, case: &str) -> SessionId {
         },
     );
     let (chunks, h) = replay.into_parts();
+    let mut sinks: Vec<Box<dyn FrameSink>> = vec![Box::new(writer.sink())];
+    sinks.extend(beside);
     let wiring = Wiring::start(
         Pipeline::new(&project).unwrap(),
         vec![(0, chunks)],
-        vec![Box::new(writer.sink())],
+        sinks,
         WiringOptions::default(),
     );
     h.wait_for(|s| *s == Status::Finished).await;
@@ -180,9 +184,9 @@ fn opts() -> WriterOptions {
 
 async fn sessions(db: &Path) -> Vec<SessionId> {
     vec![
-        record_simulator(db).await,
-        record_capture(db, "can-dbc").await,
-        record_capture(db, "udp-binary").await,
+        record_simulator(db, vec![]).await,
+        record_capture(db, "can-dbc", vec![]).await,
+        record_capture(db, "udp-binary", vec![]).await,
         record_awkward(db),
     ]
 }
@@ -502,4 +506,156 @@ fn a_failed_export_leaves_the_file_that_was_there() {
             .collect();
         assert_eq!(names.len(), 1, "{names:?}");
     }
+}
+
+/// Every message of an MCAP file by topic, in order: its log time and payload.
+fn messages_by_topic(bytes: &[u8]) -> BTreeMap<String, Vec<(u64, Vec<u8>)>> {
+    let mut topics: BTreeMap<String, Vec<(u64, Vec<u8>)>> = BTreeMap::new();
+    for message in mcap::MessageStream::new(bytes).unwrap() {
+        let message = message.unwrap();
+        topics
+            .entry(message.channel.topic.clone())
+            .or_default()
+            .push((message.log_time, message.data.to_vec()));
+    }
+    topics
+}
+
+/// A run recorded into a session and, beside it, live as MCAP: the live file holds what
+/// the session holds – message for message what the session's export holds, `elapsed_s`
+/// included – and the `mcap` package from PyPI reads it as the session.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_mcap_recording_holds_what_the_session_recorded_beside_it_holds() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("sessions.db");
+    let python = python();
+    for case in ["simulator", "can-dbc", "udp-binary"] {
+        let live = dir.path().join(format!("{case}-live.mcap"));
+        let project = match case {
+            "simulator" => demo_project(),
+            _ => Project::load(
+                &Path::new(env!("CARGO_MANIFEST_DIR"))
+                    .join("../../fixtures/messages")
+                    .join(case)
+                    .join("project.json"),
+            )
+            .unwrap(),
+        };
+        let sink = McapSink::new(&live, &project);
+        let status = sink.status();
+        let beside: Vec<Box<dyn FrameSink>> = vec![Box::new(sink)];
+        let id = match case {
+            "simulator" => record_simulator(&db, beside).await,
+            _ => record_capture(&db, case, beside).await,
+        };
+        let store = SessionStore::open(&db).unwrap();
+        let summary = store.summary(id).unwrap();
+        use std::sync::atomic::Ordering::Relaxed;
+        assert_eq!(status.dropped.load(Relaxed), 0, "{case}");
+        assert_eq!(status.frames.load(Relaxed), summary.frames, "{case}");
+        assert_eq!(status.chunks.load(Relaxed), summary.chunks, "{case}");
+        assert!(status.problem().is_none(), "{case}");
+        assert!(
+            !dir.path()
+                .join(format!("{case}-live.mcap.partial"))
+                .exists(),
+            "{case}: the file is in place, nothing left beside it"
+        );
+
+        let exported = dir.path().join(format!("{case}-export.mcap"));
+        export_file(&db, id, Format::Mcap, &exported).unwrap();
+        let live_bytes = std::fs::read(&live).unwrap();
+        assert!(Format::Mcap.recognises(&live_bytes), "{case}");
+        let live_topics = messages_by_topic(&live_bytes);
+        let export_topics = messages_by_topic(&std::fs::read(&exported).unwrap());
+        assert_eq!(
+            live_topics.keys().collect::<Vec<_>>(),
+            export_topics.keys().collect::<Vec<_>>(),
+            "{case}: the same channels"
+        );
+        for (topic, messages) in &export_topics {
+            let got = &live_topics[topic];
+            assert_eq!(got.len(), messages.len(), "{case} {topic}: messages");
+            for (i, ((live_time, live_data), (_, data))) in got.iter().zip(messages).enumerate() {
+                assert_eq!(
+                    String::from_utf8_lossy(live_data),
+                    String::from_utf8_lossy(data),
+                    "{case} {topic}: message {i}"
+                );
+                if i > 0 {
+                    assert!(*live_time >= got[i - 1].0, "{case} {topic}: in time order");
+                }
+            }
+        }
+
+        let Some(py) = &python else { continue };
+        let read = read_back(py, &[Path::new("mcap"), &live]);
+        let layout = Layout::of(&store, id).unwrap();
+        same_topics(
+            &format!("{case} live, mcap package"),
+            &expected_topics(&store, id, &layout),
+            read["topics"].as_object().unwrap(),
+        );
+        assert!(read["metadata"]["sextant.recording"]["startedUnixMs"]
+            .as_str()
+            .is_some_and(|ms| ms.parse::<u64>().is_ok()));
+        assert_eq!(
+            read["attachments"]["project.json"]["data"],
+            store.get(id).unwrap().project,
+            "{case}: the project the run was wired from"
+        );
+    }
+}
+
+/// While a run goes on, what was recorded is in the file within a second: a reader of the
+/// `.partial` file as it stands – what a crash would leave – finds the frames so far.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_live_mcap_recording_is_on_disk_while_the_run_goes_on() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.mcap");
+    let partial = dir.path().join("run.mcap.partial");
+    let project = demo_project();
+    let mut settings = demo_settings();
+    // Slow enough that a chunk of the file's would take minutes to fill: only the
+    // writer's flush puts anything on disk within the test.
+    settings.frame_rate_hz = 20.0;
+    let sink = McapSink::new(&path, &project);
+    let status = sink.status();
+    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let (chunks, h) = source.into_parts();
+    let wiring = Wiring::start(
+        Pipeline::new(&project).unwrap(),
+        vec![(0, chunks)],
+        vec![Box::new(sink)],
+        WiringOptions::default(),
+    );
+    let mut on_disk = 0;
+    for _ in 0..100 {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let bytes = std::fs::read(&partial).unwrap_or_default();
+        // The file has no summary or footer yet: read messages until its end.
+        on_disk = mcap::MessageStream::new(&bytes)
+            .map(|messages| {
+                messages
+                    .map_while(Result::ok)
+                    .filter(|m| !m.channel.topic.ends_with("/raw"))
+                    .count()
+            })
+            .unwrap_or(0);
+        if on_disk > 0 {
+            break;
+        }
+    }
+    let written = status.frames.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(
+        on_disk > 0,
+        "nothing on disk after 10 s of a run ({written} frames written)"
+    );
+    assert!(
+        !path.exists(),
+        "the file is put in place only when the run ends"
+    );
+    h.close().await;
+    wiring.join();
+    assert!(path.exists() && !partial.exists());
 }

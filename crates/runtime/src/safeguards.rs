@@ -22,7 +22,7 @@
 //!   once they have said yes to exactly these sends for this project file (remembered like
 //!   programs); a changed payload, interval or destination asks again.
 //! - **Files: one write policy for every command that writes where its caller says**
-//!   (`project.save` to a path, `csvExport.enable`, `sessions.exportCsv`,
+//!   (`project.save` to a path, `csvExport.enable`, `mcapExport.enable`, `sessions.exportCsv`,
 //!   `sessions.setDatabase`; [`WRITES`] lists them with what each may replace):
 //!   - Sextant's own files – its settings, the program permissions, keys, chats, memory,
 //!     the archive, the sessions database, models: everything in its data folder
@@ -331,6 +331,7 @@ const PROGRAMS: &[(&str, GateFn)] = &[
 pub const WRITES: &[(&str, &str, Format)] = &[
     ("project.save", "path", Format::Project),
     ("csvExport.enable", "path", Format::CsvExport),
+    ("mcapExport.enable", "path", Format::SessionExport),
     ("sessions.exportCsv", "path", Format::CsvExport),
     ("sessions.export", "path", Format::SessionExport),
     ("sessions.setDatabase", "path", Format::SessionsDatabase),

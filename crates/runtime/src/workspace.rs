@@ -137,6 +137,8 @@ pub struct Workspace {
     pub(crate) sessions_db: Option<PathBuf>,
     /// Export parsed frames to this CSV file while connected (a setting, not project data).
     pub(crate) csv_export: Option<PathBuf>,
+    /// Record every chunk and frame to this MCAP file while connected (a setting).
+    pub(crate) mcap_export: Option<PathBuf>,
     /// The counters of the last run's CSV export (kept after the run ends, so a failure
     /// stays visible).
     /// The checkpoint the newest one pushed out of the ring, and that newest one's id: put
@@ -145,6 +147,8 @@ pub struct Workspace {
     /// Why the last save failed, when it did (an automatic save tells the doors).
     pub(crate) last_save_problem: Option<sextant_fsutil::WriteProblem>,
     pub(crate) csv_export_run: Option<std::sync::Arc<sextant_devices::wiring::CsvExportStatus>>,
+    /// The counters of the last run's MCAP recording, kept like the CSV export's.
+    pub(crate) mcap_export_run: Option<std::sync::Arc<sextant_export::LiveMcapStatus>>,
     pub(crate) view: DashboardView,
     /// What `dashboard.latestFrame` shows while paused.
     pub(crate) frozen: Option<serde_json::Value>,
@@ -190,6 +194,8 @@ impl Workspace {
             sessions_db: None,
             csv_export: None,
             csv_export_run: None,
+            mcap_export: None,
+            mcap_export_run: None,
             last_save_problem: None,
             evicted_checkpoint: None,
             view: DashboardView::default(),

@@ -204,6 +204,7 @@ fn every_safe_command_leaves_the_project_byte_identical() {
         ("io.listSerialPorts", json!({})),
         ("replay.getState", json!({})),
         ("csvExport.status", json!({})),
+        ("mcapExport.status", json!({})),
         ("dashboard.tail", json!({"count": 5})),
         ("io.recentBytes", json!({})),
         ("dashboard.getView", json!({})),
@@ -572,9 +573,10 @@ fn the_command_reference_is_current() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn connect_shows_live_values_and_exports_csv_in_the_background() {
+async fn connect_shows_live_values_and_exports_csv_and_mcap_in_the_background() {
     let dir = tempfile::tempdir().unwrap();
     let csv = dir.path().join("live.csv");
+    let mcap = dir.path().join("live.mcap");
     let project: Project = serde_json::from_value(json!({
         "format": "sextant-project", "schemaVersion": 1,
         "sources": [{"id": "sim", "connection": {"type": "simulator", "frameRateHz": 200,
@@ -589,6 +591,7 @@ async fn connect_shows_live_values_and_exports_csv_in_the_background() {
         async move { h.call(Caller::Ui, name, params, edits()).await.unwrap() }
     };
     run("csvExport.enable", json!({"path": csv})).await;
+    run("mcapExport.enable", json!({"path": mcap})).await;
     run("io.connect", json!({})).await;
     tokio::time::sleep(std::time::Duration::from_millis(600)).await;
     let status = run("io.status", json!({})).await;
@@ -625,9 +628,41 @@ async fn connect_shows_live_values_and_exports_csv_in_the_background() {
             .unwrap_or(false)
     });
     assert!(written, "the CSV export was not written");
-    assert!(std::fs::read_to_string(&csv)
-        .unwrap()
-        .starts_with("elapsed_s,G/A\n"));
+    let text = std::fs::read_to_string(&csv).unwrap();
+    assert!(text.starts_with("elapsed_s,G/A\n"));
+    // The MCAP recording of the same run: one message on the group's topic per CSV row,
+    // with the same values, and the counts a person is shown.
+    let status = run("mcapExport.status", json!({})).await;
+    assert_eq!(status["enabled"], true, "{status}");
+    assert_eq!(status["dropped"], 0, "{status}");
+    assert!(status.get("problem").is_none(), "{status}");
+    let bytes = std::fs::read(&mcap).expect("the MCAP recording is in place");
+    let mut values = Vec::new();
+    let mut raw = 0;
+    for message in mcap::MessageStream::new(&bytes).unwrap() {
+        let message = message.unwrap();
+        match message.channel.topic.as_str() {
+            "/G" => {
+                let body: Value = serde_json::from_slice(&message.data).unwrap();
+                values.push(body["A"].as_f64().unwrap());
+            }
+            "/sim/raw" => raw += 1,
+            other => panic!("a topic of no group or source: {other}"),
+        }
+    }
+    let rows: Vec<f64> = text
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(1).unwrap().parse().unwrap())
+        .collect();
+    assert_eq!(values.len(), rows.len());
+    assert!(values
+        .iter()
+        .zip(&rows)
+        .all(|(m, c)| (m - c).abs() <= 1e-12 * c.abs().max(1.0)));
+    assert_eq!(status["frames"], rows.len() as u64, "{status}");
+    assert_eq!(status["chunks"], raw, "{status}");
+    assert!(raw > 0);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

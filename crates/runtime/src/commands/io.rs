@@ -114,6 +114,14 @@ struct CsvEnable {
 
 #[derive(Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
+struct McapEnable {
+    /// MCAP file to write (`.mcap`): a channel per group of values and per source of raw
+    /// bytes, as `sessions.export` writes.
+    path: std::path::PathBuf,
+}
+
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
 struct PublisherConfig {
     /// The publisher settings, stored in the project (the password stays in the keyring).
     publisher: MqttPublisher,
@@ -205,6 +213,12 @@ pub(crate) fn connect_project(ws: &mut Workspace, project: Project) -> Result<()
     if let Some(path) = &ws.csv_export {
         let sink = CsvSink::new(path.clone());
         ws.csv_export_run = Some(sink.status());
+        sinks.push(Box::new(sink));
+    }
+    ws.mcap_export_run = None;
+    if let Some(path) = &ws.mcap_export {
+        let sink = sextant_export::McapSink::new(path.clone(), &project);
+        ws.mcap_export_run = Some(sink.status());
         sinks.push(Box::new(sink));
     }
     if let Some(config) = project.mqtt_publisher.as_ref().filter(|c| c.enabled) {
@@ -511,6 +525,9 @@ pub fn register(r: &mut Registry<Workspace>) {
     r.register("csvExport.enable", Tier::Confirm, CSV_EXPORT_ENABLE, csv_export_enable);
     r.register("csvExport.disable", Tier::Confirm, "Stops CSV export (from the next connect).", csv_export_disable);
     r.register("csvExport.status", Tier::Safe, "The CSV export file, if enabled.", csv_export_status);
+    r.register("mcapExport.enable", Tier::Confirm, MCAP_EXPORT_ENABLE, mcap_export_enable);
+    r.register("mcapExport.disable", Tier::Confirm, "Stops recording to MCAP (from the next connect).", mcap_export_disable);
+    r.register("mcapExport.status", Tier::Safe, "The MCAP file recorded while connected, if enabled, and how far it got.", mcap_export_status);
     r.register("mqtt.publisher.configure", Tier::Confirm, "Sets the MQTT publisher (frames as JSON or CSV at 1–30 Hz to a broker); used from the next io.connect.", mqtt_publisher_configure)
         .example("publish JSON at 10 Hz", json!({"publisher": {"enabled": true, "host": "127.0.0.1", "port": 1883, "topic": "lab/rover/frames", "format": "json", "rateHz": 10}}));
     r.register("postgres.configure", Tier::Confirm, "Sets the PostgreSQL (or TimescaleDB) sink: every value of every frame as a row (time, bench, dataset, value, text) in a table, created when missing; used from the next io.connect. The password is entered by the person in the connection settings.", postgres_configure)
@@ -698,6 +715,40 @@ fn csv_export_status(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandErr
     if let Some(run) = &ws.csv_export_run {
         status["rows"] = json!(run.rows.load(std::sync::atomic::Ordering::Relaxed));
         status["droppedRows"] = json!(run.dropped.load(std::sync::atomic::Ordering::Relaxed));
+        if let Some(problem) = run.problem() {
+            status["problem"] = json!(problem);
+        }
+    }
+    Ok(status)
+}
+
+const MCAP_EXPORT_ENABLE: &str =
+    "Records every raw chunk and parsed frame to an MCAP file from the next io.connect on, \
+    for Foxglove Studio and PlotJuggler, on a writer thread that never stalls ingestion; the \
+    file is complete when the connection ends.";
+
+fn mcap_export_enable(ws: &mut Workspace, p: McapEnable) -> Result<Done, CommandError> {
+    ws.mcap_export = Some(p.path);
+    Ok(Done::detail(if ws.live.is_some() {
+        "takes effect at the next io.connect"
+    } else {
+        "enabled"
+    }))
+}
+
+fn mcap_export_disable(ws: &mut Workspace, _: NoParams) -> Result<Done, CommandError> {
+    ws.mcap_export = None;
+    Ok(Done::ok())
+}
+
+fn mcap_export_status(ws: &mut Workspace, _: NoParams) -> Result<Json, CommandError> {
+    let mut status = json!({ "enabled": ws.mcap_export.is_some(), "path": ws.mcap_export });
+    // The recording of the current run (or of the last one, once it ended).
+    if let Some(run) = &ws.mcap_export_run {
+        let count = |c: &std::sync::atomic::AtomicU64| c.load(std::sync::atomic::Ordering::Relaxed);
+        status["frames"] = json!(count(&run.frames));
+        status["chunks"] = json!(count(&run.chunks));
+        status["dropped"] = json!(count(&run.dropped));
         if let Some(problem) = run.problem() {
             status["problem"] = json!(problem);
         }
