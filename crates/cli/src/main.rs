@@ -59,6 +59,10 @@ enum Command {
         /// Export every parsed frame to this CSV file.
         #[arg(long)]
         csv: Option<PathBuf>,
+        /// Record every raw chunk and parsed frame to this MCAP file, for Foxglove Studio
+        /// and PlotJuggler (complete when the run ends).
+        #[arg(long)]
+        mcap: Option<PathBuf>,
         /// Record every raw chunk, with timestamps, to this capture file.
         #[arg(long)]
         record: Option<PathBuf>,
@@ -245,14 +249,14 @@ fn run(cli: Cli) -> Result<()> {
             project,
             seconds,
             csv,
+            mcap,
             record,
             allow_process_sources,
             publish,
         } => run_live(
             &project,
             seconds,
-            csv,
-            record,
+            LiveFiles { csv, mcap, record },
             allow_process_sources,
             publish,
         ),
@@ -1271,15 +1275,22 @@ fn replay_capture(
     Ok(())
 }
 
+/// The files `run` writes while connected.
+struct LiveFiles {
+    csv: Option<PathBuf>,
+    mcap: Option<PathBuf>,
+    record: Option<PathBuf>,
+}
+
 /// Connects every source of the project and prints live values until time is up.
 fn run_live(
     project_path: &Path,
     seconds: Option<f64>,
-    csv: Option<PathBuf>,
-    record: Option<PathBuf>,
+    files: LiveFiles,
     allow_process_sources: bool,
     publish: bool,
 ) -> Result<()> {
+    let LiveFiles { csv, mcap, record } = files;
     use sextant_devices::wiring::{CsvSink, FrameSink, Wiring, WiringOptions};
 
     let project = load_project(project_path)?;
@@ -1324,6 +1335,12 @@ fn run_live(
         if let Some(path) = csv {
             sinks.push(Box::new(CsvSink::new(path)));
         }
+        let mcap = mcap.map(|path| {
+            let sink = sextant_export::McapSink::new(path, &project);
+            let status = sink.status();
+            sinks.push(Box::new(sink));
+            status
+        });
         // The project's MQTT publisher, as the app starts it on connect, once the person
         // said so with --publish (checked above). This is how a bench joins a fleet
         // headless (README: "Many benches, one dashboard").
@@ -1425,6 +1442,19 @@ fn run_live(
             if let Some(stats) = pipeline.stats(i) {
                 print_stats(&s.id, stats);
             }
+        }
+        if let Some(status) = mcap {
+            use std::sync::atomic::Ordering::Relaxed;
+            eprintln!(
+                "MCAP: {} frames and {} raw chunks written, {} dropped{}",
+                status.frames.load(Relaxed),
+                status.chunks.load(Relaxed),
+                status.dropped.load(Relaxed),
+                status
+                    .problem()
+                    .map(|p| format!("; {p}"))
+                    .unwrap_or_default()
+            );
         }
         if let Some(stats) = publisher {
             use std::sync::atomic::Ordering::Relaxed;

@@ -336,6 +336,7 @@ fn run_records_live_and_replay_of_the_recording_exports_the_same_csv() {
     let project = dir.path().join("demo.json");
     std::fs::write(&project, sextant(&["demo", "--print-project"]).stdout).unwrap();
     let live = dir.path().join("live.csv");
+    let mcap = dir.path().join("live.mcap");
     let capture = dir.path().join("live.sxcap");
     let out = sextant(&[
         "run",
@@ -345,10 +346,23 @@ fn run_records_live_and_replay_of_the_recording_exports_the_same_csv() {
         "1",
         "--csv",
         live.to_str().unwrap(),
+        "--mcap",
+        mcap.to_str().unwrap(),
         "--record",
         capture.to_str().unwrap(),
     ]);
     assert!(out.status.success(), "{}", text(&out.stderr));
+    // The MCAP recording of the same run: every frame the CSV has, nothing dropped, a whole
+    // file (what it holds is compared with a session's export in the export crate).
+    let rows = std::fs::read_to_string(&live).unwrap().lines().count() - 1;
+    let said = text(&out.stderr);
+    assert!(
+        said.contains(&format!("MCAP: {rows} frames and ")) && said.contains(", 0 dropped"),
+        "{said}"
+    );
+    let bytes = std::fs::read(&mcap).unwrap();
+    let magic = b"\x89MCAP0\r\n";
+    assert!(bytes.starts_with(magic) && bytes.ends_with(magic));
     assert!(
         text(&out.stdout).contains("connected"),
         "{}",
