@@ -13,7 +13,7 @@
 //! - A message's log time is the file's start plus its time from the first frame.
 //! - Metadata (the session's details) and the project as the attachment `project.json`.
 //!
-//! Chunks are zstd-compressed, the compression every MCAP reader knows.
+//! Chunks are zstd-compressed (level 1), the compression every MCAP reader knows.
 
 use std::collections::BTreeMap;
 use std::io::{BufWriter, Seek, Write};
@@ -80,6 +80,10 @@ impl<W: Write + Seek> McapLog<W> {
     ) -> Result<McapLog<W>, ExportError> {
         let mut out = WriteOptions::new()
             .compression(Some(mcap::Compression::Zstd))
+            // zstd's fastest level: 1.5× the default's rate, and smaller files here (the
+            // export bench: 79.5 → 75.3 MiB), since JSON digits leave little for its
+            // stronger levels to find. Compression was two thirds of the writer's time.
+            .compression_level(1)
             .profile("")
             .library(concat!("sextant ", env!("CARGO_PKG_VERSION")))
             .create(BufWriter::with_capacity(1 << 20, out))
