@@ -189,6 +189,15 @@ enum DownloadFormat {
 }
 
 impl DownloadFormat {
+    /// The format's name, as a person reads it.
+    fn title(self) -> &'static str {
+        match self {
+            DownloadFormat::Csv => "CSV",
+            DownloadFormat::Mcap => "MCAP",
+            DownloadFormat::Parquet => "Parquet",
+        }
+    }
+
     fn extension(self) -> &'static str {
         match self {
             DownloadFormat::Csv => "csv",
@@ -506,20 +515,12 @@ fn sessions_csv(
 ) -> Result<Deferred<Workspace, SessionCsv>, CommandError> {
     let db = database(ws)?;
     Ok(Deferred::off(move || {
-        let store = open_store(&db)?;
-        let title = store
-            .summary(p.id)
-            .map_err(|e| to_command_error(e, "id"))?
-            .title;
-        let mut out = Capped::default();
-        let exported = store.export_csv(p.id, &mut out);
-        out.refused("CSV")?;
-        let rows = exported.map_err(|e| to_command_error(e, "id"))?;
-        let csv = String::from_utf8(out.into_bytes())
+        let file = download(&db, p.id, DownloadFormat::Csv)?;
+        let csv = String::from_utf8(file.bytes)
             .map_err(|_| CommandError::failed("the session's CSV is not valid text"))?;
         Ok(SessionCsv {
-            name: file_name(&title, p.id, "csv"),
-            rows,
+            name: file.name,
+            rows: file.frames,
             csv,
         })
     }))
@@ -536,39 +537,58 @@ fn sessions_download(
 ) -> Result<Deferred<Workspace, SessionFile>, CommandError> {
     let db = database(ws)?;
     Ok(Deferred::off(move || {
-        let store = open_store(&db)?;
-        let title = store
-            .summary(p.id)
-            .map_err(|e| to_command_error(e, "id"))?
-            .title;
-        let mut out = Capped::default();
-        let written = match p.format {
-            DownloadFormat::Csv => store
-                .export_csv(p.id, &mut out)
-                .map_err(sextant_export::ExportError::from),
-            DownloadFormat::Mcap => {
-                sextant_export::export_into(&store, p.id, sextant_export::Format::Mcap, &mut out)
-                    .map(|e| e.frames)
-            }
-            DownloadFormat::Parquet => {
-                sextant_export::export_into(&store, p.id, sextant_export::Format::Parquet, &mut out)
-                    .map(|e| e.frames)
-            }
-        };
-        out.refused(p.format.extension())?;
-        let frames = written.map_err(|e| match e {
-            sextant_export::ExportError::Session(e) => to_command_error(e, "id"),
-            other => CommandError::failed(other.to_string()),
-        })?;
-        let bytes = out.into_bytes();
+        let file = download(&db, p.id, p.format)?;
         Ok(SessionFile {
-            name: file_name(&title, p.id, p.format.extension()),
+            name: file.name,
             format: p.format,
-            frames,
-            size: bytes.len() as u64,
-            base64: base64::engine::general_purpose::STANDARD.encode(&bytes),
+            frames: file.frames,
+            size: file.bytes.len() as u64,
+            base64: base64::engine::general_purpose::STANDARD.encode(&file.bytes),
         })
     }))
+}
+
+/// A session written in memory for a page: what `sessions.csv` and `sessions.download`
+/// hand over.
+struct Download {
+    /// `<title>.<extension>`, made safe.
+    name: String,
+    frames: u64,
+    bytes: Vec<u8>,
+}
+
+/// Session `id` of the database at `db` as `format`, held in memory up to
+/// [`MAX_DOWNLOAD_BYTES`].
+fn download(db: &Path, id: i64, format: DownloadFormat) -> Result<Download, CommandError> {
+    let store = open_store(db)?;
+    let title = store
+        .summary(id)
+        .map_err(|e| to_command_error(e, "id"))?
+        .title;
+    let mut out = Capped::default();
+    let written = match format {
+        DownloadFormat::Csv => store
+            .export_csv(id, &mut out)
+            .map_err(sextant_export::ExportError::from),
+        DownloadFormat::Mcap => {
+            sextant_export::export_into(&store, id, sextant_export::Format::Mcap, &mut out)
+                .map(|e| e.frames)
+        }
+        DownloadFormat::Parquet => {
+            sextant_export::export_into(&store, id, sextant_export::Format::Parquet, &mut out)
+                .map(|e| e.frames)
+        }
+    };
+    out.refused(format.title())?;
+    let frames = written.map_err(|e| match e {
+        sextant_export::ExportError::Session(e) => to_command_error(e, "id"),
+        other => CommandError::failed(other.to_string()),
+    })?;
+    Ok(Download {
+        name: file_name(&title, id, format.extension()),
+        frames,
+        bytes: out.into_bytes(),
+    })
 }
 
 /// A file held in memory for a download, refusing to grow past [`MAX_DOWNLOAD_BYTES`] and
