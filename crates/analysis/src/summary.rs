@@ -163,7 +163,7 @@ impl Accumulator {
         if let (Some(last), Some(first)) = (self.last, later.first) {
             let dt = first - last;
             if dt.is_finite() {
-                self.intervals.push(dt);
+                self.intervals.push_repeating(dt);
                 if self.longest.is_none_or(|(longest, _)| dt > longest) {
                     self.longest = Some((dt, first));
                 }
@@ -209,7 +209,7 @@ impl Accumulator {
         if let Some(last) = self.last {
             let dt = t - last;
             if dt.is_finite() {
-                self.intervals.push(dt);
+                self.intervals.push_repeating(dt);
                 if self.longest.is_none_or(|(longest, _)| dt > longest) {
                     self.longest = Some((dt, t));
                 }
