@@ -386,14 +386,32 @@ fn fix_unusable_locale() {
 /// where WebKit's own non-composited drawing managed 30 (`./dev bench-ui --webview`). So
 /// without a render node, compositing is off, unless the person chose otherwise by
 /// setting the variable themselves.
-fn composite_only_with_a_gpu() {
-    if std::env::var_os(NO_COMPOSITING).is_none() && !has_render_node(Path::new("/dev/dri")) {
+///
+/// GTK, for its part, opens OpenGL as it opens the display, to choose the window's visual
+/// for GL drawing, which nothing here does: without a GPU that loads Mesa's software
+/// driver and LLVM, about a third of a second before the page can start loading. So
+/// without a render node GTK's OpenGL is off too, under the same rule.
+fn software_drawing_without_a_gpu() {
+    let gpu = has_render_node(Path::new("/dev/dri"));
+    for (name, value) in software_drawing(gpu, |name| std::env::var_os(name).is_some()) {
         // Before any thread exists (the start of main), so no one reads it concurrently.
-        std::env::set_var(NO_COMPOSITING, "1");
+        std::env::set_var(name, value);
     }
 }
 
+/// The variables to set: none with a GPU; without one, those the person has not set.
+fn software_drawing(gpu: bool, is_set: impl Fn(&str) -> bool) -> Vec<(&'static str, &'static str)> {
+    if gpu {
+        return Vec::new();
+    }
+    [(NO_COMPOSITING, "1"), (GTK_GL, "disable")]
+        .into_iter()
+        .filter(|(name, _)| !is_set(name))
+        .collect()
+}
+
 const NO_COMPOSITING: &str = "WEBKIT_DISABLE_COMPOSITING_MODE";
+const GTK_GL: &str = "GDK_GL";
 
 /// Whether `dir` (the kernel's DRM device folder) has a render node: a GPU that OpenGL
 /// can run on.
@@ -528,7 +546,7 @@ fn main() {
         std::process::exit(code);
     }
     fix_unusable_locale();
-    composite_only_with_a_gpu();
+    software_drawing_without_a_gpu();
     let args = parse_args(argv);
     tauri::Builder::default()
         // First, so a second launch hands its file to this window and exits.
@@ -629,6 +647,27 @@ mod tests {
         );
         std::fs::write(dir.path().join("renderD128"), b"").unwrap();
         assert!(has_render_node(dir.path()));
+    }
+
+    /// Without a GPU both WebKit's compositing and GTK's OpenGL are off; with one, neither
+    /// is touched; a variable the person set is theirs either way.
+    #[test]
+    fn without_a_gpu_drawing_is_software_unless_the_person_chose() {
+        type Row = (
+            bool,
+            &'static [&'static str],
+            &'static [(&'static str, &'static str)],
+        );
+        let rows: [Row; 4] = [
+            (true, &[], &[]),
+            (false, &[], &[(NO_COMPOSITING, "1"), (GTK_GL, "disable")]),
+            (false, &[GTK_GL], &[(NO_COMPOSITING, "1")]),
+            (false, &[NO_COMPOSITING, GTK_GL], &[]),
+        ];
+        for (gpu, set, expected) in rows {
+            let got = software_drawing(gpu, |name| set.contains(&name));
+            assert_eq!(got, expected, "gpu {gpu}, set {set:?}");
+        }
     }
 
     /// A page that reloads ten times keeps one forwarder of each kind, and the ones of the
