@@ -389,7 +389,7 @@ fn fix_unusable_locale() {
 ///
 /// GTK, for its part, opens OpenGL as it opens the display, to choose the window's visual
 /// for GL drawing, which nothing here does: without a GPU that loads Mesa's software
-/// driver and LLVM, about a third of a second before the page can start loading. So
+/// driver and LLVM, about a fifth of a second before the page can start loading. So
 /// without a render node GTK's OpenGL is off too, under the same rule.
 fn software_drawing_without_a_gpu() {
     let gpu = has_render_node(Path::new("/dev/dri"));

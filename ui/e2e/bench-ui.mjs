@@ -9,8 +9,10 @@
 // Without --webview: headless Chromium (software rendering) against a release `sextant
 // serve`, and the time from launching `sextant serve` to its first display frame.
 // --webview: the desktop app (SEXTANT_DESKTOP_BIN, a release build) in its real webview,
-// WebKitGTK under Xvfb, driven by tauri-driver; also the time from launching it to the
-// first demo frame drawn. --ui serves another build of the page (e.g. an older one).
+// WebKitGTK under Xvfb, driven by tauri-driver; first, the time from launching it (with the
+// bench's project and --connect) to the first frame with data drawn, three launches "bare"
+// (an X server only) and three as in a desktop session (a session bus running). --ui serves
+// another build of the page (e.g. an older one).
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
