@@ -121,14 +121,22 @@ for (const [theme, language] of [["light", "en"], ["dark", "zh"]]) {
       await page.screenshot({ path: join(artifacts, `browser-chat-chart-${theme}-${language}.png`) });
 
       // The link: the session replays from the chart's start, the dashboard shows its span.
+      // The page starts on the dashboard, so its being active says nothing about the link's
+      // steps (replay, seek, view), which run one after another: wait for their outcome.
       await page.click('[data-testid="chat-chart-open"]');
       await page.locator('[data-nav="dashboard"].active').waitFor({ timeout: 10000 });
-      const { replays } = await waitFor("the replay to play", async () => {
-        const s = await call(page, "replay.getState");
-        return s.replays.length ? s : undefined;
-      }, 10000);
-      assert.ok(replays[0].positionS >= fromS - 0.05, `the replay is at ${JSON.stringify(replays)}`);
-      assert.equal((await call(page, "dashboard.getView")).timeRangeS, toS - fromS);
+      const seen = {};
+      try {
+        await waitFor("the replay at the chart's start and the dashboard showing its span", async () => {
+          seen.replays = (await call(page, "replay.getState")).replays;
+          seen.view = await call(page, "dashboard.getView");
+          return seen.replays.length && seen.replays[0].positionS >= fromS - 0.05 && seen.view.timeRangeS === toS - fromS;
+        }, 10000);
+      } finally {
+        assert.ok(seen.replays?.length, "no replay started");
+        assert.ok(seen.replays[0].positionS >= fromS - 0.05, `the replay is at ${JSON.stringify(seen.replays)}`);
+        assert.equal(seen.view.timeRangeS, toS - fromS);
+      }
       await call(page, "io.disconnect");
     } finally {
       provider.stop();
