@@ -145,7 +145,7 @@ async fn simulator_live() {
     let mut settings = demo_settings();
     settings.frame_rate_hz = 10_000_000.0;
     let project = demo_project();
-    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let source = Source::spawn(SimulatorDriver::new(settings), RunOptions::default());
     let (chunks, h) = source.into_parts();
     let wiring = Wiring::start(
         Pipeline::new(&project).unwrap(),

@@ -125,12 +125,7 @@ pub fn start(
         Connection::NamedPipe { path } => {
             Source::spawn(NamedPipeDriver { path: path.clone() }, options)
         }
-        Connection::Simulator(s) => Source::spawn(
-            SimulatorDriver {
-                settings: s.clone(),
-            },
-            options,
-        ),
+        Connection::Simulator(s) => Source::spawn(SimulatorDriver::new(s.clone()), options),
         Connection::Replay { path, speed } => {
             let (source, control) = start_replay(config, path, *speed, source_index, options);
             extras.replay = Some(control);

@@ -112,6 +112,12 @@ pub trait Driver: Send + 'static {
 
     /// Opens the device. Called again for every reconnection attempt.
     fn open(&mut self) -> impl Future<Output = Result<Self::Link, DeviceError>> + Send;
+
+    /// The session's clock, given once before the first `open`. A device without a clock
+    /// of its own ignores it: its chunks are stamped as they arrive. One that knows when
+    /// it produced its bytes (the simulator) stamps them on this clock, so a stall of the
+    /// machine does not bunch their times.
+    fn use_clock(&mut self, _clock: Clock) {}
 }
 
 /// Reconnection policy: capped exponential backoff.
@@ -205,7 +211,12 @@ impl Clock {
     }
 
     pub fn now(&self) -> Timestamp {
-        let elapsed = self.origin.elapsed().as_nanos() as u64;
+        self.at(Instant::now())
+    }
+
+    /// The time of `instant` on this clock; an instant before the origin is the origin.
+    pub fn at(&self, instant: Instant) -> Timestamp {
+        let elapsed = instant.saturating_duration_since(self.origin).as_nanos() as u64;
         Timestamp {
             elapsed_ns: elapsed,
             unix_ns: self.origin_unix_ns + elapsed as i64,
@@ -260,7 +271,8 @@ pub struct SourceHandle {
 
 impl Source {
     /// Starts `driver` on the current tokio runtime.
-    pub fn spawn<D: Driver>(driver: D, options: RunOptions) -> Source {
+    pub fn spawn<D: Driver>(mut driver: D, options: RunOptions) -> Source {
+        driver.use_clock(options.clock);
         let (chunk_tx, chunk_rx) = queue::bounded(options.queue_chunks, options.queue_bytes);
         let (status_tx, status_rx) = watch::channel(Status::Connecting);
         let (control_tx, control_rx) = mpsc::channel(64);

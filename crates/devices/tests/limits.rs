@@ -43,7 +43,7 @@ fn simulator_at(rate_hz: f64, options: RunOptions) -> Source {
     let mut settings = demo_settings();
     settings.frame_rate_hz = rate_hz;
     Source::spawn(
-        SimulatorDriver { settings },
+        SimulatorDriver::new(settings),
         RunOptions {
             reconnect: Reconnect::off(),
             ..options

@@ -304,7 +304,7 @@ async fn publisher_sends_the_latest_frames_at_its_rate() {
         let stats = publisher.stats.clone();
         let mut sim = demo_settings();
         sim.frame_rate_hz = 1000.0;
-        let source = Source::spawn(SimulatorDriver { settings: sim }, RunOptions::default());
+        let source = Source::spawn(SimulatorDriver::new(sim), RunOptions::default());
         let (chunks, h) = source.into_parts();
         let wiring = Wiring::start(
             sextant_telemetry::Pipeline::new(&demo_project()).unwrap(),

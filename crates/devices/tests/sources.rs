@@ -342,7 +342,7 @@ async fn recorded_simulator_session_replays_to_the_same_csv() {
     settings.frame_rate_hz = 2_000.0;
 
     // Live: the simulator through the pipeline, recording raw bytes and exporting CSV.
-    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let source = Source::spawn(SimulatorDriver::new(settings), RunOptions::default());
     let (chunks, h) = source.into_parts();
     let frames = std::sync::Arc::new(std::sync::atomic::AtomicU64::new(0));
     let wiring = Wiring::start(
@@ -485,7 +485,7 @@ async fn simulator_at_a_million_frames_per_second_feeds_the_pipeline() {
     project
         .groups
         .retain(|g| g.title == "Environment" || g.title == "Power");
-    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let source = Source::spawn(SimulatorDriver::new(settings), RunOptions::default());
     let (chunks, h) = source.into_parts();
     let wiring = Wiring::start(
         Pipeline::new(&project).unwrap(),
@@ -882,5 +882,61 @@ fn assert_csv_values(case: &str, got: &str, expected: &str) {
                 want[0][c]
             );
         }
+    }
+}
+
+/// The simulator keeps perfect time: each chunk is stamped with the time its last frame
+/// describes, so after a stall (the machine busy, the runtime not polling it) the frames
+/// it catches up on keep their own times instead of sharing the moment they were read,
+/// and no chunk spans more than a tick. Each row: frames per second.
+#[test]
+fn a_stalled_simulator_catches_up_with_each_frame_at_its_own_time() {
+    for rate in [100.0, 100_000.0] {
+        // One thread: blocking it stalls the simulator as a loaded machine would.
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        runtime.block_on(async {
+            let mut settings = demo_settings();
+            settings.frame_rate_hz = rate;
+            let clock = sextant_devices::source::Clock::start();
+            let options = RunOptions {
+                clock,
+                ..RunOptions::default()
+            };
+            let mut source = Source::spawn(SimulatorDriver::new(settings), options);
+            let first = tokio::time::timeout(Duration::from_secs(5), source.chunks.recv())
+                .await
+                .unwrap()
+                .unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            let per_tick = (rate * sextant_devices::sim_source::TICK.as_secs_f64()).ceil();
+            let (mut previous, mut caught_up) = (first.timestamp.elapsed_ns, 0.0);
+            while caught_up < 0.3 {
+                let chunk = tokio::time::timeout(Duration::from_secs(5), source.chunks.recv())
+                    .await
+                    .unwrap()
+                    .unwrap();
+                let frames = chunk.data.iter().filter(|&&b| b == b'\n').count() as f64;
+                let at = chunk.timestamp.elapsed_ns;
+                assert!(
+                    frames >= 1.0 && frames <= per_tick,
+                    "at {rate} frames/s a chunk held {frames} frames, more than a tick's {per_tick}"
+                );
+                let step_s = (at - previous) as f64 / 1e9;
+                assert!(
+                    (step_s - frames / rate).abs() < 1e-6,
+                    "at {rate} frames/s a chunk of {frames} frames came {step_s} s after the last"
+                );
+                assert!(
+                    at <= clock.now().elapsed_ns,
+                    "a chunk stamped in the future"
+                );
+                previous = at;
+                caught_up += step_s;
+            }
+            source.handle().close().await;
+        });
     }
 }

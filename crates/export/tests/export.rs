@@ -57,7 +57,7 @@ async fn record_simulator(db: &Path, beside: Vec<Box<dyn FrameSink>>) -> Session
     let mut settings = demo_settings();
     settings.frame_rate_hz = 2_000.0;
     let writer = SessionWriter::start(db, session("simulator", &project), opts()).unwrap();
-    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let source = Source::spawn(SimulatorDriver::new(settings), RunOptions::default());
     let (chunks, h) = source.into_parts();
     let mut sinks: Vec<Box<dyn FrameSink>> = vec![Box::new(writer.sink())];
     sinks.extend(beside);
@@ -621,7 +621,7 @@ async fn a_live_mcap_recording_is_on_disk_while_the_run_goes_on() {
     settings.frame_rate_hz = 20.0;
     let sink = McapSink::new(&path, &project);
     let status = sink.status();
-    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let source = Source::spawn(SimulatorDriver::new(settings), RunOptions::default());
     let (chunks, h) = source.into_parts();
     let wiring = Wiring::start(
         Pipeline::new(&project).unwrap(),

@@ -60,7 +60,7 @@ async fn a_recorded_simulator_session_replays_to_the_same_csv() {
         WriterOptions::default(),
     )
     .unwrap();
-    let source = Source::spawn(SimulatorDriver { settings }, RunOptions::default());
+    let source = Source::spawn(SimulatorDriver::new(settings), RunOptions::default());
     let (chunks, h) = source.into_parts();
     let frames = Arc::new(AtomicU64::new(0));
     let wiring = Wiring::start(
