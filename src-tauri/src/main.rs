@@ -9,8 +9,9 @@
 //! `FRAMES_IN_FLIGHT` that a task drains into the page's newest `Channel`, so a busy page
 //! skips ticks instead of piling frames up.
 //! The assistant's chat panel talks to the same [`ChatDoor`] as `sextant serve` does
-//! (`chat`, `subscribe_chat`). No business logic lives here: only startup, window plumbing
-//! and these six commands.
+//! (`chat`, `subscribe_chat`). No business logic lives here: only startup, window plumbing,
+//! these commands, `source_credentials` (the person's door to the sources' secrets) and
+//! `first_frame_drawn`, which only logs how long start-up took.
 //!
 //! `sextant-desktop [PROJECT] [--connect]`: with no project it opens the demo device (the
 //! sample project, connected), so a first run without hardware shows moving data.
@@ -18,8 +19,8 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU32, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
@@ -162,6 +163,25 @@ async fn source_credentials(
         .map_err(|e| sextant_commands::CommandError::invalid("", e.to_string()))?;
     let status = shell.runtime.credentials(request).await?;
     Ok(serde_json::to_value(status).unwrap_or_default())
+}
+
+/// When `main` began: what start-up is measured from.
+static LAUNCHED: OnceLock<Instant> = OnceLock::new();
+
+/// The page drew its first frame with a device's data. Logged once per run, with the time
+/// since the app started: start-up measured from the log, with nothing attached to the
+/// window (a WebDriver session decides itself when the page starts loading).
+#[tauri::command]
+fn first_frame_drawn() {
+    static LOGGED: AtomicBool = AtomicBool::new(false);
+    if let Some(launched) = LAUNCHED.get() {
+        if !LOGGED.swap(true, Ordering::Relaxed) {
+            log::info!(
+                "the first frame with device data was drawn {} ms after the app started",
+                launched.elapsed().as_millis()
+            );
+        }
+    }
 }
 
 /// Forwards every chat's events to `channel`.
@@ -539,6 +559,7 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
 }
 
 fn main() {
+    LAUNCHED.get_or_init(Instant::now);
     // Before any thread starts (see the module's doc).
     sextant_runtime::heap::settle_allocator();
     let argv: Vec<String> = std::env::args().skip(1).collect();
@@ -594,7 +615,8 @@ fn main() {
             subscribe_events,
             chat,
             subscribe_chat,
-            source_credentials
+            source_credentials,
+            first_frame_drawn
         ])
         .build(tauri::generate_context!())
         .unwrap_or_else(|e| {

@@ -11,8 +11,9 @@
 // --webview: the desktop app (SEXTANT_DESKTOP_BIN, a release build) in its real webview,
 // WebKitGTK under Xvfb, driven by tauri-driver; first, the time from launching it (with the
 // bench's project and --connect) to the first frame with data drawn, three launches "bare"
-// (an X server only) and three as in a desktop session (a session bus running). --ui serves
-// another build of the page (e.g. an older one).
+// (an X server only) and three as in a desktop session (a session bus running), each way
+// launched directly (the time is when the app's log says so) and then through the driver
+// (which also splits the time). --ui serves another build of the page (e.g. an older one).
 import { spawnSync } from "node:child_process";
 import { existsSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -213,11 +214,16 @@ async function benchWebview() {
   // - "bare": an X server and nothing else, as on this test machine. The app's toolkit
   //   then starts a session bus for itself (X11 autolaunch) and the accessibility bus.
   // - "desktop": both buses already running, as in any desktop session.
-  const bare = await startupRuns(x.display, {}, 3);
+  // Each way, launched directly (nothing attached: the time is the app's own log line), then
+  // through the WebDriver, which also says where the time went but decides itself when the
+  // page starts loading.
+  const bare = await launchRuns(x.display, {}, 3);
+  const bareDriven = await startupRuns(x.display, {}, 3);
   const bus = await sessionBus(x.display);
-  let desktop;
+  let desktop, desktopDriven;
   try {
-    desktop = await startupRuns(x.display, { DBUS_SESSION_BUS_ADDRESS: bus.address }, 3);
+    desktop = await launchRuns(x.display, { DBUS_SESSION_BUS_ADDRESS: bus.address }, 3);
+    desktopDriven = await startupRuns(x.display, { DBUS_SESSION_BUS_ADDRESS: bus.address }, 3);
   } finally {
     bus.stop();
   }
@@ -255,6 +261,7 @@ async function benchWebview() {
         displayBytesPerFrame: Math.round((d1.bytesReceived - d0.bytesReceived) / Math.max(1, d1.framesReceived - d0.framesReceived)),
       },
       desktopStartup: { bare, desktop },
+      desktopStartupThroughDriver: { bare: bareDriven, desktop: desktopDriven },
     };
     console.log(JSON.stringify(result, null, 2));
     writeFileSync(join(artifacts, "bench-ui-webview.json"), JSON.stringify(result, null, 2));
@@ -276,6 +283,38 @@ async function desktopDriver(display, extraEnv) {
   const wd = new WebDriver(`http://127.0.0.1:${port}`);
   await waitFor("tauri-driver", () => fetch(`http://127.0.0.1:${port}/status`).then((r) => r.ok), 15000);
   return { wd, driver };
+}
+
+/** Launches the app as a person does, with the bench's project and `--connect`, `runs`
+ *  times, each until its log says the page drew its first frame with data (the page tells
+ *  the app, which logs the time since it started): how long from the launch until that line
+ *  appeared, and the app's own figure, since its `main` began. */
+async function launchRuns(display, extraEnv, runs) {
+  const env = { ...process.env, DISPLAY: display, XDG_DATA_HOME: join(dir, "data"), XDG_CONFIG_HOME: join(dir, "config"), ...extraEnv };
+  const line = /the first frame with device data was drawn (\d+) ms after the app started/;
+  const times = [];
+  for (let i = 0; i < runs; i++) {
+    const launched = Date.now();
+    const app = start(`bench-launch-${i}`, desktopBin, [projectPath, "--connect"], { env });
+    try {
+      const logged = await waitFor("the app's first drawn frame in its log", () => readFileSync(app.log, "utf8").match(line), 30000, 2);
+      times.push({ ms: Date.now() - launched, sinceMainMs: Number(logged[1]) });
+    } finally {
+      app.stop();
+    }
+    // One instance at a time: a second launch would hand its project to the first and exit.
+    await waitFor("the app to exit", () => !isRunning(app.child.pid), 10000);
+  }
+  return times;
+}
+
+/** Whether `pid` is a live process (not a zombie). */
+function isRunning(pid) {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, "utf8").split(") ")[1].startsWith("Z");
+  } catch {
+    return false;
+  }
 }
 
 /** Launches the app with the bench's project and `--connect` `runs` times, each until the

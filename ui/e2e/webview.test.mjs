@@ -3,7 +3,7 @@
 // console arrives at a real pty peer, and the assistant's chat panel streams a reply from
 // the scripted provider through the app's own chat commands.
 import assert from "node:assert/strict";
-import { writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import {
@@ -77,6 +77,15 @@ test("starts on the demo device and a plot shows moving data", async () => {
   const diff = regionChange(shotA, shotB, rect);
   assert.ok(diff.share > 0.002, `plot area changed in ${diff.changed} of ${diff.total} pixels`);
   await wd.screenshot("webview-dashboard-light-en.png");
+  // The page told the app it drew data, and the app logged its start-up time, once: what the
+  // start-up bench reads from a launch with no driver attached.
+  const startup = /the first frame with device data was drawn (\d+) ms after the app started/g;
+  const logged = await waitFor("the start-up time in the app's log", () => {
+    const all = [...readFileSync(driverProc.log, "utf8").matchAll(startup)];
+    return all.length ? all : null;
+  }, 10000, 100);
+  assert.equal(logged.length, 1, "logged once");
+  assert.ok(Number(logged[0][1]) > 0, `drawn ${logged[0][1]} ms after the start`);
 });
 
 test("switches workspaces", async () => {

@@ -3,6 +3,7 @@ import { encodeFrame } from "../src/lib/display/decode";
 
 // A fake transport recording display subscriptions.
 const subs: { options: any; handler: (f: ArrayBuffer) => void; stopped: boolean }[] = [];
+const told = { firstFrameDrawn: 0 };
 vi.mock("../src/lib/transport", () => ({
   transport: () => ({
     kind: "websocket",
@@ -13,6 +14,7 @@ vi.mock("../src/lib/transport", () => ({
       subs.push(s);
       return () => (s.stopped = true);
     },
+    firstFrameDrawn: () => told.firstFrameDrawn++,
   }),
 }));
 
@@ -67,11 +69,15 @@ describe("live display", () => {
     tick();
     tick();
     expect(draws).toEqual([0]);
+    // No device frame yet: start-up is not over.
+    expect(told.firstFrameDrawn).toBe(0);
     subs[1].handler(frame(1));
     tick();
     tick();
     expect(draws).toEqual([0, 1]);
     expect((globalThis as any).__sextantStats).toMatchObject({ drawnFrames: 2, lastSeq: 1, framesReceived: 2 });
+    // The first frame with a device's data was drawn: the app is told, once.
+    expect(told.firstFrameDrawn).toBe(1);
 
     // Pause freezes drawing while frames keep arriving; alarm watchers still run.
     const always: number[] = [];
@@ -84,6 +90,7 @@ describe("live display", () => {
     live.setPaused(false);
     tick();
     expect(draws).toEqual([0, 1, 2]);
+    expect(told.firstFrameDrawn).toBe(1);
 
     stopRaw2();
     await wait();

@@ -166,7 +166,10 @@ function loop(ts: number) {
     }
     stats.drawMs += performance.now() - t0;
     if (drew) {
-      if (!stats.firstDrawnAt && store.deviceFrames > 0) stats.firstDrawnAt = Date.now();
+      if (!stats.firstDrawnAt && store.deviceFrames > 0) {
+        stats.firstDrawnAt = Date.now();
+        transport().firstFrameDrawn();
+      }
       stats.drawnFrames++;
       fpsCount++;
     }

@@ -34,5 +34,6 @@ export function withConsent(inner: Transport, ask: Asker): Transport {
     credentials: (request) => inner.credentials(request),
     onChat: (handler) => inner.onChat(handler),
     display: (options, handler) => inner.display(options, handler),
+    firstFrameDrawn: () => inner.firstFrameDrawn(),
   };
 }

@@ -86,4 +86,8 @@ export class TauriTransport implements Transport {
       void invoke("display_stop", { id });
     };
   }
+
+  firstFrameDrawn() {
+    invoke("first_frame_drawn").catch(() => {});
+  }
 }

@@ -63,4 +63,7 @@ export interface Transport {
   credentials(request: CredentialsRequest): Promise<CredentialStatus>;
   /** Starts (or re-configures) display frames; each arrives as an ArrayBuffer. */
   display(options: DisplayOptions, handler: (frame: ArrayBuffer) => void): Promise<Unsubscribe>;
+  /** The first frame with a device's data is on screen: the desktop app logs its start-up
+   *  time; a served page has nobody to tell. Best effort, never throws. */
+  firstFrameDrawn(): void;
 }

@@ -192,6 +192,8 @@ export class WebSocketTransport implements Transport {
     };
   }
 
+  firstFrameDrawn() {}
+
   close() {
     this.closed = true;
     this.socket?.close();
