@@ -30,6 +30,7 @@ use sextant_runtime::{CredentialVault, Runtime, RuntimeHandle, Safeguards, Trust
 use tauri::ipc::{Channel, InvokeResponseBody};
 use tauri::webview::PageLoadEvent;
 use tauri::{Manager, State, Webview};
+use tauri_plugin_window_state::StateFlags;
 use tokio::sync::{mpsc, watch};
 
 /// Tasks that belong to a page: at most one per page and [`Stream`]; a new one replaces
@@ -165,19 +166,41 @@ async fn source_credentials(
     Ok(serde_json::to_value(status).unwrap_or_default())
 }
 
+/// The window starts hidden and shows once its page has loaded. Shown before, it asks
+/// WebKit to paint a page whose process is still busy loading it: without compositing
+/// (no GPU), WebKit then blocks the app's main thread for up to half a second waiting for
+/// a first picture (`forceUpdateIfNeeded`), and the page's own requests to the app wait
+/// with it – half a second added to about half the launches measured.
+fn show_window(window: &tauri::Window) {
+    if !window.is_visible().unwrap_or(true) {
+        let _ = window.show();
+        let _ = window.set_focus();
+    }
+}
+
+/// However the page fares, the window shows by then: a page that never finishes loading
+/// (a broken build, a hung resource) still gets a window to say so in.
+const SHOW_WINDOW_AT_THE_LATEST: Duration = Duration::from_secs(3);
+
 /// When `main` began: what start-up is measured from.
 static LAUNCHED: OnceLock<Instant> = OnceLock::new();
 
 /// The page drew its first frame with a device's data. Logged once per run, with the time
 /// since the app started: start-up measured from the log, with nothing attached to the
 /// window (a WebDriver session decides itself when the page starts loading).
+/// `page_ms`: how long the page had been loading by then (its `performance.now()`), which
+/// splits the time between the app's start and the page's own.
 #[tauri::command]
-fn first_frame_drawn() {
+fn first_frame_drawn(page_ms: Option<f64>) {
     static LOGGED: AtomicBool = AtomicBool::new(false);
     if let Some(launched) = LAUNCHED.get() {
         if !LOGGED.swap(true, Ordering::Relaxed) {
+            let page = page_ms
+                .filter(|ms| ms.is_finite() && *ms >= 0.0)
+                .map(|ms| format!(" (the page's part: {ms:.0} ms)"))
+                .unwrap_or_default();
             log::info!(
-                "the first frame with device data was drawn {} ms after the app started",
+                "the first frame with device data was drawn {} ms after the app started{page}",
                 launched.elapsed().as_millis()
             );
         }
@@ -538,6 +561,13 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
         displays: Mutex::new(HashMap::new()),
         forwarders: Mutex::new(PageTasks::new()),
     });
+    let handle = app.handle().clone();
+    tauri::async_runtime::spawn(async move {
+        tokio::time::sleep(SHOW_WINDOW_AT_THE_LATEST).await;
+        if let Some(window) = handle.get_webview_window("main") {
+            show_window(&window.as_ref().window());
+        }
+    });
     // The assistant opens beside the window, not before it.
     let handle = app.handle().clone();
     tauri::async_runtime::spawn(async move {
@@ -599,13 +629,19 @@ fn main() {
                 .build(),
         )
         .plugin(tauri_plugin_dialog::init())
-        .plugin(tauri_plugin_window_state::Builder::default().build())
-        .on_page_load(|webview, payload| {
-            if payload.event() == PageLoadEvent::Started {
+        // The window's place and size come back; whether it shows is `show_window`'s call.
+        .plugin(
+            tauri_plugin_window_state::Builder::default()
+                .with_state_flags(StateFlags::all() - StateFlags::VISIBLE)
+                .build(),
+        )
+        .on_page_load(|webview, payload| match payload.event() {
+            PageLoadEvent::Started => {
                 if let Some(shell) = webview.try_state::<Shell>() {
                     page_loading(webview, &shell);
                 }
             }
+            PageLoadEvent::Finished => show_window(&webview.window()),
         })
         .setup(move |app| start(app, &args))
         .invoke_handler(tauri::generate_handler![

@@ -88,6 +88,6 @@ export class TauriTransport implements Transport {
   }
 
   firstFrameDrawn() {
-    invoke("first_frame_drawn").catch(() => {});
+    invoke("first_frame_drawn", { pageMs: performance.now() }).catch(() => {});
   }
 }
