@@ -101,6 +101,11 @@ struct Shell {
     chat: tokio::sync::OnceCell<Result<Arc<ChatDoor>, sextant_commands::CommandError>>,
     /// Where the assistant keeps its data.
     chat_dir: Result<PathBuf, String>,
+    /// Becomes true when start-up is over: the page has drawn a device's data, or
+    /// [`SHOW_WINDOW_AT_THE_LATEST`] has passed. The assistant (and its keyring probe, which
+    /// D-Bus may answer by starting a keyring daemon) waits for it, so it never competes
+    /// with the page for the cores while the person waits for the first picture.
+    started: watch::Sender<bool>,
 }
 
 impl Shell {
@@ -114,8 +119,11 @@ impl Shell {
         let task = tauri::async_runtime::spawn(forwarder);
         lock(&self.forwarders).replace(webview.label(), stream, task);
     }
-    /// The assistant, opening it (on a blocking thread) if no one has yet.
+    /// The assistant, opening it (on a blocking thread) if no one has yet – once start-up
+    /// is over.
     async fn chat(&self) -> Result<Arc<ChatDoor>, sextant_commands::CommandError> {
+        // Only a dropped sender ends the wait otherwise, and the shell owns it.
+        let _ = self.started.subscribe().wait_for(|started| *started).await;
         let opened = self.chat.get_or_init(|| async {
             let began = Instant::now();
             let dir = self.chat_dir.clone();
@@ -178,8 +186,9 @@ fn show_window(window: &tauri::Window) {
     }
 }
 
-/// However the page fares, the window shows by then: a page that never finishes loading
-/// (a broken build, a hung resource) still gets a window to say so in.
+/// However the page fares, the window shows by then – a page that never finishes loading
+/// (a broken build, a hung resource) still gets a window to say so in – and start-up counts
+/// as over (`Shell::started`) even when no device's data was drawn.
 const SHOW_WINDOW_AT_THE_LATEST: Duration = Duration::from_secs(3);
 
 /// When `main` began: what start-up is measured from.
@@ -191,7 +200,8 @@ static LAUNCHED: OnceLock<Instant> = OnceLock::new();
 /// `page_ms`: how long the page had been loading by then (its `performance.now()`), which
 /// splits the time between the app's start and the page's own.
 #[tauri::command]
-fn first_frame_drawn(page_ms: Option<f64>) {
+fn first_frame_drawn(shell: State<'_, Shell>, page_ms: Option<f64>) {
+    shell.started.send_replace(true);
     static LOGGED: AtomicBool = AtomicBool::new(false);
     if let Some(launched) = LAUNCHED.get() {
         if !LOGGED.swap(true, Ordering::Relaxed) {
@@ -560,6 +570,7 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
         next_display: AtomicU32::new(1),
         displays: Mutex::new(HashMap::new()),
         forwarders: Mutex::new(PageTasks::new()),
+        started: watch::channel(false).0,
     });
     let handle = app.handle().clone();
     tauri::async_runtime::spawn(async move {
@@ -567,8 +578,9 @@ fn start(app: &mut tauri::App, args: &Args) -> Result<(), Box<dyn std::error::Er
         if let Some(window) = handle.get_webview_window("main") {
             show_window(&window.as_ref().window());
         }
+        handle.state::<Shell>().started.send_replace(true);
     });
-    // The assistant opens beside the window, not before it.
+    // The assistant opens when start-up is over (`Shell::started`), not before.
     let handle = app.handle().clone();
     tauri::async_runtime::spawn(async move {
         let _ = handle.state::<Shell>().chat().await;

@@ -86,6 +86,12 @@ test("starts on the demo device and a plot shows moving data", async () => {
   }, 10000, 100);
   assert.equal(logged.length, 1, "logged once");
   assert.ok(Number(logged[0][1]) > 0, `drawn ${logged[0][1]} ms after the start`);
+  // The assistant, with its keyring probe, opens only after that first picture.
+  const opened = await waitFor("the assistant opening", () => {
+    const at = readFileSync(driverProc.log, "utf8").indexOf("the assistant opened");
+    return at >= 0 ? { at } : null;
+  }, 10000, 100);
+  assert.ok(opened.at > logged[0].index, "the assistant opened after the first frame was drawn, not before");
 });
 
 test("switches workspaces", async () => {
