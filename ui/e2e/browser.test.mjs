@@ -778,6 +778,9 @@ test("a disk that fills up while recording and exporting says so, in English and
     await nav(page, "recording");
     await page.fill('[data-testid="sessions-db"]', join(disk, "sessions.sqlite"));
     await page.click('[data-testid="sessions-db-set"]');
+    // The screen says which file it records into once the app has opened it; recording
+    // before that would go to the file before.
+    await page.locator('[data-screen="recording"] .hint').filter({ hasText: join(disk, "sessions.sqlite") }).waitFor({ timeout: 10000 });
     await page.fill('[data-testid="csv-export-path"]', join(disk, "live.csv"));
     await page.click('[data-testid="csv-export-toggle"]');
     await page.fill('[data-testid="mcap-export-path"]', join(disk, "live.mcap"));
@@ -793,22 +796,29 @@ test("a disk that fills up while recording and exporting says so, in English and
     await page.click('[data-testid="start-recording"]');
     await page.locator('[data-testid="recording-live"]').waitFor();
     await page.waitForTimeout(500);
-    // Fill the disk.
-    const filler = join(disk, "filler");
-    try {
-      execFileSync("dd", ["if=/dev/zero", `of=${filler}`, "bs=64k"], { stdio: "ignore" });
-    } catch {
-      // dd ends with "No space left on device": that is the point.
-    }
+    // Fill the disk, and keep it full: a writer that fails removes its unfinished file, and
+    // the space that frees would let another go on writing (rightly: it is saving then).
+    const fillers = [];
+    const fill = () => {
+      const filler = join(disk, `filler-${fillers.length}`);
+      fillers.push(filler);
+      try {
+        execFileSync("dd", ["if=/dev/zero", `of=${filler}`, "bs=4k"], { stdio: "ignore" });
+      } catch {
+        // dd ends with "No space left on device": that is the point.
+      }
+    };
+    const whileFull = (locator, timeoutMs) => waitFor(`${locator} on a full disk`, async () => (fill(), locator.isVisible()), timeoutMs, 250);
+    fill();
     const problem = page.locator('[data-testid="recording-problem"]');
-    await problem.waitFor({ timeout: 15000 });
+    await whileFull(problem, 15000);
     const said = await problem.innerText();
     assert.match(said, /^Recording is not being saved: the disk is full/);
     const csv = page.locator('[data-testid="csv-export-problem"]');
-    await csv.waitFor({ timeout: 30000 });
+    await whileFull(csv, 30000);
     assert.match(await csv.innerText(), /^The CSV export stopped: the disk is full/);
     const mcap = page.locator('[data-testid="mcap-export-problem"]');
-    await mcap.waitFor({ timeout: 30000 });
+    await whileFull(mcap, 30000);
     assert.match(await mcap.innerText(), /^The MCAP recording stopped: the disk is full/);
     await page.screenshot({ path: join(artifacts, "browser-disk-full-light-en.png") });
     // The same in 简体中文, with no internal word of either message.
@@ -823,7 +833,7 @@ test("a disk that fills up while recording and exporting says so, in English and
     }
     await zh.context().close();
     // Space comes back: the recording saves again by itself and the warning goes.
-    rmSync(filler);
+    for (const filler of fillers) rmSync(filler, { force: true });
     await problem.waitFor({ state: "detached", timeout: 15000 });
     await page.click('[data-testid="stop-recording"]');
     await page.locator('[data-testid="session-row"]').first().waitFor();
