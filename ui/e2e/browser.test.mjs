@@ -617,6 +617,8 @@ test("a database set up on the Project screen: Connect asks first, the password 
     await page.fill('[data-testid="pg-table"]', "bench_values");
     await page.fill('[data-testid="pg-bench"]', "rig-a");
     await page.fill('[data-testid="pg-password"]', pg.password);
+    // The source applied just before refreshes the project: the form keeps what was typed.
+    assert.ok(await page.isChecked('[data-testid="pg-enabled"]'), "the tick survived the project's refresh");
     await page.click('[data-testid="pg-save"]');
     await page.locator('[data-testid="pg-saved"]').waitFor();
     // Saved, never shown again.
