@@ -9,9 +9,10 @@
 //! `FRAMES_IN_FLIGHT` that a task drains into the page's newest `Channel`, so a busy page
 //! skips ticks instead of piling frames up.
 //! The assistant's chat panel talks to the same [`ChatDoor`] as `sextant serve` does
-//! (`chat`, `subscribe_chat`). No business logic lives here: only startup, window plumbing,
-//! these commands, `source_credentials` (the person's door to the sources' secrets) and
-//! `first_frame_drawn`, which only logs how long start-up took.
+//! (`chat`, `subscribe_chat`). No business logic lives here: only startup, window plumbing
+//! and the commands in `main`'s handler list – besides those above, `source_credentials`
+//! (the person's door to the sources' secrets) and `first_frame_drawn` (only logs how long
+//! start-up took).
 //!
 //! `sextant-desktop [PROJECT] [--connect]`: with no project it opens the demo device (the
 //! sample project, connected), so a first run without hardware shows moving data.
