@@ -16,6 +16,18 @@ fn recording_threads() -> usize {
         .count()
 }
 
+/// Recording threads once every thread started so far has named itself: a new thread sets
+/// its name from inside, when it first runs, so right after `spawn` it may not be counted
+/// yet. Waits (up to a generous bound, for a busy machine) until `expected` are seen, then
+/// counts once more, so too many still fails.
+fn recording_threads_once_named(expected: usize) -> usize {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while recording_threads() < expected && std::time::Instant::now() < deadline {
+        std::thread::sleep(std::time::Duration::from_millis(5));
+    }
+    recording_threads()
+}
+
 fn start(db: &std::path::Path, title: &str) -> SessionWriter {
     let writer = SessionWriter::start(
         db,
@@ -61,7 +73,7 @@ fn recordings_one_after_another_share_one_thread() {
     }
     // Three at once need three; afterwards they all wait for the next.
     let three: Vec<_> = (0..3).map(|k| start(&db, &format!("three {k}"))).collect();
-    assert_eq!(recording_threads(), 3);
+    assert_eq!(recording_threads_once_named(3), 3);
     for w in three {
         assert_eq!(w.close().unwrap().frames, 2_000);
     }
