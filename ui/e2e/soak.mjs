@@ -1,7 +1,8 @@
 // The whole stack for an hour: the simulator at 100 000 frames/s through a release `sextant
 // serve` with a 16-plot dashboard open in Chromium, recording to a session and exporting
-// CSV. Samples the resident memory of every process once a minute and prints the curve;
-// writes target/e2e/soak.json.
+// CSV. Samples the resident memory of every process once a minute, and the CPU each one
+// (and each of the backend's threads) used in that minute, and prints the curve; writes
+// target/e2e/soak.json.
 //
 //   node ui/e2e/soak.mjs [--minutes 60] [--rate 100000] [--every 60] [--rotate 180]
 //
@@ -63,8 +64,18 @@ const rssKiB = (pid) => {
     return 0;
   }
 };
+/** The backend's resident MiB by kind: anonymous, file-backed, shared memory. */
+function rssKinds(pid) {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, "utf8");
+    const mib = (key) => Math.round(Number(status.match(new RegExp(`^${key}:\\s+(\\d+)`, "m"))?.[1] ?? 0) / 1024);
+    return { anon: mib("RssAnon"), file: mib("RssFile"), shmem: mib("RssShmem") };
+  } catch {
+    return {};
+  }
+}
 /** Every process of the run, by role: the backend, and Chromium's by their --type. */
-function processes() {
+function processPids() {
   const roles = { backend: [server.child.pid] };
   for (const d of readdirSync("/proc")) {
     if (!/^\d+$/.test(d)) continue;
@@ -90,23 +101,66 @@ function processes() {
     const type = cmd.join(" ").match(/--type=(\S+)/)?.[1] ?? "browser";
     (roles[`chromium-${type}`] ??= []).push(pid);
   }
-  return Object.fromEntries(Object.entries(roles).map(([k, pids]) => [k, Math.round(pids.reduce((n, p) => n + rssKiB(p), 0) / 1024)]));
+  return roles;
+}
+/** Resident MiB of every process of the run, by role. */
+function processes() {
+  return Object.fromEntries(Object.entries(processPids()).map(([k, pids]) => [k, Math.round(pids.reduce((n, p) => n + rssKiB(p), 0) / 1024)]));
 }
 
-/** Resident MiB of a process's five largest anonymous mappings, largest first. */
+/** Resident MiB of a process's five largest anonymous mappings, largest first (the main
+ * thread's heap, `[heap]`, counts: with arenas capped, other threads allocate there too). */
 function arenas(pid) {
   try {
     const sizes = [];
     let anonymous = false;
     for (const line of readFileSync(`/proc/${pid}/smaps`, "utf8").split("\n")) {
       const head = line.match(/^[0-9a-f]+-[0-9a-f]+ \S+ \S+ \S+ \S+(\s+(\S+))?/);
-      if (head) anonymous = !head[2];
+      if (head) anonymous = !head[2] || head[2] === "[heap]";
       else if (anonymous && line.startsWith("Rss:")) sizes.push(Number(line.split(/\s+/)[1]) / 1024);
     }
     return sizes.sort((a, b) => b - a).slice(0, 5).map((x) => +x.toFixed(1));
   } catch {
     return [];
   }
+}
+
+/** CPU time (s) a process has used, and that of its threads summed by thread name. */
+function cpuTimes(pid) {
+  const ticks = (stat) => {
+    const f = stat.slice(stat.lastIndexOf(") ") + 2).split(" ");
+    return (Number(f[11]) + Number(f[12])) / 100; // utime + stime, in USER_HZ (100)
+  };
+  const threads = {};
+  try {
+    for (const tid of readdirSync(`/proc/${pid}/task`)) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/task/${tid}/stat`, "utf8");
+        const name = stat.slice(stat.indexOf("(") + 1, stat.lastIndexOf(") "));
+        threads[name] = (threads[name] ?? 0) + ticks(stat);
+      } catch {}
+    }
+    return { total: ticks(readFileSync(`/proc/${pid}/stat`, "utf8")), threads };
+  } catch {
+    return { total: 0, threads };
+  }
+}
+/** Per cent of one core each role (and each of the backend's busiest thread names) used
+ * between two readings: where the machine's two cores went in that minute. */
+function cpuShare(before, after, seconds) {
+  const pct = (a, b) => +(((a - (b ?? 0)) / seconds) * 100).toFixed(1);
+  const roles = Object.fromEntries(Object.keys(after.roles).map((r) => [r, pct(after.roles[r], before.roles[r])]));
+  const threads = Object.entries(after.backendThreads)
+    .map(([n, t]) => [n, pct(t, before.backendThreads[n])])
+    .filter(([, p]) => p >= 1)
+    .sort((a, b) => b[1] - a[1]);
+  return { roles, backendThreads: Object.fromEntries(threads) };
+}
+/** CPU seconds so far of every process of the run, by role, and the backend's by thread. */
+function cpuReading() {
+  const roles = {};
+  for (const [role, pids] of Object.entries(processPids())) roles[role] = pids.reduce((n, p) => n + cpuTimes(p).total, 0);
+  return { at: Date.now(), roles, backendThreads: cpuTimes(server.child.pid).threads };
 }
 
 const samples = [];
@@ -116,23 +170,32 @@ const recordings = [];
 const status = () => call("io.status");
 const stats = () => page.evaluate(() => ({ ...window.__sextantStats, t: performance.now() }));
 let lastStats = await stats();
+let lastCpu = cpuReading();
 for (let k = 0; ; k++) {
   const s = await status();
   const now = await stats();
   const fps = +(((now.drawnFrames - lastStats.drawnFrames) * 1000) / Math.max(1, now.t - lastStats.t)).toFixed(1);
   lastStats = now;
   const csv = await call("csvExport.status");
+  const cpu = cpuReading();
+  const cpuPercent = cpuShare(lastCpu, cpu, Math.max(1, cpu.at - lastCpu.at) / 1000);
+  lastCpu = cpu;
   const sample = {
     minute: +((Date.now() - t0) / 60000).toFixed(2),
     rssMiB: processes(),
     // The backend's largest anonymous mappings (its allocator's arenas, one per busy
     // thread): which of them grows says which thread's memory it is.
     backendArenasMiB: arenas(server.child.pid),
+    // Which kind of memory it is: the process's own (anonymous) or file pages mapped in.
+    backendRssKindMiB: rssKinds(server.child.pid),
     frames: s.sources.reduce((n, x) => n + x.frames, 0),
     droppedChunks: s.sources.reduce((n, x) => n + x.droppedChunks, 0),
     csvRows: csv.rows ?? null,
     csvDroppedRows: csv.droppedRows ?? null,
     dashboardFps: fps,
+    // Per cent of one core since the last sample (the machine has two): which work had the
+    // cores when a writer fell behind.
+    cpuPercent,
   };
   samples.push(sample);
   console.log(JSON.stringify(sample));
