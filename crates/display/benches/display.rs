@@ -72,5 +72,43 @@ fn bench(c: &mut Criterion) {
     g.finish();
 }
 
-criterion_group!(benches, bench);
+/// The soak's dashboard: 10 s of 16 datasets at 100 000 frames/s (65 536 raw samples each,
+/// the rest from the overview), each plot asking for the ~760 points its width can show.
+fn bench_long_window(c: &mut Criterion) {
+    let ds = datasets(16);
+    let scope = Scope::new();
+    let mut sink = scope.sink();
+    let mut values = vec![Value::Number(0.0); 16];
+    for i in 0..1_000_000u64 {
+        for (k, v) in values.iter_mut().enumerate() {
+            *v = Value::Number(((i as usize + k) as f64 * 0.001).sin());
+        }
+        let event = FrameEvent {
+            source: 0,
+            timestamp: Timestamp {
+                elapsed_ns: i * 10_000,
+                unix_ns: 0,
+            },
+            values: &values,
+        };
+        sink.frame(&event, &ds);
+    }
+    let options = DisplayOptions {
+        points: 10_000,
+        time_range_s: 10.0,
+        windows: (0..16).map(|i| (i, 760)).collect(),
+        ..DisplayOptions::default()
+    };
+    let mut g = c.benchmark_group("display");
+    g.throughput(Throughput::Elements(16));
+    g.bench_function("tick_16x10s_at_100k_to_760_points", |b| {
+        b.iter(|| {
+            let mut sub = scope.subscribe();
+            scope.frame(&options, &mut sub).unwrap().len()
+        })
+    });
+    g.finish();
+}
+
+criterion_group!(benches, bench, bench_long_window);
 criterion_main!(benches);

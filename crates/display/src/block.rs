@@ -12,6 +12,13 @@ pub(crate) struct Block {
     pub vmin: f64,
     pub tmax: f64,
     pub vmax: f64,
+    /// Where the minimum and the maximum are among the block's samples (0 is its first), so
+    /// a window of raw samples can take a whole block's extremes instead of reading its
+    /// samples, and still name the very samples a reading would have found.
+    pub kmin: u16,
+    pub kmax: u16,
+    /// Samples added so far.
+    n: u16,
 }
 
 impl Block {
@@ -23,17 +30,22 @@ impl Block {
             vmin: v,
             tmax: t,
             vmax: v,
+            kmin: 0,
+            kmax: 0,
+            n: 1,
         }
     }
 
     pub(crate) fn add(&mut self, t: f64, v: f64) {
+        let k = self.n;
+        self.n += 1;
         self.t1 = t;
         // NaN never wins a comparison, so a gap does not hide real extremes.
         if v < self.vmin || self.vmin.is_nan() {
-            (self.tmin, self.vmin) = (t, v);
+            (self.tmin, self.vmin, self.kmin) = (t, v, k);
         }
         if v > self.vmax || self.vmax.is_nan() {
-            (self.tmax, self.vmax) = (t, v);
+            (self.tmax, self.vmax, self.kmax) = (t, v, k);
         }
     }
 }

@@ -4,6 +4,7 @@
 use std::collections::VecDeque;
 
 use crate::block::Block;
+use crate::scope::BLOCK;
 
 /// "SXD1", read as a little-endian u32.
 pub const MAGIC: [u8; 4] = *b"SXD1";
@@ -67,6 +68,55 @@ pub(crate) struct Window<'a> {
     v: (&'a [f64], &'a [f64]),
     /// First visible sample.
     start: usize,
+    /// The overview blocks over the same samples, when known: a bucket of many samples
+    /// takes the extremes of the whole blocks inside it from there.
+    blocks: Option<Blocks<'a>>,
+}
+
+/// Overview blocks located among a dataset's samples: block `k` of the deque holds samples
+/// `(first + k) * BLOCK ..` of the run, and the raw ring's first sample is sample
+/// `ring_first` of the run.
+struct Blocks<'a> {
+    blocks: &'a VecDeque<Block>,
+    first: u64,
+    ring_first: u64,
+}
+
+/// The first minimum and the first maximum found so far, as ring indices, with the rule
+/// every min/max of the display keeps: NaN never wins over a number (a gap does not hide
+/// real extremes), and among NaNs only the last stands.
+struct Extremes {
+    imin: usize,
+    vmin: f64,
+    imax: usize,
+    vmax: f64,
+}
+
+impl Extremes {
+    fn at(i: usize, v: f64) -> Extremes {
+        Extremes {
+            imin: i,
+            vmin: v,
+            imax: i,
+            vmax: v,
+        }
+    }
+
+    fn add(&mut self, (imin, vmin): (usize, f64), (imax, vmax): (usize, f64)) {
+        if vmin < self.vmin || self.vmin.is_nan() {
+            (self.imin, self.vmin) = (imin, vmin);
+        }
+        if vmax > self.vmax || self.vmax.is_nan() {
+            (self.imax, self.vmax) = (imax, vmax);
+        }
+    }
+
+    fn scan(&mut self, w: &Window<'_>, from: usize, to: usize) {
+        for i in from..to {
+            let v = w.get(i).1;
+            self.add((i, v), (i, v));
+        }
+    }
 }
 
 impl<'a> Window<'a> {
@@ -90,7 +140,61 @@ impl<'a> Window<'a> {
                 hi = mid;
             }
         }
-        Window { t, v, start: lo }
+        Window {
+            t,
+            v,
+            start: lo,
+            blocks: None,
+        }
+    }
+
+    /// The same window, knowing the overview `blocks` over its samples: whole blocks first
+    /// at sample `first_block * BLOCK` of the run, and the ring's first sample at sample
+    /// `ring_first` of the run.
+    pub fn with_blocks(
+        mut self,
+        blocks: &'a VecDeque<Block>,
+        first_block: u64,
+        ring_first: u64,
+    ) -> Window<'a> {
+        self.blocks = Some(Blocks {
+            blocks,
+            first: first_block,
+            ring_first,
+        });
+        self
+    }
+
+    /// Ring indices of the first minimum and the first maximum of samples `lo..hi` (see
+    /// [`Extremes`]), exactly as reading every sample finds them. Why blocks: at 100 k
+    /// frames/s a bucket of a 10 s plot holds thousands of samples, and a display tick read
+    /// all 65 536 raw samples of every dataset for a few dozen points; whole blocks inside
+    /// a bucket give their extremes (and where they are) at once, so only the bucket's
+    /// ragged ends are read sample by sample.
+    fn extremes(&self, lo: usize, hi: usize) -> (usize, usize) {
+        let mut acc = Extremes::at(lo, self.get(lo).1);
+        let mut i = lo + 1;
+        if let Some(b) = &self.blocks {
+            let size = BLOCK as u64;
+            let first = (b.ring_first + i as u64).div_ceil(size);
+            let end = (b.ring_first + hi as u64) / size;
+            let kept = b.first..=b.first + b.blocks.len() as u64;
+            // Two blocks or more, all of them kept: otherwise reading is as quick.
+            if end >= first + 2 && kept.contains(&first) && kept.contains(&end) {
+                acc.scan(self, i, (first * size - b.ring_first) as usize);
+                for k in first..end {
+                    let block = b.blocks[(k - b.first) as usize];
+                    let start = (k * size - b.ring_first) as usize;
+                    acc.add(
+                        (start + block.kmin as usize, block.vmin),
+                        (start + block.kmax as usize, block.vmax),
+                    );
+                }
+                i = (end * size - b.ring_first) as usize;
+            }
+        }
+        acc.scan(self, i, hi);
+        (acc.imin, acc.imax)
     }
 
     fn total(&self) -> usize {
@@ -184,17 +288,7 @@ fn decimate_samples(w: &Window<'_>, buckets: usize, out: &mut Vec<(f64, f64)>) {
     for b in 0..buckets {
         let lo = w.start + b * n / buckets;
         let hi = (w.start + (b + 1) * n / buckets).max(lo + 1);
-        let (mut imin, mut imax) = (lo, lo);
-        let (mut vmin, mut vmax) = (w.get(lo).1, w.get(lo).1);
-        for i in lo + 1..hi {
-            let v = w.get(i).1;
-            if v < vmin || vmin.is_nan() {
-                (imin, vmin) = (i, v);
-            }
-            if v > vmax || vmax.is_nan() {
-                (imax, vmax) = (i, v);
-            }
-        }
+        let (imin, imax) = w.extremes(lo, hi);
         let (a, b) = if imin <= imax {
             (imin, imax)
         } else {
@@ -353,4 +447,80 @@ impl Encoder {
         self.set_u32(20, c);
         self.buf
     }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scope::Series;
+
+    /// A run's samples of one kind: `kind` picks numbers, ties, gaps or nothing but gaps.
+    fn series(pushed: usize, kind: &str) -> Series {
+        let mut x = 0x9E37_79B9_7F4A_7C15_u64;
+        let mut s = Series::default();
+        for i in 0..pushed {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            let r = (x >> 11) as f64 / (1u64 << 53) as f64;
+            let v = match kind {
+                "noise" => r - 0.5,
+                // Few levels: every bucket's extremes tie many times.
+                "ties" => (r * 4.0).floor(),
+                // Runs of gaps longer than a block, between noisy stretches.
+                "gaps" if (i / 700) % 3 == 1 => f64::NAN,
+                "gaps" => r,
+                "all gaps" => f64::NAN,
+                _ => i as f64,
+            };
+            // Times repeat in pairs, as frames of one chunk can share a time.
+            s.push((i / 2) as f64 * 1e-5, v);
+        }
+        s
+    }
+
+    #[test]
+    fn extremes_from_blocks_are_the_samples_a_reading_finds() {
+        for pushed in [1_000, WINDOW + 12_345, 300_001] {
+            for kind in ["noise", "ties", "gaps", "all gaps", "rising"] {
+                let s = series(pushed, kind);
+                let fast = s.window(f64::NEG_INFINITY);
+                let read = Window::new(&s.t, &s.v, f64::NEG_INFINITY);
+                let n = read.total();
+                let mut x = 12_345_u64;
+                let mut ranges = vec![(0, n), (1, n), (0, 1), (n - 1, n)];
+                for _ in 0..3_000 {
+                    x = x.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1);
+                    let lo = (x >> 33) as usize % n;
+                    let len = 1 + (x >> 13) as usize % (n - lo).min(6_000);
+                    ranges.push((lo, lo + len));
+                }
+                for (lo, hi) in ranges {
+                    assert_eq!(
+                        fast.extremes(lo, hi),
+                        read.extremes(lo, hi),
+                        "{pushed} samples of {kind}, samples {lo}..{hi}"
+                    );
+                }
+            }
+        }
+    }
+
+    /// The rows above would pass with blocks never read: a block's extremes, changed behind
+    /// the samples' back, must show up in a long bucket.
+    #[test]
+    fn a_long_bucket_takes_whole_blocks_from_the_overview() {
+        let mut s = series(WINDOW + 12_345, "noise");
+        let k = s.overview.len() - 40;
+        s.overview[k].vmin = -1e9;
+        s.overview[k].kmin = 7;
+        let w = s.window(f64::NEG_INFINITY);
+        let ring_first = (WINDOW + 12_345 - w.total()) as u64;
+        let blocks_first = ((WINDOW + 12_345) / BLOCK - s.overview.len()) as u64;
+        let changed = ((blocks_first + k as u64) * BLOCK as u64 - ring_first) as usize + 7;
+        let (imin, _) = w.extremes(changed - 3_000, changed + 3_000);
+        assert_eq!(imin, changed);
+    }
+
+    const WINDOW: usize = crate::scope::WINDOW_SAMPLES;
 }

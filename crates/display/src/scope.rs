@@ -150,10 +150,23 @@ pub(crate) struct Series {
     pub v: VecDeque<f64>,
     pub overview: VecDeque<Block>,
     open: Option<(Block, usize)>,
+    /// Samples pushed since the run began: where the ring and the blocks sit in the run.
+    pushed: u64,
 }
 
 impl Series {
-    fn push(&mut self, t: f64, v: f64) {
+    /// The window of samples from `from_t` on, with the overview blocks located among them.
+    pub(crate) fn window(&self, from_t: f64) -> Window<'_> {
+        let blocks_done = self.pushed / BLOCK as u64;
+        Window::new(&self.t, &self.v, from_t).with_blocks(
+            &self.overview,
+            blocks_done - self.overview.len() as u64,
+            self.pushed - self.t.len() as u64,
+        )
+    }
+
+    pub(crate) fn push(&mut self, t: f64, v: f64) {
+        self.pushed += 1;
         if self.t.len() == WINDOW_SAMPLES {
             self.t.pop_front();
             self.v.pop_front();
@@ -392,7 +405,7 @@ impl Scope {
             } else {
                 (points as usize / 2).max(1)
             };
-            let window = Window::new(&series.t, &series.v, from_t);
+            let window = series.window(from_t);
             enc.dataset(
                 i as u32,
                 s.last[i],
