@@ -247,4 +247,7 @@ console.log(JSON.stringify({ ...result, samples: undefined }, null, 2));
 writeFileSync(join(artifacts, "soak.json"), JSON.stringify(result, null, 2));
 await browser.close();
 server.stop();
+// Gigabytes of sessions and CSV: nothing in them is the result (that is soak.json).
+if (server.child.exitCode === null) await Promise.race([new Promise((r) => server.child.once("exit", r)), sleep(10000)]);
+rmSync(dir, { recursive: true, force: true });
 process.exit(0);
