@@ -36,6 +36,11 @@ impl Block {
         }
     }
 
+    /// Samples in the block so far.
+    pub(crate) fn len(&self) -> usize {
+        self.n as usize
+    }
+
     pub(crate) fn add(&mut self, t: f64, v: f64) {
         let k = self.n;
         self.n += 1;

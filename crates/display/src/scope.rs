@@ -149,7 +149,7 @@ pub(crate) struct Series {
     pub t: VecDeque<f64>,
     pub v: VecDeque<f64>,
     pub overview: VecDeque<Block>,
-    open: Option<(Block, usize)>,
+    open: Option<Block>,
     /// Samples pushed since the run began: where the ring and the blocks sit in the run.
     pushed: u64,
 }
@@ -174,10 +174,9 @@ impl Series {
         self.t.push_back(t);
         self.v.push_back(v);
         match &mut self.open {
-            Some((block, n)) => {
+            Some(block) => {
                 block.add(t, v);
-                *n += 1;
-                if *n == BLOCK {
+                if block.len() == BLOCK {
                     if self.overview.len() == OVERVIEW_BLOCKS {
                         self.overview.pop_front();
                     }
@@ -185,7 +184,7 @@ impl Series {
                     self.open = None;
                 }
             }
-            None => self.open = Some((Block::new(t, v), 1)),
+            None => self.open = Some(Block::new(t, v)),
         }
     }
 }
