@@ -44,6 +44,17 @@ async function fresh(url = base, settings = {}) {
   return p;
 }
 
+/** Waits for `locator` to be visible; when it does not show, the error carries what the
+ *  screen said instead (a refusal, a message), so a failure says why. */
+async function shown(p, locator, timeout) {
+  try {
+    await locator.waitFor({ timeout });
+  } catch (e) {
+    const screen = await p.locator(".screen").innerText().catch(() => "(no screen)");
+    throw new Error(`${e.message}\nThe screen said instead:\n${screen.slice(0, 2000)}`);
+  }
+}
+
 /** Clicks `button` and picks `file` in the file chooser it opens, as a person would. */
 async function pick(p, button, file) {
   const chooser = p.waitForEvent("filechooser", { timeout: 8000 });
@@ -782,7 +793,7 @@ test("a disk that fills up while recording and exporting says so, in English and
     await page.click('[data-testid="sessions-db-set"]');
     // The screen says which file it records into once the app has opened it; recording
     // before that would go to the file before.
-    await page.locator('[data-screen="recording"] .hint').filter({ hasText: join(disk, "sessions.sqlite") }).waitFor({ timeout: 10000 });
+    await shown(page, page.locator('[data-screen="recording"] .hint').filter({ hasText: join(disk, "sessions.sqlite") }), 10000);
     await page.fill('[data-testid="csv-export-path"]', join(disk, "live.csv"));
     await page.click('[data-testid="csv-export-toggle"]');
     await page.fill('[data-testid="mcap-export-path"]', join(disk, "live.mcap"));
