@@ -9,12 +9,16 @@
 //! is delayed by nothing and dropped only behind others.
 //!
 //! Bytes are given back when the consumer receives an item: from then on it is the
-//! consumer's, counted by whatever queue it is put in next.
+//! consumer's, counted by whatever queue it is put in next. The consumer also watches
+//! what the queue held ([`sextant_heap::Backlog`]): once a large backlog has drained, the
+//! memory its items took is given back to the system rather than kept for the rest of
+//! the run.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use bytes::Bytes;
+use sextant_heap::Backlog;
 use sextant_telemetry::{Chunk, Timestamp, Value};
 use tokio::sync::mpsc;
 
@@ -79,7 +83,11 @@ pub fn bounded<T: Weigh>(items: usize, bytes: usize) -> (Sender<T>, Receiver<T>)
             tx,
             budget: budget.clone(),
         },
-        Receiver { rx, budget },
+        Receiver {
+            rx,
+            budget,
+            backlog: Backlog::new(),
+        },
     )
 }
 
@@ -137,11 +145,14 @@ impl<T: Weigh> Sender<T> {
 pub struct Receiver<T> {
     rx: mpsc::Receiver<T>,
     budget: Arc<Budget>,
+    backlog: Backlog,
 }
 
 impl<T: Weigh> Receiver<T> {
-    fn taken(&self, item: T) -> T {
-        self.budget.held.fetch_sub(item.weight(), Ordering::AcqRel);
+    fn taken(&mut self, item: T) -> T {
+        let weight = item.weight();
+        let before = self.budget.held.fetch_sub(weight, Ordering::AcqRel);
+        self.backlog.observe(before.saturating_sub(weight));
         item
     }
 

@@ -18,10 +18,11 @@ mod actions;
 pub mod commands;
 mod convert;
 pub mod credentials;
-pub mod heap;
 pub mod images;
 mod runtime;
 pub mod safeguards;
+/// The allocator settings each binary applies first thing in `main`.
+pub use sextant_heap as heap;
 pub mod session_replay;
 pub mod tail;
 pub mod user_file;

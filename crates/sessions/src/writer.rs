@@ -257,8 +257,15 @@ enum Offer {
     Ended,
 }
 
-/// Spent batches kept for reuse; more are freed.
+/// Spent batches kept for reuse while the writer is behind; more are freed.
 const SPENT_BATCHES: usize = 64;
+
+/// Spent batches kept once the writer has caught up: what a writer that keeps up has in
+/// flight (one filling, one or two queued, one being written) with room to spare. The
+/// rest of what a backlog left are freed, and their memory given back with the backlog's
+/// ([`sextant_heap::Backlog`]); kept, 64 batches of up to 256 KiB each held a recording's
+/// memory 15 MiB above its level for as long as it ran.
+const SPENT_BATCHES_CAUGHT_UP: usize = 8;
 
 /// A [`SessionSink`] sends its batch on once it holds this many rows or bytes (or when the
 /// pipeline has caught up): big enough that queueing costs nothing per row, small enough
@@ -310,6 +317,25 @@ impl Queue {
     fn spend(&self, batch: Batch) {
         self.release(batch.rows.len(), batch.weight());
         self.recycle(batch);
+    }
+
+    /// Bytes queued and not yet written.
+    fn held(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// After a commit's batches are spent: once nothing is queued, frees the spent
+    /// batches a backlog left past what a writer that keeps up needs, and has `backlog`
+    /// give their memory back if the queue had held a large one.
+    fn after_commit(&self, backlog: &mut sextant_heap::Backlog) {
+        let held = self.held();
+        if held == 0 {
+            self.spent
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .truncate(SPENT_BATCHES_CAUGHT_UP);
+        }
+        backlog.observe(held);
     }
 
     /// Keeps an unqueued batch's buffers for the producers.
@@ -535,6 +561,7 @@ impl SessionWriter {
             totals: Totals::default(),
             block: codec::BlockBuilder::default(),
             chunk_blocks: Vec::new(),
+            backlog: sextant_heap::Backlog::new(),
         };
         let (done_tx, done) = mpsc::sync_channel(1);
         on_recording_thread(Box::new(move || {
@@ -680,6 +707,8 @@ struct Thread {
     block: codec::BlockBuilder,
     /// The block of chunks being built for each source, by source index.
     chunk_blocks: Vec<codec::ChunkBlockBuilder>,
+    /// What the queue held, to give back the memory of a backlog once it has drained.
+    backlog: sextant_heap::Backlog,
 }
 
 impl Thread {
@@ -757,6 +786,9 @@ impl Thread {
     }
 
     fn commit(&mut self, batch: &mut Vec<Msg>) {
+        // What is queued now includes this batch: a writer that takes its whole backlog
+        // into one transaction would otherwise never see it.
+        self.backlog.observe(self.queue.held());
         match self.write(batch) {
             Ok(next) => {
                 let s = &self.stats;
@@ -794,6 +826,7 @@ impl Thread {
                 self.queue.spend(rows);
             }
         }
+        self.queue.after_commit(&mut self.backlog);
     }
 
     /// Writes one batch in one transaction; the totals it leaves the session row with.
@@ -915,5 +948,85 @@ impl Thread {
         )?;
         tx.commit()?;
         Ok(t)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queue() -> (Queue, mpsc::Receiver<Msg>) {
+        let (tx, rx) = mpsc::channel();
+        let queue = Queue {
+            tx,
+            rows: AtomicUsize::new(0),
+            bytes: AtomicUsize::new(0),
+            max_rows: 1 << 20,
+            max_bytes: 64 << 20,
+            spent: Mutex::new(Vec::new()),
+        };
+        (queue, rx)
+    }
+
+    fn full_batch() -> Batch {
+        let mut batch = Batch::default();
+        for i in 0..SINK_BATCH_ROWS {
+            batch.data.extend_from_slice(&[i as u8; 200]);
+            batch.push_row(true, 0, i as u64, 0);
+        }
+        batch
+    }
+
+    fn spent(queue: &Queue) -> usize {
+        queue.spent.lock().unwrap().len()
+    }
+
+    /// A writer that fell 40 batches behind keeps them for the producers while it is
+    /// behind, and only what a writer that keeps up needs once the queue is empty.
+    #[test]
+    fn a_drained_backlog_leaves_only_the_batches_a_writer_that_keeps_up_needs() {
+        let (queue, rx) = queue();
+        let mut backlog = sextant_heap::Backlog::new();
+        for _ in 0..40 {
+            assert!(matches!(queue.offer(full_batch()), Offer::Taken));
+        }
+        assert!(queue.held() > 0);
+        // The writer takes and writes half: the other half is still queued.
+        for _ in 0..20 {
+            let Ok(Msg::Rows(batch)) = rx.try_recv() else {
+                panic!("a batch was lost")
+            };
+            queue.spend(batch);
+        }
+        queue.after_commit(&mut backlog);
+        assert_eq!(
+            spent(&queue),
+            20,
+            "batches were freed while the writer was behind"
+        );
+        for _ in 0..20 {
+            let Ok(Msg::Rows(batch)) = rx.try_recv() else {
+                panic!("a batch was lost")
+            };
+            queue.spend(batch);
+        }
+        assert_eq!(queue.held(), 0);
+        assert_eq!(spent(&queue), 40);
+        queue.after_commit(&mut backlog);
+        assert_eq!(spent(&queue), SPENT_BATCHES_CAUGHT_UP);
+        // A writer that keeps up is never short of batches by it.
+        let mut batch = queue.fresh();
+        assert!(
+            batch.data.capacity() >= SINK_BATCH_ROWS * 200,
+            "a kept batch lost its buffer"
+        );
+        batch.push_row(true, 0, 0, 0);
+        assert!(matches!(queue.offer(batch), Offer::Taken));
+        let Ok(Msg::Rows(batch)) = rx.try_recv() else {
+            panic!("a batch was lost")
+        };
+        queue.spend(batch);
+        queue.after_commit(&mut backlog);
+        assert_eq!(spent(&queue), SPENT_BATCHES_CAUGHT_UP);
     }
 }

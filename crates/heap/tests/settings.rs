@@ -1,4 +1,4 @@
-//! The allocator settings each binary applies at start (`heap::settle_allocator`): after
+//! The allocator settings each binary applies at start (`settle_allocator`): after
 //! them, a big block is still mapped on its own after a bigger one was freed, which is
 //! what glibc's own moving threshold stops doing. In a process of its own: the settings
 //! are the whole process's.
@@ -6,7 +6,7 @@
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
 fn a_big_block_stays_mapped_after_a_bigger_one_was_freed() {
-    use sextant_runtime::heap::{settle_allocator, MMAP_THRESHOLD};
+    use sextant_heap::{settle_allocator, MMAP_THRESHOLD};
 
     fn mapped_blocks() -> usize {
         // SAFETY: mallinfo2 only reads the allocator's counters.
