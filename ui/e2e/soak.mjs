@@ -168,7 +168,8 @@ const t0 = Date.now();
 let rotations = 0;
 const recordings = [];
 const status = () => call("io.status");
-const stats = () => page.evaluate(() => ({ ...window.__sextantStats, t: performance.now() }));
+const stats = () =>
+  page.evaluate(() => ({ ...window.__sextantStats, t: performance.now(), jsHeap: performance.memory?.usedJSHeapSize ?? null }));
 let lastStats = await stats();
 let lastCpu = cpuReading();
 for (let k = 0; ; k++) {
@@ -193,6 +194,9 @@ for (let k = 0; ; k++) {
     csvRows: csv.rows ?? null,
     csvDroppedRows: csv.droppedRows ?? null,
     dashboardFps: fps,
+    // The page's live JavaScript objects (Chromium's own count): whether what the renderer
+    // holds is the page's objects or the rest (canvases, the compositor's tiles).
+    rendererJsHeapMiB: now.jsHeap == null ? null : +(now.jsHeap / 1048576).toFixed(1),
     // Per cent of one core since the last sample (the machine has two): which work had the
     // cores when a writer fell behind.
     cpuPercent,

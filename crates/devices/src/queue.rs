@@ -10,9 +10,9 @@
 //!
 //! Bytes are given back when the consumer receives an item: from then on it is the
 //! consumer's, counted by whatever queue it is put in next. The consumer also watches
-//! what the queue held ([`sextant_heap::Backlog`]): once a large backlog has drained, the
-//! memory its items took is given back to the system rather than kept for the rest of
-//! the run.
+//! what the queue holds each time it asks for more ([`sextant_heap::Backlog`]): once a
+//! large backlog has drained, the memory its items took is given back to the system
+//! rather than kept for the rest of the run.
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -149,26 +149,35 @@ pub struct Receiver<T> {
 }
 
 impl<T: Weigh> Receiver<T> {
-    fn taken(&mut self, item: T) -> T {
-        let weight = item.weight();
-        let before = self.budget.held.fetch_sub(weight, Ordering::AcqRel);
-        self.backlog.observe(before.saturating_sub(weight));
+    fn taken(&self, item: T) -> T {
+        self.budget.held.fetch_sub(item.weight(), Ordering::AcqRel);
         item
+    }
+
+    /// Reports what is queued as the consumer comes back for more: by then it is done
+    /// with the item before (written, freed, its buffers pooled or let go of), so a
+    /// backlog found drained here is one whose memory is free to give back.
+    fn asking(&mut self) {
+        self.backlog
+            .observe(self.budget.held.load(Ordering::Acquire));
     }
 
     /// The next item; `None` once every sender is gone and the queue is empty.
     pub async fn recv(&mut self) -> Option<T> {
+        self.asking();
         let item = self.rx.recv().await?;
         Some(self.taken(item))
     }
 
     /// [`Receiver::recv`] for a thread outside the async runtime.
     pub fn blocking_recv(&mut self) -> Option<T> {
+        self.asking();
         let item = self.rx.blocking_recv()?;
         Some(self.taken(item))
     }
 
     pub fn try_recv(&mut self) -> Result<T, TryRecvError> {
+        self.asking();
         let item = self.rx.try_recv()?;
         Ok(self.taken(item))
     }

@@ -37,6 +37,47 @@ pub const CAPTURE_QUEUE_BYTES: usize = 64 << 20;
 pub const CSV_QUEUE_ROWS: usize = 65_536;
 pub const CSV_QUEUE_BYTES: usize = 64 << 20;
 
+/// Written rows' buffers kept for reuse once the CSV writer has caught up: what a writer
+/// that keeps up has in flight at 100 000 rows/s through a 10 ms stall. A backlog's other
+/// buffers are freed then, and their memory given back with the queue's
+/// ([`sextant_heap::Backlog`]); kept, they held the backlog's peak for the rest of the run.
+pub const CSV_SPENT_ROWS_CAUGHT_UP: usize = 1024;
+
+/// The CSV writer gives written rows back in bunches of this many (or when it has caught
+/// up): one lock for many rows, not one a row on each side.
+const CSV_GIVE_BACK_EVERY: usize = 64;
+
+/// Written rows' buffers, back from the CSV writer to be filled again.
+#[derive(Debug, Default)]
+struct SpentRows(Mutex<Vec<Vec<Value>>>);
+
+impl SpentRows {
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<Vec<Value>>> {
+        self.0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn take(&self) -> Option<Vec<Value>> {
+        self.lock().pop()
+    }
+
+    /// Moves `rows` (emptied) into the pool.
+    fn give_back(&self, rows: &mut Vec<Vec<Value>>) {
+        self.lock().append(rows);
+    }
+
+    /// Frees all but `keep` buffers.
+    fn keep(&self, keep: usize) {
+        self.lock().truncate(keep);
+    }
+
+    #[cfg(test)]
+    fn len(&self) -> usize {
+        self.lock().len()
+    }
+}
+
 /// Counters of the wiring itself.
 #[derive(Debug, Default)]
 pub struct WiringStats {
@@ -239,7 +280,7 @@ pub struct CsvSink {
     tx: Option<queue::Sender<(u64, Vec<Value>)>>,
     /// Rows the writer has written, their buffers back to be filled again (see
     /// [`CsvSink::frame`]).
-    spent: Option<std::sync::mpsc::Receiver<Vec<Value>>>,
+    spent: Option<Arc<SpentRows>>,
     /// A row that found the queue full, kept to be filled again.
     held: Option<Vec<Value>>,
     /// How many datasets the rows have now; the columns they had at the first row make the
@@ -298,19 +339,19 @@ impl CsvSink {
 
     fn start(&mut self, columns: Vec<String>) {
         let (tx, rx) = csv_queue();
-        let (back, spent) = std::sync::mpsc::sync_channel(CSV_QUEUE_ROWS);
-        self.writer = Some(self.spawn_writer(columns, rx, Some(back)));
+        let spent = Arc::new(SpentRows::default());
+        self.writer = Some(self.spawn_writer(columns, rx, Some(spent.clone())));
         self.tx = Some(tx);
         self.spent = Some(spent);
     }
 
     /// The writer thread: writes the rows `rx` brings under the header `columns`, and
-    /// sends each written row's buffer `back`.
+    /// gives each written row's buffer back to `spent`.
     fn spawn_writer(
         &self,
         columns: Vec<String>,
         mut rx: CsvReceiver,
-        back: Option<std::sync::mpsc::SyncSender<Vec<Value>>>,
+        spent: Option<Arc<SpentRows>>,
     ) -> JoinHandle<()> {
         let path = self.path.clone();
         let status = self.status.clone();
@@ -325,13 +366,23 @@ impl CsvSink {
                     std::io::BufWriter::new(file),
                     &columns,
                 )?;
+                let mut written = Vec::with_capacity(CSV_GIVE_BACK_EVERY);
+                // The most rows queued since the writer last caught up.
+                let mut behind = 0;
                 while let Some((t, mut row)) = rx.blocking_recv() {
                     csv.write_row_ns(t, &row)?;
                     status.rows.fetch_add(1, Ordering::Relaxed);
-                    if let Some(back) = &back {
-                        row.clear();
-                        // The way back is as long as the queue: it is never full.
-                        let _ = back.try_send(row);
+                    let Some(spent) = &spent else { continue };
+                    row.clear();
+                    written.push(row);
+                    let queued = rx.len();
+                    behind = behind.max(queued);
+                    if queued == 0 || written.len() >= CSV_GIVE_BACK_EVERY {
+                        spent.give_back(&mut written);
+                    }
+                    if queued == 0 && behind > CSV_SPENT_ROWS_CAUGHT_UP {
+                        spent.keep(CSV_SPENT_ROWS_CAUGHT_UP);
+                        behind = 0;
                     }
                 }
                 let file = csv.into_inner()?.into_inner().map_err(|e| e.into_error())?;
@@ -384,7 +435,7 @@ impl FrameSink for CsvSink {
             let mut row = self
                 .held
                 .take()
-                .or_else(|| self.spent.as_ref().and_then(|s| s.try_recv().ok()))
+                .or_else(|| self.spent.as_ref().and_then(|s| s.take()))
                 .unwrap_or_default();
             row.clear();
             row.extend_from_slice(event.values);
@@ -560,9 +611,9 @@ mod tests {
         let mut sink = CsvSink::new(dir.path().join("live.csv"));
         sink.width = 1;
         let (tx, mut rx) = csv_queue();
-        let (back, spent) = std::sync::mpsc::sync_channel(CSV_QUEUE_ROWS);
+        let spent = Arc::new(SpentRows::default());
         sink.tx = Some(tx);
-        sink.spent = Some(spent);
+        sink.spent = Some(spent.clone());
 
         for i in 0..3 {
             row(&mut sink, i, &datasets);
@@ -572,8 +623,10 @@ mod tests {
             let (_, mut r) = rx.try_recv().unwrap();
             first.push(r.as_ptr());
             r.clear();
-            back.send(r).unwrap();
+            spent.give_back(&mut vec![r]);
         }
+        // The pool is a stack: the last given back is the first filled.
+        first.reverse();
         for i in 3..6 {
             row(&mut sink, i, &datasets);
         }
@@ -614,11 +667,63 @@ mod tests {
             row(&mut sink, i, &datasets);
         }
         let spent = sink.spent.take().unwrap();
-        let back = spent
-            .recv_timeout(std::time::Duration::from_secs(10))
-            .expect("a written row comes back");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        let back = loop {
+            if let Some(row) = spent.take() {
+                break row;
+            }
+            assert!(
+                std::time::Instant::now() < deadline,
+                "no written row came back"
+            );
+            thread::sleep(std::time::Duration::from_millis(5));
+        };
         assert!(back.is_empty() && back.capacity() >= 1);
         sink.finish();
         assert_eq!(status.rows.load(Ordering::SeqCst), 10);
+    }
+
+    /// A writer that fell a whole queue behind gives back every written row while it
+    /// catches up, and keeps only what a writer that keeps up needs once it has: the rest
+    /// are freed, not held for the rest of the run.
+    #[test]
+    fn a_caught_up_csv_writer_keeps_only_the_rows_it_needs() {
+        let dir = tempfile::tempdir().unwrap();
+        let datasets = datasets();
+        let mut sink = CsvSink::new(dir.path().join("live.csv"));
+        let status = sink.status();
+        let columns: Vec<String> = datasets.iter().map(|d| d.column()).collect();
+        *sink.columns.lock().unwrap() = columns.clone();
+        sink.width = columns.len();
+        let (tx, rx) = csv_queue();
+        sink.tx = Some(tx);
+        let spent = Arc::new(SpentRows::default());
+        sink.spent = Some(spent.clone());
+        // The backlog: the writer starts only once 20 000 rows wait.
+        const BACKLOG: usize = 20_000;
+        for i in 0..BACKLOG {
+            row(&mut sink, i, &datasets);
+        }
+        sink.writer = Some(sink.spawn_writer(columns, rx, Some(spent.clone())));
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while status.rows.load(Ordering::SeqCst) < BACKLOG as u64 {
+            assert!(
+                std::time::Instant::now() < deadline,
+                "the writer did not catch up"
+            );
+            thread::sleep(std::time::Duration::from_millis(5));
+        }
+        // The last row's give-back and the trim follow its count by a moment.
+        while spent.len() > CSV_SPENT_ROWS_CAUGHT_UP && std::time::Instant::now() < deadline {
+            thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert_eq!(
+            spent.len(),
+            CSV_SPENT_ROWS_CAUGHT_UP,
+            "a caught-up writer kept the backlog's rows"
+        );
+        sink.finish();
+        assert_eq!(status.rows.load(Ordering::SeqCst), BACKLOG as u64);
+        assert_eq!(status.dropped.load(Ordering::SeqCst), 0);
     }
 }
