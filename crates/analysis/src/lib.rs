@@ -17,4 +17,4 @@ pub mod summary;
 pub use compare::{compare, Difference};
 pub use find::{Condition, Direction, Finder, Found, Range};
 pub use spectrum::{Peak, Spectrum, Welch};
-pub use summary::{Accumulator, Percentiles, Reading, Summary};
+pub use summary::{Accumulator, Frames, Percentiles, Reading, Summary};

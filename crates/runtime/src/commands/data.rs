@@ -18,7 +18,8 @@ use std::path::PathBuf;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use sextant_analysis::{
-    compare, Accumulator, Condition, Difference, Finder, Found, Reading, Spectrum, Summary, Welch,
+    compare, Accumulator, Condition, Difference, Finder, Found, Frames, Reading, Spectrum, Summary,
+    Welch,
 };
 use sextant_commands::{CommandError, Deferred, Registry, Tier};
 use sextant_display::Recent;
@@ -609,15 +610,27 @@ impl Opened {
             return Ok(acc.into_iter().map(Accumulator::finish).collect());
         };
         let parts = shares.len();
-        let summarise = |share: &Share| -> Result<Vec<Accumulator>, CommandError> {
+        // A frame at a time: the frames' times are counted once, not once per dataset.
+        let summarise = |share: &Share| -> Result<Frames, CommandError> {
             let store = SessionStore::open(db).map_err(session_error)?;
-            let mut acc = Accumulator::for_parts(picked.len(), parts);
-            scan_share(&store, *session, (from, to), share, picked, |k, t, r| {
-                acc[k].push(t, r)
-            })?;
-            Ok(acc)
+            let mut frames = Frames::for_parts(picked.len(), parts);
+            let mut readings = vec![None; picked.len()];
+            store
+                .for_each_cells_in_share(*session, from, to, share, picked, |t, cells| {
+                    for (reading, cell) in readings.iter_mut().zip(cells) {
+                        *reading = match *cell {
+                            Cell::Null => None,
+                            Cell::Number(x) => Some(Reading::Number(x)),
+                            Cell::Text => Some(Reading::Text),
+                        };
+                    }
+                    frames.push_frame(t, &readings);
+                    Ok(())
+                })
+                .map_err(session_error)?;
+            Ok(frames)
         };
-        let read: Vec<Result<Vec<Accumulator>, CommandError>> = std::thread::scope(|scope| {
+        let read: Vec<Result<Frames, CommandError>> = std::thread::scope(|scope| {
             let handles: Vec<_> = shares[1..]
                 .iter()
                 .map(|share| scope.spawn(move || summarise(share)))
@@ -631,13 +644,11 @@ impl Opened {
             read
         });
         let mut read = read.into_iter();
-        let mut acc = read.next().expect("at least two shares")?;
+        let mut frames = read.next().expect("at least two shares")?;
         for part in read {
-            for (a, later) in acc.iter_mut().zip(part?) {
-                a.merge(later);
-            }
+            frames.merge(part?);
         }
-        Ok(acc.into_iter().map(Accumulator::finish).collect())
+        Ok(frames.finish())
     }
 }
 
