@@ -62,6 +62,7 @@ use std::time::{Duration, Instant};
 mod host;
 mod js;
 mod lua;
+mod lua_numbers;
 mod lua_patterns;
 mod rows;
 mod transmit;
