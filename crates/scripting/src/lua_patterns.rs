@@ -249,11 +249,7 @@ impl<'a> Matcher<'a> {
     /// scanned byte by byte (as [`Matcher::class_end`] scans it), any other class is one
     /// comparison.
     fn class_cost(&self, p: usize, ep: usize) -> usize {
-        if self.pat[p] == b'[' {
-            ep - p
-        } else {
-            1
-        }
+        class_cost(self.pat, p, ep)
     }
 
     /// How many captures the last match pushes: its captures, or the whole match when it
@@ -414,44 +410,14 @@ impl<'a> Matcher<'a> {
         }
     }
 
-    /// Whether `c` is in the set `pat[p..=ec]` (`p` at `[`, `ec` at `]`).
-    fn match_bracket_class(&self, c: u8, mut p: usize, ec: usize) -> bool {
-        let mut found = true;
-        if self.pat_at(p + 1) == b'^' {
-            found = false;
-            p += 1;
-        }
-        loop {
-            p += 1;
-            if p >= ec {
-                return !found;
-            }
-            if self.pat[p] == ESC {
-                p += 1;
-                if match_class(c, self.pat_at(p)) {
-                    return found;
-                }
-            } else if self.pat_at(p + 1) == b'-' && p + 2 < ec {
-                p += 2;
-                if self.pat[p - 2] <= c && c <= self.pat[p] {
-                    return found;
-                }
-            } else if self.pat[p] == c {
-                return found;
-            }
-        }
+    fn match_bracket_class(&self, c: u8, p: usize, ec: usize) -> bool {
+        match_bracket_class(self.pat, c, p, ec)
     }
 
     fn single_match(&self, s: usize, p: usize, ep: usize) -> bool {
-        let Some(&c) = self.src.get(s) else {
-            return false;
-        };
-        match self.pat[p] {
-            b'.' => true,
-            ESC => match_class(c, self.pat_at(p + 1)),
-            b'[' => self.match_bracket_class(c, p, ep - 1),
-            literal => literal == c,
-        }
+        self.src
+            .get(s)
+            .is_some_and(|&c| single_match(self.pat, c, p, ep))
     }
 
     fn match_balance(&mut self, s: usize, p: usize) -> Step {
@@ -588,6 +554,170 @@ fn match_class(c: u8, class: u8) -> bool {
     } else {
         !found
     }
+}
+
+/// The steps one test of a byte against the class `pat[p..ep]` costs: a set is scanned byte
+/// by byte (as [`Matcher::class_end`] scans it), any other class is one comparison.
+fn class_cost(pat: &[u8], p: usize, ep: usize) -> usize {
+    if pat[p] == b'[' {
+        ep - p
+    } else {
+        1
+    }
+}
+
+/// Whether `c` is in the set `pat[p..=ec]` (`p` at `[`, `ec` at `]`).
+fn match_bracket_class(pat: &[u8], c: u8, mut p: usize, ec: usize) -> bool {
+    let at = |i: usize| pat.get(i).copied().unwrap_or(0);
+    let mut found = true;
+    if at(p + 1) == b'^' {
+        found = false;
+        p += 1;
+    }
+    loop {
+        p += 1;
+        if p >= ec {
+            return !found;
+        }
+        if pat[p] == ESC {
+            p += 1;
+            if match_class(c, at(p)) {
+                return found;
+            }
+        } else if at(p + 1) == b'-' && p + 2 < ec {
+            p += 2;
+            if pat[p - 2] <= c && c <= pat[p] {
+                return found;
+            }
+        } else if pat[p] == c {
+            return found;
+        }
+    }
+}
+
+/// Whether byte `c` is in the single-character class `pat[p..ep]`.
+fn single_match(pat: &[u8], c: u8, p: usize, ep: usize) -> bool {
+    match pat[p] {
+        b'.' => true,
+        ESC => match_class(c, pat.get(p + 1).copied().unwrap_or(0)),
+        b'[' => match_bracket_class(pat, c, p, ep - 1),
+        literal => literal == c,
+    }
+}
+
+/// When the whole of `pat` is one single-character class followed by `+` (`[^,]+`, `%d+`,
+/// `%S+`, `[%w_]+`), the end of the class; `None` for any other pattern, a malformed one
+/// included. Such a pattern's matches are the maximal runs of bytes in the class, which
+/// [`next_run`] finds without the general matcher.
+pub(crate) fn repeated_class(pat: &[u8]) -> Option<usize> {
+    let ep = match *pat.first()? {
+        // Captures, and the items `match_items` reads before a class.
+        b'(' | b')' => return None,
+        ESC => match pat.get(1)? {
+            b'b' | b'f' | b'0'..=b'9' => return None,
+            _ => 2,
+        },
+        b'[' => {
+            // `class_end`, without its errors: a malformed set goes to the general matcher.
+            let mut p = 1;
+            if pat.get(p) == Some(&b'^') {
+                p += 1;
+            }
+            loop {
+                let c = *pat.get(p)?;
+                p += 1;
+                if c == ESC && p < pat.len() {
+                    p += 1;
+                }
+                if pat.get(p) == Some(&b']') {
+                    break p + 1;
+                }
+            }
+        }
+        _ => 1,
+    };
+    (pat.get(ep) == Some(&b'+') && ep + 1 == pat.len()).then_some(ep)
+}
+
+/// The bytes of a set that only excludes one to three plain bytes (`[^,]`, `[^;\n]`): no
+/// escapes, no ranges, no `]` among them. Its runs end at the next of those bytes, which
+/// `memchr` finds.
+fn negated_literals(set: &[u8]) -> Option<&[u8]> {
+    let body = set.strip_prefix(b"[^")?.strip_suffix(b"]")?;
+    let plain = !body.is_empty()
+        && body.len() <= 3
+        && !body.iter().any(|c| matches!(c, b'%' | b'-' | b']'));
+    plain.then_some(body)
+}
+
+/// [`next_run`] for a set [`negated_literals`] accepted: the same matches and the same
+/// steps, charged once per run rather than per byte.
+fn next_run_until(
+    src: &[u8],
+    stops: &[u8],
+    cost: u64,
+    from: usize,
+    meter: &mut Meter<'_>,
+) -> Result<Option<(usize, usize)>, MatchError> {
+    let Some(start) = src
+        .get(from..)
+        .and_then(|rest| rest.iter().position(|c| !stops.contains(c)))
+        .map(|at| from + at)
+    else {
+        // Every start position from `from` to the end of the subject fails.
+        let attempts = (src.len() + 1).saturating_sub(from) as u64;
+        meter.charge(attempts * (1 + cost))?;
+        return Ok(None);
+    };
+    let rest = &src[start..];
+    let length = match *stops {
+        [a] => memchr::memchr(a, rest),
+        [a, b] => memchr::memchr2(a, b, rest),
+        [a, b, c] => memchr::memchr3(a, b, c, rest),
+        _ => unreachable!("negated_literals keeps one to three bytes"),
+    }
+    .unwrap_or(rest.len());
+    // The failed attempts before `start`, then the attempt at `start`, a test of each byte
+    // after it (the one that ends the run included), and the step that finds the end.
+    let failed = (start - from) as u64;
+    meter.charge(failed * (1 + cost) + 1 + cost + length as u64 * cost + 1)?;
+    Ok(Some((start, start + length)))
+}
+
+/// The next match, at or after `from`, of a pattern [`repeated_class`] accepted, with the
+/// class ending at `ep`: the first maximal run of bytes in the class. Charges `meter` the
+/// steps the general matcher would take for the same search, so budgets and the clock
+/// work as they do there.
+pub(crate) fn next_run(
+    src: &[u8],
+    pat: &[u8],
+    ep: usize,
+    from: usize,
+    meter: &mut Meter<'_>,
+) -> Result<Option<(usize, usize)>, MatchError> {
+    let cost = class_cost(pat, 0, ep) as u64;
+    if let Some(stops) = negated_literals(&pat[..ep]) {
+        return next_run_until(src, stops, cost, from, meter);
+    }
+    for start in from..=src.len() {
+        // An attempt: a step, and a test of the byte at `start`.
+        meter.charge(1 + cost)?;
+        if src.get(start).is_some_and(|&c| single_match(pat, c, 0, ep)) {
+            let mut end = start + 1;
+            // Each further byte tested, the one that ends the run included.
+            loop {
+                meter.charge(cost)?;
+                if !src.get(end).is_some_and(|&c| single_match(pat, c, 0, ep)) {
+                    break;
+                }
+                end += 1;
+            }
+            // The step that finds the pattern's end.
+            meter.charge(1)?;
+            return Ok(Some((start, end)));
+        }
+    }
+    Ok(None)
 }
 
 /// `posrelatI`: a 1-based start position, negative counting from the end, clipped to 1.
@@ -818,11 +948,42 @@ struct GMatch {
     captures: Captures,
 }
 
+/// The state of a `gmatch` iterator over a pattern [`repeated_class`] accepted: what
+/// [`GMatch`] holds, less the capture slots such a pattern never uses. The same soundness
+/// condition applies.
+#[repr(C)]
+struct GMatchRuns {
+    src: *const u8,
+    src_len: usize,
+    pat: *const u8,
+    pat_len: usize,
+    watchdog: *const Watchdog,
+    /// Where the next search starts.
+    next: usize,
+    /// The end of the pattern's class.
+    ep: usize,
+}
+
 unsafe extern "C-unwind" fn str_gmatch(state: *mut lua_State) -> c_int {
     let src = check_bytes(state, 1);
     let pat = check_bytes(state, 2);
     let init = start_position(ffi::luaL_optinteger(state, 3, 1), src.len()) - 1;
     ffi::lua_settop(state, 2); // the iterator keeps subject and pattern as upvalues
+    if let Some(ep) = repeated_class(pat) {
+        let gm =
+            ffi::lua_newuserdatauv(state, mem::size_of::<GMatchRuns>(), 0).cast::<GMatchRuns>();
+        gm.write(GMatchRuns {
+            src: src.as_ptr(),
+            src_len: src.len(),
+            pat: pat.as_ptr(),
+            pat_len: pat.len(),
+            watchdog: watchdog(state, 1),
+            next: init.min(src.len() + 1),
+            ep,
+        });
+        ffi::lua_pushcclosure(state, gmatch_runs_next, 3);
+        return 1;
+    }
     let gm = ffi::lua_newuserdatauv(state, mem::size_of::<GMatch>(), 0).cast::<GMatch>();
     // Lua aligns userdata memory for any C type.
     gm.write(GMatch {
@@ -855,6 +1016,27 @@ unsafe extern "C-unwind" fn gmatch_next(state: *mut lua_State) -> c_int {
         }
     }
     0
+}
+
+/// The `gmatch` iterator of a pattern [`repeated_class`] accepted; upvalues: subject,
+/// pattern, [`GMatchRuns`]. Its matches are never empty, so none is skipped.
+unsafe extern "C-unwind" fn gmatch_runs_next(state: *mut lua_State) -> c_int {
+    let gm = &mut *ffi::lua_touserdata(state, ffi::lua_upvalueindex(3)).cast::<GMatchRuns>();
+    let src = slice::from_raw_parts(gm.src, gm.src_len);
+    let pat = slice::from_raw_parts(gm.pat, gm.pat_len);
+    let watchdog = &*gm.watchdog;
+    let (ep, from) = (gm.ep, gm.next);
+    let found = run(state, watchdog, || {
+        next_run(src, pat, ep, from, &mut Meter::new(src.len(), watchdog))
+    });
+    match found {
+        Some((start, end)) => {
+            gm.next = end;
+            ffi::lua_pushlstring(state, src[start..].as_ptr().cast(), end - start);
+            1
+        }
+        None => 0,
+    }
 }
 
 unsafe extern "C-unwind" fn str_gsub(state: *mut lua_State) -> c_int {
@@ -1018,6 +1200,101 @@ mod tests {
             }
         }
         Ok(None)
+    }
+
+    #[test]
+    fn only_a_single_class_repeated_takes_the_run_scanner() {
+        let table: &[(&str, Option<usize>)] = &[
+            ("[^,]+", Some(4)),
+            ("%d+", Some(2)),
+            ("%S+", Some(2)),
+            ("[%w_]+", Some(5)),
+            ("a+", Some(1)),
+            (".+", Some(1)),
+            ("[]]+", Some(3)),
+            ("[^]]+", Some(4)),
+            ("[%]]+", Some(4)),
+            ("$+", Some(1)),
+            ("^+", Some(1)),
+            ("%%+", Some(2)),
+            ("[^,]*", None),
+            ("[^,]", None),
+            ("[^,]+,", None),
+            ("([^,]+)", None),
+            ("%b()+", None),
+            ("%f[%w]+", None),
+            ("%1+", None),
+            ("[^,+", None),
+            ("%", None),
+            ("+", None),
+            ("", None),
+        ];
+        for (pat, expected) in table {
+            assert_eq!(repeated_class(pat.as_bytes()), *expected, "{pat}");
+        }
+    }
+
+    #[test]
+    fn the_run_scanner_finds_and_charges_what_the_general_matcher_does() {
+        let watchdog = Watchdog::new();
+        let patterns = [
+            "[^,]+",
+            "%d+",
+            "%S+",
+            "[%w_]+",
+            "a+",
+            ".+",
+            "[]]+",
+            "[^]]+",
+            "[a-c]+",
+            "%A+",
+            "$+",
+            "[%d%.%-]+",
+            "[\0-\x1f]+",
+            "%x+",
+            "[^;\n]+",
+            "[^abc]+",
+            "[^a-c]+",
+            "[^%s]+",
+            "[^\0]+",
+            "[^]]+",
+        ];
+        let subjects: [&[u8]; 10] = [
+            b"",
+            b"a",
+            b",",
+            b"1.5,-2,,abc,",
+            b"  x y  ",
+            b"aaa]b]]c",
+            b"$$x$",
+            b"\0\x01\xff\x1f",
+            b",,,,",
+            b"0.841,0.540,21.5,-0.001,1013.25,0.002,0.000001,1",
+        ];
+        for pat in patterns {
+            let ep = repeated_class(pat.as_bytes()).expect(pat);
+            for src in subjects {
+                let subject = String::from_utf8_lossy(src);
+                for from in 0..=src.len() + 1 {
+                    // The general matcher, as `gmatch_next` drives it.
+                    let mut captures = NO_CAPTURES;
+                    let meter = Meter::with_budget(1_000_000, &watchdog);
+                    let mut m = Matcher::new(src, pat.as_bytes(), &mut captures, meter);
+                    let mut general = None;
+                    for start in from..=src.len() {
+                        if let Some(end) = m.match_at(start).unwrap() {
+                            general = Some((start, end));
+                            break;
+                        }
+                    }
+                    let general_left = m.meter.left;
+                    let mut meter = Meter::with_budget(1_000_000, &watchdog);
+                    let runs = next_run(src, pat.as_bytes(), ep, from, &mut meter).unwrap();
+                    assert_eq!(runs, general, "{pat} in {subject:?} from {from}");
+                    assert_eq!(meter.left, general_left, "steps of {pat} in {subject:?}");
+                }
+            }
+        }
     }
 
     #[test]

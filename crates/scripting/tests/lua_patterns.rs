@@ -599,6 +599,7 @@ fn long_sets_are_charged_for_every_byte_they_scan() {
           if frame == "lazy" then return { subject:find("[^" .. set .. "]-x") } end
           if frame == "frontier" then return { subject:find("%f[" .. set .. "]x") } end
           if frame == "once" then return { subject:find("[" .. set .. "]") } end
+          if frame == "runs" then for _ in subject:gmatch("[" .. set .. "]+") do end end
           local out = {}
           for v in frame:gmatch("[^,]+") do out[#out + 1] = tonumber(v) end
           return out
@@ -609,6 +610,7 @@ fn long_sets_are_charged_for_every_byte_they_scan() {
     assert_budget_exhausted(&mut p, "lazy", 5);
     assert_budget_exhausted(&mut p, "frontier", 6);
     assert_budget_exhausted(&mut p, "once", 7);
+    assert_budget_exhausted(&mut p, "runs", 8);
     assert!(!p.is_disabled());
 }
 
