@@ -5,10 +5,11 @@
 //! which the watchdog can stop; `tonumber` by [`crate::lua_numbers`]'s, which reads plain
 //! decimal numerals faster.
 
+use std::ffi::{c_int, CStr};
 use std::sync::Arc;
 
 use mlua::state::{GcGenParams, GcMode};
-use mlua::{Function, HookTriggers, Lua, LuaOptions, StdLib, Table, Value, Variadic, VmState};
+use mlua::{ffi, Function, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState};
 
 use crate::lua_numbers;
 use crate::lua_patterns::{self, budget_message};
@@ -226,21 +227,36 @@ impl LuaEngine {
         result.map_err(|e| self.fail(e))
     }
 
+    /// Calls `parse` and reads its result on Lua's C API: the result table and its values
+    /// are read where they lie on the stack, never turned into mlua handles (each one a
+    /// registry reference), which was most of the conversion's cost per frame.
     fn call_parse_armed(&self, input: FrameInput<'_>) -> mlua::Result<Vec<Cell>> {
-        let arg = match input {
-            FrameInput::Text(text) => Value::String(self.lua.create_string(text)?),
-            FrameInput::Bytes(bytes) => Value::Table(
-                self.lua
-                    .create_sequence_from(bytes.iter().map(|&b| i64::from(b)))?,
-            ),
+        let mut read = ResultRead::default();
+        let call = |state: *mut ffi::lua_State| {
+            // SAFETY: the stack holds the function and its argument (pushed by `exec_raw`);
+            // a Lua error raised here unwinds to `exec_raw`'s protected call, past no Rust
+            // value that needs dropping (`read` lives in the caller's frame).
+            unsafe {
+                ffi::lua_call(state, 1, 1);
+                read_result(state, &mut read);
+            }
         };
-        match self.entry.call::<Value>(arg)? {
-            Value::Nil => Ok(Vec::new()),
-            Value::Table(table) => cells(&table),
-            other => Err(mlua::Error::runtime(format!(
-                "{}() must return an array (table) or nil, not a {}",
-                self.name,
-                other.type_name()
+        // SAFETY: `call` follows the stack protocol above.
+        match input {
+            FrameInput::Text(text) => unsafe { self.lua.exec_raw::<()>((&self.entry, text), call) },
+            FrameInput::Bytes(bytes) => {
+                let table = self
+                    .lua
+                    .create_sequence_from(bytes.iter().map(|&b| i64::from(b)))?;
+                unsafe { self.lua.exec_raw::<()>((&self.entry, table), call) }
+            }
+        }?;
+        match read.refused {
+            None => Ok(read.cells),
+            Some(Refused::TooMany(message)) => Err(mlua::Error::runtime(message)),
+            Some(Refused::NotATable(type_name)) => Err(mlua::Error::runtime(format!(
+                "{}() must return an array (table) or nil, not a {type_name}",
+                self.name
             ))),
         }
     }
@@ -358,28 +374,105 @@ fn scalar(value: Value) -> ScriptValue {
     }
 }
 
-// `sequence_values` holds the state lock across the whole walk instead of taking it per
-// element, which is most of the conversion cost on the hot path.
-fn cells(table: &Table) -> mlua::Result<Vec<Cell>> {
-    let mut budget = Budget::default();
-    let mut cells = Vec::with_capacity(table.raw_len().min(PREALLOCATE));
-    for value in table.sequence_values::<Value>() {
-        budget.take().map_err(mlua::Error::runtime)?;
-        cells.push(match value? {
-            Value::Table(inner) => Cell::List(list(&inner, &mut budget)?),
-            other => Cell::Scalar(scalar(other)),
-        });
-    }
-    Ok(cells)
+/// What reading a `parse` result gave: its cells, or why it was refused.
+#[derive(Default)]
+struct ResultRead {
+    cells: Vec<Cell>,
+    refused: Option<Refused>,
 }
 
-fn list(table: &Table, budget: &mut Budget) -> mlua::Result<Vec<ScriptValue>> {
-    let mut values = Vec::with_capacity(table.raw_len().min(PREALLOCATE));
-    for value in table.sequence_values::<Value>() {
-        budget.take().map_err(mlua::Error::runtime)?;
-        values.push(scalar(value?));
+enum Refused {
+    /// More values than a call may return; the message says so.
+    TooMany(String),
+    /// The result was neither a table nor nil; Lua's name of its type.
+    NotATable(&'static str),
+}
+
+/// Reads the value on top of the stack as `parse`'s result into `read`: nil is no cells; a
+/// table's sequence (from 1 up to its first nil, read raw) gives a cell per value, a list
+/// for a table value. Only a stack overflow can raise a Lua error here, and no Rust value
+/// that needs dropping is live in this frame then.
+unsafe fn read_result(state: *mut ffi::lua_State, read: &mut ResultRead) {
+    match ffi::lua_type(state, -1) {
+        ffi::LUA_TNIL => {}
+        ffi::LUA_TTABLE => {
+            // The table, an element and a nested element.
+            ffi::luaL_checkstack(state, 3, c"reading the result".as_ptr());
+            let mut budget = Budget::default();
+            let cells = &mut read.cells;
+            cells.reserve((ffi::lua_rawlen(state, -1)).min(PREALLOCATE));
+            for i in 1.. {
+                let kind = ffi::lua_rawgeti(state, -1, i);
+                if kind == ffi::LUA_TNIL {
+                    break;
+                }
+                if let Err(message) = budget.take() {
+                    read.refused = Some(Refused::TooMany(message));
+                    return;
+                }
+                let cell = if kind == ffi::LUA_TTABLE {
+                    match read_list(state, &mut budget) {
+                        Ok(list) => Cell::List(list),
+                        Err(message) => {
+                            read.refused = Some(Refused::TooMany(message));
+                            return;
+                        }
+                    }
+                } else {
+                    Cell::Scalar(stack_scalar(state, kind))
+                };
+                cells.push(cell);
+                ffi::lua_pop(state, 1);
+            }
+        }
+        other => {
+            let name = CStr::from_ptr(ffi::lua_typename(state, other));
+            read.refused = Some(Refused::NotATable(name.to_str().unwrap_or("value")));
+        }
+    }
+}
+
+/// The sequence of the table on top of the stack as scalars, each counted against `budget`.
+unsafe fn read_list(
+    state: *mut ffi::lua_State,
+    budget: &mut Budget,
+) -> Result<Vec<ScriptValue>, String> {
+    let mut values = Vec::with_capacity(ffi::lua_rawlen(state, -1).min(PREALLOCATE));
+    for i in 1.. {
+        let kind = ffi::lua_rawgeti(state, -1, i);
+        if kind == ffi::LUA_TNIL {
+            ffi::lua_pop(state, 1);
+            break;
+        }
+        budget.take()?;
+        values.push(stack_scalar(state, kind));
+        ffi::lua_pop(state, 1);
     }
     Ok(values)
+}
+
+/// The value on top of the stack, of Lua type `kind`, as [`scalar`] converts it.
+unsafe fn stack_scalar(state: *mut ffi::lua_State, kind: c_int) -> ScriptValue {
+    match kind {
+        ffi::LUA_TNUMBER if ffi::lua_isinteger(state, -1) != 0 => {
+            ScriptValue::Number(ffi::lua_tointeger(state, -1) as f64)
+        }
+        ffi::LUA_TNUMBER => ScriptValue::Number(ffi::lua_tonumber(state, -1)),
+        ffi::LUA_TBOOLEAN => ScriptValue::Number(if ffi::lua_toboolean(state, -1) != 0 {
+            1.0
+        } else {
+            0.0
+        }),
+        ffi::LUA_TSTRING => {
+            let mut len = 0;
+            let data = ffi::lua_tolstring(state, -1, &mut len);
+            ScriptValue::Text(
+                String::from_utf8_lossy(std::slice::from_raw_parts(data.cast::<u8>(), len))
+                    .into_owned(),
+            )
+        }
+        _ => ScriptValue::Null,
+    }
 }
 
 /// Maps an mlua error to the crate's error, using the watchdog (not the message, which a

@@ -78,9 +78,54 @@ fn scalar_types_convert() {
 
 #[test]
 fn non_table_result_is_a_runtime_error() {
-    let mut p = parser(Lua, "function parse(f) return 42 end");
-    let err = p.parse(FrameInput::Text("x")).unwrap_err();
-    assert_eq!(err.kind, ScriptErrorKind::Runtime);
+    for (result, type_name) in [
+        ("42", "number"),
+        ("'1,2'", "string"),
+        ("true", "boolean"),
+        ("print", "function"),
+    ] {
+        let mut p = parser(Lua, &format!("function parse(f) return {result} end"));
+        let err = p.parse(FrameInput::Text("x")).unwrap_err();
+        assert_eq!(err.kind, ScriptErrorKind::Runtime);
+        assert_eq!(
+            err.message,
+            format!("parse() must return an array (table) or nil, not a {type_name}")
+        );
+        // The engine goes on.
+        assert!(p.parse(FrameInput::Text("x")).is_err());
+    }
+}
+
+#[test]
+fn a_result_is_read_up_to_its_first_nil_and_raw() {
+    let mut p = parser(
+        Lua,
+        r#"
+        local hidden = setmetatable({}, { __index = function(_, i) return 'from a metamethod' end })
+        function parse(f)
+          if f == 'hole' then return { 1, 2, nil, 4 } end
+          if f == 'bytes' then return { '\255ok', { true, '\0z', nil, 9 } } end
+          if f == 'meta' then hidden[1] = 7; return hidden end
+          return { 1.5, math.maxinteger, { 1, 2 }, {} }
+        end
+        "#,
+    );
+    assert_eq!(parse_text(&mut p, "hole"), vec![vec![n(1.0), n(2.0)]]);
+    assert_eq!(
+        parse_text(&mut p, "bytes"),
+        vec![
+            vec![t("\u{fffd}ok"), n(1.0)],
+            vec![t("\u{fffd}ok"), t("\0z")]
+        ]
+    );
+    assert_eq!(parse_text(&mut p, "meta"), vec![vec![n(7.0)]]);
+    assert_eq!(
+        parse_text(&mut p, "x"),
+        vec![
+            vec![n(1.5), n(i64::MAX as f64), n(1.0), ScriptValue::Null],
+            vec![n(1.5), n(i64::MAX as f64), n(2.0), ScriptValue::Null],
+        ]
+    );
 }
 
 #[test]
