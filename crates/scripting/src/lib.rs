@@ -62,6 +62,7 @@ use std::time::{Duration, Instant};
 mod host;
 mod js;
 mod lua;
+mod lua_alarm;
 mod lua_numbers;
 mod lua_patterns;
 mod rows;
@@ -437,6 +438,13 @@ impl Watchdog {
 
     pub(crate) fn disarm(&self) {
         self.deadline.store(u64::MAX, Ordering::Relaxed);
+    }
+
+    /// Whether a call is running and past its deadline, without marking it tripped: what a
+    /// thread other than the call's may ask.
+    pub(crate) fn past_deadline(&self) -> bool {
+        let deadline = self.deadline.load(Ordering::Relaxed);
+        deadline != u64::MAX && self.now() >= deadline
     }
 
     /// Called from the engine's interrupt hook: true once the running call is over budget.

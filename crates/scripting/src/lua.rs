@@ -1,5 +1,6 @@
 //! The Lua 5.4 engine: sandboxed state construction, the `bit`/`unpack` compatibility
-//! layer, host globals, the instruction-count watchdog and value conversion.
+//! layer, host globals, value conversion, and each call under the watchdog, whose hook
+//! [`crate::lua_alarm`] sets only when a call runs late.
 //!
 //! The pattern functions of the `string` library are replaced by [`crate::lua_patterns`],
 //! which the watchdog can stop; `tonumber` by [`crate::lua_numbers`]'s, which reads plain
@@ -9,8 +10,9 @@ use std::ffi::{c_int, CStr};
 use std::sync::Arc;
 
 use mlua::state::{GcGenParams, GcMode};
-use mlua::{ffi, Function, HookTriggers, Lua, LuaOptions, StdLib, Value, Variadic, VmState};
+use mlua::{ffi, Function, Lua, LuaOptions, StdLib, Value, Variadic};
 
+use crate::lua_alarm::Alarm;
 use crate::lua_numbers;
 use crate::lua_patterns::{self, budget_message};
 use crate::rows::{Budget, Cell, PREALLOCATE};
@@ -22,10 +24,6 @@ use crate::{
 /// Chunk name of user scripts; Lua prefixes positions with it (`script:3: ...`).
 const CHUNK_NAME: &str = "=script";
 const LINE_MARKER: &str = "script:";
-
-/// Instructions between two watchdog clock reads. Small enough to stop a runaway loop within
-/// a fraction of a millisecond, large enough that reading the clock costs nothing measurable.
-const HOOK_INTERVAL: u32 = 4096;
 
 /// Base-library functions that reach the file system, load code or control the collector.
 const REMOVED_GLOBALS: &[&str] = &["dofile", "loadfile", "load", "require", "collectgarbage"];
@@ -144,10 +142,19 @@ pub(crate) struct LuaEngine {
     // `entry` refers into `lua`; declared first so it is released before the state closes.
     entry: Function,
     lua: Lua,
+    state: MainState,
     watchdog: Arc<Watchdog>,
+    alarm: Arc<Alarm>,
     limits: Limits,
     name: &'static str,
 }
+
+/// The engine's main Lua state, for the watchdog's hook (see `lua_alarm`).
+struct MainState(*mut ffi::lua_State);
+
+// SAFETY: the pointer is only used by the thread running one of the engine's calls, which
+// holds the engine mutably, as mlua's own handles are.
+unsafe impl Send for MainState {}
 
 impl LuaEngine {
     pub(crate) fn new(
@@ -171,23 +178,18 @@ impl LuaEngine {
         // the generational collector is built for.
         lua.gc_set_mode(GcMode::Generational(GcGenParams::default()));
 
-        let hook_watchdog = Arc::clone(&watchdog);
-        lua.set_global_hook(
-            HookTriggers::new().every_nth_instruction(HOOK_INTERVAL),
-            move |_, _| {
-                if hook_watchdog.expired() {
-                    Err(mlua::Error::runtime("script exceeded its time limit"))
-                } else {
-                    Ok(VmState::Continue)
-                }
-            },
-        )
-        .map_err(compile_error)?;
+        let mut state = std::ptr::null_mut();
+        // SAFETY: only reads the state pointer.
+        unsafe { lua.exec_raw::<()>((), |s| state = s) }.map_err(compile_error)?;
+        // SAFETY: `state` is this engine's main state, and nothing else sets hooks on it.
+        let alarm = unsafe { Alarm::watch(state, Arc::clone(&watchdog)) };
 
         watchdog.arm(limits.call_timeout());
-        let setup = install_globals(&lua, &watchdog, host).and_then(|()| {
-            lua.load(source).set_name(CHUNK_NAME).exec()?;
-            lua.globals().get::<Value>(entry.name())
+        let setup = alarm.run(state, || {
+            install_globals(&lua, &watchdog, host).and_then(|()| {
+                lua.load(source).set_name(CHUNK_NAME).exec()?;
+                lua.globals().get::<Value>(entry.name())
+            })
         });
         watchdog.disarm();
         let entry_fn = match setup.map_err(compile_error)? {
@@ -212,7 +214,9 @@ impl LuaEngine {
         Ok(LuaEngine {
             entry: entry_fn,
             lua,
+            state: MainState(state),
             watchdog,
+            alarm,
             limits,
             name: entry.name(),
         })
@@ -222,7 +226,9 @@ impl LuaEngine {
         // Armed around the whole exchange, conversions included, so one budget covers every
         // step a script can influence.
         self.watchdog.arm(self.limits.call_timeout());
-        let result = self.call_parse_armed(input);
+        let result = self
+            .alarm
+            .run(self.state.0, || self.call_parse_armed(input));
         self.watchdog.disarm();
         result.map_err(|e| self.fail(e))
     }
@@ -266,9 +272,11 @@ impl LuaEngine {
         value: &ScriptValue,
     ) -> Result<ScriptValue, ScriptError> {
         self.watchdog.arm(self.limits.call_timeout());
-        let result = to_lua(&self.lua, value)
-            .and_then(|arg| self.entry.call::<Value>(arg))
-            .map(scalar);
+        let result = self.alarm.run(self.state.0, || {
+            to_lua(&self.lua, value)
+                .and_then(|arg| self.entry.call::<Value>(arg))
+                .map(scalar)
+        });
         self.watchdog.disarm();
         result.map_err(|e| self.fail(e))
     }

@@ -154,8 +154,19 @@ fn a_deadline_bounds_every_call_of_a_run() {
     assert_deadline_bounds_the_run(Language::JavaScript, JS_LOOP);
 }
 
+/// The test limits with a time limit a memory bomb cannot reach first: only the memory
+/// cap may stop it (filling 16 MiB takes ~60 ms in a debug build, past the 50 ms the
+/// watchdog tests use).
+fn memory_limits() -> Limits {
+    Limits {
+        timeout: Duration::from_secs(20),
+        ..test_limits()
+    }
+}
+
 fn assert_memory_capped(language: Language, source: &str) {
-    let mut p = parser(language, source);
+    let mut p = ScriptParser::compile(language, source, memory_limits(), Arc::new(NoHost))
+        .expect("compiles");
     for _ in 0..2 {
         let err = p.parse(FrameInput::Text("bomb")).unwrap_err();
         assert_eq!(
@@ -204,7 +215,9 @@ fn memory_bomb_at_top_level_fails_compile_cleanly() {
             "let a = []; while (true) { a.push('x'.repeat(1e6) + a.length); }",
         ),
     ] {
-        let err = compile_error(language, source);
+        let err = ScriptParser::compile(language, source, memory_limits(), Arc::new(NoHost))
+            .err()
+            .expect("a bomb at the top level does not compile");
         assert_eq!(
             err.kind,
             ScriptErrorKind::OutOfMemory,
