@@ -605,11 +605,42 @@ fn single_match(pat: &[u8], c: u8, p: usize, ep: usize) -> bool {
     }
 }
 
-/// When the whole of `pat` is one single-character class followed by `+` (`[^,]+`, `%d+`,
-/// `%S+`, `[%w_]+`), the end of the class; `None` for any other pattern, a malformed one
-/// included. Such a pattern's matches are the maximal runs of bytes in the class, which
-/// [`next_run`] finds without the general matcher.
-pub(crate) fn repeated_class(pat: &[u8]) -> Option<usize> {
+/// A `gmatch` pattern whose matches are the maximal runs of bytes in one class: the whole
+/// pattern is that class followed by `+` (`[^,]+`, `%d+`, `%S+`, `[%w_]+`), or that inside
+/// one capture (`([^,]+)`), whose text is then the whole match. [`next_run`] finds them
+/// without the general matcher.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub(crate) struct Runs {
+    /// Where the class starts in the pattern (after the capture's `(`).
+    class: usize,
+    /// Just past the class.
+    ep: usize,
+    /// Whether the class is inside a capture, which costs the general matcher a step
+    /// more at each attempt and at the end.
+    captured: bool,
+}
+
+/// `pat` as [`Runs`]; `None` for any other pattern, a malformed one included.
+pub(crate) fn repeated_class(pat: &[u8]) -> Option<Runs> {
+    if let [b'(', inner @ .., b')'] = pat {
+        if inner.first() != Some(&b')') {
+            return class_plus(inner).map(|ep| Runs {
+                class: 1,
+                ep: ep + 1,
+                captured: true,
+            });
+        }
+    }
+    class_plus(pat).map(|ep| Runs {
+        class: 0,
+        ep,
+        captured: false,
+    })
+}
+
+/// When the whole of `pat` is one single-character class followed by `+`, the end of the
+/// class.
+fn class_plus(pat: &[u8]) -> Option<usize> {
     let ep = match *pat.first()? {
         // Captures, and the items `match_items` reads before a class.
         b'(' | b')' => return None,
@@ -650,12 +681,33 @@ fn negated_literals(set: &[u8]) -> Option<&[u8]> {
     plain.then_some(body)
 }
 
+/// The steps the general matcher takes for a pattern of [`Runs`]: each attempt at a start
+/// position (its steps, and the test of the byte there), each further byte tested, and
+/// finding the pattern's end once the run is over.
+struct RunSteps {
+    attempt: u64,
+    per_byte: u64,
+    end: u64,
+}
+
+impl RunSteps {
+    fn of(pat: &[u8], runs: Runs) -> Self {
+        let cost = class_cost(pat, runs.class, runs.ep) as u64;
+        let capture = u64::from(runs.captured);
+        RunSteps {
+            attempt: 1 + capture + cost,
+            per_byte: cost,
+            end: 1 + capture,
+        }
+    }
+}
+
 /// [`next_run`] for a set [`negated_literals`] accepted: the same matches and the same
 /// steps, charged once per run rather than per byte.
 fn next_run_until(
     src: &[u8],
     stops: &[u8],
-    cost: u64,
+    steps: RunSteps,
     from: usize,
     meter: &mut Meter<'_>,
 ) -> Result<Option<(usize, usize)>, MatchError> {
@@ -666,7 +718,7 @@ fn next_run_until(
     else {
         // Every start position from `from` to the end of the subject fails.
         let attempts = (src.len() + 1).saturating_sub(from) as u64;
-        meter.charge(attempts * (1 + cost))?;
+        meter.charge(attempts * steps.attempt)?;
         return Ok(None);
     };
     let rest = &src[start..];
@@ -677,43 +729,44 @@ fn next_run_until(
         _ => unreachable!("negated_literals keeps one to three bytes"),
     }
     .unwrap_or(rest.len());
-    // The failed attempts before `start`, then the attempt at `start`, a test of each byte
-    // after it (the one that ends the run included), and the step that finds the end.
+    // The failed attempts before `start`, the one at `start`, a test of each byte after it
+    // (the one that ends the run included), and the end.
     let failed = (start - from) as u64;
-    meter.charge(failed * (1 + cost) + 1 + cost + length as u64 * cost + 1)?;
+    meter.charge((failed + 1) * steps.attempt + length as u64 * steps.per_byte + steps.end)?;
     Ok(Some((start, start + length)))
 }
 
-/// The next match, at or after `from`, of a pattern [`repeated_class`] accepted, with the
-/// class ending at `ep`: the first maximal run of bytes in the class. Charges `meter` the
-/// steps the general matcher would take for the same search, so budgets and the clock
-/// work as they do there.
+/// The next match, at or after `from`, of a pattern of [`Runs`]: the first maximal run of
+/// bytes in the class. Charges `meter` the steps the general matcher would take for the
+/// same search, so budgets and the clock work as they do there.
 pub(crate) fn next_run(
     src: &[u8],
     pat: &[u8],
-    ep: usize,
+    runs: Runs,
     from: usize,
     meter: &mut Meter<'_>,
 ) -> Result<Option<(usize, usize)>, MatchError> {
-    let cost = class_cost(pat, 0, ep) as u64;
-    if let Some(stops) = negated_literals(&pat[..ep]) {
-        return next_run_until(src, stops, cost, from, meter);
+    let steps = RunSteps::of(pat, runs);
+    if let Some(stops) = negated_literals(&pat[runs.class..runs.ep]) {
+        return next_run_until(src, stops, steps, from, meter);
     }
+    let in_class = |at: usize| {
+        src.get(at)
+            .is_some_and(|&c| single_match(pat, c, runs.class, runs.ep))
+    };
     for start in from..=src.len() {
-        // An attempt: a step, and a test of the byte at `start`.
-        meter.charge(1 + cost)?;
-        if src.get(start).is_some_and(|&c| single_match(pat, c, 0, ep)) {
+        meter.charge(steps.attempt)?;
+        if in_class(start) {
             let mut end = start + 1;
             // Each further byte tested, the one that ends the run included.
             loop {
-                meter.charge(cost)?;
-                if !src.get(end).is_some_and(|&c| single_match(pat, c, 0, ep)) {
+                meter.charge(steps.per_byte)?;
+                if !in_class(end) {
                     break;
                 }
                 end += 1;
             }
-            // The step that finds the pattern's end.
-            meter.charge(1)?;
+            meter.charge(steps.end)?;
             return Ok(Some((start, end)));
         }
     }
@@ -960,8 +1013,7 @@ struct GMatchRuns {
     watchdog: *const Watchdog,
     /// Where the next search starts.
     next: usize,
-    /// The end of the pattern's class.
-    ep: usize,
+    runs: Runs,
 }
 
 unsafe extern "C-unwind" fn str_gmatch(state: *mut lua_State) -> c_int {
@@ -969,7 +1021,7 @@ unsafe extern "C-unwind" fn str_gmatch(state: *mut lua_State) -> c_int {
     let pat = check_bytes(state, 2);
     let init = start_position(ffi::luaL_optinteger(state, 3, 1), src.len()) - 1;
     ffi::lua_settop(state, 2); // the iterator keeps subject and pattern as upvalues
-    if let Some(ep) = repeated_class(pat) {
+    if let Some(runs) = repeated_class(pat) {
         let gm =
             ffi::lua_newuserdatauv(state, mem::size_of::<GMatchRuns>(), 0).cast::<GMatchRuns>();
         gm.write(GMatchRuns {
@@ -979,7 +1031,7 @@ unsafe extern "C-unwind" fn str_gmatch(state: *mut lua_State) -> c_int {
             pat_len: pat.len(),
             watchdog: watchdog(state, 1),
             next: init.min(src.len() + 1),
-            ep,
+            runs,
         });
         ffi::lua_pushcclosure(state, gmatch_runs_next, 3);
         return 1;
@@ -1025,9 +1077,9 @@ unsafe extern "C-unwind" fn gmatch_runs_next(state: *mut lua_State) -> c_int {
     let src = slice::from_raw_parts(gm.src, gm.src_len);
     let pat = slice::from_raw_parts(gm.pat, gm.pat_len);
     let watchdog = &*gm.watchdog;
-    let (ep, from) = (gm.ep, gm.next);
+    let (runs, from) = (gm.runs, gm.next);
     let found = run(state, watchdog, || {
-        next_run(src, pat, ep, from, &mut Meter::new(src.len(), watchdog))
+        next_run(src, pat, runs, from, &mut Meter::new(src.len(), watchdog))
     });
     match found {
         Some((start, end)) => {
@@ -1204,23 +1256,35 @@ mod tests {
 
     #[test]
     fn only_a_single_class_repeated_takes_the_run_scanner() {
-        let table: &[(&str, Option<usize>)] = &[
-            ("[^,]+", Some(4)),
-            ("%d+", Some(2)),
-            ("%S+", Some(2)),
-            ("[%w_]+", Some(5)),
-            ("a+", Some(1)),
-            (".+", Some(1)),
-            ("[]]+", Some(3)),
-            ("[^]]+", Some(4)),
-            ("[%]]+", Some(4)),
-            ("$+", Some(1)),
-            ("^+", Some(1)),
-            ("%%+", Some(2)),
+        /// Where the class starts and ends, and whether it is captured.
+        type Expected = Option<(usize, usize, bool)>;
+        let table: &[(&str, Expected)] = &[
+            ("[^,]+", Some((0, 4, false))),
+            ("%d+", Some((0, 2, false))),
+            ("%S+", Some((0, 2, false))),
+            ("[%w_]+", Some((0, 5, false))),
+            ("a+", Some((0, 1, false))),
+            (".+", Some((0, 1, false))),
+            ("[]]+", Some((0, 3, false))),
+            ("[^]]+", Some((0, 4, false))),
+            ("[%]]+", Some((0, 4, false))),
+            ("$+", Some((0, 1, false))),
+            ("^+", Some((0, 1, false))),
+            ("%%+", Some((0, 2, false))),
+            ("([^,]+)", Some((1, 5, true))),
+            ("([^,\r\n]+)", Some((1, 7, true))),
+            ("(%w+)", Some((1, 3, true))),
+            ("([^)]+)", Some((1, 5, true))),
+            ("(%)+)", Some((1, 3, true))),
             ("[^,]*", None),
             ("[^,]", None),
             ("[^,]+,", None),
-            ("([^,]+)", None),
+            ("([^,]+", None),
+            ("([^,]+))", None),
+            ("(([^,]+))", None),
+            ("()+)", None),
+            ("()", None),
+            ("([^,]+)()", None),
             ("%b()+", None),
             ("%f[%w]+", None),
             ("%1+", None),
@@ -1230,7 +1294,8 @@ mod tests {
             ("", None),
         ];
         for (pat, expected) in table {
-            assert_eq!(repeated_class(pat.as_bytes()), *expected, "{pat}");
+            let found = repeated_class(pat.as_bytes()).map(|r| (r.class, r.ep, r.captured));
+            assert_eq!(found, *expected, "{pat}");
         }
     }
 
@@ -1258,8 +1323,14 @@ mod tests {
             "[^%s]+",
             "[^\0]+",
             "[^]]+",
+            "([^,]+)",
+            "([^,\r\n]+)",
+            "(%w+)",
+            "([^)]+)",
+            "(%)+)",
+            "([a-c]+)",
         ];
-        let subjects: [&[u8]; 10] = [
+        let subjects: [&[u8]; 11] = [
             b"",
             b"a",
             b",",
@@ -1270,9 +1341,10 @@ mod tests {
             b"\0\x01\xff\x1f",
             b",,,,",
             b"0.841,0.540,21.5,-0.001,1013.25,0.002,0.000001,1",
+            b"(1)),2\r\n3,,\n",
         ];
         for pat in patterns {
-            let ep = repeated_class(pat.as_bytes()).expect(pat);
+            let runs = repeated_class(pat.as_bytes()).expect(pat);
             for src in subjects {
                 let subject = String::from_utf8_lossy(src);
                 for from in 0..=src.len() + 1 {
@@ -1287,10 +1359,15 @@ mod tests {
                             break;
                         }
                     }
+                    if let (Some((s, e)), true) = (general, runs.captured) {
+                        // What gmatch gives for a captured pattern is its capture.
+                        assert_eq!(m.capture_count(true), 1, "{pat}");
+                        assert_eq!(m.capture(0, s, e), Ok(Capture::Text(s, e)), "{pat}");
+                    }
                     let general_left = m.meter.left;
                     let mut meter = Meter::with_budget(1_000_000, &watchdog);
-                    let runs = next_run(src, pat.as_bytes(), ep, from, &mut meter).unwrap();
-                    assert_eq!(runs, general, "{pat} in {subject:?} from {from}");
+                    let found = next_run(src, pat.as_bytes(), runs, from, &mut meter).unwrap();
+                    assert_eq!(found, general, "{pat} in {subject:?} from {from}");
                     assert_eq!(meter.left, general_left, "steps of {pat} in {subject:?}");
                 }
             }

@@ -282,6 +282,7 @@ function describe(i) return names[i] end
 const GRID: &str = r#"
 local subjects = {
   "", "a", "abc", "aaa", "hello world", "a,b,,c", "(a(b)c) [x]", "  x y  ", "k1=v1;k2=v2",
+  "1.5,-2\r\n,,x\n", ",", "((b)",
   "-12.5e3", "\0\1\255", "x^y$z%", "THE (quick) fox",
 }
 local patterns = {
@@ -289,6 +290,7 @@ local patterns = {
   "%s*", "%S+", "%w+", "%p", "[%w_]+", "[^,]*", "[^%s]+", "[a-c]+", "[%^%$]", "(a)", "(%w)(%w)",
   "()a()", "(a*(.)%w(%s*))", "(%w+)=(%w+)", "%b()", "%b[]", "%f[%w]%w+", "%f[%W]", "(.)%1",
   "^(.-)%s*$", "[%-.]", "%x+", "%u%l+", "x^y", "$", "\0", "[\0-\31]", "%c",
+  "([^,]+)", "([^,\r\n]+)", "(%w+)", "([^)]+)", "[^ ]+", "[^(b]+", "([^%s]+)", "(.+)",
 }
 cases, names = {}, {}
 local function add(name, f) cases[#cases + 1] = f; names[#names + 1] = name end
