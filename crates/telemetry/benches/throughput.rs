@@ -1,7 +1,9 @@
 //! Throughput of the hot path on 8-field frames, against Serial Studio's published gates
 //! (built-in numeric parser 1.024 M frames/s, Lua 256 K, JS 128 K, pipeline 1.024 M).
 //!
-//! Run: `./dev bench` (or `cargo bench -p sextant-telemetry --bench throughput`).
+//! Run: `./dev bench` (or `cargo bench -p sextant-telemetry --bench throughput`). A parser
+//! of your own: `SEXTANT_BENCH_SCRIPT=parser.lua SEXTANT_BENCH_FRAMES=frames.txt cargo
+//! bench -p sextant-telemetry --bench throughput -- parse/script-file`.
 //! Criterion prints `thrpt` in elements per second; one element is one frame.
 
 use std::sync::Arc;
@@ -81,6 +83,45 @@ fn parsers(c: &mut Criterion) {
             code: "function parse(frame) { return frame.split(','); }".into(),
         },
     );
+}
+
+/// Any parser script on any frames: `SEXTANT_BENCH_SCRIPT` (a `.lua` or `.js` file) and
+/// `SEXTANT_BENCH_FRAMES` (one frame per line), as `parse/script-file`. Measures a parser
+/// nobody here wrote, on a device's own frames; nothing runs when they are not set.
+fn script_file(c: &mut Criterion) {
+    let (Ok(script), Ok(frames)) = (
+        std::env::var("SEXTANT_BENCH_SCRIPT"),
+        std::env::var("SEXTANT_BENCH_FRAMES"),
+    ) else {
+        return;
+    };
+    let language = if script.ends_with(".js") {
+        sextant_telemetry::project::ScriptLanguage::JavaScript
+    } else {
+        sextant_telemetry::project::ScriptLanguage::Lua
+    };
+    let code = std::fs::read_to_string(&script).expect("SEXTANT_BENCH_SCRIPT is readable");
+    let lines: Vec<String> = std::fs::read_to_string(&frames)
+        .expect("SEXTANT_BENCH_FRAMES is readable")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    let config = ParserConfig::Script { language, code };
+    let mut parser = build_parser(&config, Limits::default(), Arc::new(NoHost)).unwrap();
+    let mut rows = Rows::new();
+    let mut group = c.benchmark_group("parse");
+    group.throughput(Throughput::Elements(lines.len() as u64));
+    group.bench_function("script-file", |b| {
+        b.iter(|| {
+            for line in &lines {
+                rows.clear();
+                parser
+                    .parse(&Decoded::Text(line.as_str().into()), &mut rows)
+                    .expect("the script parses every frame");
+            }
+        })
+    });
+    group.finish();
 }
 
 fn pipeline(c: &mut Criterion) {
@@ -163,6 +204,6 @@ fn csv_export(c: &mut Criterion) {
 criterion_group! {
     name = benches;
     config = Criterion::default().sample_size(20).measurement_time(std::time::Duration::from_secs(4));
-    targets = parsers, pipeline, csv_export
+    targets = parsers, script_file, pipeline, csv_export
 }
 criterion_main!(benches);
