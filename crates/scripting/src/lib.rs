@@ -63,6 +63,7 @@ mod host;
 mod js;
 mod lua;
 mod lua_alarm;
+mod lua_bit;
 mod lua_numbers;
 mod lua_patterns;
 mod rows;

@@ -13,6 +13,7 @@ use mlua::state::{GcGenParams, GcMode};
 use mlua::{ffi, Function, Lua, LuaOptions, StdLib, Value, Variadic};
 
 use crate::lua_alarm::Alarm;
+use crate::lua_bit;
 use crate::lua_numbers;
 use crate::lua_patterns::{self, budget_message};
 use crate::rows::{Budget, Cell, PREALLOCATE};
@@ -34,8 +35,6 @@ const PRELUDE: &str = r#"
 local log, tripped = ...
 local select, tostring, type, error, rawget = select, tostring, type, error, rawget
 local concat, unpack_ = table.concat, table.unpack
-local tonumber, tointeger, floor, huge = tonumber, math.tointeger, math.floor, math.huge
-local format = string.format
 
 -- print goes to the host's log, not stdout.
 print = function(...)
@@ -69,73 +68,6 @@ do
 end
 
 unpack = unpack_
-
--- LuaJIT's `bit` library: operands are reduced to signed 32-bit integers (doubles rounded
--- to nearest, ties to even, then wrapped modulo 2^32) and results are signed 32-bit.
-do
-  local function sign(x)
-    return ((x & 0xFFFFFFFF) ~ 0x80000000) - 0x80000000
-  end
-
-  local function tobit(x)
-    local i = tointeger(x)
-    if i then return sign(i) end
-    if type(x) ~= 'number' then
-      local n = tonumber(x)
-      if n == nil then error("bad argument to bit operation (number expected, got " .. type(x) .. ")", 3) end
-      x = n
-      i = tointeger(x)
-      if i then return sign(i) end
-    end
-    if x ~= x or x == huge or x == -huge then return 0 end
-    local r = x % 4294967296.0
-    local f = floor(r)
-    local d = r - f
-    if d > 0.5 or (d == 0.5 and f % 2 == 1) then f = f + 1 end
-    return sign(tointeger(f) or 0)
-  end
-
-  local function fold(op)
-    local function go(acc, n, ...)
-      if n == 0 then return acc end
-      return go(op(acc, tobit((...))), n - 1, select(2, ...))
-    end
-    return function(x, ...)
-      return sign(go(tobit(x), select('#', ...), ...))
-    end
-  end
-
-  local bit = {}
-  bit.tobit = tobit
-  bit.band = fold(function(a, b) return a & b end)
-  bit.bor = fold(function(a, b) return a | b end)
-  bit.bxor = fold(function(a, b) return a ~ b end)
-  bit.bnot = function(x) return sign(~tobit(x)) end
-  bit.lshift = function(x, n) return sign(tobit(x) << (tobit(n) & 31)) end
-  bit.rshift = function(x, n) return sign((tobit(x) & 0xFFFFFFFF) >> (tobit(n) & 31)) end
-  bit.arshift = function(x, n) return tobit(x) // (1 << (tobit(n) & 31)) end
-  bit.rol = function(x, n)
-    local u, s = tobit(x) & 0xFFFFFFFF, tobit(n) & 31
-    return sign((u << s) | (u >> (32 - s)))
-  end
-  bit.ror = function(x, n)
-    local u, s = tobit(x) & 0xFFFFFFFF, tobit(n) & 31
-    return sign((u >> s) | (u << (32 - s)))
-  end
-  bit.bswap = function(x)
-    local u = tobit(x) & 0xFFFFFFFF
-    return sign(((u >> 24) & 0xFF) | ((u >> 8) & 0xFF00) | ((u << 8) & 0xFF0000) | ((u << 24) & 0xFF000000))
-  end
-  bit.tohex = function(x, n)
-    n = n == nil and 8 or tobit(n)
-    local conv = 'x'
-    if n < 0 then n = -n; conv = 'X' end
-    if n > 8 then n = 8 end
-    if n == 0 then return '' end
-    return format('%0' .. n .. conv, tobit(x) & ((1 << (4 * n)) - 1))
-  end
-  _G.bit = bit
-end
 "#;
 
 pub(crate) struct LuaEngine {
@@ -302,6 +234,7 @@ fn install_globals(lua: &Lua, watchdog: &Arc<Watchdog>, host: Arc<dyn Host>) -> 
     globals.set("tonumber", unsafe {
         lua.create_c_function(lua_numbers::tonumber)
     }?)?;
+    lua_bit::install(lua)?;
 
     let log = lua.create_function(|_, line: mlua::LuaString| {
         tracing::debug!(target: "sextant_scripting::lua", "{}", line.to_string_lossy());
