@@ -48,8 +48,8 @@
 //! * Host functions available as globals in both languages: `tableGet(table, name)`,
 //!   `tableSet(table, name, value)`, `datasetGetRaw(id)`, `datasetGetFinal(id)`,
 //!   `clearPlots()`, all delegated to the [`Host`] passed at compile time. Lua also gets the
-//!   LuaJIT `bit` library (`band, bor, bxor, lshift, rshift, arshift, bnot, tohex`) and a
-//!   global `unpack` alias of `table.unpack`.
+//!   LuaJIT `bit` library (`tobit, band, bor, bxor, bnot, lshift, rshift, arshift, rol, ror,
+//!   bswap, tohex`) and a global `unpack` alias of `table.unpack`.
 //! * Sandbox: Lua loads only `string`, `table`, `math`, `utf8` and a base library without
 //!   `dofile`, `loadfile`, `load`, `require`, `collectgarbage`; no `io`, `os`, `package`,
 //!   `debug`. JavaScript has no module loader and no std/os modules. `print` (Lua) and
