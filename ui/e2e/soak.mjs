@@ -64,7 +64,7 @@ const rssKiB = (pid) => {
     return 0;
   }
 };
-/** The backend's resident MiB by kind: anonymous, file-backed, shared memory. */
+/** A process's resident MiB by kind: anonymous, file-backed, shared memory. */
 function rssKinds(pid) {
   try {
     const status = readFileSync(`/proc/${pid}/status`, "utf8");
@@ -194,6 +194,11 @@ for (let k = 0; ; k++) {
     csvRows: csv.rows ?? null,
     csvDroppedRows: csv.droppedRows ?? null,
     dashboardFps: fps,
+    // The renderers' memory by kind: its own heaps (anonymous) against the shared memory
+    // it draws into for the compositor – which of them grows, if one does.
+    rendererRssKindMiB: (processPids()["chromium-renderer"] ?? [])
+      .map(rssKinds)
+      .reduce((sum, k) => ({ anon: sum.anon + (k.anon ?? 0), file: sum.file + (k.file ?? 0), shmem: sum.shmem + (k.shmem ?? 0) }), { anon: 0, file: 0, shmem: 0 }),
     // The page's live JavaScript objects (Chromium's own count): whether what the renderer
     // holds is the page's objects or the rest (canvases, the compositor's tiles).
     rendererJsHeapMiB: now.jsHeap == null ? null : +(now.jsHeap / 1048576).toFixed(1),
