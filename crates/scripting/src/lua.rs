@@ -101,7 +101,7 @@ impl LuaEngine {
 
         // Never add `StdLib::DEBUG`: besides escaping the sandbox, `debug.setupvalue` could
         // swap the strings a `gmatch` iterator keeps as upvalues, and its state holds raw
-        // pointers into them (see `lua_patterns::GMatch`).
+        // pointers into them (see `lua_patterns::Iteration`).
         let libs = StdLib::STRING | StdLib::TABLE | StdLib::MATH | StdLib::UTF8;
         let lua = Lua::new_with(libs, LuaOptions::default()).map_err(compile_error)?;
         lua.set_memory_limit(limits.memory_bytes)

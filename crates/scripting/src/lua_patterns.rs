@@ -980,39 +980,52 @@ unsafe fn find_aux(state: *mut lua_State, find: bool) -> c_int {
     1
 }
 
-/// The state of one `gmatch` iterator, a userdata upvalue of it. Subject and pattern point
-/// into the Lua strings that are its other upvalues, which keep them alive.
+/// Where a `gmatch` iterator is: its subject and pattern, which point into the Lua strings
+/// that are the iterator's other upvalues (they keep them alive), the watchdog, and where
+/// the next search starts. The head of both kinds of iterator state below.
 ///
 /// Sound only because scripts cannot reach those upvalues: the `debug` library is not
 /// loaded (see `lua.rs`). `debug.setupvalue` could replace the strings, the old ones could
 /// be collected, and the pointers here would dangle.
 #[repr(C)]
-struct GMatch {
+struct Iteration {
     src: *const u8,
     src_len: usize,
     pat: *const u8,
     pat_len: usize,
     watchdog: *const Watchdog,
-    /// Where the next search starts.
     next: usize,
+}
+
+impl Iteration {
+    /// The subject, the pattern and the watchdog.
+    ///
+    /// # Safety
+    /// The iterator's upvalues must still hold the strings (see the type's doc).
+    unsafe fn parts<'a>(&self) -> (&'a [u8], &'a [u8], &'a Watchdog) {
+        (
+            slice::from_raw_parts(self.src, self.src_len),
+            slice::from_raw_parts(self.pat, self.pat_len),
+            &*self.watchdog,
+        )
+    }
+}
+
+/// The state of a general `gmatch` iterator, a userdata upvalue of it.
+#[repr(C)]
+struct GMatch {
+    at: Iteration,
     /// The end of the last match, `usize::MAX` before the first: an empty match right
     /// where the previous one ended is skipped.
     last: usize,
     captures: Captures,
 }
 
-/// The state of a `gmatch` iterator over a pattern [`repeated_class`] accepted: what
-/// [`GMatch`] holds, less the capture slots such a pattern never uses. The same soundness
-/// condition applies.
+/// The state of a `gmatch` iterator over a pattern [`repeated_class`] accepted: no capture
+/// slots, as such a pattern never uses them.
 #[repr(C)]
 struct GMatchRuns {
-    src: *const u8,
-    src_len: usize,
-    pat: *const u8,
-    pat_len: usize,
-    watchdog: *const Watchdog,
-    /// Where the next search starts.
-    next: usize,
+    at: Iteration,
     runs: Runs,
 }
 
@@ -1021,48 +1034,41 @@ unsafe extern "C-unwind" fn str_gmatch(state: *mut lua_State) -> c_int {
     let pat = check_bytes(state, 2);
     let init = start_position(ffi::luaL_optinteger(state, 3, 1), src.len()) - 1;
     ffi::lua_settop(state, 2); // the iterator keeps subject and pattern as upvalues
-    if let Some(runs) = repeated_class(pat) {
-        let gm =
-            ffi::lua_newuserdatauv(state, mem::size_of::<GMatchRuns>(), 0).cast::<GMatchRuns>();
-        gm.write(GMatchRuns {
-            src: src.as_ptr(),
-            src_len: src.len(),
-            pat: pat.as_ptr(),
-            pat_len: pat.len(),
-            watchdog: watchdog(state, 1),
-            next: init.min(src.len() + 1),
-            runs,
-        });
-        ffi::lua_pushcclosure(state, gmatch_runs_next, 3);
-        return 1;
-    }
-    let gm = ffi::lua_newuserdatauv(state, mem::size_of::<GMatch>(), 0).cast::<GMatch>();
-    // Lua aligns userdata memory for any C type.
-    gm.write(GMatch {
+    let at = Iteration {
         src: src.as_ptr(),
         src_len: src.len(),
         pat: pat.as_ptr(),
         pat_len: pat.len(),
         watchdog: watchdog(state, 1),
         next: init.min(src.len() + 1),
-        last: usize::MAX,
-        captures: NO_CAPTURES,
-    });
-    ffi::lua_pushcclosure(state, gmatch_next, 3);
+    };
+    // Lua aligns userdata memory for any C type.
+    if let Some(runs) = repeated_class(pat) {
+        let gm =
+            ffi::lua_newuserdatauv(state, mem::size_of::<GMatchRuns>(), 0).cast::<GMatchRuns>();
+        gm.write(GMatchRuns { at, runs });
+        ffi::lua_pushcclosure(state, gmatch_runs_next, 3);
+    } else {
+        let gm = ffi::lua_newuserdatauv(state, mem::size_of::<GMatch>(), 0).cast::<GMatch>();
+        gm.write(GMatch {
+            at,
+            last: usize::MAX,
+            captures: NO_CAPTURES,
+        });
+        ffi::lua_pushcclosure(state, gmatch_next, 3);
+    }
     1
 }
 
-/// The `gmatch` iterator; upvalues: subject, pattern, [`GMatch`].
+/// The general `gmatch` iterator; upvalues: subject, pattern, [`GMatch`].
 unsafe extern "C-unwind" fn gmatch_next(state: *mut lua_State) -> c_int {
     let gm = &mut *ffi::lua_touserdata(state, ffi::lua_upvalueindex(3)).cast::<GMatch>();
-    let src = slice::from_raw_parts(gm.src, gm.src_len);
-    let pat = slice::from_raw_parts(gm.pat, gm.pat_len);
-    let watchdog = &*gm.watchdog;
+    let (src, pat, watchdog) = gm.at.parts();
     let mut m = Matcher::new(src, pat, &mut gm.captures, Meter::new(src.len(), watchdog));
-    for start in gm.next..=src.len() {
+    for start in gm.at.next..=src.len() {
         let end = run(state, watchdog, || m.match_at(start));
         if let Some(end) = end.filter(|&end| end != gm.last) {
-            gm.next = end;
+            gm.at.next = end;
             gm.last = end;
             return push_captures(state, watchdog, &m, src, (start, end), true);
         }
@@ -1074,16 +1080,14 @@ unsafe extern "C-unwind" fn gmatch_next(state: *mut lua_State) -> c_int {
 /// pattern, [`GMatchRuns`]. Its matches are never empty, so none is skipped.
 unsafe extern "C-unwind" fn gmatch_runs_next(state: *mut lua_State) -> c_int {
     let gm = &mut *ffi::lua_touserdata(state, ffi::lua_upvalueindex(3)).cast::<GMatchRuns>();
-    let src = slice::from_raw_parts(gm.src, gm.src_len);
-    let pat = slice::from_raw_parts(gm.pat, gm.pat_len);
-    let watchdog = &*gm.watchdog;
-    let (runs, from) = (gm.runs, gm.next);
+    let (src, pat, watchdog) = gm.at.parts();
+    let (runs, from) = (gm.runs, gm.at.next);
     let found = run(state, watchdog, || {
         next_run(src, pat, runs, from, &mut Meter::new(src.len(), watchdog))
     });
     match found {
         Some((start, end)) => {
-            gm.next = end;
+            gm.at.next = end;
             ffi::lua_pushlstring(state, src[start..].as_ptr().cast(), end - start);
             1
         }
