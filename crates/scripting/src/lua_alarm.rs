@@ -333,38 +333,54 @@ mod tests {
         );
     }
 
-    fn main_state(lua: &Lua) -> *mut lua_State {
-        let mut state = ptr::null_mut();
-        // SAFETY: only reads the pointer.
-        unsafe { lua.exec_raw::<()>((), |s| state = s) }.unwrap();
-        state
-    }
-
-    /// A plain Lua state (stock libraries) watched by the alarm thread or, with `None`, by
-    /// the count hook alone.
-    fn watched(
-        alarms: Option<&'static Alarms>,
-    ) -> (Lua, *mut lua_State, Arc<Watchdog>, Arc<Alarm>) {
-        let lua = Lua::new();
-        let state = main_state(&lua);
-        let watchdog = Watchdog::new();
-        // SAFETY: the main state of `lua`, which sets no hooks of its own.
-        let alarm = unsafe { Alarm::watch_by(state, Arc::clone(&watchdog), alarms) };
-        (lua, state, watchdog, alarm)
-    }
-
-    fn call(
-        lua: &Lua,
+    /// A plain Lua state (stock libraries) under a watchdog.
+    struct Watched {
+        lua: Lua,
         state: *mut lua_State,
-        watchdog: &Watchdog,
-        alarm: &Alarm,
-        code: &str,
-        timeout: Duration,
-    ) -> mlua::Result<()> {
-        watchdog.arm(timeout);
-        let result = alarm.run(state, || lua.load(code).exec());
-        watchdog.disarm();
-        result
+        watchdog: Arc<Watchdog>,
+        alarm: Arc<Alarm>,
+    }
+
+    impl Watched {
+        /// Watched by the alarm thread or, with `None`, by the count hook alone.
+        fn new(alarms: Option<&'static Alarms>) -> Self {
+            let lua = Lua::new();
+            let mut state = ptr::null_mut();
+            // SAFETY: only reads the pointer.
+            unsafe { lua.exec_raw::<()>((), |s| state = s) }.unwrap();
+            let watchdog = Watchdog::new();
+            // SAFETY: the main state of `lua`, which sets no hooks of its own.
+            let alarm = unsafe { Alarm::watch_by(state, Arc::clone(&watchdog), alarms) };
+            Watched {
+                lua,
+                state,
+                watchdog,
+                alarm,
+            }
+        }
+
+        /// Runs `code` as one call with `timeout`.
+        fn call(&self, code: &str, timeout: Duration) -> mlua::Result<()> {
+            self.watchdog.arm(timeout);
+            let result = self.alarm.run(self.state, || self.lua.load(code).exec());
+            self.watchdog.disarm();
+            result
+        }
+
+        /// A call that needs no watchdog: it must run to its end.
+        fn short_call(&self) {
+            self.call(
+                "local x = 0 for i = 1, 1e4 do x = x + i end",
+                Duration::from_secs(20),
+            )
+            .unwrap();
+            assert!(!self.watchdog.tripped());
+        }
+
+        fn hook_mask(&self) -> c_int {
+            // SAFETY: no call is running on the state.
+            unsafe { ffi::lua_gethookmask(self.state) }
+        }
     }
 
     const RUNAWAYS: &[&str] = &[
@@ -378,49 +394,32 @@ mod tests {
         "repeat local s = tostring(math.random()) until false",
     ];
 
+    /// Whether a runaway call was stopped by the watchdog; the bound on the wait is only
+    /// there so that a regression fails instead of hanging.
+    fn stopped(watched: &Watched, code: &str, timeout: Duration) -> bool {
+        let started = Instant::now();
+        let result = watched.call(code, timeout);
+        assert!(started.elapsed() < Duration::from_secs(20), "{code}");
+        result.is_err() && watched.watchdog.tripped()
+    }
+
     #[test]
     fn runaway_loops_are_stopped_and_leave_no_hook() {
         for alarms in [alarms(), None] {
-            let (lua, state, watchdog, alarm) = watched(alarms);
+            let watched = Watched::new(alarms);
+            let permanent = if alarms.is_some() {
+                0
+            } else {
+                ffi::LUA_MASKCOUNT
+            };
             for code in RUNAWAYS {
-                let started = Instant::now();
-                let result = call(
-                    &lua,
-                    state,
-                    &watchdog,
-                    &alarm,
-                    code,
-                    Duration::from_millis(20),
+                assert!(stopped(&watched, code, Duration::from_millis(20)), "{code}");
+                assert_eq!(
+                    watched.hook_mask(),
+                    permanent,
+                    "{code}: hook after the call"
                 );
-                assert!(result.is_err(), "{code}: not stopped");
-                assert!(
-                    watchdog.tripped(),
-                    "{code}: stopped, but not by the watchdog: {result:?}"
-                );
-                // A bound only so a regression fails instead of hanging.
-                assert!(started.elapsed() < Duration::from_secs(20), "{code}");
-                // SAFETY: no call is running on `state`.
-                let mask = unsafe { ffi::lua_gethookmask(state) };
-                if alarms.is_some() {
-                    assert_eq!(mask, 0, "{code}: the hook outlived the call");
-                } else {
-                    assert_eq!(
-                        mask,
-                        ffi::LUA_MASKCOUNT,
-                        "{code}: the permanent hook is gone"
-                    );
-                }
-                // The next call runs to its end.
-                call(
-                    &lua,
-                    state,
-                    &watchdog,
-                    &alarm,
-                    "local x = 0 for i = 1, 1e5 do x = x + i end",
-                    Duration::from_secs(20),
-                )
-                .unwrap();
-                assert!(!watchdog.tripped());
+                watched.short_call();
             }
         }
     }
@@ -435,16 +434,10 @@ mod tests {
                 libc::sigfillset(&mut all);
                 libc::pthread_sigmask(libc::SIG_BLOCK, &all, ptr::null_mut());
             }
-            let (lua, state, watchdog, alarm) = watched(alarms());
-            let result = call(
-                &lua,
-                state,
-                &watchdog,
-                &alarm,
-                "while true do end",
-                Duration::from_millis(20),
-            );
-            done.send(result.is_err() && watchdog.tripped()).unwrap();
+            let watched = Watched::new(alarms());
+            let result = watched.call("while true do end", Duration::from_millis(20));
+            done.send(result.is_err() && watched.watchdog.tripped())
+                .unwrap();
         });
         // Waited for with a bound, so a thread the signal never reaches fails the test
         // rather than hanging it.
@@ -454,18 +447,9 @@ mod tests {
 
     #[test]
     fn a_call_past_its_deadline_when_it_starts_is_stopped_at_once() {
-        let (lua, state, watchdog, alarm) = watched(alarms());
-        let started = Instant::now();
-        let result = call(
-            &lua,
-            state,
-            &watchdog,
-            &alarm,
-            "while true do end",
-            Duration::ZERO,
-        );
-        assert!(result.is_err() && watchdog.tripped());
-        assert!(started.elapsed() < Duration::from_secs(20));
+        let watched = Watched::new(alarms());
+        assert!(stopped(&watched, "while true do end", Duration::ZERO));
+        assert_eq!(watched.hook_mask(), 0);
     }
 
     #[test]
@@ -476,38 +460,22 @@ mod tests {
         let racers: Vec<_> = (0..2)
             .map(|seed| {
                 thread::spawn(move || {
-                    let (lua, state, watchdog, alarm) = watched(alarms());
+                    let watched = Watched::new(alarms());
                     let (mut finished, mut stopped) = (0, 0);
                     for i in 0..300u64 {
                         let spin = (i * 7 + seed) % 13;
                         let code = format!(
                             "local t = os.clock() + {spin} / 1e4 while os.clock() < t do end"
                         );
-                        match call(
-                            &lua,
-                            state,
-                            &watchdog,
-                            &alarm,
-                            &code,
-                            Duration::from_micros(600),
-                        ) {
+                        match watched.call(&code, Duration::from_micros(600)) {
                             Ok(()) => finished += 1,
                             Err(e) => {
-                                assert!(watchdog.tripped(), "{e}");
+                                assert!(watched.watchdog.tripped(), "{e}");
                                 stopped += 1;
                             }
                         }
-                        call(
-                            &lua,
-                            state,
-                            &watchdog,
-                            &alarm,
-                            "local x = 0 for i = 1, 1e4 do x = x + i end",
-                            Duration::from_secs(20),
-                        )
-                        .unwrap();
-                        // SAFETY: no call is running on `state`.
-                        assert_eq!(unsafe { ffi::lua_gethookmask(state) }, 0);
+                        watched.short_call();
+                        assert_eq!(watched.hook_mask(), 0);
                     }
                     (finished, stopped)
                 })
