@@ -21,12 +21,11 @@
 //!   at the start of a call and cleared before its end's handshake), so a signal that lands
 //!   late finds no state, or a later call's, whose hook then sees no expired deadline and
 //!   removes itself.
-//! - Without a free real-time signal or the alarm thread, every state keeps the count hook
-//!   on all the time, as before (slower, never unwatched).
+//! - Without a free real-time signal or the alarm thread, and off Linux, every state keeps
+//!   the count hook on all the time, as before (slower, never unwatched).
 
 use std::cell::Cell;
 use std::ffi::c_int;
-use std::mem;
 use std::ptr;
 use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex, OnceLock, Weak};
@@ -111,19 +110,11 @@ impl Alarm {
     pub(crate) fn run<R>(&self, state: *mut lua_State, call: impl FnOnce() -> R) -> R {
         if let (Some(alarms), false) = (self.alarms, UNBLOCKED.get()) {
             // A thread that inherited a mask blocking the signal would never be interrupted.
-            // SAFETY: changes only this thread's mask, adding nothing to it.
-            unsafe {
-                let mut set: libc::sigset_t = mem::zeroed();
-                libc::sigemptyset(&mut set);
-                libc::sigaddset(&mut set, alarms.signal);
-                libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, ptr::null_mut());
-            }
+            signal::unblock(alarms.signal);
             UNBLOCKED.set(true);
         }
         let previous = CURRENT.replace((state, self));
-        // SAFETY: `pthread_self` has no preconditions.
-        self.thread
-            .store(unsafe { libc::pthread_self() } as usize, Ordering::Relaxed);
+        self.thread.store(signal::this_thread(), Ordering::Relaxed);
         self.phase.store(RUNNING, Ordering::Release);
         if !self.always_hooked && self.watchdog.past_deadline() {
             // SAFETY: this thread runs `state`; no Lua code is running on it now.
@@ -148,12 +139,7 @@ impl Alarm {
             .is_ok()
         {
             // SAFETY: the thread is alive: it cannot leave `run` until the phase moves on.
-            unsafe {
-                libc::pthread_kill(
-                    self.thread.load(Ordering::Relaxed) as libc::pthread_t,
-                    signal,
-                )
-            };
+            unsafe { signal::send(self.thread.load(Ordering::Relaxed), signal) };
             self.phase.store(SIGNALLED, Ordering::Release);
         }
     }
@@ -285,38 +271,101 @@ fn alarms() -> Option<&'static Alarms> {
     })
 }
 
-/// Installs [`on_signal`] on the highest real-time signal nobody handles yet.
-fn free_signal() -> Option<c_int> {
-    for signal in (libc::SIGRTMIN()..=libc::SIGRTMAX()).rev() {
-        // SAFETY: plain sigaction calls on zeroed structs; the handler is async-signal-safe.
+/// The operating system's part: threads and real-time signals. Linux has them; elsewhere
+/// no signal is found, and every Lua state keeps its count hook.
+#[cfg(target_os = "linux")]
+mod signal {
+    use std::ffi::c_int;
+    use std::mem;
+    use std::ptr;
+
+    /// This thread, as `pthread_kill` names it.
+    pub(super) fn this_thread() -> usize {
+        // SAFETY: `pthread_self` has no preconditions.
+        unsafe { libc::pthread_self() as usize }
+    }
+
+    /// Sends `signal` to `thread`.
+    ///
+    /// # Safety
+    /// `thread` must be a thread that is still running.
+    pub(super) unsafe fn send(thread: usize, signal: c_int) {
+        libc::pthread_kill(thread as libc::pthread_t, signal);
+    }
+
+    /// Lets `signal` through to this thread.
+    pub(super) fn unblock(signal: c_int) {
+        // SAFETY: changes only this thread's mask, adding nothing to it.
         unsafe {
-            let mut old: libc::sigaction = mem::zeroed();
-            if libc::sigaction(signal, ptr::null(), &mut old) != 0
-                || old.sa_sigaction != libc::SIG_DFL
-            {
-                continue;
-            }
-            let mut action: libc::sigaction = mem::zeroed();
-            action.sa_sigaction = on_signal as extern "C" fn(c_int) as libc::sighandler_t;
-            action.sa_flags = libc::SA_RESTART;
-            libc::sigemptyset(&mut action.sa_mask);
-            if libc::sigaction(signal, &action, ptr::null_mut()) == 0 {
-                return Some(signal);
-            }
+            let mut set: libc::sigset_t = mem::zeroed();
+            libc::sigemptyset(&mut set);
+            libc::sigaddset(&mut set, signal);
+            libc::pthread_sigmask(libc::SIG_UNBLOCK, &set, ptr::null_mut());
         }
     }
-    tracing::warn!("no free real-time signal; Lua calls are watched by a count hook");
-    None
+
+    /// Installs `handler` on the highest real-time signal nobody handles yet.
+    pub(super) fn install(handler: extern "C" fn(c_int)) -> Option<c_int> {
+        for signal in (libc::SIGRTMIN()..=libc::SIGRTMAX()).rev() {
+            // SAFETY: plain sigaction calls on zeroed structs; the handler is
+            // async-signal-safe.
+            unsafe {
+                let mut old: libc::sigaction = mem::zeroed();
+                if libc::sigaction(signal, ptr::null(), &mut old) != 0
+                    || old.sa_sigaction != libc::SIG_DFL
+                {
+                    continue;
+                }
+                let mut action: libc::sigaction = mem::zeroed();
+                action.sa_sigaction = handler as libc::sighandler_t;
+                action.sa_flags = libc::SA_RESTART;
+                libc::sigemptyset(&mut action.sa_mask);
+                if libc::sigaction(signal, &action, ptr::null_mut()) == 0 {
+                    return Some(signal);
+                }
+            }
+        }
+        None
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+mod signal {
+    use std::ffi::c_int;
+
+    pub(super) fn this_thread() -> usize {
+        0
+    }
+
+    /// Never called: without [`install`] there is no alarm thread.
+    pub(super) unsafe fn send(_: usize, _: c_int) {}
+
+    pub(super) fn unblock(_: c_int) {}
+
+    pub(super) fn install(_: extern "C" fn(c_int)) -> Option<c_int> {
+        None
+    }
+}
+
+/// Installs [`on_signal`] on a signal of the alarm's own.
+fn free_signal() -> Option<c_int> {
+    let signal = signal::install(on_signal);
+    if signal.is_none() {
+        tracing::warn!("no free real-time signal; Lua calls are watched by a count hook");
+    }
+    signal
 }
 
 #[cfg(test)]
 mod tests {
+    use std::mem;
     use std::time::Instant;
 
     use mlua::Lua;
 
     use super::*;
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_alarm_thread_starts_with_a_signal_of_its_own() {
         let alarms = alarms().expect("this machine has real-time signals and threads");
@@ -424,6 +473,7 @@ mod tests {
         }
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_thread_that_blocks_every_signal_is_still_stopped() {
         let (done, outcome) = std::sync::mpsc::channel();
@@ -445,6 +495,7 @@ mod tests {
         assert_eq!(stopped, Ok(true), "the loop was not stopped");
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn a_call_past_its_deadline_when_it_starts_is_stopped_at_once() {
         let watched = Watched::new(alarms());
@@ -452,22 +503,23 @@ mod tests {
         assert_eq!(watched.hook_mask(), 0);
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn calls_that_race_their_deadlines_end_one_way_or_the_other() {
-        // Calls of about the length of their limit, on two threads at once: each either
+        // Calls from none to many times their limit, on two threads at once: each either
         // finishes or is stopped by the watchdog, and no hook or signal from one call
-        // stops the next, which has all the time it needs.
+        // stops the next, which has all the time it needs. The longer half runs past the
+        // limit by more than the alarm's period (a loop of 1.2 M steps or more takes
+        // 6 ms even in an optimised build), so the alarm must stop some.
         let racers: Vec<_> = (0..2)
             .map(|seed| {
                 thread::spawn(move || {
                     let watched = Watched::new(alarms());
                     let (mut finished, mut stopped) = (0, 0);
-                    for i in 0..300u64 {
+                    for i in 0..150u64 {
                         let spin = (i * 7 + seed) % 13;
-                        let code = format!(
-                            "local t = os.clock() + {spin} / 1e4 while os.clock() < t do end"
-                        );
-                        match watched.call(&code, Duration::from_micros(600)) {
+                        let code = format!("for _ = 1, {spin} * 2e5 do end");
+                        match watched.call(&code, Duration::from_millis(1)) {
                             Ok(()) => finished += 1,
                             Err(e) => {
                                 assert!(watched.watchdog.tripped(), "{e}");
@@ -483,7 +535,7 @@ mod tests {
             .collect();
         for racer in racers {
             let (finished, stopped) = racer.join().unwrap();
-            assert_eq!(finished + stopped, 300);
+            assert_eq!(finished + stopped, 150);
             assert!(stopped > 0, "no call ran late: the race was not run");
         }
     }
