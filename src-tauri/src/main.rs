@@ -34,6 +34,11 @@ use tauri::{Manager, State, Webview};
 use tauri_plugin_window_state::StateFlags;
 use tokio::sync::{mpsc, watch};
 
+/// mimalloc, as in every binary (see the heap crate's module doc). It serves Rust's
+/// allocations only: the webview and its libraries keep the system's malloc.
+#[global_allocator]
+static ALLOCATOR: sextant_runtime::heap::Allocator = sextant_runtime::heap::Allocator;
+
 /// Tasks that belong to a page: at most one per page and [`Stream`]; a new one replaces
 /// (and stops) the one before, and a page that loads again stops all of its own.
 struct PageTasks<T: Abort> {

@@ -8,6 +8,10 @@ use std::time::{Duration, Instant};
 
 mod eval;
 
+/// mimalloc, as in every binary (see the heap crate's module doc).
+#[global_allocator]
+static ALLOCATOR: sextant_runtime::heap::Allocator = sextant_runtime::heap::Allocator;
+
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use sextant_commands::Policy;

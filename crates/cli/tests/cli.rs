@@ -1004,3 +1004,21 @@ fn export_writes_a_session_in_the_format_asked_for() {
     }
     assert!(!Path::new("x.mcap").exists() && !Path::new("run.bin").exists());
 }
+
+/// The soak's flat memory rests on the binary's allocator giving freed pages back
+/// (`crates/heap`'s module doc): `sextant` must be served by mimalloc, whose verbose mode
+/// reports its start on stderr.
+#[test]
+fn the_binary_is_served_by_the_allocator_that_gives_pages_back() {
+    let out = Command::new(env!("CARGO_BIN_EXE_sextant"))
+        .arg("--version")
+        .env("MIMALLOC_VERBOSE", "1")
+        .output()
+        .expect("the sextant binary runs");
+    assert!(out.status.success(), "{}", text(&out.stderr));
+    let stderr = text(&out.stderr);
+    assert!(
+        stderr.contains("mimalloc: process init"),
+        "no allocator report on stderr:\n{stderr}"
+    );
+}

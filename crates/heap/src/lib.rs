@@ -1,27 +1,34 @@
-//! The process allocator: its settings, applied by each binary first thing in `main`
-//! ([`settle_allocator`]), and giving back the memory a backlog held once a writer has
-//! drained it ([`Backlog`]).
+//! The process allocator: which one the binaries use ([`Allocator`]), its settings, applied
+//! by each binary first thing in `main` ([`settle_allocator`]), and giving back the memory
+//! a backlog held once a writer has drained it ([`Backlog`]).
 //!
-//! Why the settings: glibc's malloc serves a block of 128 KiB or more with a mapping of its
-//! own, but each time such a mapped block is freed it raises that threshold to the freed
-//! block's size (up to 32 MiB). After the first display frame of a few MiB is freed, every
-//! later one comes from the allocating thread's arena heap instead, and an arena gives
-//! memory back only from its top. The big transient buffers of a busy session (display
-//! frames for each subscriber, session blocks, queues that fill while a disk or a browser
-//! falls behind) then leave each arena a little larger every time one of them peaks, in
-//! whichever arena the thread doing it had: the backend of an hour-long soak at 100 000
-//! frames/s rose in steps, spread over several arenas, and never came back down
-//! (`docs/benchmarks.md`, "Soak"). A fixed threshold keeps big buffers in mappings that are
-//! returned whole when freed; a cap on arenas keeps the small ones from spreading over one
-//! arena per thread that ever ran.
+//! Why mimalloc: glibc's malloc returns memory only from the top of each arena, so blocks
+//! freed below one still in use stay resident for as long as the process runs. The settings
+//! and the give-back below kept that in check, but over an hour's soak at 100 000 frames/s
+//! the backend still wandered by ±7 % (±15 % with one give-back), its main heap mostly
+//! free pages (`docs/benchmarks.md`, "Soak"). mimalloc keeps blocks of one size together in
+//! small pages and returns a page to the system once its last block is freed, wherever it
+//! lies. Its purge delay is set to 0: with its default second, whatever the busy threads
+//! freed in the last second (display frames for each subscriber, session blocks) stayed
+//! resident, and the backend sampled once a minute moved by ±6 %. It is built without
+//! transparent huge pages, which kept a 2 MiB page resident whole for one live block.
+//! Only Rust's allocations: the C libraries (SQLite, QuickJS), and in the desktop app the
+//! webview's, keep the system's malloc.
+//!
+//! Why the glibc settings still: glibc's malloc serves a block of 128 KiB or more with a
+//! mapping of its own, but each time such a mapped block is freed it raises that threshold
+//! to the freed block's size (up to 32 MiB), after which every later one comes from an arena
+//! heap, which gives memory back only from its top. A fixed threshold keeps big buffers of
+//! the C libraries and of any binary without [`Allocator`] (tests, benches) in mappings that
+//! are returned whole when freed; a cap on arenas keeps the small ones from spreading over
+//! one arena per thread that ever ran.
 //!
 //! Why [`Backlog`]: what a queue holds while its writer is behind (a disk that stalls for a
-//! second) is many small blocks. Once written they are free, but they sit below blocks
-//! still in use, and an arena returns only its top: the soak's backend kept 15 MiB of a
-//! recording's drained backlog for as long as that recording ran. `malloc_trim` returns
-//! every free page of every arena, but holds each arena's lock while it walks it, so it is
-//! run once after a large backlog drains, not on a timer (a 10 s trimmer was tried and
-//! dropped for that lock).
+//! second) is many small blocks. Once written they are free, but a page with one block
+//! still in use stays. A drained backlog of 8 MiB or more has the draining thread's pages
+//! collected (`mi_collect`) and glibc's arenas trimmed (`malloc_trim`, which holds each
+//! arena's lock while it walks it, so it is run once after a large backlog drains, not on
+//! a timer: a 10 s trimmer was tried and dropped for that lock).
 
 use std::time::{Duration, Instant};
 
@@ -35,9 +42,25 @@ pub const BACKLOG_BYTES: usize = 8 << 20;
 /// catching up would otherwise take the arenas' locks every time.
 pub const BACKLOG_EVERY: Duration = Duration::from_secs(5);
 
-/// Applies [`MMAP_THRESHOLD`] and caps the arenas at the cores available (at least 2);
-/// whether the allocator took them (only glibc's does; elsewhere nothing is changed).
+/// The allocator each binary declares as Rust's global one:
+/// `#[global_allocator] static ALLOCATOR: sextant_heap::Allocator = sextant_heap::Allocator;`
+pub use mimalloc::MiMalloc as Allocator;
+
+/// `mi_option_purge_delay` in mimalloc's `mi_option_e`; `libmimalloc-sys` names no constant
+/// for it. A wrong index would fail `tests/allocator.rs`: freed pages would stay resident.
+const MI_OPTION_PURGE_DELAY: libmimalloc_sys::mi_option_t = 15;
+
+/// mimalloc returns a page to the system as soon as its last block is freed: the purge
+/// delay in milliseconds.
+pub const PURGE_DELAY_MS: i64 = 0;
+
+/// Sets [`Allocator`]'s purge delay to [`PURGE_DELAY_MS`]; for glibc's malloc, applies
+/// [`MMAP_THRESHOLD`] and caps the arenas at the cores available (at least 2). Whether
+/// glibc took its settings (only glibc's malloc does; elsewhere it is left as it is).
 pub fn settle_allocator() -> bool {
+    // SAFETY: options are plain integers mimalloc reads as it works; this one is in the
+    // range it documents (0: purge at once).
+    unsafe { libmimalloc_sys::mi_option_set(MI_OPTION_PURGE_DELAY, PURGE_DELAY_MS as _) };
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         let cores = std::thread::available_parallelism().map_or(2, usize::from);
@@ -54,9 +77,12 @@ pub fn settle_allocator() -> bool {
     }
 }
 
-/// Returns the free pages of every arena to the system; whether any were returned. Only
-/// glibc's allocator can; elsewhere this does nothing.
+/// Returns to the system the free pages of this thread's heap in [`Allocator`] (and what
+/// every thread freed and mimalloc had not yet purged) and the free
+/// pages of every glibc arena; whether glibc returned any (mimalloc does not say).
 pub fn give_back_freed() -> bool {
+    // SAFETY: collects only what the calling thread's heap holds free.
+    unsafe { libmimalloc_sys::mi_collect(true) };
     #[cfg(all(target_os = "linux", target_env = "gnu"))]
     {
         // SAFETY: malloc_trim only releases memory the allocator holds free.
