@@ -1,6 +1,8 @@
 //! A drained backlog's memory goes back to the system: many small blocks freed below one
 //! still in use stay resident (an arena returns only its top) until the queue's consumer
 //! sees its backlog drained. In a process of its own: the allocator is the whole process's.
+//! This one is glibc's, which the C libraries still allocate with; the binaries' own
+//! allocator is `tests/allocator.rs`'s.
 
 #[cfg(all(target_os = "linux", target_env = "gnu"))]
 #[test]
