@@ -8,10 +8,6 @@ use std::time::{Duration, Instant};
 
 mod eval;
 
-/// mimalloc, as in every binary (see the heap crate's module doc).
-#[global_allocator]
-static ALLOCATOR: sextant_runtime::heap::Allocator = sextant_runtime::heap::Allocator;
-
 use anyhow::{bail, Context, Result};
 use clap::{Parser, Subcommand};
 use sextant_commands::Policy;
@@ -20,6 +16,10 @@ use sextant_telemetry::csv::CsvWriter;
 use sextant_telemetry::pipeline::{Pipeline, SourceStats, Timestamp};
 use sextant_telemetry::project::{Connection, Project};
 use sextant_telemetry::Value;
+
+/// mimalloc, as in every binary (see the heap crate's module doc).
+#[global_allocator]
+static ALLOCATOR: sextant_runtime::heap::Allocator = sextant_runtime::heap::Allocator;
 
 #[derive(Parser)]
 #[command(

@@ -77,9 +77,9 @@ pub fn settle_allocator() -> bool {
     }
 }
 
-/// Returns to the system the free pages of this thread's heap in [`Allocator`] (and what
-/// every thread freed and mimalloc had not yet purged) and the free
-/// pages of every glibc arena; whether glibc returned any (mimalloc does not say).
+/// Returns free memory to the system: this thread's free pages in [`Allocator`], whatever
+/// mimalloc had yet to purge, and every glibc arena's free pages. Whether glibc returned
+/// any (mimalloc does not say).
 pub fn give_back_freed() -> bool {
     // SAFETY: collects only what the calling thread's heap holds free.
     unsafe { libmimalloc_sys::mi_collect(true) };
